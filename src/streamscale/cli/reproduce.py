@@ -1,0 +1,43 @@
+"""``streamscale reproduce NAME``: rerun a paper's headline experiments."""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+
+import typer
+
+from streamscale.cli.output import Output
+from streamscale.errors import StreamscaleError
+from streamscale.experiments import REPRODUCTIONS
+
+
+def register(app: typer.Typer) -> None:
+    app.command("reproduce", help="Reproduce a paper's results: " + ", ".join(REPRODUCTIONS) + ".")(
+        reproduce
+    )
+
+
+def reproduce(
+    ctx: typer.Context,
+    name: str = typer.Argument(..., help="Which reproduction (" + ", ".join(REPRODUCTIONS) + ")."),
+    out_dir: Path | None = typer.Option(
+        None, "--out", help="Output directory (default results/NAME)."
+    ),
+    quick: bool = typer.Option(False, "--quick", help="A small run of a few minutes at most."),
+    seed: int = typer.Option(1, "--seed", help="Seed for every random choice."),
+) -> None:
+    """Run reproduction NAME and write results.json, results.md and plots."""
+    out: Output = ctx.obj
+    if name not in REPRODUCTIONS:
+        raise StreamscaleError(
+            f"unknown reproduction (known: {', '.join(REPRODUCTIONS)})", item=name
+        )
+    module = importlib.import_module(REPRODUCTIONS[name][0])
+    target = out_dir or Path("results") / name
+    results = module.run(target, quick=quick, seed=seed)
+    if out.json:
+        out.emit(results)
+    else:
+        out.console.print((target / "results.md").read_text())
+        out.line(f"written to {target}/")

@@ -1,0 +1,31 @@
+"""Writing a reproduction's results: ``results.json``, ``results.md`` and plots."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from streamscale.cli.output import jsonable
+
+__all__ = ["markdown_table", "write_results"]
+
+
+def markdown_table(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    """A GitHub-flavoured markdown table; floats shown with 4 significant digits."""
+
+    def cell(v: Any) -> str:
+        return f"{v:.4g}" if isinstance(v, float) else str(v)
+
+    head = "| " + " | ".join(columns) + " |"
+    sep = "|" + "|".join("---" for _ in columns) + "|"
+    body = ["| " + " | ".join(cell(v) for v in r) + " |" for r in rows]
+    return "\n".join([head, sep, *body])
+
+
+def write_results(out: Path, results: Mapping[str, Any], markdown: str) -> None:
+    """Write ``results.json`` and ``results.md`` into ``out`` (created if needed)."""
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "results.json").write_text(json.dumps(jsonable(dict(results)), indent=2))
+    (out / "results.md").write_text(markdown.rstrip() + "\n")

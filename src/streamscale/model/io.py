@@ -1,0 +1,293 @@
+"""Reading and writing model files (YAML or JSON; the format is chosen by extension).
+
+Every loader raises :class:`~streamscale.errors.ModelError` naming the file and
+the offending item; unknown fields are errors, so a typo never passes silently.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal, TypeVar
+
+import yaml
+
+from streamscale.errors import ModelError
+from streamscale.model.cluster import Cluster, Node, VmType
+from streamscale.model.performance import PerformanceModel
+from streamscale.model.plan import Allocation, Placement, Plan, Routing
+from streamscale.model.snapshot import NodeStats, OperatorStats, ShardStats, Snapshot, Traffic
+from streamscale.model.topology import Edge, Operator, Topology
+
+__all__ = [
+    "FileKind",
+    "detect_kind",
+    "dump",
+    "load",
+    "load_cluster",
+    "load_models",
+    "load_plan",
+    "load_snapshot",
+    "load_topology",
+    "read_document",
+    "save",
+]
+
+FileKind = Literal["topology", "cluster", "models", "snapshot", "plan"]
+T = TypeVar("T")
+
+
+def read_document(path: str | Path) -> dict[str, Any]:
+    """Parse a YAML or JSON file into a mapping."""
+    p = Path(path)
+    try:
+        text = p.read_text()
+    except OSError as exc:
+        raise ModelError(exc.strerror or "cannot read", item=str(p)) from None
+    try:
+        doc = json.loads(text) if p.suffix == ".json" else yaml.safe_load(text)
+    except (yaml.YAMLError, json.JSONDecodeError) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ModelError(
+            f"not valid {'JSON' if p.suffix == '.json' else 'YAML'}: {first}", item=str(p)
+        ) from None
+    if not isinstance(doc, dict):
+        raise ModelError("expected a mapping at the top level", item=str(p))
+    return doc
+
+
+def detect_kind(doc: Mapping[str, Any]) -> FileKind:
+    """Which kind of file ``doc`` is: an explicit ``kind`` field, else by its keys."""
+    kind = doc.get("kind")
+    if kind is not None:
+        if kind not in ("topology", "cluster", "models", "snapshot", "plan"):
+            raise ModelError(f"unknown kind {kind!r}", item="kind")
+        return kind  # type: ignore[no-any-return]
+    if "operators" in doc and "edges" in doc:
+        return "topology"
+    if "nodes" in doc or "vm_types" in doc:
+        return "cluster" if not isinstance(doc.get("nodes"), Mapping) else "snapshot"
+    if "models" in doc or "points" in doc:
+        return "models"
+    if {"allocation", "placement", "routing"} & doc.keys():
+        return "plan"
+    if {"shards", "operators", "traffic"} & doc.keys():
+        return "snapshot"
+    raise ModelError("cannot tell what kind of file this is (add a 'kind' field)", item="file")
+
+
+def _make(cls: type[T], raw: Any, item: str, **rename: str) -> T:
+    if not isinstance(raw, Mapping):
+        raise ModelError("expected a mapping", item=item)
+    fields = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    kwargs: dict[str, Any] = {}
+    for k, v in raw.items():
+        name = rename.get(k, k)
+        if name not in fields:
+            raise ModelError(f"unknown field {k!r}", item=item)
+        kwargs[name] = v
+    try:
+        obj = cls(**kwargs)
+    except TypeError as exc:
+        raise ModelError(str(exc).split(".__init__() ")[-1], item=item) from None
+    for f in dataclasses.fields(cls):  # type: ignore[arg-type]
+        v = getattr(obj, f.name)
+        want = f.type if isinstance(f.type, str) else getattr(f.type, "__name__", "")
+        if v is None or not isinstance(want, str):
+            continue
+        if want.startswith(("float", "int")) and (
+            isinstance(v, bool) or not isinstance(v, int | float)
+        ):
+            raise ModelError(f"field {f.name!r} must be a number, got {v!r}", item=item)
+        if want.startswith("int") and isinstance(v, float):
+            if not v.is_integer():
+                raise ModelError(f"field {f.name!r} must be an integer, got {v!r}", item=item)
+            object.__setattr__(obj, f.name, int(v))
+    return obj
+
+
+def _list(doc: Mapping[str, Any], key: str, where: str) -> list[Any]:
+    v = doc.get(key, [])
+    if v is None:
+        return []
+    if not isinstance(v, list):
+        raise ModelError(f"{key!r} must be a list", item=where)
+    return v
+
+
+def topology_from_dict(doc: Mapping[str, Any], *, where: str = "topology") -> Topology:
+    ops = [
+        _make(Operator, o, f"{where}: operator {o.get('name', i) if isinstance(o, Mapping) else i}")
+        for i, o in enumerate(_list(doc, "operators", where))
+    ]
+    edges = []
+    for i, e in enumerate(_list(doc, "edges", where)):
+        label = f"{e.get('from', '?')}->{e.get('to', '?')}" if isinstance(e, Mapping) else str(i)
+        edges.append(_make(Edge, e, f"{where}: edge {label}", **{"from": "src", "to": "dst"}))
+    try:
+        return Topology.build(str(doc.get("name") or where), ops, edges)
+    except ModelError as exc:
+        raise ModelError(str(exc), item=where) from None
+
+
+def cluster_from_dict(doc: Mapping[str, Any], *, where: str = "cluster") -> Cluster:
+    nodes = [_make(Node, n, f"{where}: node {i}") for i, n in enumerate(_list(doc, "nodes", where))]
+    vms = [
+        _make(VmType, v, f"{where}: vm_type {i}")
+        for i, v in enumerate(_list(doc, "vm_types", where))
+    ]
+    try:
+        return Cluster.build(nodes, vms)
+    except ModelError as exc:
+        raise ModelError(str(exc), item=where) from None
+
+
+def models_from_dict(
+    doc: Mapping[str, Any], *, where: str = "models"
+) -> dict[str, PerformanceModel]:
+    raw = _list(doc, "models", where) if "models" in doc else [doc]
+    out: dict[str, PerformanceModel] = {}
+    for m in raw:
+        if not isinstance(m, Mapping):
+            raise ModelError("each model must be a mapping", item=where)
+        try:
+            model = PerformanceModel.from_dict(m)
+        except ModelError as exc:
+            raise ModelError(str(exc), item=where) from None
+        out[model.task] = model
+    return out
+
+
+def snapshot_from_dict(doc: Mapping[str, Any], *, where: str = "snapshot") -> Snapshot:
+    ops = doc.get("operators") or {}
+    nodes = doc.get("nodes") or {}
+    if not isinstance(ops, Mapping) or not isinstance(nodes, Mapping):
+        raise ModelError("'operators' and 'nodes' must be mappings by name", item=where)
+    try:
+        return Snapshot.build(
+            time=float(doc.get("time", 0.0)),
+            operators={
+                k: _make(OperatorStats, v, f"{where}: operator {k}") for k, v in ops.items()
+            },
+            shards=[
+                _make(ShardStats, s, f"{where}: shard {i}")
+                for i, s in enumerate(_list(doc, "shards", where))
+            ],
+            edges={str(k): float(v) for k, v in (doc.get("edges") or {}).items()},
+            traffic=[
+                _make(Traffic, t, f"{where}: traffic {i}")
+                for i, t in enumerate(_list(doc, "traffic", where))
+            ],
+            nodes={k: _make(NodeStats, v, f"{where}: node {k}") for k, v in nodes.items()},
+        )
+    except ModelError as exc:
+        raise ModelError(str(exc), item=where) from None
+
+
+def plan_from_dict(doc: Mapping[str, Any], *, where: str = "plan") -> Plan:
+    a = doc.get("allocation") or {}
+    if not isinstance(a, Mapping):
+        raise ModelError("'allocation' must be a mapping", item=where)
+    cores = a.get("cores") or {}
+    tables = (
+        (doc.get("routing") or {}).get("tables", {})
+        if isinstance(doc.get("routing"), Mapping)
+        else {}
+    )
+    place = (
+        (doc.get("placement") or {}).get("nodes", {})
+        if isinstance(doc.get("placement"), Mapping)
+        else {}
+    )
+    for name, k in cores.items():
+        if not isinstance(k, int) or k < 0:
+            raise ModelError(
+                f"cores must be a non-negative integer, got {k!r}", item=f"{where}: instance {name}"
+            )
+    return Plan(
+        Allocation({str(k): int(v) for k, v in cores.items()}, a.get("slots")),
+        Placement({str(k): str(v) for k, v in place.items()}),
+        Routing({str(k): tuple(str(x) for x in v) for k, v in tables.items()}),
+    )
+
+
+_FROM = {
+    "topology": topology_from_dict,
+    "cluster": cluster_from_dict,
+    "models": models_from_dict,
+    "snapshot": snapshot_from_dict,
+    "plan": plan_from_dict,
+}
+
+
+def load(path: str | Path, kind: FileKind | None = None) -> Any:
+    """Load any model file; ``kind`` forces the kind, else it is detected."""
+    doc = read_document(path)
+    try:
+        k = kind or detect_kind(doc)
+    except ModelError as exc:
+        raise ModelError(str(exc), item=str(path)) from None
+    return _FROM[k](doc, where=str(path))
+
+
+def load_topology(path: str | Path) -> Topology:
+    return load(path, "topology")  # type: ignore[no-any-return]
+
+
+def load_cluster(path: str | Path) -> Cluster:
+    return load(path, "cluster")  # type: ignore[no-any-return]
+
+
+def load_models(path: str | Path) -> dict[str, PerformanceModel]:
+    return load(path, "models")  # type: ignore[no-any-return]
+
+
+def load_snapshot(path: str | Path) -> Snapshot:
+    return load(path, "snapshot")  # type: ignore[no-any-return]
+
+
+def load_plan(path: str | Path) -> Plan:
+    return load(path, "plan")  # type: ignore[no-any-return]
+
+
+def _plain(obj: Any) -> Any:
+    if isinstance(obj, PerformanceModel):
+        return obj.to_dict()
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return {f.name: _plain(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+    if isinstance(obj, Mapping):
+        return {str(k): _plain(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_plain(v) for v in obj]
+    return obj
+
+
+def dump(obj: Any) -> dict[str, Any]:
+    """A plain mapping for any model object, in the shape the loaders read back."""
+    if isinstance(obj, Topology):
+        ops = [{k: v for k, v in _plain(o).items() if v not in (None, {})} for o in obj.operators]
+        edges = []
+        for e in obj.edges:
+            d = {"from": e.src, "to": e.dst, "grouping": e.grouping, "selectivity": e.selectivity}
+            if e.tuple_bytes is not None:
+                d["tuple_bytes"] = e.tuple_bytes
+            edges.append(d)
+        return {"kind": "topology", "name": obj.name, "operators": ops, "edges": edges}
+    if isinstance(obj, Cluster):
+        return {"kind": "cluster", **_plain(obj)}
+    if isinstance(obj, Mapping) and all(isinstance(v, PerformanceModel) for v in obj.values()):
+        return {"kind": "models", "models": [m.to_dict() for m in obj.values()]}
+    if isinstance(obj, Snapshot | Plan):
+        return {"kind": "snapshot" if isinstance(obj, Snapshot) else "plan", **_plain(obj)}
+    raise TypeError(f"cannot dump {type(obj).__name__}")
+
+
+def save(obj: Any, path: str | Path) -> None:
+    """Write ``obj`` as YAML or JSON (by extension)."""
+    p = Path(path)
+    doc = dump(obj)
+    p.write_text(
+        json.dumps(doc, indent=2) if p.suffix == ".json" else yaml.safe_dump(doc, sort_keys=False)
+    )

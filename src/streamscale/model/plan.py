@@ -1,0 +1,131 @@
+"""Plans: how much (allocation), where (placement) and which keys (routing).
+
+Vocabulary (ARCHITECTURE.md): an *instance* is an elastic executor, a group's
+task or a task's thread bundle; a *unit* is one core-sized piece of an
+instance (an Elasticutor task, a paper-001 task, a paper-004 thread); a
+*target* of routing is a unit (or a node, for ALBIC's key group → node).
+
+* ``Allocation.cores``: units per instance (k_j, tasks per group, threads per task).
+* ``Placement.nodes``: unit → node (or slot ``vm/slot``).
+* ``Routing.tables``: instance → tuple indexed by shard, giving the target unit.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+__all__ = [
+    "Allocation",
+    "CoreMove",
+    "Placement",
+    "Plan",
+    "PlanDiff",
+    "Routing",
+    "ShardMove",
+    "unit_id",
+]
+
+
+def unit_id(instance: str, index: int) -> str:
+    """Canonical name of the ``index``-th unit of ``instance``."""
+    return f"{instance}#{index}"
+
+
+@dataclass(frozen=True, slots=True)
+class Allocation:
+    cores: Mapping[str, int] = field(default_factory=dict)
+    slots: int | None = None
+
+    @property
+    def total(self) -> int:
+        return sum(self.cores.values())
+
+
+@dataclass(frozen=True, slots=True)
+class Placement:
+    nodes: Mapping[str, str] = field(default_factory=dict)
+
+    def per_node(self, instance: str | None = None) -> Counter[str]:
+        """Units per node (x_ij for one instance, or over all)."""
+        pre = None if instance is None else instance + "#"
+        return Counter(n for u, n in self.nodes.items() if pre is None or u.startswith(pre))
+
+
+@dataclass(frozen=True, slots=True)
+class Routing:
+    tables: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class ShardMove:
+    instance: str
+    shard: int
+    src: str
+    dst: str
+    src_node: str | None
+    dst_node: str | None
+    bytes: int = 0
+
+    @property
+    def remote(self) -> bool:
+        return self.src_node != self.dst_node
+
+
+@dataclass(frozen=True, slots=True)
+class CoreMove:
+    """An instance gains (``delta`` > 0) or loses units on ``node``."""
+
+    instance: str
+    node: str
+    delta: int
+
+
+@dataclass(frozen=True, slots=True)
+class PlanDiff:
+    shard_moves: tuple[ShardMove, ...] = ()
+    core_moves: tuple[CoreMove, ...] = ()
+
+    @property
+    def migration_bytes(self) -> int:
+        """Bytes of state that cross nodes (moves within a node share state, §3 of paper 000)."""
+        return sum(m.bytes for m in self.shard_moves if m.remote)
+
+    @property
+    def empty(self) -> bool:
+        return not self.shard_moves and not self.core_moves
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    allocation: Allocation = field(default_factory=Allocation)
+    placement: Placement = field(default_factory=Placement)
+    routing: Routing = field(default_factory=Routing)
+
+    def diff(self, new: Plan, *, shard_bytes: Callable[[str, int], int] | None = None) -> PlanDiff:
+        """Migrations implied by moving from ``self`` to ``new``.
+
+        ``shard_bytes(instance, shard)`` gives a shard's state size; a shard
+        whose target unit changes node moves those bytes.
+        """
+        moves: list[ShardMove] = []
+        for inst, table in new.routing.tables.items():
+            old = self.routing.tables.get(inst)
+            if old is None:
+                continue
+            for s, (a, b) in enumerate(zip(old, table, strict=False)):
+                if a == b:
+                    continue
+                an, bn = self.placement.nodes.get(a), new.placement.nodes.get(b)
+                size = shard_bytes(inst, s) if shard_bytes else 0
+                moves.append(ShardMove(inst, s, a, b, an, bn, size))
+        cores: list[CoreMove] = []
+        instances = sorted(set(self.allocation.cores) | set(new.allocation.cores))
+        for inst in instances:
+            before, after = self.placement.per_node(inst), new.placement.per_node(inst)
+            for node in sorted(set(before) | set(after)):
+                d = after[node] - before[node]
+                if d:
+                    cores.append(CoreMove(inst, node, d))
+        return PlanDiff(tuple(moves), tuple(cores))

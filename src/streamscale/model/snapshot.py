@@ -1,0 +1,123 @@
+"""Snapshots: what a collector observed over one statistics period.
+
+Loads are in cores (1.0 = one core fully busy); rates in tuples/s; sizes in bytes.
+A shard is identified by its operator and its index within the operator
+(executor ``e`` with ``Z`` shards owns indices ``e·Z … e·Z+Z−1``); in ALBIC's
+terms a shard is a key group.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from streamscale.errors import ModelError
+
+__all__ = ["NodeStats", "OperatorStats", "ShardStats", "Snapshot", "Traffic"]
+
+
+@dataclass(frozen=True, slots=True)
+class OperatorStats:
+    """Per operator: input and output rate, and service rate μ per core (tuples/s)."""
+
+    input_rate: float = 0.0
+    output_rate: float = 0.0
+    service_rate: float | None = None
+    backlog: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class ShardStats:
+    """Per shard (key group): load in cores, tuples in the period, state size, output rate."""
+
+    operator: str
+    shard: int
+    load: float = 0.0
+    rows: int = 0
+    state_bytes: int = 0
+    output_rate: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class Traffic:
+    """Tuples/s from one shard of an operator to one shard of a downstream operator."""
+
+    src: str
+    src_shard: int
+    dst: str
+    dst_shard: int
+    rate: float
+
+
+@dataclass(frozen=True, slots=True)
+class NodeStats:
+    """Per node: CPU use (% of one core), bandwidth use (Mbit/s), marked for removal."""
+
+    cpu: float = 0.0
+    bandwidth_mbps: float = 0.0
+    marked_for_removal: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """Observed statistics at ``time`` (seconds, from the collector's clock)."""
+
+    time: float = 0.0
+    operators: Mapping[str, OperatorStats] = field(default_factory=dict)
+    shards: tuple[ShardStats, ...] = ()
+    edges: Mapping[str, float] = field(default_factory=dict)
+    traffic: tuple[Traffic, ...] = ()
+    nodes: Mapping[str, NodeStats] = field(default_factory=dict)
+
+    @classmethod
+    def build(
+        cls,
+        *,
+        time: float = 0.0,
+        operators: Mapping[str, OperatorStats] | None = None,
+        shards: Iterable[ShardStats] = (),
+        edges: Mapping[str, float] | None = None,
+        traffic: Iterable[Traffic] = (),
+        nodes: Mapping[str, NodeStats] | None = None,
+    ) -> Snapshot:
+        snap = cls(
+            time,
+            dict(operators or {}),
+            tuple(shards),
+            dict(edges or {}),
+            tuple(traffic),
+            dict(nodes or {}),
+        )
+        snap.validate()
+        return snap
+
+    def validate(self) -> None:
+        for name, o in self.operators.items():
+            if o.input_rate < 0 or o.output_rate < 0 or o.backlog < 0:
+                raise ModelError("rates must be >= 0", item=f"operator {name}")
+            if o.service_rate is not None and not o.service_rate > 0:
+                raise ModelError("service_rate must be > 0", item=f"operator {name}")
+        seen: set[tuple[str, int]] = set()
+        for s in self.shards:
+            item = f"shard {s.operator}/{s.shard}"
+            if (s.operator, s.shard) in seen:
+                raise ModelError("reported twice", item=item)
+            seen.add((s.operator, s.shard))
+            if s.shard < 0 or s.load < 0 or s.rows < 0 or s.state_bytes < 0 or s.output_rate < 0:
+                raise ModelError("values must be >= 0", item=item)
+        for t in self.traffic:
+            if t.rate < 0:
+                raise ModelError(
+                    "rate must be >= 0",
+                    item=f"traffic {t.src}/{t.src_shard}->{t.dst}/{t.dst_shard}",
+                )
+        for name, rate in self.edges.items():
+            if rate < 0:
+                raise ModelError("rate must be >= 0", item=f"edge {name}")
+
+    def shards_of(self, operator: str) -> tuple[ShardStats, ...]:
+        return tuple(s for s in self.shards if s.operator == operator)
+
+    @property
+    def marked_for_removal(self) -> frozenset[str]:
+        return frozenset(n for n, s in self.nodes.items() if s.marked_for_removal)

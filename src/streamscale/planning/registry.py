@@ -1,0 +1,132 @@
+"""The planner registry: policy names → adapters over the domain model.
+
+An adapter is a pure function ``(context, plan) → StepResult``: it builds its
+algorithm's problem from the topology, cluster, snapshot and current plan in
+``context``, runs the algorithm and returns the plan with its part replaced
+(allocation, placement or routing) and the figures to report. ``compose``
+chains an allocator, a placer and a balancer, as ``streamscale plan`` does.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from streamscale.errors import StreamscaleError
+from streamscale.model import Cluster, PerformanceModel, Plan, Snapshot, Topology
+
+__all__ = [
+    "Entry",
+    "Family",
+    "PlanningContext",
+    "StepResult",
+    "compose",
+    "entries",
+    "get",
+    "register",
+]
+
+Family = Literal["allocator", "placer", "balancer"]
+FAMILIES: tuple[Family, ...] = ("allocator", "placer", "balancer")
+
+# Modules whose import registers adapters; each family adds its module here.
+_ADAPTER_MODULES: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class PlanningContext:
+    """Everything an adapter may read. ``now`` is injected; ``seed`` drives randomness."""
+
+    topology: Topology
+    cluster: Cluster
+    snapshot: Snapshot | None = None
+    models: Mapping[str, PerformanceModel] = field(default_factory=dict)
+    rate: float | None = None
+    params: Mapping[str, Any] = field(default_factory=dict)
+    seed: int | None = None
+    now: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class StepResult:
+    """A step's plan and its figures (JSON-able values keyed by a short name)."""
+
+    plan: Plan
+    figures: Mapping[str, Any] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
+
+
+Adapter = Callable[[PlanningContext, Plan], StepResult]
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    family: Family
+    name: str
+    description: str
+    adapter: Adapter
+
+
+_REGISTRY: dict[tuple[Family, str], Entry] = {}
+_loaded = False
+
+
+def register(family: Family, name: str, description: str) -> Callable[[Adapter], Adapter]:
+    """Decorator registering ``adapter`` under ``family``/``name`` with a one-line description."""
+    if family not in FAMILIES:
+        raise ValueError(f"unknown family {family!r}")
+
+    def deco(fn: Adapter) -> Adapter:
+        key = (family, name)
+        if key in _REGISTRY and _REGISTRY[key].adapter is not fn:
+            raise ValueError(f"{family} {name!r} registered twice")
+        _REGISTRY[key] = Entry(family, name, description, fn)
+        return fn
+
+    return deco
+
+
+def _load() -> None:
+    global _loaded
+    if not _loaded:
+        for mod in _ADAPTER_MODULES:
+            importlib.import_module(mod)
+        _loaded = True
+
+
+def entries(family: Family | None = None) -> list[Entry]:
+    """Registered entries, sorted by family then name."""
+    _load()
+    return sorted(
+        (e for e in _REGISTRY.values() if family is None or e.family == family),
+        key=lambda e: (FAMILIES.index(e.family), e.name),
+    )
+
+
+def get(family: Family, name: str) -> Entry:
+    _load()
+    try:
+        return _REGISTRY[(family, name)]
+    except KeyError:
+        known = ", ".join(e.name for e in entries(family)) or "none"
+        raise StreamscaleError(f"unknown {family} (known: {known})", item=name) from None
+
+
+def compose(
+    context: PlanningContext,
+    current: Plan | None = None,
+    *,
+    steps: Iterable[tuple[Family, str]],
+) -> tuple[Plan, dict[str, Mapping[str, Any]], tuple[str, ...]]:
+    """Run the named steps in order; returns the final plan, figures per step and notes."""
+    plan = current or Plan()
+    figures: dict[str, Mapping[str, Any]] = {}
+    notes: list[str] = []
+    for family, name in steps:
+        res = get(family, name).adapter(context, plan)
+        plan = res.plan
+        figures[f"{family}:{name}"] = res.figures
+        notes.extend(res.notes)
+    return plan, figures, tuple(notes)

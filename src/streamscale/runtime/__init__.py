@@ -1,0 +1,1 @@
+"""Runtimes that execute jobs: Spark (the data pipeline)."""

@@ -1,0 +1,1 @@
+"""The Spark data pipeline: sources, elastic keyed operators, shard state, metrics."""

@@ -1,0 +1,70 @@
+"""Building a SparkSession that works on a clean machine with PySpark 4."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Mapping
+
+from streamscale.errors import StreamscaleError
+
+__all__ = ["build_session", "check_java"]
+
+
+def check_java() -> str:
+    """Return ``java -version``'s first line; raise a one-line, actionable error when Java is missing."""
+    home = os.environ.get("JAVA_HOME")
+    java = os.path.join(home, "bin", "java") if home else shutil.which("java")
+    if not java or not os.path.exists(java):
+        raise StreamscaleError(
+            "Java 17+ is required by Spark and was not found; install it "
+            "(e.g. 'apt-get install openjdk-17-jre-headless') or set JAVA_HOME",
+            item="java",
+        )
+    try:
+        res = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise StreamscaleError(f"cannot run {java}: {exc}", item="java") from None
+    return (
+        (res.stderr or res.stdout).strip().splitlines()[0] if (res.stderr or res.stdout) else java
+    )
+
+
+def build_session(
+    master: str = "local[*]",
+    *,
+    app_name: str = "streamscale",
+    shuffle_partitions: int = 4,
+    conf: Mapping[str, str] | None = None,
+    log_level: str = "ERROR",
+):  # -> pyspark.sql.SparkSession (typed loosely so importing this module stays cheap)
+    """A SparkSession for streamscale jobs.
+
+    Python workers must run the same interpreter as the driver, or they time
+    out at start-up; the UI is off and logs are quiet so a terminal stays
+    readable. ``master`` may be ``local[N]`` or a cluster URL (``spark://…``).
+    """
+    check_java()
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    from pyspark.sql import SparkSession
+
+    builder = (
+        SparkSession.builder.master(master)
+        .appName(app_name)
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", str(shuffle_partitions))
+        .config("spark.sql.execution.arrow.pyspark.enabled", "true")
+        .config("spark.python.worker.reuse", "true")
+        .config("spark.driver.bindAddress", "127.0.0.1")
+        .config("spark.driver.host", "127.0.0.1")
+        .config("spark.executorEnv.PYSPARK_PYTHON", sys.executable)
+    )
+    for k, v in (conf or {}).items():
+        builder = builder.config(k, v)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel(log_level)
+    return spark

@@ -1,0 +1,44 @@
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from streamscale.cli.app import main
+
+EXAMPLES = Path(__file__).parents[2] / "examples"
+
+
+def test_version(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--version"]) == 0
+    assert capsys.readouterr().out.startswith("streamscale ")
+
+
+def test_validate_json_rates(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--json", "validate", str(EXAMPLES / "diamond.yaml"), "--rate", "100"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["kind"] == "topology" and data["rates"]["write"] == 400
+
+
+def test_validate_broken_file_one_line_exit_2(tmp_path: Path) -> None:
+    p = tmp_path / "t.yaml"
+    p.write_text(
+        "name: t\noperators: [{name: s, kind: source}, {name: o, kind: sink}]\nedges: [{from: s, to: q}]\n"
+    )
+    res = subprocess.run(
+        [sys.executable, "-m", "streamscale.cli.app", "validate", str(p)],
+        capture_output=True,
+        text=True,
+    )
+    assert res.returncode == 2
+    assert res.stderr.strip().count("\n") == 0
+    assert "edge s->q: unknown operator 'q'" in res.stderr
+    assert "Traceback" not in res.stderr
+
+
+def test_unknown_reproduction(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["reproduce", "nope"]) == 2
+    assert "nope" in capsys.readouterr().err

@@ -1,0 +1,93 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from streamscale.errors import ModelError
+from streamscale.model import (
+    Allocation,
+    Cluster,
+    ModelPoint,
+    NodeStats,
+    OperatorStats,
+    PerformanceModel,
+    Placement,
+    Plan,
+    Routing,
+    ShardStats,
+    Snapshot,
+    load,
+    load_cluster,
+    load_topology,
+    save,
+)
+
+EXAMPLES = Path(__file__).parents[2] / "examples"
+
+
+@pytest.mark.parametrize("name", ["linear", "diamond", "star", "microbench"])
+def test_examples_round_trip(name: str, tmp_path: Path) -> None:
+    t = load_topology(EXAMPLES / f"{name}.yaml")
+    for ext in ("yaml", "json"):
+        save(t, tmp_path / f"t.{ext}")
+        assert load(tmp_path / f"t.{ext}") == t
+
+
+def test_cluster_round_trip(tmp_path: Path) -> None:
+    c = load_cluster(EXAMPLES / "cluster.yaml")
+    assert c.total_cores == 24 and c.node("n3").capacity == 400
+    save(c, tmp_path / "c.json")
+    assert load(tmp_path / "c.json") == c
+
+
+def test_snapshot_plan_models_round_trip(tmp_path: Path) -> None:
+    snap = Snapshot.build(
+        time=3.5,
+        operators={"calc": OperatorStats(100, 90, 1000)},
+        shards=[ShardStats("calc", 0, 0.25, 10, 32768)],
+        nodes={"n1": NodeStats(150, 20, True)},
+    )
+    plan = Plan(
+        Allocation({"calc[0]": 2}),
+        Placement({"calc[0]#0": "n1", "calc[0]#1": "n2"}),
+        Routing({"calc[0]": ("calc[0]#0", "calc[0]#1")}),
+    )
+    models = {
+        "pi": PerformanceModel.build("pi", [ModelPoint(1, 105, 90, 5), ModelPoint(2, 110, 95, 6)])
+    }
+    for obj, name in ((snap, "s.yaml"), (plan, "p.json"), (models, "m.yaml")):
+        save(obj, tmp_path / name)
+        assert load(tmp_path / name) == obj
+    assert snap.marked_for_removal == {"n1"}
+
+
+@pytest.mark.parametrize(
+    ("text", "needle"),
+    [
+        ("nodes: [{name: a, cores: 0}]", "node a: cores must be >= 1"),
+        ("nodes: [{name: a, cores: two}]", "'cores' must be a number"),
+        ("nodes: [{name: a, corez: 2}]", "unknown field 'corez'"),
+        ("operators: [{name: s, kind: source}]\nedges: []", "no sink"),
+        ("a: [1, 2", "not valid YAML"),
+        ("- 1\n- 2", "expected a mapping"),
+        ("hello: 1", "cannot tell what kind"),
+    ],
+)
+def test_errors_name_the_item(tmp_path: Path, text: str, needle: str) -> None:
+    p = tmp_path / "bad.yaml"
+    p.write_text(text)
+    with pytest.raises(ModelError, match=needle) as info:
+        load(p)
+    assert str(p) in str(info.value)
+    assert "\n" not in str(info.value)
+
+
+def test_missing_file() -> None:
+    with pytest.raises(ModelError, match=r"nope\.yaml"):
+        load("nope.yaml")
+
+
+def test_uniform_cluster() -> None:
+    c = Cluster.uniform(3, cores=4)
+    assert c.names == ("n1", "n2", "n3") and c.total_cores == 12
