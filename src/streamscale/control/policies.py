@@ -1,0 +1,283 @@
+"""Control policies: from a snapshot to the plan of every elastic executor.
+
+Each policy implements :class:`streamscale.control.controller.Policy` for the
+keyed processing operators of a topology (non-keyed operators are not planned
+here). Names, as configs and the CLI use them:
+
+* ``elastic`` — Elasticutor (paper 000): queueing-model allocation (§4.1),
+  migration-aware CPU-to-executor assignment (§4.2, Algorithm 1) and
+  intra-executor shard balancing (§3.1).
+* ``naive-ec`` — the same ``k``, cores assigned without regard to migration cost
+  or locality (paper 000, §5 baseline).
+* ``static`` — one core per executor, never changes (paper 000, §5 "static").
+* ``rc`` — resource-centric: operator-level core counts and repartitioning of
+  shards across all of the operator's units (paper 000, §5 "RC").
+* ``proportional`` — ``k_e = ⌈load_e / target_utilization⌉`` (DS2-style
+  one-step sizing, ALGORITHMS.md "Beyond the papers"), no queueing model.
+
+Parameters (``params`` mapping, all optional):
+
+* ``latency_target_ms`` — T_max for the queueing model (default 10 ms).
+* ``theta`` — δ threshold of shard balancing (default 1.2).
+* ``max_cores`` — cores the policy may use (default: the cluster's cores).
+* ``target_utilization`` — per-core utilisation aimed at by ``proportional`` (0.7).
+* ``catch_up_s`` — ``proportional`` adds cores to drain the backlog within this
+  many seconds (default 30).
+
+Policies are pure: they read no clock (``now`` is passed in), do no I/O and keep
+only the last snapshot's shard sizes, for :meth:`shard_bytes`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import numpy as np
+
+from streamscale.control.controller import Decision, Policy
+from streamscale.errors import StreamscaleError
+from streamscale.model import Cluster, Plan, Snapshot, Topology
+from streamscale.model.plan import unit_id
+from streamscale.planning.elastic_plan import (
+    ExecutorInfo,
+    ExecutorLoad,
+    assemble,
+    executor_loads,
+    executors,
+    fill_assignment,
+    placement_matrix,
+    realize_units,
+    route,
+)
+
+__all__ = ["PARAMS", "POLICIES", "initial_plan", "make_policy"]
+
+POLICIES: dict[str, str] = {
+    "elastic": "Elasticutor: queueing-model cores, migration-aware assignment, shard balancing",
+    "naive-ec": "elastic executors with the same cores, assigned without migration/locality cost",
+    "static": "one core per executor, never changes",
+    "rc": "resource-centric: operator-level cores, shards repartitioned across executors",
+    "proportional": "cores = ceil(load / target utilization) per executor, no queueing model",
+}
+
+PARAMS: dict[str, tuple[float | None, str]] = {
+    "latency_target_ms": (10.0, "latency target T_max of the queueing model (ms)"),
+    "theta": (1.2, "shard-balancing threshold on δ = max/mean task load"),
+    "max_cores": (None, "cores the policy may use (default: all cores of the cluster)"),
+    "target_utilization": (0.7, "per-core utilisation aimed at by 'proportional'"),
+    "catch_up_s": (30.0, "'proportional' sizes to drain the backlog within this time (s)"),
+}
+
+
+def _params(params: Mapping[str, Any] | None, cluster: Cluster) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for key, value in (params or {}).items():
+        if key not in PARAMS:
+            known = ", ".join(PARAMS)
+            raise StreamscaleError(f"unknown policy parameter (known: {known})", item=key)
+        try:
+            out[key] = float(value)
+        except (TypeError, ValueError):
+            raise StreamscaleError(f"must be a number, got {value!r}", item=key) from None
+        if not out[key] > 0:
+            raise StreamscaleError(f"must be > 0, got {value!r}", item=key)
+    for key, (default, _) in PARAMS.items():
+        if key not in out:
+            out[key] = float(cluster.total_cores) if default is None else default
+    if out["target_utilization"] > 1:
+        raise StreamscaleError("must be <= 1", item="target_utilization")
+    return out
+
+
+class _ElasticBase:
+    """Shared state of the policies: topology, cluster, executors and shard sizes."""
+
+    name = ""
+
+    def __init__(
+        self,
+        topology: Topology,
+        cluster: Cluster,
+        params: Mapping[str, Any] | None,
+        seed: int | None,
+    ) -> None:
+        self.topology = topology
+        self.cluster = cluster
+        self.params = _params(params, cluster)
+        self.seed = seed
+        self.execs: tuple[ExecutorInfo, ...] = executors(topology, cluster)
+        self._by_instance = {ex.instance: ex for ex in self.execs}
+        self._state: dict[str, np.ndarray] = {}
+
+    def shard_bytes(self, instance: str, shard: int) -> int:
+        """State size of local ``shard`` of executor ``instance`` (last snapshot, else model)."""
+        sizes = self._state.get(instance)
+        if sizes is not None and 0 <= shard < sizes.size:
+            return int(sizes[shard])
+        ex = self._by_instance.get(instance)
+        if ex is None:
+            return 0
+        op = self.topology.operator(ex.operator)
+        return op.state_bytes // max(op.instances * op.shards, 1)
+
+    def _loads(self, snapshot: Snapshot | None) -> dict[str, ExecutorLoad]:
+        loads = executor_loads(self.topology, self.execs, snapshot)
+        self._state = {inst: ld.shard_bytes for inst, ld in loads.items()}
+        return loads
+
+    def _build(
+        self,
+        current: Plan,
+        loads: Mapping[str, ExecutorLoad],
+        cores: Mapping[str, int],
+        assign: Callable[[np.ndarray, list[int]], np.ndarray] | None = None,
+    ) -> tuple[Plan, dict[str, Any]]:
+        nodes = list(self.cluster.names)
+        k = [int(cores[ex.instance]) for ex in self.execs]
+        x0 = placement_matrix(current, self.execs, nodes)
+        if assign is None:
+            homes = [nodes.index(ex.home) for ex in self.execs]
+            capacity = [n.cores for n in self.cluster.nodes]
+            x = fill_assignment(x0, k, capacity, homes)
+        else:
+            x = assign(x0, k)
+        placement, renames = realize_units(current, self.execs, x, nodes)
+        tables, results = route(
+            current, self.execs, loads, cores, renames, theta=self.params["theta"]
+        )
+        plan = assemble(cores, placement, tables)
+        figures: dict[str, Any] = {
+            "cores": int(sum(k)),
+            "shard_moves": int(sum(len(r.moves) for r in results.values())),
+            "delta_max": float(max((r.delta_after for r in results.values()), default=1.0)),
+        }
+        return plan, figures
+
+
+def _scale(current: Plan, plan: Plan) -> str:
+    before, after = current.allocation.total, plan.allocation.total
+    return "up" if after > before else "down" if after < before else "none"
+
+
+def _decision(current: Plan, plan: Plan, reason: str, figures: Mapping[str, Any]) -> Decision:
+    if plan == current:
+        return Decision(None, "no change needed", figures)
+    return Decision(plan, reason, figures, _scale(current, plan))  # type: ignore[arg-type]
+
+
+class StaticPolicy(_ElasticBase):
+    """One core per executor on its home node; every shard on that core (paper 000, §5)."""
+
+    name = "static"
+
+    def decide(self, snapshot: Snapshot, current: Plan, now: float) -> Decision:
+        self._loads(snapshot)
+        plan = _static_plan(self.execs)
+        return _decision(current, plan, "static plan", {"cores": plan.allocation.total})
+
+
+class ProportionalPolicy(_ElasticBase):
+    """``k_e = ⌈(load_e + backlog share) / target_utilization⌉`` per executor.
+
+    The one-step sizing of production autoscalers (ALGORITHMS.md, "Beyond the
+    papers"): the observed busy cores of an executor divided by the target
+    utilisation, plus the cores that drain its share of the backlog within
+    ``catch_up_s``. Totals above ``max_cores`` are trimmed from the executor that
+    stays least utilised. Cores are placed home-first and shards balanced as in
+    paper 000, §3.1.
+    """
+
+    name = "proportional"
+
+    def decide(self, snapshot: Snapshot, current: Plan, now: float) -> Decision:
+        loads = self._loads(snapshot)
+        u = self.params["target_utilization"]
+        need = np.zeros(len(self.execs))
+        for j, ex in enumerate(self.execs):
+            ld = loads[ex.instance]
+            stats = snapshot.operators.get(ex.operator)
+            backlog_cores = 0.0
+            if stats is not None and stats.backlog > 0 and math.isfinite(ld.service):
+                share = ld.arrival / stats.input_rate if stats.input_rate > 0 else 0.0
+                if share == 0.0:
+                    share = 1.0 / self.topology.operator(ex.operator).instances
+                backlog_cores = stats.backlog * share / ld.service / self.params["catch_up_s"]
+            need[j] = (ld.load + backlog_cores) / u
+        k = np.maximum(1, np.ceil(need - 1e-9)).astype(np.int64)
+        k = _trim(k, need, int(self.params["max_cores"]))
+        cores = {ex.instance: int(k[j]) for j, ex in enumerate(self.execs)}
+        plan, figures = self._build(current, loads, cores)
+        figures["demand_cores"] = float(need.sum() * u)
+        return _decision(current, plan, f"proportional sizing to {int(k.sum())} cores", figures)
+
+
+def _trim(k: np.ndarray, need: np.ndarray, limit: int) -> np.ndarray:
+    """Remove cores until ``Σk ≤ limit``, each from the executor left least utilised."""
+    k = k.copy()
+    while k.sum() > max(limit, len(k)):
+        util = np.where(k > 1, need / np.maximum(k - 1, 1), np.inf)
+        k[int(np.argmin(util))] -= 1
+    return k
+
+
+class _Unavailable(_ElasticBase):
+    def decide(self, snapshot: Snapshot, current: Plan, now: float) -> Decision:
+        raise StreamscaleError("not available yet", item=f"policy {self.name}")
+
+
+def _static_plan(execs: tuple[ExecutorInfo, ...]) -> Plan:
+    cores = {ex.instance: 1 for ex in execs}
+    placement = {unit_id(ex.instance, 0): ex.home for ex in execs}
+    tables = {ex.instance: (unit_id(ex.instance, 0),) * ex.shards for ex in execs}
+    return assemble(cores, placement, tables)
+
+
+def _rc_initial(execs: tuple[ExecutorInfo, ...]) -> Plan:
+    cores: dict[str, int] = {}
+    placement: dict[str, str] = {}
+    tables: dict[str, tuple[str, ...]] = {}
+    for ex in execs:
+        cores[ex.operator] = cores.get(ex.operator, 0) + 1
+        unit = unit_id(ex.operator, ex.index)
+        placement[unit] = ex.home
+        tables[ex.instance] = (unit,) * ex.shards
+    return assemble(cores, placement, tables)
+
+
+_CLASSES: dict[str, type[_ElasticBase]] = {
+    "static": StaticPolicy,
+    "proportional": ProportionalPolicy,
+}
+
+
+def make_policy(
+    name: str,
+    topology: Topology,
+    cluster: Cluster,
+    *,
+    params: Mapping[str, Any] | None = None,
+    seed: int | None = None,
+) -> Policy:
+    """The policy called ``name`` (see :data:`POLICIES`) for ``topology`` on ``cluster``."""
+    if name not in POLICIES:
+        raise StreamscaleError(f"unknown policy (known: {', '.join(POLICIES)})", item=name)
+    cls = _CLASSES.get(name)
+    if cls is None:
+        policy = _Unavailable(topology, cluster, params, seed)
+        policy.name = name
+        return policy
+    return cls(topology, cluster, params, seed)
+
+
+def initial_plan(name: str, topology: Topology, cluster: Cluster) -> Plan:
+    """The plan a job starts with under policy ``name``: one core per executor.
+
+    Executors sit on their home nodes with every shard on their single task; for
+    ``rc`` the same cores are operator-level units ``op#e``.
+    """
+    if name not in POLICIES:
+        raise StreamscaleError(f"unknown policy (known: {', '.join(POLICIES)})", item=name)
+    execs = executors(topology, cluster)
+    return _rc_initial(execs) if name == "rc" else _static_plan(execs)

@@ -1,0 +1,334 @@
+"""Elastic-executor plans: the glue between the domain model and Elasticutor's planners.
+
+Paper 000 (Elasticutor), §3: every keyed operator has ``E`` elastic executors
+(``operator.instances``), each owning ``Z`` shards (``operator.shards``) by a
+static hash; executor ``e`` of operator ``op`` is the instance ``op[e]`` and its
+``k`` cores are the units ``op[e]#0 … op[e]#k−1``. This module extracts what the
+planners need from a snapshot (per-shard load and state, per-executor rates), keeps
+unit identities stable across re-plans (so a shard only "moves" when it has to) and
+assembles :class:`~streamscale.model.Plan` objects. It is pure: no clock, no I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from streamscale.errors import ModelError
+from streamscale.model import Allocation, Cluster, Placement, Plan, Routing, Snapshot, Topology
+from streamscale.model.plan import unit_id
+from streamscale.planning.balancing.shard_balance import BalanceResult, balance_shards
+
+__all__ = [
+    "ExecutorInfo",
+    "ExecutorLoad",
+    "assemble",
+    "executor_id",
+    "executor_loads",
+    "executors",
+    "fill_assignment",
+    "placement_matrix",
+    "realize_units",
+    "route",
+    "table_to_tasks",
+    "tasks_to_table",
+]
+
+
+def executor_id(operator: str, index: int) -> str:
+    """Instance id of executor ``index`` of ``operator`` (``op[e]``)."""
+    return f"{operator}[{index}]"
+
+
+@dataclass(frozen=True, slots=True)
+class ExecutorInfo:
+    """One elastic executor: its operator, index, shard count ``Z`` and home node I(j)."""
+
+    instance: str
+    operator: str
+    index: int
+    shards: int
+    home: str
+
+
+@dataclass(frozen=True, slots=True)
+class ExecutorLoad:
+    """Observed or modelled demand of one executor.
+
+    ``shard_load`` is in cores per local shard (length ``Z``); ``shard_bytes`` is the
+    state size of each local shard; ``arrival`` λ_j and ``service`` μ_j are tuples/s
+    (μ per core); ``bytes_rate`` is input + output bytes/s (data intensity × k).
+    """
+
+    shard_load: np.ndarray
+    shard_bytes: np.ndarray
+    arrival: float
+    service: float
+    bytes_rate: float
+
+    @property
+    def load(self) -> float:
+        return float(self.shard_load.sum())
+
+    @property
+    def state(self) -> int:
+        return int(self.shard_bytes.sum())
+
+
+def executors(topology: Topology, cluster: Cluster) -> tuple[ExecutorInfo, ...]:
+    """All elastic executors of the topology's keyed processing operators.
+
+    Home nodes I(j) are spread over the nodes in proportion to their cores
+    (each executor goes to the node with the most cores not yet hosting a home),
+    a pure function of the topology and cluster so every re-plan agrees on them.
+    """
+    if not cluster.nodes:
+        raise ModelError("cluster has no nodes to run executors on", item="cluster")
+    taken = dict.fromkeys(cluster.names, 0)
+    cores = {n.name: n.cores for n in cluster.nodes}
+    out: list[ExecutorInfo] = []
+    for op in topology.processing:
+        if not op.keyed:
+            continue
+        for e in range(op.instances):
+            # ratio comparison keeps heterogeneous nodes proportionally loaded
+            home = min(cluster.names, key=lambda n: (taken[n] / cores[n], -cores[n]))
+            taken[home] += 1
+            out.append(ExecutorInfo(executor_id(op.name, e), op.name, e, op.shards, home))
+    return tuple(out)
+
+
+def _source_rate(topology: Topology, rate: float | None) -> dict[str, float]:
+    try:
+        return topology.rates(rate)
+    except ModelError:
+        return {}
+
+
+def executor_loads(
+    topology: Topology,
+    execs: Sequence[ExecutorInfo],
+    snapshot: Snapshot | None,
+    *,
+    rate: float | None = None,
+) -> dict[str, ExecutorLoad]:
+    """Per-executor demand from a snapshot, falling back to the topology's model.
+
+    Shard loads come from ``snapshot.shards`` (global index ``e·Z + s``); an operator
+    without shard statistics spreads its load ``λ/μ`` evenly over its shards. The
+    arrival rate of executor ``j`` is its share of the operator's load times μ, so
+    skew across executors is visible to the queueing model (paper 000, §4.1).
+    """
+    omega = _source_rate(topology, rate)
+    by_op: dict[str, list[ExecutorInfo]] = {}
+    for ex in execs:
+        by_op.setdefault(ex.operator, []).append(ex)
+    out: dict[str, ExecutorLoad] = {}
+    for name, group in by_op.items():
+        op = topology.operator(name)
+        stats = snapshot.operators.get(name) if snapshot else None
+        lam = stats.input_rate if stats is not None else omega.get(name, 0.0)
+        mu = stats.service_rate if stats is not None and stats.service_rate else None
+        if mu is None:
+            mu = 1000.0 / op.cost_ms if op.cost_ms > 0 else float("inf")
+        out_rate = stats.output_rate if stats is not None else lam
+        z = op.shards
+        n = len(group) * z
+        load = np.zeros(n)
+        state = np.full(n, op.state_bytes // max(n, 1), dtype=np.int64)
+        shards = snapshot.shards_of(name) if snapshot else ()
+        if shards:
+            for s in shards:
+                if s.shard < n:
+                    load[s.shard] = s.load
+                    state[s.shard] = s.state_bytes
+        elif np.isfinite(mu):
+            load[:] = lam / mu / n
+        total = float(load.sum())
+        in_bytes = _in_bytes(topology, name)
+        out_bytes = float(op.tuple_bytes)
+        for ex in group:
+            sl = load[ex.index * z : (ex.index + 1) * z]
+            share = float(sl.sum()) / total if total > 0 else 1.0 / len(group)
+            arrival = float(sl.sum()) * mu if shards and np.isfinite(mu) else lam * share
+            out[ex.instance] = ExecutorLoad(
+                shard_load=sl.copy(),
+                shard_bytes=state[ex.index * z : (ex.index + 1) * z].copy(),
+                arrival=arrival,
+                service=float(mu),
+                bytes_rate=share * (lam * in_bytes + out_rate * out_bytes),
+            )
+    return out
+
+
+def _in_bytes(topology: Topology, name: str) -> float:
+    ins = topology.inputs(name)
+    return float(np.mean([topology.edge_bytes(e) for e in ins])) if ins else 0.0
+
+
+def placement_matrix(plan: Plan, execs: Sequence[ExecutorInfo], nodes: Sequence[str]) -> np.ndarray:
+    """x̃: cores of each executor (columns) on each node (rows) in ``plan``.
+
+    Units on nodes the cluster no longer has are ignored (their cores are gone).
+    """
+    row = {n: i for i, n in enumerate(nodes)}
+    col = {ex.instance: j for j, ex in enumerate(execs)}
+    x = np.zeros((len(nodes), len(execs)), dtype=np.int64)
+    for unit, node in plan.placement.nodes.items():
+        inst, _, _ = unit.rpartition("#")
+        j, i = col.get(inst), row.get(node)
+        if j is not None and i is not None:
+            x[i, j] += 1
+    return x
+
+
+def _units_of(plan: Plan, instance: str, nodes: set[str]) -> list[tuple[int, str]]:
+    pre = instance + "#"
+    out: list[tuple[int, str]] = []
+    for unit, node in plan.placement.nodes.items():
+        if unit.startswith(pre) and node in nodes:
+            idx = unit[len(pre) :]
+            if idx.isdigit():
+                out.append((int(idx), node))
+    return sorted(out)
+
+
+def realize_units(
+    current: Plan,
+    execs: Sequence[ExecutorInfo],
+    x: np.ndarray,
+    nodes: Sequence[str],
+) -> tuple[dict[str, str], dict[str, list[int | None]]]:
+    """Name the units of assignment ``x`` so that surviving units keep their ids.
+
+    Returns the placement (unit → node) and, per instance, the map from old unit
+    index to new unit index (``None`` when the unit is released). On each node an
+    executor keeps its lowest-numbered units; units numbered past the new ``k`` are
+    renamed into freed indices on the same node, so their shards keep their state
+    (paper 000, §3: tasks of one node share state).
+    """
+    node_set = set(nodes)
+    placement: dict[str, str] = {}
+    renames: dict[str, list[int | None]] = {}
+    for j, ex in enumerate(execs):
+        k = int(x[:, j].sum())
+        old = _units_of(current, ex.instance, node_set)
+        top = max((t for t, _ in old), default=-1) + 1
+        mapping: list[int | None] = [None] * top
+        want = {nodes[i]: int(x[i, j]) for i in range(len(nodes)) if x[i, j] > 0}
+        kept: list[tuple[int, str]] = []
+        for t, node in old:
+            if want.get(node, 0) > 0:
+                want[node] -= 1
+                kept.append((t, node))
+        used = {t for t, _ in kept if t < k}
+        free = iter(t for t in range(k) if t not in used)
+        for t, node in kept:
+            new = t if t < k else next(free)
+            mapping[t] = new
+            placement[unit_id(ex.instance, new)] = node
+        for node in nodes:
+            for _ in range(want.get(node, 0)):
+                placement[unit_id(ex.instance, next(free))] = node
+        renames[ex.instance] = mapping
+    return placement, renames
+
+
+def table_to_tasks(
+    table: Sequence[str] | None, instance: str, z: int, mapping: Sequence[int | None] | None
+) -> list[int | None]:
+    """Local shard → new task index (``None`` = orphaned), from an old routing table.
+
+    ``mapping`` is the old → new unit index map of :func:`realize_units`; without
+    one, unit indices are taken as they are.
+    """
+    if table is None or len(table) != z:
+        return [None] * z
+    pre = instance + "#"
+    out: list[int | None] = []
+    for unit in table:
+        idx = unit[len(pre) :] if unit.startswith(pre) else ""
+        t = int(idx) if idx.isdigit() else None
+        if t is not None and mapping is not None:
+            t = mapping[t] if t < len(mapping) else None
+        out.append(t)
+    return out
+
+
+def tasks_to_table(instance: str, tasks: Sequence[int]) -> tuple[str, ...]:
+    """Routing table (local shard → unit id) from task indices."""
+    return tuple(unit_id(instance, int(t)) for t in tasks)
+
+
+def assemble(
+    cores: Mapping[str, int], placement: Mapping[str, str], tables: Mapping[str, tuple[str, ...]]
+) -> Plan:
+    """A :class:`Plan` from its three parts (sorted for stable output)."""
+    return Plan(
+        Allocation(dict(sorted(cores.items()))),
+        Placement(dict(sorted(placement.items()))),
+        Routing(dict(sorted(tables.items()))),
+    )
+
+
+def fill_assignment(
+    x0: np.ndarray, k: Sequence[int], capacity: Sequence[int], homes: Sequence[int]
+) -> np.ndarray:
+    """A simple assignment meeting ``k``: release surplus, then fill home-first.
+
+    Surplus cores are released from remote nodes before the home node; missing
+    cores go to the home node while it has free cores, then to the node with the
+    most free cores. Used for initial plans and by policies without Algorithm 1
+    (paper 000, §4.2 is the migration-aware alternative). Cores beyond the cluster's
+    capacity oversubscribe the home node rather than fail, as a static deployment does.
+    """
+    x = np.array(x0, dtype=np.int64, copy=True)
+    cap = np.asarray(capacity, dtype=np.int64)
+    for j, want in enumerate(k):
+        h = homes[j]
+        while x[:, j].sum() > want:
+            held = np.flatnonzero(x[:, j])
+            remote = held[held != h]
+            i = remote[np.argmax(x[remote, j])] if remote.size else h
+            x[i, j] -= 1
+    for j, want in enumerate(k):
+        h = homes[j]
+        while x[:, j].sum() < want:
+            free = cap - x.sum(axis=1)
+            if free[h] > 0:
+                i = h
+            elif free.max() > 0:
+                i = int(np.argmax(free))
+            else:
+                i = h
+            x[i, j] += 1
+    return x
+
+
+def route(
+    current: Plan,
+    execs: Sequence[ExecutorInfo],
+    loads: Mapping[str, ExecutorLoad],
+    cores: Mapping[str, int],
+    renames: Mapping[str, Sequence[int | None]] | None = None,
+    *,
+    theta: float = 1.2,
+) -> tuple[dict[str, tuple[str, ...]], dict[str, BalanceResult]]:
+    """Routing tables for every executor after a change of ``k`` (paper 000, §3.1).
+
+    Shards keep their task when it survives (through ``renames``), orphans and new
+    tasks are handled by :func:`~streamscale.planning.balancing.shard_balance.balance_shards`.
+    """
+    tables: dict[str, tuple[str, ...]] = {}
+    results: dict[str, BalanceResult] = {}
+    for ex in execs:
+        mapping = renames.get(ex.instance) if renames is not None else None
+        cur = table_to_tasks(
+            current.routing.tables.get(ex.instance), ex.instance, ex.shards, mapping
+        )
+        res = balance_shards(loads[ex.instance].shard_load, cur, cores[ex.instance], theta=theta)
+        tables[ex.instance] = tasks_to_table(ex.instance, res.tasks)
+        results[ex.instance] = res
+    return tables, results

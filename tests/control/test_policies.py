@@ -1,0 +1,117 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from streamscale.control.policies import POLICIES, initial_plan, make_policy
+from streamscale.errors import StreamscaleError
+from streamscale.model import (
+    Cluster,
+    OperatorStats,
+    Plan,
+    ShardStats,
+    Snapshot,
+    load_cluster,
+    load_topology,
+)
+
+EXAMPLES = Path(__file__).parents[2] / "examples"
+
+
+@pytest.fixture(scope="module")
+def topo():  # type: ignore[no-untyped-def]
+    return load_topology(EXAMPLES / "microbench.yaml")
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Cluster:
+    return load_cluster(EXAMPLES / "cluster.yaml")
+
+
+def _snapshot(loads: np.ndarray, *, backlog: float = 0.0) -> Snapshot:
+    return Snapshot.build(
+        time=1.0,
+        operators={"calc": OperatorStats(1500.0, 1500.0, 1000.0, backlog)},
+        shards=[ShardStats("calc", i, float(v), 10, 32768) for i, v in enumerate(loads)],
+    )
+
+
+def _check_plan(plan: Plan, cluster: Cluster, topo) -> None:  # type: ignore[no-untyped-def]
+    op = topo.operator("calc")
+    for e in range(op.instances):
+        inst = f"calc[{e}]"
+        k = plan.allocation.cores[inst]
+        units = {f"{inst}#{t}" for t in range(k)}
+        assert units <= set(plan.placement.nodes)
+        table = plan.routing.tables[inst]
+        assert len(table) == op.shards and set(table) <= units
+    assert set(plan.placement.nodes.values()) <= set(cluster.names)
+
+
+def test_initial_plans(topo, cluster: Cluster) -> None:  # type: ignore[no-untyped-def]
+    p = initial_plan("elastic", topo, cluster)
+    assert p.allocation.cores == {f"calc[{e}]": 1 for e in range(4)}
+    _check_plan(p, cluster, topo)
+    assert sorted(p.placement.nodes.values()) == ["n1", "n2", "n3", "n4"]
+    rc = initial_plan("rc", topo, cluster)
+    assert rc.allocation.cores == {"calc": 4}
+    assert rc.routing.tables["calc[2]"] == ("calc#2",) * 64
+
+
+def test_static_never_changes(topo, cluster: Cluster) -> None:  # type: ignore[no-untyped-def]
+    pol = make_policy("static", topo, cluster)
+    p0 = initial_plan("static", topo, cluster)
+    d = pol.decide(_snapshot(np.full(256, 0.05)), p0, 1.0)
+    assert d.plan is None
+    assert pol.shard_bytes("calc[1]", 3) == 32768
+
+
+def test_proportional_sizes_and_balances(topo, cluster: Cluster) -> None:  # type: ignore[no-untyped-def]
+    loads = np.zeros(256)
+    loads[64:128] = 2.8 / 64  # executor 1 busy with 2.8 cores
+    loads[:64] = 0.3 / 64
+    pol = make_policy("proportional", topo, cluster, params={"target_utilization": 0.7})
+    p0 = initial_plan("proportional", topo, cluster)
+    d = pol.decide(_snapshot(loads), p0, 1.0)
+    assert d.plan is not None and d.scale == "up"
+    assert d.plan.allocation.cores == {"calc[0]": 1, "calc[1]": 4, "calc[2]": 1, "calc[3]": 1}
+    _check_plan(d.plan, cluster, topo)
+    # equal shards over 4 tasks: balanced within θ, with few moves
+    table = d.plan.routing.tables["calc[1]"]
+    counts = [table.count(f"calc[1]#{t}") for t in range(4)]
+    assert max(counts) / 16 <= 1.2
+    assert d.figures["shard_moves"] == 64 - max(counts)
+    # the same snapshot again: nothing to change
+    assert pol.decide(_snapshot(loads), d.plan, 2.0).plan is None
+    # load drops: back to one core each, a scale-down
+    d2 = pol.decide(_snapshot(np.full(256, 0.001)), d.plan, 3.0)
+    assert d2.plan is not None and d2.scale == "down"
+    assert d2.plan.allocation.total == 4
+    _check_plan(d2.plan, cluster, topo)
+
+
+def test_proportional_backlog_and_cap(topo, cluster: Cluster) -> None:  # type: ignore[no-untyped-def]
+    loads = np.full(256, 8.0 / 256)
+    p0 = initial_plan("proportional", topo, cluster)
+    base = make_policy("proportional", topo, cluster).decide(_snapshot(loads), p0, 1.0)
+    more = make_policy("proportional", topo, cluster).decide(
+        _snapshot(loads, backlog=60000.0), p0, 1.0
+    )
+    assert base.plan is not None and more.plan is not None
+    assert more.plan.allocation.total > base.plan.allocation.total
+    capped = make_policy("proportional", topo, cluster, params={"max_cores": 6}).decide(
+        _snapshot(np.full(256, 0.5)), p0, 1.0
+    )
+    assert capped.plan is not None and capped.plan.allocation.total == 6
+
+
+def test_errors(topo, cluster: Cluster) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(StreamscaleError, match="nope"):
+        make_policy("nope", topo, cluster)
+    with pytest.raises(StreamscaleError, match="bogus"):
+        make_policy("elastic", topo, cluster, params={"bogus": 1})
+    with pytest.raises(StreamscaleError, match="theta"):
+        make_policy("elastic", topo, cluster, params={"theta": "x"})
+    assert set(POLICIES) == {"elastic", "naive-ec", "static", "rc", "proportional"}
