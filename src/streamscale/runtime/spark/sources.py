@@ -426,5 +426,9 @@ class GeneratorSource(DataSource):
 
 
 def register_sources(spark: Any) -> None:
-    """Register every streamscale source with ``spark`` (idempotent)."""
+    """Register every streamscale source (generator, trace replay) with ``spark``."""
+    # Imported here because the trace module builds on this one.
+    from streamscale.runtime.spark.trace import TraceSource
+
     spark.dataSource.register(GeneratorSource)
+    spark.dataSource.register(TraceSource)
