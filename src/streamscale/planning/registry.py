@@ -32,7 +32,7 @@ Family = Literal["allocator", "placer", "balancer"]
 FAMILIES: tuple[Family, ...] = ("allocator", "placer", "balancer")
 
 # Modules whose import registers adapters; each family adds its module here.
-_ADAPTER_MODULES: tuple[str, ...] = ()
+_ADAPTER_MODULES: tuple[str, ...] = ("streamscale.planning.adapters.elastic_allocator",)
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,194 @@
+"""Placers ``gma``, ``random`` and ``even``: the Elastic Allocator (paper 002) over the domain model.
+
+Every unit of the plan is one placeable operator of paper 002. Units come from
+the plan's allocation when it has one (instance ``op`` or ``op[e]`` with
+``k`` units ``…#0 … #k-1``), else each operator gets ``instances`` units
+``f"{op}#{i}"``. An operator's CPU demand (% of one core) is its observed load
+in the snapshot (Σ shard loads, or input rate × ``cost_ms``) when present, else
+``cost_ms`` × the rate propagated from ``context.rate``; it is split evenly
+over the operator's units. An edge carries tuples/s × tuple bytes × 8 / 10⁶
+Mbit/s, spread over unit pairs by its grouping (shuffle and key: evenly over
+all pairs; all: every consumer gets the full stream; global: the first unit).
+
+Existing usage F0 is each node's ``reserved_cpu`` and
+``reserved_bandwidth_mbps``; with ``params["usage"] = "observed"`` the
+snapshot's node figures (``cpu``, ``bandwidth_mbps``) replace them — use that
+only when the snapshot measures other work, not this job.
+
+Params (all optional): ``d_cpu`` (0.9), ``d_bw`` (0.9), ``objective``
+(``deviation`` | ``utilization``, gma), ``max_operations`` (100000, gma),
+``workers`` (even: slots to use, default all), ``usage`` (``declared`` |
+``observed``), ``strict`` (raise :class:`InfeasibleError` instead of returning
+an infeasible best-effort placement).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+from typing import Any
+
+from streamscale.errors import InfeasibleError, ModelError
+from streamscale.model import Allocation, Placement, Plan, Topology, unit_id
+from streamscale.planning.placement.elastic_allocator import (
+    AllocatorNode,
+    AllocatorOperator,
+    AllocatorProblem,
+    AllocatorResult,
+    Flow,
+    even_placement,
+    random_placement,
+)
+from streamscale.planning.placement.gma import gma
+from streamscale.planning.registry import PlanningContext, StepResult, register
+
+__all__ = ["build_problem", "even_placer", "figures", "gma_placer", "random_placer"]
+
+_INSTANCE = re.compile(r"^(?P<op>.+?)(\[\d+\])?$")
+
+
+def _units(topology: Topology, plan: Plan) -> tuple[dict[str, list[str]], Allocation]:
+    """Units per operator, and the allocation they come from."""
+    cores = dict(plan.allocation.cores)
+    if not cores:
+        cores = {op.name: op.instances for op in topology.operators}
+    per_op: dict[str, list[str]] = {op.name: [] for op in topology.operators}
+    for inst, k in cores.items():
+        m = _INSTANCE.match(inst)
+        op = m.group("op") if m else inst
+        if op not in per_op:
+            raise ModelError("allocation names an unknown operator", item=f"instance {inst}")
+        per_op[op].extend(unit_id(inst, t) for t in range(k))
+    alloc = plan.allocation if plan.allocation.cores else Allocation(cores=cores)
+    return per_op, alloc
+
+
+def build_problem(context: PlanningContext, plan: Plan) -> tuple[AllocatorProblem, Allocation]:
+    """Paper 002's problem for ``context`` (see the module docstring for every rule)."""
+    topo, snap, params = context.topology, context.snapshot, context.params
+    per_op, alloc = _units(topo, plan)
+    observed = snap is not None and all(o.name in snap.operators for o in topo.operators)
+    omega = {} if observed else topo.rates(context.rate)
+    edge_rates = (
+        topo.edge_rates(context.rate)
+        if snap is None or any(e.name not in snap.edges for e in topo.edges)
+        else {}
+    )
+    ops: list[AllocatorOperator] = []
+    for op in topo.operators:
+        units = per_op[op.name]
+        if not units:
+            continue
+        if snap is not None and op.name in snap.operators:
+            shards = snap.shards_of(op.name)
+            total = (
+                100.0 * sum(s.load for s in shards)
+                if shards
+                else snap.operators[op.name].input_rate * op.cost_ms / 10.0
+            )
+        else:
+            total = omega[op.name] * op.cost_ms / 10.0
+        ops.extend(AllocatorOperator(u, total / len(units)) for u in units)
+    flows: list[Flow] = []
+    for e in topo.edges:
+        src, dst = per_op[e.src], per_op[e.dst]
+        if not src or not dst:
+            continue
+        tps = (
+            snap.edges[e.name] if snap is not None and e.name in snap.edges else edge_rates[e.name]
+        )
+        mbps = tps * topo.edge_bytes(e) * 8 / 1e6
+        if e.grouping == "global":
+            flows.extend(Flow(s, dst[0], mbps / len(src)) for s in src)
+        else:
+            share = mbps / len(src) if e.grouping == "all" else mbps / (len(src) * len(dst))
+            flows.extend(Flow(s, d, share) for s in src for d in dst)
+    usage = params.get("usage", "declared")
+    if usage not in ("declared", "observed"):
+        raise ModelError("usage must be 'declared' or 'observed'", item=str(usage))
+    nodes: list[AllocatorNode] = []
+    for n in context.cluster.nodes:
+        c0, b0 = n.reserved_cpu, n.reserved_bandwidth_mbps
+        if usage == "observed" and snap is not None and n.name in snap.nodes:
+            c0, b0 = snap.nodes[n.name].cpu, snap.nodes[n.name].bandwidth_mbps
+        nodes.append(AllocatorNode(n.name, n.capacity, c0, n.bandwidth_mbps, b0, slots=n.cores))
+    problem = AllocatorProblem(
+        tuple(nodes),
+        tuple(ops),
+        tuple(flows),
+        d_cpu=float(params.get("d_cpu", 0.9)),
+        d_bw=float(params.get("d_bw", 0.9)),
+    )
+    return problem, alloc
+
+
+def figures(result: AllocatorResult, problem: AllocatorProblem) -> dict[str, Any]:
+    """JSON-able figures of a placement: objectives, feasibility and per-node loads."""
+    ev = result.evaluation
+    names = problem.node_names
+    return {
+        "cpu_utilization": ev.cpu_utilization,
+        "bw_utilization": ev.bw_utilization,
+        "cpu_deviation": ev.cpu_deviation,
+        "bw_deviation": ev.bw_deviation,
+        "feasible": ev.feasible,
+        "throughput": ev.throughput,
+        "node_cpu_load": dict(zip(names, ev.node_cpu_load, strict=True)),
+        "node_bw_load": dict(zip(names, ev.node_bw_load, strict=True)),
+        "operations": result.operations,
+        "best_effort": len(result.best_effort),
+    }
+
+
+def _finish(
+    name: str,
+    context: PlanningContext,
+    plan: Plan,
+    problem: AllocatorProblem,
+    alloc: Allocation,
+    result: AllocatorResult,
+) -> StepResult:
+    notes: tuple[str, ...] = ()
+    if not result.feasible:
+        msg = f"placement exceeds D_CPU={problem.d_cpu:g} or D_BW={problem.d_bw:g}"
+        if result.proven_infeasible:
+            msg += " (no placement within them exists)"
+        elif result.exhausted:
+            msg += " (none found within the budget)"
+        if context.params.get("strict", False):
+            raise InfeasibleError(msg, item=f"placer {name}")
+        notes = (f"{name}: {msg}; best-effort placement returned",)
+    new = replace(plan, allocation=alloc, placement=Placement(nodes=dict(result.assignment)))
+    return StepResult(new, figures(result, problem), notes)
+
+
+@register("placer", "gma", "paper 002: greedy matching under CPU and bandwidth limits (GMA)")
+def gma_placer(context: PlanningContext, plan: Plan) -> StepResult:
+    """GMA (paper 002, §IV.E, Algorithm 1) with an operation budget."""
+    problem, alloc = build_problem(context, plan)
+    p = context.params
+    result = gma(
+        problem,
+        objective=p.get("objective", "deviation"),
+        max_operations=int(p.get("max_operations", 100_000)),
+    )
+    out = _finish("gma", context, plan, problem, alloc, result)
+    figs = dict(out.figures, exhausted=result.exhausted, proven_infeasible=result.proven_infeasible)
+    return replace(out, figures=figs)
+
+
+@register("placer", "random", "paper 002 baseline: every unit on a random node (seeded)")
+def random_placer(context: PlanningContext, plan: Plan) -> StepResult:
+    """Random baseline (paper 002, §V)."""
+    problem, alloc = build_problem(context, plan)
+    result = random_placement(problem, seed=context.seed)
+    return _finish("random", context, plan, problem, alloc, result)
+
+
+@register("placer", "even", "paper 002 baseline: Storm's even scheduler, round-robin over slots")
+def even_placer(context: PlanningContext, plan: Plan) -> StepResult:
+    """Even baseline (paper 002, §V): Storm's even scheduler."""
+    problem, alloc = build_problem(context, plan)
+    workers = context.params.get("workers")
+    result = even_placement(problem, workers=None if workers is None else int(workers))
+    return _finish("even", context, plan, problem, alloc, result)
