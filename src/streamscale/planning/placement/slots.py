@@ -1,0 +1,348 @@
+"""VM acquisition and thread → slot mapping (paper 004, §7).
+
+* :func:`acquire` — resource acquisition (§7.1): as many of the largest VMs as fit
+  within ρ slots, then the smallest VM covering the rest.
+* :func:`map_dsm` — Default Storm Mapping (§7.2, Algorithm 4): round-robin.
+* :func:`map_rsm` — R-Storm Mapping (§7.3, Algorithm 5): BFS sweeps, one thread
+  per task per sweep, VMs by R-Storm's distance, per-VM CPU and per-slot memory.
+* :func:`map_sam` — Slot Aware Mapping (§7.4, Algorithm 6): full bundles on
+  exclusive empty slots, partial bundles on the best-fit slot.
+* :func:`map_adding_slots` — the §8.4 procedure: when a resource-aware mapping
+  cannot place every thread, acquire one more slot at a time and retry.
+
+Resources are fractions of one slot here (1.0 = 100 %), as in the paper's
+pseudo-code, so R-Storm's distance mixes comparable magnitudes. Threads are
+units ``f"{task}#{k}"``; slots are ``f"{vm}/{l}"``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+from streamscale.errors import InfeasibleError, ModelError
+from streamscale.model import Cluster, VmType, unit_id
+
+__all__ = [
+    "MappingResult",
+    "RsmWeights",
+    "TaskDemand",
+    "Vm",
+    "acquire",
+    "map_adding_slots",
+    "map_dsm",
+    "map_rsm",
+    "map_sam",
+    "slot_id",
+    "vms_from_cluster",
+]
+
+_EPS = 1e-9
+
+
+@dataclass(frozen=True, slots=True)
+class Vm:
+    """A VM with ``slots`` resource slots (one core and its share of memory each)."""
+
+    name: str
+    slots: int
+    kind: str = ""
+    rack: str = "r0"
+    price_per_hour: float = 0.0
+
+
+def slot_id(vm: str, index: int) -> str:
+    """Name of slot ``index`` (0-based) of ``vm``."""
+    return f"{vm}/{index}"
+
+
+@dataclass(frozen=True, slots=True)
+class TaskDemand:
+    """One task's threads and what the mappers need to know about them.
+
+    ``cpu1``/``mem1`` are C(1), M(1) (RSM, §7.3); ``bundle`` is τ̂,
+    ``bundles`` how many full bundles the allocation sized at ω̂, and
+    ``cpu``/``mem`` the task's total needs c_i, m_i (SAM, §7.4). Resources are
+    fractions of a slot. ``bundles=None`` reads Algorithm 6 literally: any τ̂
+    unmapped threads form a full bundle.
+    """
+
+    task: str
+    threads: int
+    cpu1: float = 0.0
+    mem1: float = 0.0
+    bundle: int = 1
+    cpu: float = 0.0
+    mem: float = 0.0
+    bundles: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class MappingResult:
+    """Threads → slots on ``vms``; ``extra_slots`` were added beyond the allocation's ρ."""
+
+    algorithm: str
+    vms: tuple[Vm, ...]
+    assignment: Mapping[str, str]
+    extra_slots: int = 0
+
+    @property
+    def slots(self) -> tuple[str, ...]:
+        return tuple(slot_id(v.name, i) for v in self.vms for i in range(v.slots))
+
+    @property
+    def price_per_hour(self) -> float:
+        return sum(v.price_per_hour for v in self.vms)
+
+    def per_slot(self) -> dict[str, dict[str, int]]:
+        """Slot → task → threads on it (slots in VM order, empty ones included)."""
+        out: dict[str, dict[str, int]] = {s: {} for s in self.slots}
+        for unit, s in self.assignment.items():
+            task = unit.rsplit("#", 1)[0]
+            out[s][task] = out[s].get(task, 0) + 1
+        return out
+
+
+# -- acquisition ------------------------------------------------------------
+def acquire(slots: int, vm_types: Sequence[VmType]) -> tuple[Vm, ...]:
+    """VMs for ``slots`` slots (paper 004, §7.1).
+
+    As many VMs of the largest size p̂ as fit within ρ (n·p̂ ≤ ρ), then the
+    smallest size with at least ρ − n·p̂ slots. Ties between equally sized types
+    go to the cheaper one. VMs are named ``f"{type}-{j}"``, j counted from 1.
+    """
+    if not vm_types:
+        raise ModelError("cluster has no vm_types to acquire from", item="cluster")
+    if slots <= 0:
+        return ()
+    by_size = sorted(vm_types, key=lambda v: (v.slots, v.price_per_hour))
+    largest = max(by_size, key=lambda v: (v.slots, -v.price_per_hour))
+    n, rest = divmod(slots, largest.slots)
+    chosen = [largest] * n
+    if rest:
+        chosen.append(next(v for v in by_size if v.slots >= rest))
+    return tuple(
+        Vm(f"{t.name}-{j + 1}", t.slots, t.name, "r0", t.price_per_hour)
+        for j, t in enumerate(chosen)
+    )
+
+
+def vms_from_cluster(cluster: Cluster) -> tuple[Vm, ...]:
+    """The cluster's existing nodes as VMs (a node's cores are its slots)."""
+    if not cluster.nodes:
+        raise ModelError("cluster has no nodes to map onto", item="cluster")
+    return tuple(Vm(n.name, n.cores, "node", n.rack, 0.0) for n in cluster.nodes)
+
+
+def _threads(demands: Sequence[TaskDemand]) -> list[str]:
+    return [unit_id(d.task, k) for d in demands for k in range(d.threads)]
+
+
+# -- DSM -------------------------------------------------------------------
+def map_dsm(demands: Sequence[TaskDemand], vms: Sequence[Vm]) -> MappingResult:
+    """Default Storm Mapping (paper 004, §7.2, Algorithm 4).
+
+    Threads, task by task in the given (topological) order, go round-robin over
+    the slots listed VM by VM; blind to resources, so it never fails.
+    """
+    slots = [slot_id(v.name, i) for v in vms for i in range(v.slots)]
+    if not slots:
+        raise InfeasibleError("no slots to map onto", item="dsm")
+    units = _threads(demands)
+    return MappingResult("dsm", tuple(vms), {u: slots[n % len(slots)] for n, u in enumerate(units)})
+
+
+# -- RSM -------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class RsmWeights:
+    """R-Storm's distance coefficients w_C, w_M, w_N (paper 004, §7.3)."""
+
+    cpu: float = 1.0
+    memory: float = 1.0
+    network: float = 1.0
+
+
+def _nw_dist(a: Vm, b: Vm) -> float:
+    if a.name == b.name:
+        return 0.0
+    return 0.5 if a.rack == b.rack else 1.0
+
+
+def map_rsm(
+    demands: Sequence[TaskDemand],
+    vms: Sequence[Vm],
+    *,
+    weights: RsmWeights = RsmWeights(),
+) -> MappingResult:
+    """R-Storm Mapping (paper 004, §7.3, Algorithm 5).
+
+    Sweeps the tasks in topological order, mapping one thread of each pending
+    task per sweep. VMs are tried in ascending distance
+    d = sqrt(w_C (C_j − c̄)² + w_M (M_j − m̄)² + w_N NWDist(v̂, v_j)²) from the
+    reference VM v̂ (the last one mapped to); a VM qualifies when it has c̄ CPU
+    left in total and some slot has m̄ memory left, and the thread goes to the
+    first such slot. Resources grow linearly per thread (c̄ = C(1), m̄ = M(1)).
+
+    Raises
+    ------
+    InfeasibleError
+        "insufficient resources", naming the task, when no VM qualifies.
+    """
+    if not vms:
+        raise InfeasibleError("no VMs to map onto", item="rsm")
+    cpu = {v.name: float(v.slots) for v in vms}
+    mem = {v.name: float(v.slots) for v in vms}
+    slot_mem = {v.name: [1.0] * v.slots for v in vms}
+    left = {d.task: d.threads for d in demands}
+    done = dict.fromkeys(left, 0)
+    ref = vms[0]
+    out: dict[str, str] = {}
+    while any(left.values()):
+        for d in demands:
+            if not left[d.task]:
+                continue
+            order = sorted(
+                range(len(vms)),
+                key=lambda j: (
+                    math.sqrt(
+                        weights.cpu * (cpu[vms[j].name] - d.cpu1) ** 2
+                        + weights.memory * (mem[vms[j].name] - d.mem1) ** 2
+                        + weights.network * _nw_dist(ref, vms[j]) ** 2
+                    ),
+                    j,
+                ),
+            )
+            target: tuple[Vm, int] | None = None
+            for j in order:
+                v = vms[j]
+                if cpu[v.name] + _EPS < d.cpu1:
+                    continue
+                free = [i for i, m in enumerate(slot_mem[v.name]) if m + _EPS >= d.mem1]
+                if free:
+                    target = (v, free[0])
+                    break
+            if target is None:
+                raise InfeasibleError("insufficient resources", item=f"task {d.task}")
+            v, i = target
+            out[unit_id(d.task, done[d.task])] = slot_id(v.name, i)
+            cpu[v.name] -= d.cpu1
+            mem[v.name] -= d.mem1
+            slot_mem[v.name][i] -= d.mem1
+            done[d.task] += 1
+            left[d.task] -= 1
+            ref = v
+    return MappingResult("rsm", tuple(vms), out)
+
+
+# -- SAM -------------------------------------------------------------------
+def map_sam(demands: Sequence[TaskDemand], vms: Sequence[Vm]) -> MappingResult:
+    """Slot Aware Mapping (paper 004, §7.4, Algorithm 6).
+
+    Sweeps the tasks in topological order. A task with at least τ̂ unmapped
+    threads (and, when ``bundles`` is given, a full bundle not yet mapped — a
+    group of τ̂ threads the allocation sized to serve less than ω̂ is partial,
+    or a lightly loaded one-thread task with τ̂ = 1 would take a whole slot)
+    maps one full bundle of τ̂ threads to an empty slot of the current
+    VM (else of the following VMs), taking 100 % of it and reducing c_i, m_i by
+    1.0; otherwise its remaining (partial) threads go together to the best-fit
+    slot — the one with the least CPU + memory left that still holds c_i, m_i.
+
+    Raises
+    ------
+    InfeasibleError
+        "insufficient resources", naming the task, when no slot qualifies.
+    """
+    if not vms:
+        raise InfeasibleError("no VMs to map onto", item="sam")
+    slots = [(j, i) for j, v in enumerate(vms) for i in range(v.slots)]
+    c_av = dict.fromkeys(slots, 1.0)
+    m_av = dict.fromkeys(slots, 1.0)
+    used: set[tuple[int, int]] = set()
+    left = {d.task: d.threads for d in demands}
+    need = {d.task: (d.cpu, d.mem) for d in demands}
+    done = dict.fromkeys(left, 0)
+    full = {
+        d.task: (d.threads if d.bundles is None else d.bundles * max(1, d.bundle)) for d in demands
+    }
+    cur = 0
+    out: dict[str, str] = {}
+
+    def put(task: str, n: int, s: tuple[int, int]) -> None:
+        for _ in range(n):
+            out[unit_id(task, done[task])] = slot_id(vms[s[0]].name, s[1])
+            done[task] += 1
+        left[task] -= n
+        used.add(s)
+
+    while any(left.values()):
+        for d in demands:
+            tau_hat = max(1, d.bundle)
+            if left[d.task] >= tau_hat and full[d.task] >= tau_hat:
+                full[d.task] -= tau_hat
+                order = [(cur + k) % len(vms) for k in range(len(vms))]
+                empty = next(
+                    ((j, i) for j in order for i in range(vms[j].slots) if (j, i) not in used),
+                    None,
+                )
+                if empty is None:
+                    raise InfeasibleError("insufficient resources", item=f"task {d.task}")
+                put(d.task, tau_hat, empty)
+                c, m = need[d.task]
+                need[d.task] = (c - 1.0, m - 1.0)
+                c_av[empty] = m_av[empty] = 0.0
+                cur = empty[0]
+            elif left[d.task] > 0:
+                c, m = max(need[d.task][0], 0.0), max(need[d.task][1], 0.0)
+                fits = [s for s in slots if c_av[s] + _EPS >= c and m_av[s] + _EPS >= m]
+                if not fits:
+                    raise InfeasibleError("insufficient resources", item=f"task {d.task}")
+                best = min(fits, key=lambda s: (c_av[s] + m_av[s], s))
+                put(d.task, left[d.task], best)
+                c_av[best] -= c
+                m_av[best] -= m
+                need[d.task] = (0.0, 0.0)
+                cur = best[0]
+    return MappingResult("sam", tuple(vms), out)
+
+
+# -- adding slots -------------------------------------------------------------
+Mapper = Callable[[Sequence[TaskDemand], Sequence[Vm]], MappingResult]
+
+
+def map_adding_slots(
+    mapper: Mapper,
+    demands: Sequence[TaskDemand],
+    slots: int,
+    vm_types: Sequence[VmType],
+    *,
+    max_extra: int | None = None,
+) -> MappingResult:
+    """Acquire VMs for ``slots`` and map; on failure add one slot at a time (paper 004, §8.4).
+
+    The result's ``extra_slots`` counts the slots added beyond ``slots``. Gives
+    up after ``max_extra`` additions (default: as many as the threads to map).
+
+    Raises
+    ------
+    InfeasibleError
+        When no slot count up to ``slots + max_extra`` works.
+    """
+    limit = max_extra if max_extra is not None else max(8, sum(d.threads for d in demands))
+    last_err: InfeasibleError | None = None
+    tried: set[tuple[int, ...]] = set()
+    for extra in range(limit + 1):
+        vms = acquire(max(1, slots + extra), vm_types)
+        shape = tuple(v.slots for v in vms)
+        if shape in tried:
+            continue
+        tried.add(shape)
+        try:
+            res = mapper(demands, vms)
+        except InfeasibleError as exc:
+            last_err = exc
+            continue
+        return MappingResult(res.algorithm, res.vms, res.assignment, extra)
+    raise InfeasibleError(
+        f"mapping failed even with {limit} extra slots ({last_err})", item="mapping"
+    )
