@@ -77,10 +77,16 @@ def test_feasibility_boundaries_and_throughput() -> None:
         operators=(AllocatorOperator("x", 100),),
     )
     ev = evaluate(over, {"x": "a"})
-    # only 50 % of a core is left for a 100 % demand: the query runs at half rate
-    assert not ev.feasible and ev.throughput == pytest.approx(0.5)
+    # 150 % wanted of a 100 % core: shared in proportion, the query gets 2/3 of its need
+    assert not ev.feasible and ev.throughput == pytest.approx(2 / 3)
     assert ev.cpu_utilization == pytest.approx(100 / 200)
     assert ev.node_cpu_load == pytest.approx((1.5, 0.0))
+    two = AllocatorProblem(over.nodes, (AllocatorOperator("x", 100), AllocatorOperator("y", 50)))
+    ev2 = evaluate(two, {"x": "a", "y": "b"})
+    # back-pressure: y on the idle node b runs at the same 2/3 as x
+    assert ev2.throughput == pytest.approx(2 / 3)
+    assert ev2.cpu_utilization == pytest.approx((100 + 50 * 2 / 3) / 200)
+    assert ev2.cpu_deviation == pytest.approx(math.sqrt(2) * (1 - 1 / 3) / 2)
     bw = AllocatorProblem(
         nodes=(AllocatorNode("a", 100, bandwidth_mbps=100), AllocatorNode("b", 100)),
         operators=(AllocatorOperator("x", 1), AllocatorOperator("y", 1)),

@@ -19,10 +19,14 @@ placement adds load (a node that other work already keeps above D_CPU does not
 make every placement infeasible, only those that add to it).
 
 Objectives (§IV.C): utilisation ``R_utl = Σ used / Σ capacity`` and
-deviation ``R_dev = sqrt(Σ_i (R_i − R_avg)²)``, per resource. Utilisation is
-reported on *effective* usage: a plan that overloads a node or link throttles
-the whole query (back-pressure) to the fraction ``λ`` its tightest resource can
-sustain, so only ``λ`` of the query's demand is really used.
+deviation ``R_dev = sqrt(Σ_i (R_i − R_avg)²)``, per resource. Both are
+reported on *effective* usage (**Choice**, so that an overload shows as it
+would on a monitor): an overloaded node or link is shared in proportion to
+demand, so the query's operators there get ``capacity / (C0 + demand)`` of
+what they need; back-pressure throttles the whole query to the smallest such
+share ``λ`` (its sustainable fraction of the input rate), and each node then
+uses ``min(C0 + λ·demand, capacity)`` (other work takes what the throttled
+query leaves).
 
 This module holds the problem, its evaluation, the node clustering and the
 two baselines of §V, :func:`random_placement` and :func:`even_placement`
@@ -109,7 +113,7 @@ class AllocatorProblem:
     flows: tuple[Flow, ...] = ()
     d_cpu: float = 0.9
     d_bw: float = 0.9
-    _index: Mapping[str, int] = field(default_factory=dict, repr=False, compare=False)
+    _index: Mapping[str, int] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if not self.nodes:
@@ -261,14 +265,14 @@ def evaluate(problem: AllocatorProblem, assignment: Mapping[str, str]) -> Evalua
         np.all((cpu <= 0) | (cpu_load <= problem.d_cpu + _EPS))
         and np.all((bw <= 0) | (bw_load <= problem.d_bw + _EPS))
     )
-    # Existing work keeps its share; the query gets what is left of each resource.
     lam = 1.0
-    for demand, free in ((cpu, np.maximum(cap - c0, 0.0)), (bw, np.maximum(link - b0, 0.0))):
+    for demand, have, size in ((cpu, c0, cap), (bw, b0, link)):
         need = demand > _EPS
         if np.any(need):
-            lam = min(lam, float(np.min(free[need] / demand[need])))
-    used_cpu = np.minimum(c0, cap) + lam * cpu
-    used_bw = np.minimum(b0, link) + lam * bw
+            share = size[need] / (have[need] + demand[need])
+            lam = min(lam, float(np.min(share)))
+    used_cpu = np.minimum(c0 + lam * cpu, cap)
+    used_bw = np.minimum(b0 + lam * bw, link)
     return Evaluation(
         node_cpu_load=tuple(float(x) for x in cpu_load),
         node_bw_load=tuple(float(x) for x in bw_load),
