@@ -32,7 +32,10 @@ Family = Literal["allocator", "placer", "balancer"]
 FAMILIES: tuple[Family, ...] = ("allocator", "placer", "balancer")
 
 # Modules whose import registers adapters; each family adds its module here.
-_ADAPTER_MODULES: tuple[str, ...] = ("streamscale.planning.adapters.elastic_allocator",)
+_ADAPTER_MODULES: tuple[str, ...] = (
+    "streamscale.planning.adapters.elastic_allocator",
+    "streamscale.planning.adapters.model_driven",
+)
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,239 @@
+"""Allocators ``lsa``, ``mba`` and placers ``dsm``, ``rsm``, ``sam`` (paper 004) over the domain model.
+
+An instance is a task (operator) and its units ``f"{op}#{k}"`` are its threads;
+``Allocation.slots`` is ρ. Operators find their model by ``task`` (else name)
+in ``context.models``; the DAG rate Ω is ``context.rate`` (else the sources' own
+rates). Placement maps every thread to a slot id ``f"{vm}/{l}"``.
+
+VMs (``params["vms"]``): ``acquire`` (default when the cluster has
+``vm_types``) buys VMs for ρ slots from the catalog (§7.1) and, when a
+resource-aware mapping fails, adds one slot at a time (§8.4); ``nodes`` (default
+otherwise) maps onto the cluster's nodes as they are and fails when they are
+too small. Other params: ``rsm_weights`` (``{cpu, memory, network}``, all 1),
+``resource_limits`` (true: predictions also respect per-VM CPU and per-slot
+memory), ``literal_bundles`` (false: see :func:`map_sam`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from streamscale.errors import ModelError
+from streamscale.model import Allocation, Placement, Plan, Topology
+from streamscale.planning.allocation.model_based import (
+    AllocationResult,
+    allocate,
+    bundle_needs,
+    model_for,
+)
+from streamscale.planning.placement.slots import (
+    MappingResult,
+    RsmWeights,
+    TaskDemand,
+    acquire,
+    map_adding_slots,
+    map_dsm,
+    map_rsm,
+    map_sam,
+    vms_from_cluster,
+)
+from streamscale.planning.prediction import predict
+from streamscale.planning.registry import PlanningContext, StepResult, register
+
+__all__ = [
+    "allocation_figures",
+    "demands",
+    "dsm_placer",
+    "lsa_allocator",
+    "map_plan",
+    "mba_allocator",
+    "placement_figures",
+    "rsm_placer",
+    "sam_placer",
+]
+
+_MAPPERS = {"dsm": map_dsm, "rsm": map_rsm, "sam": map_sam}
+
+
+def _need_models(context: PlanningContext) -> None:
+    if not context.models:
+        raise ModelError("no performance models given (use --models FILE)", item="models")
+
+
+def allocation_figures(res: AllocationResult) -> dict[str, Any]:
+    """JSON-able figures of an allocation."""
+    return {
+        "algorithm": res.algorithm,
+        "rate": res.dag_rate,
+        "slots": res.slots,
+        "threads": res.threads,
+        "cpu_percent": {t.task: round(t.cpu, 3) for t in res.tasks},
+        "memory_percent": {t.task: round(t.memory, 3) for t in res.tasks},
+        "task_rates": {t.task: t.rate for t in res.tasks},
+        "total_cpu_percent": round(res.total_cpu, 3),
+        "total_memory_percent": round(res.total_memory, 3),
+    }
+
+
+def _allocate(name: str, context: PlanningContext, plan: Plan) -> StepResult:
+    _need_models(context)
+    res = allocate(name, context.topology, context.models, context.rate)
+    alloc = Allocation(cores=res.threads, slots=res.slots)
+    return StepResult(Plan(alloc, Placement(), plan.routing), allocation_figures(res))
+
+
+@register(
+    "allocator",
+    "lsa",
+    "paper 004 Linear Scaling Allocation: threads and slots from 1-thread figures",
+)
+def lsa_allocator(context: PlanningContext, plan: Plan) -> StepResult:
+    """Algorithm 2 of paper 004 (§6.1) on the context's DAG, models and rate."""
+    return _allocate("lsa", context, plan)
+
+
+@register(
+    "allocator",
+    "mba",
+    "paper 004 Model Based Allocation: full-slot thread bundles at the model's peak",
+)
+def mba_allocator(context: PlanningContext, plan: Plan) -> StepResult:
+    """Algorithm 3 of paper 004 (§6.2) on the context's DAG, models and rate."""
+    return _allocate("mba", context, plan)
+
+
+def demands(
+    topology: Topology,
+    models: Mapping[str, Any],
+    threads: Mapping[str, int],
+    rate: float | None,
+    *,
+    literal_bundles: bool = False,
+) -> list[TaskDemand]:
+    """What the mappers need per task (topological order), resources as slot fractions."""
+    omega = topology.rates(rate)
+    unknown = sorted(set(threads) - set(topology.names))
+    if unknown:
+        raise ModelError("allocation names an unknown task", item=f"instance {unknown[0]}")
+    out: list[TaskDemand] = []
+    for name in topology.topological_order():
+        n = threads.get(name, 0)
+        if n <= 0:
+            continue
+        m = model_for(topology, name, models)
+        if m is None:
+            raise ModelError("no performance model", item=f"operator {name}")
+        nb, c, mem = bundle_needs(m, omega[name], n)
+        out.append(
+            TaskDemand(
+                name,
+                n,
+                cpu1=m.cpu(1) / 100.0,
+                mem1=m.memory(1) / 100.0,
+                bundle=m.peak_threads,
+                cpu=c / 100.0,
+                mem=mem / 100.0,
+                bundles=None if literal_bundles else nb,
+            )
+        )
+    return out
+
+
+def map_plan(algorithm: str, context: PlanningContext, plan: Plan) -> MappingResult:
+    """Map the plan's threads with DSM, RSM or SAM onto acquired VMs or the cluster's nodes."""
+    _need_models(context)
+    threads = dict(plan.allocation.cores)
+    if not threads:
+        raise ModelError(
+            "the plan has no threads: run an allocator (lsa or mba) first", item=algorithm
+        )
+    params = context.params
+    d = demands(
+        context.topology,
+        context.models,
+        threads,
+        context.rate,
+        literal_bundles=bool(params.get("literal_bundles", False)),
+    )
+    mapper = _MAPPERS[algorithm]
+    if algorithm == "rsm" and params.get("rsm_weights"):
+        w = RsmWeights(**dict(params["rsm_weights"]))
+
+        def mapper(dd, vv):  # type: ignore[no-untyped-def]
+            return map_rsm(dd, vv, weights=w)
+
+    mode = params.get("vms", "acquire" if context.cluster.vm_types else "nodes")
+    if mode == "acquire":
+        rho = plan.allocation.slots
+        if rho is None:
+            raise ModelError("the allocation has no slot count", item=algorithm)
+        if algorithm == "dsm":
+            return map_dsm(d, acquire(max(1, rho), context.cluster.vm_types))
+        return map_adding_slots(mapper, d, max(1, rho), context.cluster.vm_types)
+    if mode != "nodes":
+        raise ModelError("vms must be 'acquire' or 'nodes'", item=str(mode))
+    return mapper(d, vms_from_cluster(context.cluster))
+
+
+def placement_figures(context: PlanningContext, res: MappingResult) -> dict[str, Any]:
+    """JSON-able figures of a mapping: VMs bought, slot map, predicted rate and usage."""
+    limits = bool(context.params.get("resource_limits", True))
+    vm_slots = {v.name: v.slots for v in res.vms}
+    kw: dict[str, Any] = {"slots": res.slots, "vm_slots": vm_slots, "resource_limits": limits}
+    shuffle = predict(context.topology, context.models, res.assignment, **kw)
+    weighted = predict(context.topology, context.models, res.assignment, routing="weighted", **kw)
+    return {
+        "placer": res.algorithm,
+        "vms": [
+            {"name": v.name, "type": v.kind, "slots": v.slots, "price_per_hour": v.price_per_hour}
+            for v in res.vms
+        ],
+        "vms_bought": sum(1 for v in res.vms if v.kind != "node"),
+        "price_per_hour": round(res.price_per_hour, 6),
+        "slots_available": len(res.slots),
+        "extra_slots": res.extra_slots,
+        "slot_map": res.per_slot(),
+        "planned_rate": context.rate,
+        "predicted_rate": round(shuffle.rate, 6),
+        "predicted_limit": shuffle.limit,
+        "predicted_rate_weighted": round(weighted.rate, 6),
+        "vm_cpu_percent": {k: round(v, 3) for k, v in shuffle.vm_cpu.items()},
+        "vm_memory_percent": {k: round(v, 3) for k, v in shuffle.vm_memory.items()},
+    }
+
+
+def _place(name: str, context: PlanningContext, plan: Plan) -> StepResult:
+    res = map_plan(name, context, plan)
+    slots = (plan.allocation.slots or 0) + res.extra_slots
+    alloc = Allocation(plan.allocation.cores, slots)
+    notes: tuple[str, ...] = ()
+    if res.extra_slots:
+        notes = (f"{name}: added {res.extra_slots} slot(s) to place every thread",)
+    return StepResult(
+        Plan(alloc, Placement(dict(res.assignment)), plan.routing),
+        placement_figures(context, res),
+        notes,
+    )
+
+
+@register("placer", "dsm", "paper 004 Default Storm Mapping: threads round-robin over slots")
+def dsm_placer(context: PlanningContext, plan: Plan) -> StepResult:
+    """Algorithm 4 of paper 004 (§7.2)."""
+    return _place("dsm", context, plan)
+
+
+@register(
+    "placer", "rsm", "paper 004 R-Storm Mapping: resource- and network-aware, one thread per sweep"
+)
+def rsm_placer(context: PlanningContext, plan: Plan) -> StepResult:
+    """Algorithm 5 of paper 004 (§7.3)."""
+    return _place("rsm", context, plan)
+
+
+@register(
+    "placer", "sam", "paper 004 Slot Aware Mapping: model-sized thread bundles on exclusive slots"
+)
+def sam_placer(context: PlanningContext, plan: Plan) -> StepResult:
+    """Algorithm 6 of paper 004 (§7.4)."""
+    return _place("sam", context, plan)
