@@ -1,0 +1,258 @@
+"""The job API: a topology plus the Python functions that run its operators.
+
+A job is a linear dataflow ``source → [stateless…] → keyed → [stateless…] →
+sink(s)``: exactly one keyed, stateful operator, which streamscale makes
+elastic (paper 000, §3), with optional stateless operators before and after
+it. Keyed operators are plain functions over one shard's rows in arrival
+order and that shard's state::
+
+    def fn(rows: pandas.DataFrame, state: dict, **params) -> pandas.DataFrame | None
+
+``state`` is mutated in place (or a ``(frame, state)`` pair is returned);
+stateless operators are ``fn(df: pandas.DataFrame, **params) -> pandas.DataFrame``.
+An operator's ``params`` from the topology are passed as keyword arguments.
+A function may declare ``required_fields`` (a tuple of column names): tuples
+whose value there is missing or not a number are dead-lettered.
+
+Sinks are configured by the sink operator's ``params``: ``format`` is
+``jsonl``, ``parquet``, ``console`` or ``none`` (the default: outputs are only
+counted), and ``path`` the directory for file sinks (relative paths are
+resolved against the run's output directory). The source is the source
+operator's ``params``: ``format`` (default ``streamscale_generator``),
+``trigger_s`` (micro-batch interval, default 1 s) and every other entry is
+passed to Spark as a source option.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from streamscale.errors import StreamscaleError
+from streamscale.model import Edge, Operator, Topology
+from streamscale.model.io import load_topology
+
+__all__ = ["Job", "SinkSpec", "resolve_function"]
+
+SINK_FORMATS: tuple[str, ...] = ("jsonl", "parquet", "console", "none")
+_SOURCE_KEYS = ("format", "trigger_s")
+
+
+def resolve_function(path: str, *, item: str) -> Callable[..., Any]:
+    """Import ``package.module:function``; a one-line error naming ``item`` when it fails."""
+    mod_name, sep, attr = path.partition(":")
+    if not sep or not mod_name or not attr:
+        raise StreamscaleError(f"function {path!r} is not of the form module:function", item=item)
+    try:
+        mod = importlib.import_module(mod_name)
+    except ImportError as exc:
+        raise StreamscaleError(f"cannot import {mod_name!r}: {exc}", item=item) from None
+    fn = getattr(mod, attr, None)
+    if not callable(fn):
+        raise StreamscaleError(f"{mod_name!r} has no function {attr!r}", item=item)
+    return fn  # type: ignore[no-any-return]
+
+
+@dataclass(frozen=True, slots=True)
+class SinkSpec:
+    """Where one sink operator writes: ``format`` and, for file sinks, ``path``."""
+
+    name: str
+    format: str = "none"
+    path: str | None = None
+    rows: int = 5
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    """A runnable job. Build with :meth:`build`, :meth:`simple` or :meth:`from_yaml`."""
+
+    topology: Topology
+    source: str
+    keyed: str
+    functions: Mapping[str, Callable[..., Any]]
+    before: tuple[str, ...] = ()
+    after: tuple[str, ...] = ()
+    sinks: tuple[SinkSpec, ...] = ()
+    source_format: str = "streamscale_generator"
+    source_options: Mapping[str, str] = field(default_factory=dict)
+    trigger_s: float = 1.0
+    source_class: type | None = None
+
+    @property
+    def operator(self) -> Operator:
+        """The keyed operator."""
+        return self.topology.operator(self.keyed)
+
+    @property
+    def cost_ms(self) -> float | None:
+        """Mean per-tuple CPU cost (ms): the source's ``cost_ms`` option, else the operator's."""
+        raw = self.source_options.get("cost_ms")
+        if raw is not None:
+            try:
+                return float(raw)
+            except ValueError:
+                return None
+        return self.operator.cost_ms or None
+
+    @classmethod
+    def build(
+        cls,
+        topology: Topology,
+        functions: Mapping[str, Callable[..., Any] | str] | None = None,
+        *,
+        source_class: type | None = None,
+    ) -> Job:
+        """A job from a validated topology; functions default to each operator's ``function``.
+
+        Raises
+        ------
+        StreamscaleError
+            The topology is not a linear pipeline with one keyed operator, or
+            a function or sink setting is missing or wrong.
+        """
+        chain, sinks = _linear_chain(topology)
+        source = chain[0]
+        processing = chain[1:]
+        keyed = [n for n in processing if topology.operator(n).keyed]
+        if len(keyed) != 1:
+            raise StreamscaleError(
+                f"a Spark job needs exactly one keyed operator, found {len(keyed)}",
+                item=f"topology {topology.name}",
+            )
+        given = dict(functions or {})
+        resolved: dict[str, Callable[..., Any]] = {}
+        for name in processing:
+            op = topology.operator(name)
+            fn = given.get(name, op.function)
+            if fn is None:
+                raise StreamscaleError("no function given", item=f"operator {name}")
+            resolved[name] = (
+                resolve_function(fn, item=f"operator {name}") if isinstance(fn, str) else fn
+            )
+        k = processing.index(keyed[0])
+        src = topology.operator(source)
+        params = dict(src.params)
+        fmt = str(params.get("format", "streamscale_generator"))
+        try:
+            trigger_s = float(params.get("trigger_s", 1.0))
+        except (TypeError, ValueError):
+            raise StreamscaleError(
+                "trigger_s must be a number", item=f"operator {source}"
+            ) from None
+        if not trigger_s >= 0:
+            raise StreamscaleError("trigger_s must be >= 0", item=f"operator {source}")
+        options = {k2: _option(v) for k2, v in params.items() if k2 not in _SOURCE_KEYS}
+        if src.rate is not None and "rate" not in options:
+            options["rate"] = _option(src.rate)
+        return cls(
+            topology=topology,
+            source=source,
+            keyed=keyed[0],
+            functions=resolved,
+            before=tuple(processing[:k]),
+            after=tuple(processing[k + 1 :]),
+            sinks=tuple(_sink(topology.operator(s)) for s in sinks),
+            source_format=fmt,
+            source_options=options,
+            trigger_s=trigger_s,
+            source_class=source_class,
+        )
+
+    @classmethod
+    def from_yaml(cls, path: str | Path) -> Job:
+        """Load a topology file; operator functions come from their ``function`` import paths."""
+        return cls.build(load_topology(path))
+
+    @classmethod
+    def simple(
+        cls,
+        name: str,
+        function: Callable[..., Any] | str,
+        *,
+        source_options: Mapping[str, Any],
+        instances: int = 4,
+        shards: int = 64,
+        key: str = "key",
+        cost_ms: float = 0.0,
+        sink: Mapping[str, Any] | None = None,
+        source_format: str = "streamscale_generator",
+        source_class: type | None = None,
+        trigger_s: float = 1.0,
+    ) -> Job:
+        """``source → keyed function → sink`` in one call (the common case)."""
+        params = {**dict(source_options), "format": source_format, "trigger_s": trigger_s}
+        topo = Topology.build(
+            name,
+            [
+                Operator(name="source", kind="source", params=params),
+                Operator(
+                    name=name,
+                    key=key,
+                    cost_ms=cost_ms,
+                    instances=instances,
+                    shards=shards,
+                    function=function if isinstance(function, str) else None,
+                ),
+                Operator(name="sink", kind="sink", params=dict(sink or {})),
+            ],
+            [Edge("source", name, grouping="key"), Edge(name, "sink")],
+        )
+        fns = None if isinstance(function, str) else {name: function}
+        return cls.build(topo, fns, source_class=source_class)
+
+
+def _option(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, list | tuple):
+        return ",".join(str(x) for x in v)
+    return str(v)
+
+
+def _linear_chain(topo: Topology) -> tuple[list[str], list[str]]:
+    """The operators from the source to the last processing operator, and the sinks."""
+    if len(topo.sources) != 1:
+        raise StreamscaleError(
+            f"a Spark job needs exactly one source, found {len(topo.sources)}",
+            item=f"topology {topo.name}",
+        )
+    chain = [topo.sources[0].name]
+    while True:
+        outs = [e.dst for e in topo.outputs(chain[-1])]
+        nxt = [d for d in outs if topo.operator(d).kind != "sink"]
+        if not nxt:
+            return chain, outs
+        if len(outs) != 1:
+            raise StreamscaleError(
+                "a Spark job must be a linear pipeline (one output per operator "
+                "except sinks after the last one)",
+                item=f"operator {chain[-1]}",
+            )
+        if len(topo.inputs(nxt[0])) != 1:
+            raise StreamscaleError(
+                "a Spark job must be a linear pipeline", item=f"operator {nxt[0]}"
+            )
+        chain.append(nxt[0])
+
+
+def _sink(op: Operator) -> SinkSpec:
+    item = f"operator {op.name}"
+    unknown = set(op.params) - {"format", "path", "rows"}
+    if unknown:
+        raise StreamscaleError(f"unknown sink parameter {sorted(unknown)[0]!r}", item=item)
+    path = op.params.get("path")
+    fmt = str(op.params.get("format", "jsonl" if path else "none"))
+    if fmt not in SINK_FORMATS:
+        raise StreamscaleError(
+            f"sink format {fmt!r} is not one of {', '.join(SINK_FORMATS)}", item=item
+        )
+    if fmt in ("jsonl", "parquet") and not path:
+        raise StreamscaleError(f"a {fmt} sink needs a 'path'", item=item)
+    rows = op.params.get("rows", 5)
+    if isinstance(rows, bool) or not isinstance(rows, int) or rows < 0:
+        raise StreamscaleError("rows must be an integer >= 0", item=item)
+    return SinkSpec(op.name, fmt, None if path is None else str(path), rows)

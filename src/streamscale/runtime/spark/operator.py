@@ -1,0 +1,283 @@
+"""The elastic keyed operator inside ``foreachBatch`` (paper 000, §3, on micro-batches).
+
+One batch runs as two Spark stages. The map side (one task per source
+partition) applies the stateless operators before the keyed one, sends
+malformed tuples to the dead-letter files, and tags every tuple with its
+global shard. ``RDD.partitionBy(Σk, plan partitioner)`` then gives each
+reduce task exactly the shards the plan routes to its unit; the task sorts
+each shard's rows back into arrival order (a shuffle fetches map outputs in
+no fixed order), runs the keyed function per shard against that shard's
+state version, writes the new version, runs the stateless operators after
+it and writes the sinks. Every file a task writes is named by batch and
+partition, so a retried task or a replayed batch overwrites instead of
+duplicating; the driver commits the state version only after the whole
+batch succeeded (see :mod:`streamscale.runtime.spark.state`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import glob
+import json
+import math
+import os
+import socket
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from streamscale.runtime.spark.routing import PartitionMap, global_shards
+from streamscale.runtime.spark.state import StateBackend
+
+__all__ = ["BatchContext", "BatchStats", "TaskStats", "run_batch"]
+
+_LATENCY_SAMPLE = 4000
+
+
+@dataclass(frozen=True, slots=True)
+class BatchContext:
+    """Everything a task needs for one batch (pickled and shipped with the closure)."""
+
+    batch_id: int
+    operator: str
+    key: str
+    executors: int
+    shards: int
+    upto: int
+    backend: StateBackend
+    fn: Callable[..., Any]
+    fn_params: Mapping[str, Any]
+    before: tuple[tuple[Callable[..., Any], Mapping[str, Any]], ...]
+    after: tuple[tuple[Callable[..., Any], Mapping[str, Any]], ...]
+    required: tuple[str, ...]
+    columns: tuple[str, ...]
+    units: tuple[str, ...]
+    file_sinks: tuple[tuple[str, str], ...]
+    console_rows: int
+    dead_letter_dir: str
+
+
+@dataclass(frozen=True, slots=True)
+class TaskStats:
+    """What one reduce task (one unit) did in a batch."""
+
+    partition: int
+    unit: str
+    host: str
+    busy_s: float
+    rows: int
+    out_rows: int
+    shards: Mapping[int, tuple[int, float, int, int]]  # shard -> (rows, busy_s, bytes, out)
+    latencies_ms: np.ndarray
+    sample: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class BatchStats:
+    """One batch: per-task statistics, wall duration and dead-letter count."""
+
+    batch_id: int
+    duration_s: float
+    tasks: tuple[TaskStats, ...]
+    dead_letters: int
+    partitions: int
+
+    @property
+    def rows(self) -> int:
+        return sum(t.rows for t in self.tasks)
+
+
+def _apply(
+    df: pd.DataFrame, ops: tuple[tuple[Callable[..., Any], Mapping[str, Any]], ...]
+) -> pd.DataFrame:
+    for fn, params in ops:
+        res = fn(df, **params)
+        df = res if res is not None else df.iloc[0:0]
+    return df
+
+
+def _write_jsonl(path: str, records: Iterable[Mapping[str, Any]]) -> None:
+    tmp = f"{path}.{os.getpid()}.tmp"
+    with open(tmp, "w") as f:
+        for r in records:
+            f.write(json.dumps(r, default=str) + "\n")
+    os.replace(tmp, path)
+
+
+def _dead_letters(ctx: BatchContext, df: pd.DataFrame) -> tuple[pd.DataFrame, list[dict[str, Any]]]:
+    """Split ``df`` into routable rows and dead letters (with the reason)."""
+    reasons = pd.Series(None, index=df.index, dtype=object)
+    if ctx.key not in df.columns:
+        reasons[:] = f"missing key field {ctx.key!r}"
+    else:
+        k = df[ctx.key]
+        reasons[k.isna() | (k.astype(str).str.len() == 0)] = f"missing key {ctx.key!r}"
+    for col in ctx.required:
+        if col not in df.columns:
+            reasons[reasons.isna()] = f"missing field {col!r}"
+            continue
+        num = pd.to_numeric(df[col], errors="coerce")
+        bad = reasons.isna() & (num.isna() | ~np.isfinite(num.astype(float)))
+        reasons[bad] = f"unparsable field {col!r}"
+        if not bad.all():
+            df[col] = num
+    mask = reasons.notna()
+    if not mask.any():
+        return df, []
+    letters = [
+        {"batch": ctx.batch_id, "reason": reasons[i], "tuple": df.loc[i].to_dict()}
+        for i in df.index[mask]
+    ]
+    return df[~mask], letters
+
+
+def _map_side(ctx: BatchContext) -> Callable[[int, Iterator[Any]], Iterator[Any]]:
+    def run(index: int, rows: Iterator[Any]) -> Iterator[Any]:
+        df = pd.DataFrame.from_records([tuple(r) for r in rows], columns=list(ctx.columns))
+        df = _apply(df, ctx.before)
+        df, letters = _dead_letters(ctx, df)
+        path = os.path.join(ctx.dead_letter_dir, f"batch-{ctx.batch_id}-map-{index}.jsonl")
+        if letters:
+            os.makedirs(ctx.dead_letter_dir, exist_ok=True)
+            _write_jsonl(path, letters)
+        if df.empty:
+            return
+        # Arrival order: the source's sequence number, else position in this partition.
+        order = (
+            df["seq"].to_numpy(dtype=np.int64)
+            if "seq" in df.columns
+            else (np.int64(index) << 40) + np.arange(len(df), dtype=np.int64)
+        )
+        shards = global_shards(df[ctx.key].tolist(), ctx.executors, ctx.shards)
+        cols = list(df.columns)
+        values = df.itertuples(index=False, name=None)
+        for g, o, v in zip(shards.tolist(), order.tolist(), values, strict=True):
+            yield g, (o, cols, v)
+
+    return run
+
+
+def _epoch_s(col: pd.Series) -> np.ndarray:
+    ts = pd.to_datetime(col, utc=True, errors="coerce")
+    return (ts.astype("int64").to_numpy() / 1e9).astype(float)
+
+
+def _reduce_side(ctx: BatchContext) -> Callable[[int, Iterator[Any]], Iterator[TaskStats]]:
+    def run(index: int, records: Iterator[Any]) -> Iterator[TaskStats]:
+        by_shard: dict[int, list[tuple[int, list[str], tuple[Any, ...]]]] = {}
+        for g, rec in records:
+            by_shard.setdefault(g, []).append(rec)
+        t_task = time.perf_counter()
+        shard_stats: dict[int, tuple[int, float, int, int]] = {}
+        outputs: list[pd.DataFrame] = []
+        lat: list[np.ndarray] = []
+        for g in sorted(by_shard):
+            t0 = time.perf_counter()
+            recs = sorted(by_shard[g], key=lambda r: r[0])
+            rows = pd.DataFrame.from_records([r[2] for r in recs], columns=recs[0][1])
+            state, _ = ctx.backend.read(ctx.operator, g, ctx.upto)
+            res = ctx.fn(rows, state, **ctx.fn_params)
+            if isinstance(res, tuple):
+                res, state = res
+            nbytes = ctx.backend.write(ctx.operator, g, ctx.batch_id, state)
+            busy = time.perf_counter() - t0
+            out_n = 0 if res is None else len(res)
+            if res is not None and out_n:
+                outputs.append(res)
+            if "event_time" in rows.columns:
+                lat.append((time.time() - _epoch_s(rows["event_time"])) * 1000.0)
+            shard_stats[g] = (len(rows), busy, nbytes, out_n)
+        out = pd.concat(outputs, ignore_index=True) if outputs else pd.DataFrame()
+        out = _apply(out, ctx.after) if ctx.after and not out.empty else out
+        for fmt, path in ctx.file_sinks:
+            _write_sink(fmt, path, ctx.batch_id, index, out)
+        latencies = np.concatenate(lat) if lat else np.empty(0)
+        latencies = latencies[np.isfinite(latencies)]
+        if len(latencies) > _LATENCY_SAMPLE:
+            latencies = np.random.default_rng(index).choice(latencies, _LATENCY_SAMPLE)
+        sample = (
+            json.loads(out.head(ctx.console_rows).to_json(orient="records", date_format="iso"))
+            if ctx.console_rows and not out.empty
+            else []
+        )
+        yield TaskStats(
+            partition=index,
+            unit=ctx.units[index],
+            host=socket.gethostname(),
+            busy_s=time.perf_counter() - t_task,
+            rows=sum(s[0] for s in shard_stats.values()),
+            out_rows=len(out),
+            shards=shard_stats,
+            latencies_ms=latencies.astype(np.float32),
+            sample=sample,
+        )
+
+    return run
+
+
+def _write_sink(fmt: str, path: str, batch: int, part: int, out: pd.DataFrame) -> None:
+    os.makedirs(path, exist_ok=True)
+    if out.empty:
+        return
+    name = os.path.join(path, f"batch-{batch}-part-{part}.{fmt}")
+    if fmt == "jsonl":
+        tmp = f"{name}.{os.getpid()}.tmp"
+        out.to_json(tmp, orient="records", lines=True, date_format="iso")
+        os.replace(tmp, name)
+    else:
+        tmp = f"{name}.{os.getpid()}.tmp"
+        out.to_parquet(tmp, index=False)
+        os.replace(tmp, name)
+
+
+def _clear_batch_files(ctx: BatchContext) -> None:
+    """Remove what an earlier attempt at this batch wrote (its partition count may differ)."""
+    dirs = [ctx.dead_letter_dir] + [p for _, p in ctx.file_sinks]
+    for d in dirs:
+        for f in glob.glob(os.path.join(d, f"batch-{ctx.batch_id}-*")):
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(f)
+
+
+def count_dead_letters(directory: str, batch_id: int | None = None) -> int:
+    """Dead letters written for ``batch_id`` (or for every batch) under ``directory``."""
+    pattern = f"batch-{batch_id}-*.jsonl" if batch_id is not None else "batch-*.jsonl"
+    n = 0
+    for f in glob.glob(os.path.join(directory, pattern)):
+        with open(f) as fh:
+            n += sum(1 for _ in fh)
+    return n
+
+
+def run_batch(batch_df: Any, ctx: BatchContext, pmap: PartitionMap) -> BatchStats:
+    """Run one micro-batch through the elastic keyed operator and commit its state.
+
+    An exception in an operator function fails the Spark job, so nothing is
+    committed and the batch is retried when the query restarts.
+    """
+    t0 = time.perf_counter()
+    _clear_batch_files(ctx)
+    tasks = (
+        batch_df.rdd.mapPartitionsWithIndex(_map_side(ctx))
+        .partitionBy(pmap.partitions, pmap.partitioner())
+        .mapPartitionsWithIndex(_reduce_side(ctx))
+        .collect()
+    )
+    ctx.backend.commit(ctx.operator, ctx.batch_id)
+    dead = count_dead_letters(ctx.dead_letter_dir, ctx.batch_id)
+    return BatchStats(
+        batch_id=ctx.batch_id,
+        duration_s=time.perf_counter() - t0,
+        tasks=tuple(sorted(tasks, key=lambda t: t.partition)),
+        dead_letters=dead,
+        partitions=pmap.partitions,
+    )
+
+
+def percentile(values: np.ndarray, q: float) -> float:
+    """``q``-th percentile, NaN when empty."""
+    return float(np.percentile(values, q)) if len(values) else math.nan

@@ -1,0 +1,363 @@
+"""``run_job``: run a job on Spark with an elastic keyed operator and the control loop.
+
+Each micro-batch goes through :func:`streamscale.runtime.spark.operator.run_batch`
+inside ``foreachBatch``; at every batch boundary the runner feeds the batch to
+the collector and runs one :func:`streamscale.control.loop.step` with the wall
+clock, so a policy's plan takes effect from the next batch (paper 000, §3.2:
+the boundary is the consistency point). State and Spark's offsets live under
+``checkpoint``; running again on the same checkpoint resumes exactly where the
+last committed batch ended.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import json
+import math
+import re
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from streamscale.control import Controller, ControllerConfig, Policy
+from streamscale.control.loop import step
+from streamscale.errors import StreamscaleError
+from streamscale.model import Cluster, Node, Plan
+from streamscale.runtime.spark.collector import SparkCollector
+from streamscale.runtime.spark.job import Job
+from streamscale.runtime.spark.metrics import BatchRecord, MetricsWriter, build_record
+from streamscale.runtime.spark.operator import BatchContext, count_dead_letters, run_batch
+from streamscale.runtime.spark.realizer import SparkRealizer, default_plan
+from streamscale.runtime.spark.state import LocalStateBackend
+
+__all__ = ["BatchRecord", "RunResult", "run_job"]
+
+_CONTROLLER_KEYS = {f.name for f in dataclasses.fields(ControllerConfig)}
+
+
+@dataclass(frozen=True, slots=True)
+class RunResult:
+    """A finished run.
+
+    ``throughput`` (tuples/s) and the latency percentiles are over the batches
+    after the first (which carries Spark's start-up); ``efficiency`` is
+    throughput ÷ the physical limit, ``cores ÷ mean per-tuple cost``.
+    """
+
+    records: list[BatchRecord]
+    throughput: float
+    p50_ms: float
+    p99_ms: float
+    efficiency: float
+    dead_letters: int
+    physical_limit: float = math.nan
+    cores: int = 0
+    plan: Plan | None = None
+
+
+def _register_source(spark: Any, job: Job) -> None:
+    if job.source_class is not None:
+        spark.dataSource.register(job.source_class)
+        return
+    if job.source_format != "streamscale_generator":
+        return  # a built-in or already registered Spark source
+    try:
+        mod = importlib.import_module("streamscale.runtime.spark.sources")
+    except ImportError:
+        raise StreamscaleError(
+            "the streamscale_generator source is not available", item=f"operator {job.source}"
+        ) from None
+    reg = getattr(mod, "register", None)
+    if callable(reg):
+        reg(spark)
+        return
+    from pyspark.sql.datasource import DataSource
+
+    for obj in vars(mod).values():
+        if (
+            isinstance(obj, type)
+            and issubclass(obj, DataSource)
+            and obj is not DataSource
+            and obj.name() == job.source_format
+        ):
+            spark.dataSource.register(obj)
+            return
+    raise StreamscaleError("no streamscale_generator data source found", item=job.source)
+
+
+def _resolve_policy(
+    policy: str | Policy,
+    job: Job,
+    cluster: Cluster,
+    params: Mapping[str, Any],
+    seed: int | None,
+) -> tuple[Policy, Plan]:
+    if not isinstance(policy, str):
+        return policy, default_plan(job.topology, job.keyed, cluster)
+    try:
+        policies = importlib.import_module("streamscale.control.policies")
+    except ImportError:
+        raise StreamscaleError("policies are not available", item=f"policy {policy}") from None
+    pol = policies.make_policy(policy, job.topology, cluster, params=params, seed=seed)
+    return pol, policies.initial_plan(policy, job.topology, cluster)
+
+
+def _failure_message(exc: BaseException) -> str:
+    """The operator's own error line from a Spark/Py4J failure, else the first line."""
+    text = str(exc)
+    hits = re.findall(r"^\s*((?:[\w.]+)(?:Error|Exception): .+)$", text, re.MULTILINE)
+    hits = [h for h in hits if not h.startswith(("org.apache", "java.", "py4j", "pyspark"))]
+    if hits:
+        return hits[-1].strip()
+    return text.strip().splitlines()[0] if text.strip() else type(exc).__name__
+
+
+def _backlog_of(query: Any) -> float:
+    try:
+        prog = query.lastProgress
+        src = prog["sources"][0]
+        latest, end = src.get("latestOffset"), src.get("endOffset")
+        a = json.loads(latest) if isinstance(latest, str) else latest
+        b = json.loads(end) if isinstance(end, str) else end
+        if isinstance(a, dict) and isinstance(b, dict):
+            return float(sum(float(a[k]) - float(b.get(k, 0)) for k in a if _num(a[k])))
+        return float(a) - float(b)
+    except (TypeError, ValueError, KeyError, IndexError, AttributeError):
+        return 0.0
+
+
+def _num(v: Any) -> bool:
+    return isinstance(v, int | float) and not isinstance(v, bool)
+
+
+def run_job(
+    spark: Any,
+    job: Job,
+    *,
+    policy: str | Policy,
+    duration_s: float,
+    checkpoint: Path,
+    out: Path | None = None,
+    params: Mapping[str, Any] | None = None,
+    on_batch: Callable[[BatchRecord], None] | None = None,
+    max_batches: int | None = None,
+    seed: int | None = None,
+    cluster: Cluster | None = None,
+) -> RunResult:
+    """Run ``job`` for ``duration_s`` seconds (or ``max_batches`` batches) under ``policy``.
+
+    Parameters
+    ----------
+    spark
+        A SparkSession (see :func:`streamscale.runtime.spark.session.build_session`).
+    job
+        The job to run.
+    policy
+        A policy name from :mod:`streamscale.control.policies`, or a policy object.
+    duration_s
+        Wall seconds from the query's start until it is stopped.
+    checkpoint
+        Directory for Spark's offsets (``spark/``) and shard state (``state/``).
+    out
+        When given: ``metrics.jsonl`` (one line per batch) and ``dead_letters/``
+        go there (dead letters go under ``checkpoint`` otherwise).
+    params
+        Policy parameters; ``interval_s``, ``stabilization_s`` and
+        ``scale_down_delay_s`` configure the controller instead.
+    on_batch
+        Called with each batch's record (in the driver, at the batch boundary).
+    max_batches
+        Stop after this many batches.
+    seed
+        Passed to the policy.
+    cluster
+        Nodes to plan for; default one node ``local`` with Spark's default parallelism.
+
+    Raises
+    ------
+    StreamscaleError
+        The batch failed (an operator function raised: the message names it);
+        its state was not committed and running again retries the batch.
+    """
+    checkpoint = Path(checkpoint)
+    sc = spark.sparkContext
+    cluster = cluster or Cluster.build([Node("local", cores=int(sc.defaultParallelism))])
+    cores = cluster.total_cores
+    all_params = dict(params or {})
+    ctl_cfg = ControllerConfig(**{k: v for k, v in all_params.items() if k in _CONTROLLER_KEYS})
+    pol_params = {k: v for k, v in all_params.items() if k not in _CONTROLLER_KEYS}
+    pol, initial = _resolve_policy(policy, job, cluster, pol_params, seed)
+    _register_source(spark, job)
+
+    op = job.operator
+    backend = LocalStateBackend(checkpoint / "state")
+    base = Path(out) if out is not None else checkpoint
+    dead_dir = str((base / "dead_letters").resolve())
+    file_sinks = tuple(
+        (s.format, str((base / s.path).resolve()))
+        for s in job.sinks
+        if s.format in ("jsonl", "parquet") and s.path
+    )
+    console = [s for s in job.sinks if s.format == "console"]
+    writer = MetricsWriter(Path(out) / "metrics.jsonl") if out is not None else None
+
+    clock = time.monotonic
+    t0 = clock()
+    realizer = SparkRealizer(job.topology, job.keyed, initial)
+    query_ref: list[Any] = []
+    collector = SparkCollector(
+        job.topology,
+        job.keyed,
+        cluster,
+        realizer,
+        start=0.0,
+        backlog=lambda: _backlog_of(query_ref[0]) if query_ref else 0.0,
+    )
+    controller = Controller(pol, ctl_cfg)
+    records: list[BatchRecord] = []
+    samples: list[np.ndarray] = []
+    in_batch = threading.Event()
+    done = threading.Event()
+    last_end = [0.0]
+    fn_params = dict(op.params)
+    required = tuple(getattr(job.functions[job.keyed], "required_fields", ()))
+
+    def side(names: tuple[str, ...]) -> tuple[tuple[Callable[..., Any], Mapping[str, Any]], ...]:
+        return tuple((job.functions[n], dict(job.topology.operator(n).params)) for n in names)
+
+    def on_micro_batch(batch_df: Any, batch_id: int) -> None:
+        in_batch.set()
+        try:
+            pmap = realizer.begin_batch()
+            ctx = BatchContext(
+                batch_id=batch_id,
+                operator=job.keyed,
+                key=str(op.key),
+                executors=op.instances,
+                shards=op.shards,
+                upto=min(batch_id - 1, backend.committed(job.keyed)),
+                backend=backend,
+                fn=job.functions[job.keyed],
+                fn_params=fn_params,
+                before=side(job.before),
+                after=side(job.after),
+                required=required,
+                columns=tuple(batch_df.columns),
+                units=pmap.units,
+                file_sinks=file_sinks,
+                console_rows=max((s.rows for s in console), default=0),
+                dead_letter_dir=dead_dir,
+            )
+            stats = run_batch(batch_df, ctx, pmap)
+            collector.observe(stats)
+            now = clock() - t0
+            applied = step(controller, collector, realizer, now)
+            extra: dict[str, Any] = {
+                "units": list(pmap.units),
+                "applied": [a.reason for a in applied],
+            }
+            for a in applied:
+                extra.setdefault("figures", []).append(dict(a.figures))
+            rec, lat = build_record(
+                stats,
+                time=now,
+                since_previous_s=now - last_end[0],
+                cores=cores,
+                policy=getattr(pol, "name", str(policy)),
+                extra=extra,
+            )
+            last_end[0] = now
+            records.append(rec)
+            samples.append(lat)
+            if writer is not None:
+                writer.write(rec)
+            for t in stats.tasks if console else ():
+                for row in t.sample:
+                    print(f"[{job.keyed} batch {batch_id}] {json.dumps(row, default=str)}")
+            if on_batch is not None:
+                on_batch(rec)
+            if max_batches is not None and len(records) >= max_batches:
+                done.set()
+        finally:
+            in_batch.clear()
+
+    reader = spark.readStream.format(job.source_format)
+    if job.source_options:
+        reader = reader.options(**dict(job.source_options))
+    writer_stream = (
+        reader.load()
+        .writeStream.foreachBatch(on_micro_batch)
+        .option("checkpointLocation", str((checkpoint / "spark").resolve()))
+        .queryName(f"streamscale-{job.keyed}-{id(realizer)}")
+    )
+    if job.trigger_s > 0:
+        writer_stream = writer_stream.trigger(processingTime=f"{job.trigger_s} seconds")
+    query = writer_stream.start()
+    query_ref.append(query)
+    failure: BaseException | None = None
+    try:
+        while True:
+            try:
+                if query.awaitTermination(0.1):
+                    break
+            except Exception as exc:  # the query died: a batch failed
+                failure = exc
+                break
+            if done.is_set() or clock() - t0 >= duration_s:
+                # Stop between batches when possible; an interrupted batch is
+                # simply not committed and is replayed by the next run.
+                wait_until = clock() + 30.0
+                while in_batch.is_set() and clock() < wait_until:
+                    time.sleep(0.01)
+                query.stop()
+                break
+    finally:
+        if query.isActive:
+            query.stop()
+    if failure is None:
+        failure = query.exception()
+    if failure is not None:
+        raise StreamscaleError(
+            f"batch failed: {_failure_message(failure)}", item=f"operator {job.keyed}"
+        )
+    return _result(records, samples, job, cores, dead_dir, realizer.active)
+
+
+def _result(
+    records: list[BatchRecord],
+    samples: list[np.ndarray],
+    job: Job,
+    cores: int,
+    dead_dir: str,
+    plan: Plan,
+) -> RunResult:
+    steady = records[1:] if len(records) > 1 else records
+    if len(records) > 1 and records[-1].time > records[0].time:
+        throughput = sum(r.rows for r in steady) / (records[-1].time - records[0].time)
+    elif records and records[0].duration_s > 0:
+        throughput = records[0].rows / records[0].duration_s
+    else:
+        throughput = 0.0
+    lat = samples[1:] if len(samples) > 1 else samples
+    allv = np.concatenate(lat) if lat else np.empty(0)
+    p50 = float(np.percentile(allv, 50)) if len(allv) else math.nan
+    p99 = float(np.percentile(allv, 99)) if len(allv) else math.nan
+    cost = job.cost_ms
+    limit = cores / (cost / 1000.0) if cost else math.nan
+    return RunResult(
+        records=records,
+        throughput=throughput,
+        p50_ms=p50,
+        p99_ms=p99,
+        efficiency=throughput / limit if cost else math.nan,
+        dead_letters=count_dead_letters(dead_dir),
+        physical_limit=limit,
+        cores=cores,
+        plan=plan,
+    )

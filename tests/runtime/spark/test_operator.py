@@ -1,0 +1,84 @@
+"""The elastic keyed operator end to end on Spark (local[2]) with a changing plan."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from streamscale.runtime.spark.functions import counter
+from streamscale.runtime.spark.job import Job
+from streamscale.runtime.spark.routing import PartitionMap
+from streamscale.runtime.spark.runner import run_job
+from streamscale.runtime.spark.state import LocalStateBackend
+from tests.runtime.spark._policies import Flip
+from tests.runtime.spark._seq_source import SeqSource, expected_rows
+
+pytestmark = pytest.mark.spark
+
+OPTS = {"keys": "40", "step": "250", "bad": "53", "partitions": "3"}
+CTL = {"interval_s": 0.0, "stabilization_s": 0.0, "scale_down_delay_s": 0.0}
+
+
+def _job() -> Job:
+    return Job.simple(
+        "count",
+        counter,
+        source_options=OPTS,
+        source_format=SeqSource.name(),
+        source_class=SeqSource,
+        instances=2,
+        shards=6,
+        trigger_s=0,
+        sink={"format": "jsonl", "path": "sink"},
+    )
+
+
+def test_counts_match_pandas_and_tasks_get_exactly_their_shards(spark, tmp_path: Path) -> None:
+    job = _job()
+    flip = Flip(job.topology, "count", k=3)
+    res = run_job(
+        spark,
+        job,
+        policy=flip,
+        duration_s=120,
+        checkpoint=tmp_path / "ck",
+        out=tmp_path / "out",
+        params=CTL,
+        max_batches=4,
+    )
+    assert len(res.records) >= 4
+    states = LocalStateBackend(tmp_path / "ck" / "state").load_all("count")
+    counts: dict[str, int] = {}
+    last = -1
+    for st in states.values():
+        assert st["order_violations"] == 0
+        for k, c in st["count"].items():
+            assert k not in counts  # a key lives in exactly one shard
+            counts[k] = c
+        last = max([last, *st["last_seq"].values()])
+    n = last + 1
+    rows = expected_rows(OPTS, n)
+    want = rows["key"].dropna().value_counts().to_dict()
+    assert counts == want
+    assert res.dead_letters == int(rows["key"].isna().sum()) > 0
+    # Every task received exactly (a subset of) the shards its plan routes to it.
+    maps = {len(PartitionMap.from_plan(p, job.topology, "count").units): p for p in flip.plans}
+    seen_plans = set()
+    for rec in res.records:
+        units = rec.extra["units"]
+        pmap = PartitionMap.from_plan(maps[len(units)], job.topology, "count")
+        assert tuple(units) == pmap.units
+        seen_plans.add(len(units))
+        assert rec.tasks == len(units)
+        for unit, task in rec.extra["per_task"].items():
+            assert set(task["shards"]) <= set(pmap.shards_of(units.index(unit)))
+    assert seen_plans == {2, 4}
+    # Sinks and metrics are written, one JSONL line per batch.
+    lines = (tmp_path / "out" / "metrics.jsonl").read_text().splitlines()
+    assert [json.loads(x)["batch_id"] for x in lines] == [r.batch_id for r in res.records]
+    out_rows = sum(1 for f in (tmp_path / "out" / "sink").glob("*.jsonl") for _ in f.open())
+    assert out_rows == sum(r.extra["out_rows"] for r in res.records)
+    letter = json.loads(next((tmp_path / "out" / "dead_letters").glob("*.jsonl")).open().readline())
+    assert letter["reason"] == "missing key 'key'"
