@@ -82,7 +82,7 @@ def test_proportional_sizes_and_balances(topo, cluster: Cluster) -> None:  # typ
     table = d.plan.routing.tables["calc[1]"]
     counts = [table.count(f"calc[1]#{t}") for t in range(4)]
     assert max(counts) / 16 <= 1.2
-    assert d.figures["shard_moves"] == 64 - max(counts)
+    assert d.figures["balancer:shard.shard_moves"] == 64 - max(counts)
     # the same snapshot again: nothing to change
     assert pol.decide(_snapshot(loads), d.plan, 2.0).plan is None
     # load drops: back to one core each, a scale-down
@@ -105,6 +105,58 @@ def test_proportional_backlog_and_cap(topo, cluster: Cluster) -> None:  # type: 
         _snapshot(np.full(256, 0.5)), p0, 1.0
     )
     assert capped.plan is not None and capped.plan.allocation.total == 6
+
+
+def _skewed() -> np.ndarray:
+    loads = np.full(256, 0.2 / 256)
+    loads[64:128] = 2.5 / 64  # executor 1 needs ~3 cores at μ = 1000/s
+    return loads
+
+
+@pytest.mark.parametrize("name", ["elastic", "naive-ec"])
+def test_elastic_policies(topo, cluster: Cluster, name: str) -> None:  # type: ignore[no-untyped-def]
+    pol = make_policy(name, topo, cluster, params={"latency_target_ms": 5}, seed=3)
+    p0 = initial_plan(name, topo, cluster)
+    d = pol.decide(_snapshot(_skewed()), p0, 1.0)
+    assert d.plan is not None and d.scale == "up"
+    assert d.figures["allocator:queueing.status"] == "met"
+    assert d.figures["allocator:queueing.expected_latency_ms"] <= 5
+    assert d.plan.allocation.cores["calc[1]"] >= 3
+    _check_plan(d.plan, cluster, topo)
+    assert pol.decide(_snapshot(_skewed()), d.plan, 2.0).plan is None
+    # deterministic for a seed
+    again = make_policy(name, topo, cluster, params={"latency_target_ms": 5}, seed=3)
+    assert again.decide(_snapshot(_skewed()), p0, 1.0).plan == d.plan
+
+
+def test_elastic_keeps_new_cores_local(topo, cluster: Cluster) -> None:  # type: ignore[no-untyped-def]
+    pol = make_policy("elastic", topo, cluster, params={"latency_target_ms": 5})
+    p0 = initial_plan("elastic", topo, cluster)
+    d = pol.decide(_snapshot(_skewed()), p0, 1.0)
+    assert d.plan is not None
+    # executor 1 lives on n2 (8 cores, mostly free): all its cores stay there, so
+    # shards moved to new tasks migrate no state
+    assert set(d.plan.placement.per_node("calc[1]")) == {"n2"}
+    assert p0.diff(d.plan, shard_bytes=pol.shard_bytes).migration_bytes == 0
+
+
+def test_rc_policy(topo, cluster: Cluster) -> None:  # type: ignore[no-untyped-def]
+    pol = make_policy("rc", topo, cluster, params={"latency_target_ms": 5})
+    p0 = initial_plan("rc", topo, cluster)
+    d = pol.decide(_snapshot(_skewed()), p0, 1.0)
+    assert d.plan is not None
+    # pooled over the operator, 3.1 busy cores fit in 4 units: the same cores,
+    # repartitioned until δ ≤ θ
+    k = d.plan.allocation.cores["calc"]
+    assert k >= 4 and d.figures["balancer:rc.delta_after"] <= 1.2
+    units = {f"calc#{t}" for t in range(k)}
+    assert set(d.plan.placement.nodes) == units
+    for e in range(4):
+        assert set(d.plan.routing.tables[f"calc[{e}]"]) <= units
+    # shards of the hot executor are spread over units of other executors too
+    assert len(set(d.plan.routing.tables["calc[1]"])) > 1
+    assert d.figures["balancer:rc.shard_moves"] > 0
+    assert pol.decide(_snapshot(_skewed()), d.plan, 2.0).plan is None
 
 
 def test_errors(topo, cluster: Cluster) -> None:  # type: ignore[no-untyped-def]

@@ -87,3 +87,9 @@ def test_conformance(loads: list[float], k_old: int, k_new: int, theta: float, s
     if k_old == k_new:
         r2 = balance_shards(loads, [perm[t] for t in cur], k_new, theta=theta)
         assert r2.delta_after == pytest.approx(r.delta_after) or r2.delta_after <= theta
+
+
+def test_all_orphans_spread_heaviest_first() -> None:
+    r = balance_shards([5.0, 4.0, 3.0, 3.0, 1.0], [None] * 5, 3, theta=10.0)
+    assert task_loads([5.0, 4.0, 3.0, 3.0, 1.0], r.tasks, 3).tolist() == [5.0, 5.0, 6.0]
+    assert r.rounds == 0 and len(r.moves) == 5

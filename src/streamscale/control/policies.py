@@ -31,26 +31,26 @@ only the last snapshot's shard sizes, for :meth:`shard_bytes`.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
 from streamscale.control.controller import Decision, Policy
 from streamscale.errors import StreamscaleError
-from streamscale.model import Cluster, Plan, Snapshot, Topology
+from streamscale.model import Allocation, Cluster, Plan, Snapshot, Topology
 from streamscale.model.plan import unit_id
+from streamscale.planning.adapters.elasticutor import external_rate, queueing_allocation
+from streamscale.planning.adapters.elasticutor_rc import rc_plan
 from streamscale.planning.elastic_plan import (
     ExecutorInfo,
     ExecutorLoad,
     assemble,
     executor_loads,
     executors,
-    fill_assignment,
-    placement_matrix,
-    realize_units,
-    route,
+    trim_cores,
 )
+from streamscale.planning.registry import Family, PlanningContext, compose
 
 __all__ = ["PARAMS", "POLICIES", "initial_plan", "make_policy"]
 
@@ -127,33 +127,26 @@ class _ElasticBase:
         self._state = {inst: ld.shard_bytes for inst, ld in loads.items()}
         return loads
 
-    def _build(
-        self,
-        current: Plan,
-        loads: Mapping[str, ExecutorLoad],
-        cores: Mapping[str, int],
-        assign: Callable[[np.ndarray, list[int]], np.ndarray] | None = None,
-    ) -> tuple[Plan, dict[str, Any]]:
-        nodes = list(self.cluster.names)
-        k = [int(cores[ex.instance]) for ex in self.execs]
-        x0 = placement_matrix(current, self.execs, nodes)
-        if assign is None:
-            homes = [nodes.index(ex.home) for ex in self.execs]
-            capacity = [n.cores for n in self.cluster.nodes]
-            x = fill_assignment(x0, k, capacity, homes)
-        else:
-            x = assign(x0, k)
-        placement, renames = realize_units(current, self.execs, x, nodes)
-        tables, results = route(
-            current, self.execs, loads, cores, renames, theta=self.params["theta"]
+    def _context(self, snapshot: Snapshot | None, now: float) -> PlanningContext:
+        return PlanningContext(
+            self.topology,
+            self.cluster,
+            snapshot,
+            params=self.params,
+            seed=self.seed,
+            now=now,
         )
-        plan = assemble(cores, placement, tables)
-        figures: dict[str, Any] = {
-            "cores": int(sum(k)),
-            "shard_moves": int(sum(len(r.moves) for r in results.values())),
-            "delta_max": float(max((r.delta_after for r in results.values()), default=1.0)),
-        }
-        return plan, figures
+
+    def _compose(
+        self, context: PlanningContext, current: Plan, steps: list[tuple[Family, str]]
+    ) -> tuple[Plan, dict[str, Any]]:
+        plan, figures, notes = compose(context, current, steps=steps)
+        flat: dict[str, Any] = {"cores": plan.allocation.total}
+        for step, figs in figures.items():
+            flat.update({f"{step}.{k}": v for k, v in figs.items() if k != "cores_per_node"})
+        if notes:
+            flat["notes"] = list(notes)
+        return plan, flat
 
 
 def _scale(current: Plan, plan: Plan) -> str:
@@ -206,25 +199,73 @@ class ProportionalPolicy(_ElasticBase):
                 backlog_cores = stats.backlog * share / ld.service / self.params["catch_up_s"]
             need[j] = (ld.load + backlog_cores) / u
         k = np.maximum(1, np.ceil(need - 1e-9)).astype(np.int64)
-        k = _trim(k, need, int(self.params["max_cores"]))
-        cores = {ex.instance: int(k[j]) for j, ex in enumerate(self.execs)}
-        plan, figures = self._build(current, loads, cores)
+        k = trim_cores(k, need, int(self.params["max_cores"]))
+        cores = {**current.allocation.cores}
+        cores.update({ex.instance: int(k[j]) for j, ex in enumerate(self.execs)})
+        sized = Plan(Allocation(cores), current.placement, current.routing)
+        plan, figures = self._compose(
+            self._context(snapshot, now),
+            sized,
+            [("placer", "elasticutor"), ("balancer", "shard")],
+        )
         figures["demand_cores"] = float(need.sum() * u)
-        return _decision(current, plan, f"proportional sizing to {int(k.sum())} cores", figures)
+        return _decision(current, plan, f"proportional sizing to {int(sum(k))} cores", figures)
 
 
-def _trim(k: np.ndarray, need: np.ndarray, limit: int) -> np.ndarray:
-    """Remove cores until ``Σk ≤ limit``, each from the executor left least utilised."""
-    k = k.copy()
-    while k.sum() > max(limit, len(k)):
-        util = np.where(k > 1, need / np.maximum(k - 1, 1), np.inf)
-        k[int(np.argmin(util))] -= 1
-    return k
+class ElasticPolicy(_ElasticBase):
+    """Elasticutor (paper 000, §3–§4): queueing-model cores per executor, Algorithm 1
+    core assignment and intra-executor shard balancing, composed from the registry."""
 
+    name = "elastic"
+    placer = "elasticutor"
 
-class _Unavailable(_ElasticBase):
     def decide(self, snapshot: Snapshot, current: Plan, now: float) -> Decision:
-        raise StreamscaleError("not available yet", item=f"policy {self.name}")
+        self._loads(snapshot)
+        plan, figures = self._compose(
+            self._context(snapshot, now),
+            current,
+            [("allocator", "queueing"), ("placer", self.placer), ("balancer", "shard")],
+        )
+        status = figures.get("allocator:queueing.status", "")
+        return _decision(
+            current, plan, f"{self.name}: {plan.allocation.total} cores ({status})", figures
+        )
+
+
+class NaiveEcPolicy(ElasticPolicy):
+    """Naive-EC (paper 000, §5): Elasticutor's cores, assigned obliviously of migration."""
+
+    name = "naive-ec"
+    placer = "naive-ec"
+
+
+class RcPolicy(_ElasticBase):
+    """Resource-centric baseline (paper 000, §5): one M/M/k queue per operator sized by
+    the same model, shards repartitioned across all of the operator's units."""
+
+    name = "rc"
+
+    def decide(self, snapshot: Snapshot, current: Plan, now: float) -> Decision:
+        loads = self._loads(snapshot)
+        context = self._context(snapshot, now)
+        ops: dict[str, list[float]] = {}
+        for ex in self.execs:
+            ld = loads[ex.instance]
+            acc = ops.setdefault(ex.operator, [0.0, ld.service])
+            acc[0] += ld.arrival
+        names = list(ops)
+        k, alloc_figs = queueing_allocation(
+            context,
+            names,
+            [ops[n][0] for n in names],
+            [ops[n][1] for n in names],
+            external_rate(context, loads),
+        )
+        res = rc_plan(context, current, dict(zip(names, k, strict=True)), self.execs, loads)
+        figures: dict[str, Any] = {"cores": res.plan.allocation.total}
+        figures.update({f"allocator:queueing.{a}": b for a, b in alloc_figs.items()})
+        figures.update({f"balancer:rc.{a}": b for a, b in res.figures.items()})
+        return _decision(current, res.plan, f"rc: {sum(k)} cores", figures)
 
 
 def _static_plan(execs: tuple[ExecutorInfo, ...]) -> Plan:
@@ -247,7 +288,10 @@ def _rc_initial(execs: tuple[ExecutorInfo, ...]) -> Plan:
 
 
 _CLASSES: dict[str, type[_ElasticBase]] = {
+    "elastic": ElasticPolicy,
+    "naive-ec": NaiveEcPolicy,
     "static": StaticPolicy,
+    "rc": RcPolicy,
     "proportional": ProportionalPolicy,
 }
 
@@ -263,12 +307,7 @@ def make_policy(
     """The policy called ``name`` (see :data:`POLICIES`) for ``topology`` on ``cluster``."""
     if name not in POLICIES:
         raise StreamscaleError(f"unknown policy (known: {', '.join(POLICIES)})", item=name)
-    cls = _CLASSES.get(name)
-    if cls is None:
-        policy = _Unavailable(topology, cluster, params, seed)
-        policy.name = name
-        return policy
-    return cls(topology, cluster, params, seed)
+    return _CLASSES[name](topology, cluster, params, seed)
 
 
 def initial_plan(name: str, topology: Topology, cluster: Cluster) -> Plan:

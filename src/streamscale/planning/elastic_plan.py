@@ -34,6 +34,7 @@ __all__ = [
     "route",
     "table_to_tasks",
     "tasks_to_table",
+    "trim_cores",
 ]
 
 
@@ -332,3 +333,17 @@ def route(
         tables[ex.instance] = tasks_to_table(ex.instance, res.tasks)
         results[ex.instance] = res
     return tables, results
+
+
+def trim_cores(k: Sequence[int], need: Sequence[float], limit: int) -> list[int]:
+    """Remove cores until ``Σk ≤ limit`` (never below one per executor).
+
+    Each core comes from the executor whose utilisation ``need / (k − 1)`` stays
+    lowest without it, so the scarce cores go where demand per core is highest.
+    """
+    kk = np.asarray(k, dtype=np.int64).copy()
+    nd = np.asarray(need, dtype=float)
+    while kk.sum() > max(limit, kk.size):
+        util = np.where(kk > 1, nd / np.maximum(kk - 1, 1), np.inf)
+        kk[int(np.argmin(util))] -= 1
+    return [int(v) for v in kk]

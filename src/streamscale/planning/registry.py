@@ -35,6 +35,8 @@ FAMILIES: tuple[Family, ...] = ("allocator", "placer", "balancer")
 _ADAPTER_MODULES: tuple[str, ...] = (
     "streamscale.planning.adapters.elastic_allocator",
     "streamscale.planning.adapters.model_driven",
+    "streamscale.planning.adapters.elasticutor",
+    "streamscale.planning.adapters.elasticutor_rc",
 )
 
 

@@ -53,7 +53,10 @@ class BalanceResult:
 
 def task_loads(loads: Sequence[float] | np.ndarray, tasks: Sequence[int], k: int) -> np.ndarray:
     """Load of each of ``k`` tasks given shard loads and a shard → task table."""
-    return np.bincount(np.asarray(tasks, dtype=np.int64), weights=np.asarray(loads), minlength=k)
+    idx = np.asarray(tasks, dtype=np.int64)
+    w = np.asarray(loads, dtype=float)
+    # bincount of an empty input is integer-typed; later in-place adds must stay float
+    return np.bincount(idx, weights=w, minlength=k).astype(float)
 
 
 def imbalance(per_task: Sequence[float] | np.ndarray) -> float:

@@ -1,0 +1,277 @@
+"""Registry adapters for Elasticutor's planners (paper 000) and its baselines.
+
+* allocator ``queueing`` — M/M/k Jackson-network allocation per executor (§4.1);
+* placer ``elasticutor`` — migration-aware CPU-to-executor assignment (§4.2, Algorithm 1);
+* placer ``naive-ec`` — the same cores assigned obliviously (§5 baseline);
+* balancer ``shard`` — intra-executor shard balancing (§3.1);
+* balancer ``rc`` — resource-centric operator-level repartitioning (§5 baseline),
+  in :mod:`streamscale.planning.adapters.elasticutor_rc`.
+
+Parameters read from ``context.params``: ``latency_target_ms`` (T_max, default
+10), ``max_cores`` (default: the cluster's cores), ``theta`` (default 1.2),
+``phi0_kbps`` (φ̃, default 512). Keyed processing operators are planned; the
+plan's other instances are left as they are.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from streamscale.errors import StreamscaleError
+from streamscale.model import Allocation, Plan
+from streamscale.planning.allocation.queueing import QueueingProblem, allocate
+from streamscale.planning.balancing.shard_balance import imbalance, task_loads
+from streamscale.planning.elastic_plan import (
+    ExecutorInfo,
+    ExecutorLoad,
+    assemble,
+    executor_loads,
+    executors,
+    fill_assignment,
+    placement_matrix,
+    realize_units,
+    route,
+    table_to_tasks,
+    trim_cores,
+)
+from streamscale.planning.placement.core_assignment import (
+    AssignmentProblem,
+    AssignmentResult,
+    assign_cores,
+    naive_ec,
+)
+from streamscale.planning.registry import PlanningContext, StepResult, register
+
+__all__ = [
+    "elasticutor_step",
+    "external_rate",
+    "naive_ec_step",
+    "others",
+    "param",
+    "planning_inputs",
+    "queueing_allocation",
+    "queueing_step",
+    "shard_step",
+]
+
+
+def param(context: PlanningContext, name: str, default: float) -> float:
+    """A positive number from ``context.params`` (strings from the CLI are accepted)."""
+    raw = context.params.get(name, default)
+    try:
+        value = float(raw)
+    except (TypeError, ValueError):
+        raise StreamscaleError(f"must be a number, got {raw!r}", item=f"param {name}") from None
+    if not value > 0:
+        raise StreamscaleError(f"must be > 0, got {raw!r}", item=f"param {name}")
+    return value
+
+
+def planning_inputs(
+    context: PlanningContext,
+) -> tuple[tuple[ExecutorInfo, ...], dict[str, ExecutorLoad]]:
+    """The executors to plan and their demand (snapshot, else the topology's model)."""
+    execs = executors(context.topology, context.cluster)
+    if not execs:
+        raise StreamscaleError(
+            "no keyed operator to plan (set 'key' on an operator)", item=context.topology.name
+        )
+    return execs, executor_loads(context.topology, execs, context.snapshot, rate=context.rate)
+
+
+def external_rate(context: PlanningContext, loads: Mapping[str, ExecutorLoad]) -> float:
+    """λ_0: the sources' observed output rate, else their modelled rate."""
+    topo, snap = context.topology, context.snapshot
+    total = 0.0
+    for src in topo.sources:
+        stats = snap.operators.get(src.name) if snap else None
+        if stats is not None:
+            total += stats.output_rate
+        elif context.rate is not None or src.rate is not None:
+            total += context.rate if context.rate is not None else float(src.rate or 0.0)
+    if total > 0:
+        return total
+    per_op: dict[str, float] = {}
+    for inst, ld in loads.items():
+        op = inst.rpartition("[")[0]
+        per_op[op] = per_op.get(op, 0.0) + ld.arrival
+    return max(per_op.values(), default=0.0)
+
+
+def queueing_allocation(
+    context: PlanningContext,
+    names: list[str],
+    arrival: list[float],
+    service: list[float],
+    lam0: float,
+) -> tuple[list[int], dict[str, Any]]:
+    """Run §4.1's greedy; an unstable result is trimmed to the cores available."""
+    t_max = param(context, "latency_target_ms", 10.0)
+    max_cores = int(param(context, "max_cores", float(context.cluster.total_cores)))
+    problem = QueueingProblem(tuple(arrival), tuple(service), lam0, t_max / 1000.0, max_cores)
+    res = allocate(problem)
+    k = list(res.cores)
+    if not res.stable:
+        need = [a / s if math.isfinite(s) else 0.0 for a, s in zip(arrival, service, strict=True)]
+        k = trim_cores(k, need, max_cores)
+    figures: dict[str, Any] = {
+        "status": res.status,
+        "expected_latency_ms": res.latency * 1000.0 if res.stable else math.inf,
+        "latency_target_ms": t_max,
+        "cores_total": int(sum(k)),
+        "cores_available": max_cores,
+        "shortfall": res.shortfall,
+        "cores": dict(zip(names, k, strict=True)),
+    }
+    return k, figures
+
+
+@register("allocator", "queueing", "Elasticutor M/M/k queueing model: fewest cores meeting T_max")
+def queueing_step(context: PlanningContext, plan: Plan) -> StepResult:
+    """Cores per executor from the Jackson-network model (paper 000, §4.1)."""
+    execs, loads = planning_inputs(context)
+    names = [ex.instance for ex in execs]
+    k, figures = queueing_allocation(
+        context,
+        names,
+        [loads[n].arrival for n in names],
+        [loads[n].service for n in names],
+        external_rate(context, loads),
+    )
+    cores = {**others(plan.allocation.cores, execs), **dict(zip(names, k, strict=True))}
+    new = Plan(Allocation(cores, plan.allocation.slots), plan.placement, plan.routing)
+    notes = ()
+    if figures["status"] != "met":
+        notes = (f"queueing: latency target not met ({figures['status']})",)
+    return StepResult(new, figures, notes)
+
+
+def others(mapping: Mapping[str, Any], execs: tuple[ExecutorInfo, ...]) -> dict[str, Any]:
+    """Entries of ``mapping`` that belong to no planned executor (kept untouched)."""
+    mine = {ex.instance for ex in execs} | {ex.operator for ex in execs}
+    return {
+        k: v
+        for k, v in mapping.items()
+        if k.split("#")[0] not in mine and k.rpartition("[")[0] not in mine
+    }
+
+
+def _targets(plan: Plan, execs: tuple[ExecutorInfo, ...], x0: np.ndarray) -> list[int]:
+    have = x0.sum(axis=0)
+    return [
+        int(plan.allocation.cores.get(ex.instance, max(int(have[j]), 1)))
+        for j, ex in enumerate(execs)
+    ]
+
+
+def _assignment_problem(
+    context: PlanningContext, plan: Plan
+) -> tuple[tuple[ExecutorInfo, ...], dict[str, ExecutorLoad], AssignmentProblem]:
+    execs, loads = planning_inputs(context)
+    nodes = list(context.cluster.names)
+    x0 = placement_matrix(plan, execs, nodes)
+    problem = AssignmentProblem(
+        capacity=tuple(n.cores for n in context.cluster.nodes),
+        current=x0,
+        target=tuple(_targets(plan, execs, x0)),
+        state=tuple(float(loads[ex.instance].state) for ex in execs),
+        home=tuple(nodes.index(ex.home) for ex in execs),
+        data_rate=tuple(loads[ex.instance].bytes_rate for ex in execs),
+    )
+    return execs, loads, problem
+
+
+def _place(
+    context: PlanningContext,
+    plan: Plan,
+    execs: tuple[ExecutorInfo, ...],
+    loads: dict[str, ExecutorLoad],
+    res: AssignmentResult,
+) -> StepResult:
+    nodes = list(context.cluster.names)
+    placement, renames = realize_units(plan, execs, res.x, nodes)
+    cores = {ex.instance: int(res.x[:, j].sum()) for j, ex in enumerate(execs)}
+    # orphaned shards only (θ = ∞): balancing proper is the balancer's step
+    tables, _ = route(plan, execs, loads, cores, renames, theta=math.inf)
+    new = assemble(
+        {**others(plan.allocation.cores, execs), **cores},
+        {**others(plan.placement.nodes, execs), **placement},
+        {**others(plan.routing.tables, execs), **tables},
+    )
+    per_node = {
+        node: {ex.instance: int(res.x[i, j]) for j, ex in enumerate(execs) if res.x[i, j]}
+        for i, node in enumerate(nodes)
+    }
+    figures = {
+        "migration_cost_bytes": res.cost,
+        "phi_kbps": res.phi / 1024.0 if math.isfinite(res.phi) else math.inf,
+        "attempts": res.attempts,
+        "data_intensive": len(res.data_intensive),
+        "remote_cores": res.remote_cores,
+        "reassigned_cores": res.reassigned,
+        "cores_per_node": per_node,
+    }
+    return StepResult(new, figures)
+
+
+@register("placer", "elasticutor", "Elasticutor Algorithm 1: migration-aware, locality-aware cores")
+def elasticutor_step(context: PlanningContext, plan: Plan) -> StepResult:
+    """Assign cores to executors minimising state migration (paper 000, §4.2)."""
+    execs, loads, problem = _assignment_problem(context, plan)
+    res = assign_cores(problem, phi0=param(context, "phi0_kbps", 512.0) * 1024.0)
+    return _place(context, plan, execs, loads, res)
+
+
+@register("placer", "naive-ec", "naive-EC: the same cores per executor, taken at random")
+def naive_ec_step(context: PlanningContext, plan: Plan) -> StepResult:
+    """Assign cores obliviously of migration cost and locality (paper 000, §5)."""
+    execs, loads, problem = _assignment_problem(context, plan)
+    return _place(context, plan, execs, loads, naive_ec(problem, seed=context.seed))
+
+
+@register("balancer", "shard", "Elasticutor intra-executor shard balancing (delta <= theta)")
+def shard_step(context: PlanningContext, plan: Plan) -> StepResult:
+    """Rebalance every executor's shards over its tasks (paper 000, §3.1).
+
+    Units the allocation asks for but the placement lacks are placed home-first.
+    """
+    execs, loads = planning_inputs(context)
+    nodes = list(context.cluster.names)
+    x0 = placement_matrix(plan, execs, nodes)
+    k = _targets(plan, execs, x0)
+    renames = None
+    placement = {u: n for u, n in plan.placement.nodes.items()}
+    if x0.sum(axis=0).tolist() != k:
+        homes = [nodes.index(ex.home) for ex in execs]
+        x = fill_assignment(x0, k, [n.cores for n in context.cluster.nodes], homes)
+        mine, renames = realize_units(plan, execs, x, nodes)
+        placement = {**others(plan.placement.nodes, execs), **mine}
+    cores = {ex.instance: k[j] for j, ex in enumerate(execs)}
+    theta = param(context, "theta", 1.2)
+    before = []
+    for ex in execs:
+        cur = table_to_tasks(plan.routing.tables.get(ex.instance), ex.instance, ex.shards, None)
+        if all(t is not None and t < cores[ex.instance] for t in cur):
+            per = task_loads(loads[ex.instance].shard_load, cur, cores[ex.instance])  # type: ignore[arg-type]
+            before.append(imbalance(per))
+    tables, results = route(plan, execs, loads, cores, renames, theta=theta)
+    new = assemble(
+        {**others(plan.allocation.cores, execs), **cores},
+        placement,
+        {**others(plan.routing.tables, execs), **tables},
+    )
+    after = [r.delta_after for r in results.values()]
+    figures = {
+        "shard_moves": int(sum(len(r.moves) for r in results.values())),
+        "rounds": int(sum(r.rounds for r in results.values())),
+        "delta_before": max(before) if before else None,
+        "delta_after": max(after),
+        "delta_after_mean": float(np.mean(after)),
+        "theta": theta,
+        "above_theta": int(sum(d > theta + 1e-9 for d in after)),
+    }
+    return StepResult(new, figures)

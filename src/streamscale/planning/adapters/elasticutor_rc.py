@@ -1,0 +1,140 @@
+"""Registry adapter for the resource-centric (RC) baseline of paper 000 (§5).
+
+The balancer ``rc`` turns a plan into the RC paradigm: each keyed operator gets
+``k`` operator-level units ``op#t`` (the plan's operator-level allocation, or the
+sum of its executors' cores when the allocation is per executor), placed where
+they were or on the nodes with most free cores, and the operator's shards are
+repartitioned across all of them — the routing tables stay keyed by executor
+``op[e]`` with ``Z`` entries, but entries may name any unit of the operator.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from streamscale.model import Plan
+from streamscale.model.plan import unit_id
+from streamscale.planning.adapters.elasticutor import (
+    others,
+    param,
+    planning_inputs,
+)
+from streamscale.planning.balancing.rc import place_units, rc_rebalance
+from streamscale.planning.elastic_plan import ExecutorInfo, ExecutorLoad, assemble
+from streamscale.planning.registry import PlanningContext, StepResult, register
+
+__all__ = ["operator_cores", "rc_plan", "rc_step"]
+
+
+def operator_cores(plan: Plan, execs: tuple[ExecutorInfo, ...]) -> dict[str, int]:
+    """``k`` per operator: operator-level allocation, else Σ of its executors' cores."""
+    out: dict[str, int] = {}
+    for ex in execs:
+        if ex.operator in plan.allocation.cores:
+            out[ex.operator] = int(plan.allocation.cores[ex.operator])
+        else:
+            out[ex.operator] = out.get(ex.operator, 0) + int(
+                plan.allocation.cores.get(ex.instance, 1)
+            )
+    return {op: max(k, 1) for op, k in out.items()}
+
+
+def _unit_index(unit: str, op: str) -> int | None:
+    pre = op + "#"
+    idx = unit[len(pre) :] if unit.startswith(pre) else ""
+    return int(idx) if idx.isdigit() else None
+
+
+def rc_plan(
+    context: PlanningContext,
+    plan: Plan,
+    cores: Mapping[str, int],
+    execs: tuple[ExecutorInfo, ...],
+    loads: Mapping[str, ExecutorLoad],
+) -> StepResult:
+    """The RC plan for operator-level ``cores`` (paper 000, §5 RC baseline)."""
+    theta = param(context, "theta", 1.2)
+    order = list(context.cluster.names)
+    by_op: dict[str, list[ExecutorInfo]] = {}
+    for ex in execs:
+        by_op.setdefault(ex.operator, []).append(ex)
+    kept = others(plan.placement.nodes, execs)
+    used = Counter(kept.values())
+    old_units = {op: Counter[str]() for op in by_op}
+    for unit, node in plan.placement.nodes.items():
+        for op in by_op:
+            if unit.startswith(op + "#") or unit.startswith(op + "["):
+                old_units[op][node] += 1
+    pending = Counter[str]()
+    for c in old_units.values():
+        pending.update(c)
+    placement: dict[str, str] = dict(kept)
+    tables: dict[str, tuple[str, ...]] = {}
+    totals: dict[str, Any] = {
+        "shard_moves": 0,
+        "remote_moves": 0,
+        "migration_bytes": 0,
+        "delta_before": 1.0,
+        "delta_after": 1.0,
+    }
+    for op, group in by_op.items():
+        pending.subtract(old_units[op])
+        cap = {n.name: n.cores for n in context.cluster.nodes}
+        free = {n: cap[n] - used[n] - max(pending[n], 0) for n in order}
+        current = {
+            t: node
+            for unit, node in plan.placement.nodes.items()
+            if (t := _unit_index(unit, op)) is not None
+        }
+        units = place_units(current, int(cores[op]), free, order=order)
+        shard_load = np.concatenate([loads[ex.instance].shard_load for ex in group])
+        shard_bytes = np.concatenate([loads[ex.instance].shard_bytes for ex in group])
+        cur: list[int | None] = []
+        old_nodes: list[str | None] = []
+        for ex in group:
+            table = plan.routing.tables.get(ex.instance)
+            entries = (
+                table if table is not None and len(table) == ex.shards else (None,) * ex.shards
+            )
+            for unit in entries:
+                cur.append(None if unit is None else _unit_index(unit, op))
+                old_nodes.append(None if unit is None else plan.placement.nodes.get(unit))
+        res = rc_rebalance(
+            shard_load,
+            cur,
+            int(cores[op]),
+            old_nodes=old_nodes,
+            unit_nodes=units,
+            shard_bytes=shard_bytes,
+            theta=theta,
+        )
+        for t, node in units.items():
+            placement[unit_id(op, t)] = node
+            used[node] += 1
+        for ex in group:
+            part = res.tasks[ex.index * ex.shards : (ex.index + 1) * ex.shards]
+            tables[ex.instance] = tuple(unit_id(op, t) for t in part)
+        totals["shard_moves"] += len(res.moves)
+        totals["remote_moves"] += res.remote_moves
+        totals["migration_bytes"] += res.migrated_bytes
+        totals["delta_before"] = max(totals["delta_before"], res.delta_before)
+        totals["delta_after"] = max(totals["delta_after"], res.delta_after)
+    new = assemble(
+        {**others(plan.allocation.cores, execs), **{op: int(cores[op]) for op in by_op}},
+        placement,
+        {**others(plan.routing.tables, execs), **tables},
+    )
+    totals["cores"] = {op: int(cores[op]) for op in by_op}
+    totals["theta"] = theta
+    return StepResult(new, totals)
+
+
+@register("balancer", "rc", "resource-centric: operator-level units, shards repartitioned")
+def rc_step(context: PlanningContext, plan: Plan) -> StepResult:
+    """Operator-level repartitioning across all of an operator's units (paper 000, §5)."""
+    execs, loads = planning_inputs(context)
+    return rc_plan(context, plan, operator_cores(plan, execs), execs, loads)
