@@ -1,0 +1,169 @@
+"""Is GMA ever infeasible where a feasible placement exists? (paper 002, §IV.C–E)
+
+Random instances, tight by construction (the query needs 50–110 % of what
+the cluster has free under D_CPU), are decided by an oracle independent of
+GMA: exhaustive enumeration for tiny ones, CP-SAT for medium ones. CP-SAT runs
+on integers rounded in the permissive direction (demands down, limits up), so
+"infeasible" from it is a proof; a placement it finds is re-checked exactly and
+counts as undecided if it fails the check. Random and Even are decided on the
+same instances for contrast.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from typing import Any
+
+import numpy as np
+from ortools.sat.python import cp_model
+
+from streamscale.planning.placement.elastic_allocator import (
+    AllocatorNode,
+    AllocatorOperator,
+    AllocatorProblem,
+    Flow,
+    evaluate,
+    even_placement,
+    random_placement,
+)
+from streamscale.planning.placement.gma import gma
+
+__all__ = ["check_feasibility", "cp_sat_feasible", "exhaustive_feasible", "random_instance"]
+
+_SCALE = 1000
+
+
+def random_instance(rng: np.random.Generator, nodes: int, operators: int) -> AllocatorProblem:
+    """A random tight instance: heterogeneous nodes with existing load, a random flow graph."""
+    ns: list[AllocatorNode] = []
+    for i in range(nodes):
+        cap = float(rng.choice([100.0, 200.0, 400.0]))
+        ns.append(
+            AllocatorNode(
+                f"n{i}",
+                cap,
+                reserved_cpu=float(rng.uniform(0.0, 0.7) * cap),
+                bandwidth_mbps=100.0,
+                reserved_bandwidth_mbps=float(rng.uniform(0.0, 0.6) * 100.0),
+            )
+        )
+    free = sum(max(0.0, 0.9 * n.cpu_capacity - n.reserved_cpu) for n in ns)
+    weights = rng.uniform(0.2, 1.0, operators)
+    total = free * rng.uniform(0.5, 1.1)
+    ops = tuple(
+        AllocatorOperator(f"o{k}", float(total * w / weights.sum())) for k, w in enumerate(weights)
+    )
+    flows: list[Flow] = []
+    for k in range(1, operators):
+        for parent in rng.choice(k, size=min(k, int(rng.integers(1, 3))), replace=False):
+            flows.append(Flow(f"o{int(parent)}", f"o{k}", float(rng.uniform(2.0, 25.0))))
+    return AllocatorProblem(tuple(ns), ops, tuple(flows))
+
+
+def exhaustive_feasible(problem: AllocatorProblem) -> bool:
+    """Try every assignment (vectorised over all n^m of them)."""
+    n, m = len(problem.nodes), len(problem.operators)
+    grid = np.array(list(itertools.product(range(n), repeat=m)), dtype=np.int64).reshape(-1, m)
+    demand = np.array([o.cpu for o in problem.operators])
+    ok = np.ones(len(grid), dtype=bool)
+    index = {o.name: k for k, o in enumerate(problem.operators)}
+    for i, node in enumerate(problem.nodes):
+        on = grid == i
+        cpu = on.astype(float) @ demand
+        cpu_ok = (cpu <= 0) | (node.reserved_cpu + cpu <= problem.d_cpu * node.cpu_capacity + 1e-9)
+        bw = np.zeros(len(grid))
+        for f in problem.flows:
+            bw += f.mbps * (on[:, index[f.src]] != on[:, index[f.dst]])
+        lim = problem.d_bw * node.bandwidth_mbps + 1e-9
+        ok &= cpu_ok & ((bw <= 0) | (node.reserved_bandwidth_mbps + bw <= lim))
+    return bool(ok.any())
+
+
+def cp_sat_feasible(problem: AllocatorProblem, *, time_limit_s: float = 10.0) -> bool | None:
+    """True (verified placement), False (proof of infeasibility) or None (undecided)."""
+    model = cp_model.CpModel()
+    n, m = len(problem.nodes), len(problem.operators)
+    x = [[model.new_bool_var(f"x{j}_{i}") for i in range(n)] for j in range(m)]
+    for j in range(m):
+        model.add_exactly_one(x[j])
+    index = {o.name: k for k, o in enumerate(problem.operators)}
+    for i, node in enumerate(problem.nodes):
+        d = [math.floor(o.cpu * _SCALE) for o in problem.operators]
+        room = math.ceil((problem.d_cpu * node.cpu_capacity - node.reserved_cpu) * _SCALE)
+        model.add(sum(d[j] * x[j][i] for j in range(m) if d[j] > 0) <= max(room, 0))
+        terms = []
+        for f in problem.flows:
+            a, b = index[f.src], index[f.dst]
+            w = math.floor(f.mbps * _SCALE)
+            if a == b or w <= 0:
+                continue
+            y = model.new_bool_var(f"y{a}_{b}_{i}")
+            model.add(y >= x[a][i] - x[b][i])
+            model.add(y >= x[b][i] - x[a][i])
+            terms.append(w * y)
+        if terms:
+            lim = problem.d_bw * node.bandwidth_mbps - node.reserved_bandwidth_mbps
+            model.add(sum(terms) <= max(math.ceil(lim * _SCALE), 0))
+    solver = cp_model.CpSolver()
+    solver.parameters.max_time_in_seconds = time_limit_s
+    solver.parameters.num_workers = 1
+    status = solver.solve(model)
+    if status == cp_model.INFEASIBLE:
+        return False
+    if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        return None
+    names = problem.node_names
+    assignment = {
+        o.name: names[next(i for i in range(n) if solver.value(x[j][i]))]
+        for j, o in enumerate(problem.operators)
+    }
+    return True if evaluate(problem, assignment).feasible else None
+
+
+def check_feasibility(
+    *, tiny: int, medium: int, seed: int, time_limit_s: float = 10.0
+) -> dict[str, Any]:
+    """Decide ``tiny`` (2–3 nodes, 2–6 operators) and ``medium`` (4–6 nodes, 8–12) instances."""
+    rng = np.random.default_rng(seed)
+    out: dict[str, Any] = {}
+    for kind, count in (("tiny", tiny), ("medium", medium)):
+        tally = dict.fromkeys(
+            (
+                "instances",
+                "feasible",
+                "infeasible",
+                "undecided",
+                "gma_feasible",
+                "gma_missed",
+                "greedy_feasible",
+                "random_feasible",
+                "even_feasible",
+                "gma_max_operations",
+            ),
+            0,
+        )
+        for _ in range(count):
+            if kind == "tiny":
+                p = random_instance(rng, int(rng.integers(2, 4)), int(rng.integers(2, 7)))
+                verdict: bool | None = exhaustive_feasible(p)
+            else:
+                p = random_instance(rng, int(rng.integers(4, 7)), int(rng.integers(8, 13)))
+                verdict = cp_sat_feasible(p, time_limit_s=time_limit_s)
+            res = gma(p)
+            tally["instances"] += 1
+            tally["gma_max_operations"] = max(tally["gma_max_operations"], res.operations)
+            if verdict is None:
+                tally["undecided"] += 1
+                continue
+            tally["feasible" if verdict else "infeasible"] += 1
+            if verdict:
+                tally["gma_feasible"] += int(res.feasible)
+                tally["gma_missed"] += int(not res.feasible)
+                # one greedy descent, no backtracking: Algorithm 1 read literally
+                descent = len(p.operators) * len(p.nodes)
+                tally["greedy_feasible"] += int(gma(p, max_operations=descent).feasible)
+                tally["random_feasible"] += int(random_placement(p, seed=seed).feasible)
+                tally["even_feasible"] += int(even_placement(p).feasible)
+        out[kind] = tally
+    return out
