@@ -103,6 +103,19 @@ def mba_allocator(context: PlanningContext, plan: Plan) -> StepResult:
     return _allocate("mba", context, plan)
 
 
+def _which_allocator(
+    topology: Topology, models: Mapping[str, Any], threads: Mapping[str, int], rate: float | None
+) -> tuple[str, dict[str, tuple[float, float]]]:
+    """Which allocator produced ``threads`` (``lsa``, ``mba`` or ``model``) and its c_i, m_i."""
+    for alg in ("mba", "lsa"):
+        res = allocate(alg, topology, models, rate)
+        if {t.task: t.threads for t in res.tasks if t.threads} == {
+            k: v for k, v in threads.items() if v
+        }:
+            return alg, {t.task: (t.cpu, t.memory) for t in res.tasks}
+    return "model", {}
+
+
 def demands(
     topology: Topology,
     models: Mapping[str, Any],
@@ -111,11 +124,21 @@ def demands(
     *,
     literal_bundles: bool = False,
 ) -> list[TaskDemand]:
-    """What the mappers need per task (topological order), resources as slot fractions."""
+    """What the mappers need per task (topological order), resources as slot fractions.
+
+    The needs c_i, m_i are the allocator's own: when the threads are exactly
+    what MBA (or LSA) allocates for this DAG and rate, its c_i, m_i are used,
+    otherwise the model-based :func:`bundle_needs`. RSM's per-thread needs
+    (c̄, m̄) are C(1), M(1) (Algorithm 5) except after MBA, whose threads are
+    sized by bundle: there each thread gets c_i/τ_i, m_i/τ_i — what an MBA user
+    would give Storm's resource-aware scheduler per thread (§8.5 maps MBA's
+    hundreds of Blob threads with RSM, which C(1), M(1) could never fit).
+    """
     omega = topology.rates(rate)
     unknown = sorted(set(threads) - set(topology.names))
     if unknown:
         raise ModelError("allocation names an unknown task", item=f"instance {unknown[0]}")
+    alg, needs = _which_allocator(topology, models, threads, rate)
     out: list[TaskDemand] = []
     for name in topology.topological_order():
         n = threads.get(name, 0)
@@ -125,12 +148,15 @@ def demands(
         if m is None:
             raise ModelError("no performance model", item=f"operator {name}")
         nb, c, mem = bundle_needs(m, omega[name], n)
+        if name in needs:
+            c, mem = needs[name]
+        c1, m1 = (c / n, mem / n) if alg == "mba" else (m.cpu(1), m.memory(1))
         out.append(
             TaskDemand(
                 name,
                 n,
-                cpu1=m.cpu(1) / 100.0,
-                mem1=m.memory(1) / 100.0,
+                cpu1=c1 / 100.0,
+                mem1=m1 / 100.0,
                 bundle=m.peak_threads,
                 cpu=c / 100.0,
                 mem=mem / 100.0,

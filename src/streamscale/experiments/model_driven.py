@@ -1,0 +1,349 @@
+"""``streamscale reproduce model-driven``: paper 004's §8.4 and §8.5 with the paper's models.
+
+Replays, with the task models read off the paper (``data/paper_models.yaml``):
+
+* §8.4 resource benefits: for the micro DAGs (Linear, Diamond, Star) at 50/100/200
+  t/s and the application DAGs (Finance, Traffic, Grid) at 50/100 t/s, the slots
+  LSA and MBA allocate, the slots RSM (on LSA) and SAM (on MBA) must add to place
+  every thread on VMs bought from the Azure D-series catalog, and the rate the
+  models predict each mapping sustains (shuffle grouping; also capacity-weighted).
+* §8.5 on a fixed cluster of five 4-slot VMs: for LSA+DSM, LSA+RSM, MBA+DSM,
+  MBA+RSM and MBA+SAM the highest planned rate (10 t/s steps while the allocation
+  fits 20 slots and the mapping succeeds) and the rate the models predict for it.
+
+The paper's "actual" rates came from Storm runs on Azure; here the prediction
+stands in for them (the paper reports R² 0.71-0.95 between the two).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from streamscale.errors import InfeasibleError, StreamscaleError
+from streamscale.experiments.report import markdown_table, write_results
+from streamscale.model import PerformanceModel, Topology, VmType, load_models, load_topology
+from streamscale.planning.adapters.model_driven import demands
+from streamscale.planning.allocation.model_based import allocate
+from streamscale.planning.placement.slots import (
+    MappingResult,
+    Vm,
+    map_adding_slots,
+    map_dsm,
+    map_rsm,
+    map_sam,
+)
+from streamscale.planning.prediction import predict
+
+__all__ = ["CATALOG", "PAIRS", "fixed_cluster", "load_dag", "paper_models", "run", "scenario"]
+
+CATALOG = (
+    VmType("D1", 1, 3.5, 0.098),
+    VmType("D2", 2, 7.0, 0.196),
+    VmType("D3", 4, 14.0, 0.392),
+)
+MICRO = ("linear", "diamond", "star")
+APPS = ("finance", "traffic", "grid")
+PAIRS = (("lsa", "dsm"), ("lsa", "rsm"), ("mba", "dsm"), ("mba", "rsm"), ("mba", "sam"))
+_MAPPERS = {"dsm": map_dsm, "rsm": map_rsm, "sam": map_sam}
+
+# §8.4.1 / Fig. 7 and §8.5.1 as reported in the paper's text.
+PAPER_MICRO = {
+    ("linear", 50): "LSA 7, MBA 4; SAM +1",
+    ("linear", 100): "LSA 13, MBA 7",
+    ("linear", 200): "LSA 25 (+3 RSM = 28), MBA 15",
+    ("diamond", 50): "≈2x; RSM +1; LSA+RSM actual 35/50",
+    ("diamond", 100): "≈2x; LSA+RSM 90/100, MBA+SAM 90/100",
+    ("diamond", 200): "≈2x; MBA+SAM actual 190/200",
+    ("star", 50): "LSA 7 (6.23), ≈2x MBA",
+    ("star", 100): "LSA 13 (12.47), ≈2x MBA",
+    ("star", 200): "≈2x",
+}
+PAPER_FIXED = {
+    ("linear", "mba", "dsm"): "planned 280, predicted 200, actual 180",
+    ("linear", "mba", "rsm"): "predicted 315, actual 330",
+    ("linear", "mba", "sam"): "planned 280, predicted ≈ actual ≈ 280",
+    ("linear", "lsa", "dsm"): "planned 160",
+    ("linear", "lsa", "rsm"): "planned 160",
+}
+
+
+def paper_models() -> dict[str, PerformanceModel]:
+    """The five task models read off paper 004 (approximate)."""
+    return load_models(Path(str(resources.files("streamscale") / "data" / "paper_models.yaml")))
+
+
+def load_dag(name: str, examples: Path | None = None) -> Topology:
+    """A DAG from ``examples/NAME.yaml`` (the repository's examples directory by default)."""
+    base = examples or Path(__file__).resolve().parents[3] / "examples"
+    path = base / f"{name}.yaml"
+    if not path.exists():
+        raise StreamscaleError("example DAG not found (run from a source checkout)", item=str(path))
+    return load_topology(path)
+
+
+def _map(
+    alg: str,
+    pl: str,
+    topo: Topology,
+    models: Mapping[str, PerformanceModel],
+    rate: float,
+    vms: Sequence[Vm] | None,
+) -> tuple[int, MappingResult]:
+    a = allocate(alg, topo, models, rate)
+    d = demands(topo, models, a.threads, rate)
+    if vms is not None:
+        return a.slots, _MAPPERS[pl](d, vms)
+    return a.slots, map_adding_slots(_MAPPERS[pl], d, max(1, a.slots), CATALOG)
+
+
+def _rates(
+    topo: Topology, models: Mapping[str, PerformanceModel], res: MappingResult
+) -> tuple[float, float]:
+    kw: dict[str, Any] = {"slots": res.slots, "vm_slots": {v.name: v.slots for v in res.vms}}
+    sh = predict(topo, models, res.assignment, **kw)
+    we = predict(topo, models, res.assignment, routing="weighted", **kw)
+    return sh.rate, we.rate
+
+
+def scenario(topo: Topology, models: Mapping[str, PerformanceModel], rate: float) -> dict[str, Any]:
+    """§8.4 for one DAG and rate: LSA+RSM against MBA+SAM on VMs bought for ρ."""
+    lsa_slots, rsm = _map("lsa", "rsm", topo, models, rate, None)
+    mba_slots, sam = _map("mba", "sam", topo, models, rate, None)
+    lsa_pred, lsa_w = _rates(topo, models, rsm)
+    mba_pred, mba_w = _rates(topo, models, sam)
+    return {
+        "dag": topo.name,
+        "rate": rate,
+        "lsa_slots": lsa_slots,
+        "mba_slots": mba_slots,
+        "rsm_extra": rsm.extra_slots,
+        "sam_extra": sam.extra_slots,
+        "lsa_rsm_price_per_hour": round(rsm.price_per_hour, 3),
+        "mba_sam_price_per_hour": round(sam.price_per_hour, 3),
+        "lsa_rsm_predicted_rate": round(lsa_pred, 2),
+        "mba_sam_predicted_rate": round(mba_pred, 2),
+        "lsa_rsm_weighted_rate": round(lsa_w, 2),
+        "mba_sam_weighted_rate": round(mba_w, 2),
+    }
+
+
+def fixed_cluster(
+    topo: Topology,
+    models: Mapping[str, PerformanceModel],
+    *,
+    vms: int = 5,
+    slots_per_vm: int = 4,
+    step: float = 10.0,
+    max_rate: float = 2000.0,
+) -> list[dict[str, Any]]:
+    """§8.5 for one DAG: highest planned rate per pair on a fixed cluster, and its prediction."""
+    cluster = tuple(Vm(f"D3-{j + 1}", slots_per_vm, "D3", "r0", 0.392) for j in range(vms))
+    capacity = vms * slots_per_vm
+    rows = []
+    for alg, pl in PAIRS:
+        best: tuple[float, MappingResult] | None = None
+        rate = step
+        while rate <= max_rate:
+            try:
+                rho, res = _map(alg, pl, topo, models, rate, cluster)
+            except InfeasibleError:
+                break
+            if rho > capacity:
+                break
+            best = (rate, res)
+            rate += step
+        if best is None:
+            rows.append({"dag": topo.name, "pair": f"{alg}+{pl}", "planned_rate": 0.0})
+            continue
+        planned, res = best
+        kw: dict[str, Any] = {"slots": res.slots, "vm_slots": {v.name: v.slots for v in res.vms}}
+        sh = predict(topo, models, res.assignment, **kw)
+        we = predict(topo, models, res.assignment, routing="weighted", **kw)
+        rows.append(
+            {
+                "dag": topo.name,
+                "pair": f"{alg}+{pl}",
+                "planned_rate": planned,
+                "predicted_rate": round(sh.rate, 2),
+                "predicted_limit": sh.limit,
+                "weighted_rate": round(we.rate, 2),
+                "vm_cpu_percent": {k: round(v, 1) for k, v in sh.vm_cpu.items()},
+                "vm_memory_percent": {k: round(v, 1) for k, v in sh.vm_memory.items()},
+            }
+        )
+    return rows
+
+
+def _plots(
+    out: Path, micro: list[dict[str, Any]], apps: list[dict[str, Any]], fixed: list[dict[str, Any]]
+) -> list[str]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    files = []
+    rows = micro + apps
+    labels = [f"{r['dag']}\n{r['rate']:g}" for r in rows]
+    x = range(len(rows))
+    fig, ax = plt.subplots(figsize=(max(8, len(rows) * 0.8), 4))
+    ax.bar(
+        [i - 0.2 for i in x],
+        [r["lsa_slots"] for r in rows],
+        0.4,
+        label="LSA slots",
+        color="#d62728",
+    )
+    ax.bar(
+        [i - 0.2 for i in x],
+        [r["rsm_extra"] for r in rows],
+        0.4,
+        bottom=[r["lsa_slots"] for r in rows],
+        label="+RSM extra",
+        color="#ff9896",
+    )
+    ax.bar(
+        [i + 0.2 for i in x],
+        [r["mba_slots"] for r in rows],
+        0.4,
+        label="MBA slots",
+        color="#1f77b4",
+    )
+    ax.bar(
+        [i + 0.2 for i in x],
+        [r["sam_extra"] for r in rows],
+        0.4,
+        bottom=[r["mba_slots"] for r in rows],
+        label="+SAM extra",
+        color="#aec7e8",
+    )
+    ax.set_xticks(list(x), labels, fontsize=7)
+    ax.set_ylabel("slots")
+    ax.set_title("Slots: LSA+RSM vs MBA+SAM (paper 004 Fig. 7/8)")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(out / "slots.png", dpi=110)
+    plt.close(fig)
+    files.append("slots.png")
+
+    fig, ax = plt.subplots(figsize=(5, 5))
+    for pair, marker in zip([f"{a}+{p}" for a, p in PAIRS], "ovs^D", strict=True):
+        pts = [r for r in fixed if r["pair"] == pair and r.get("planned_rate")]
+        ax.scatter(
+            [r["planned_rate"] for r in pts],
+            [r["predicted_rate"] for r in pts],
+            marker=marker,
+            label=pair,
+        )
+    top = max([r.get("planned_rate", 0) for r in fixed] + [1])
+    ax.plot([0, top], [0, top], "k:", lw=1)
+    ax.set_xlabel("planned rate (t/s)")
+    ax.set_ylabel("model-predicted rate (t/s)")
+    ax.set_title("5 x 4-slot VMs: planned vs predicted (Fig. 9/10)")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(out / "fixed_cluster.png", dpi=110)
+    plt.close(fig)
+    files.append("fixed_cluster.png")
+    return files
+
+
+def _markdown(
+    micro: list[dict[str, Any]], apps: list[dict[str, Any]], fixed: list[dict[str, Any]]
+) -> str:
+    cols = [
+        "DAG",
+        "rate",
+        "LSA slots",
+        "MBA slots",
+        "RSM extra",
+        "SAM extra",
+        "LSA+RSM predicted",
+        "MBA+SAM predicted",
+        "MBA+SAM weighted",
+        "paper",
+    ]
+
+    def row(r: dict[str, Any]) -> list[Any]:
+        return [
+            r["dag"],
+            r["rate"],
+            r["lsa_slots"],
+            r["mba_slots"],
+            r["rsm_extra"],
+            r["sam_extra"],
+            r["lsa_rsm_predicted_rate"],
+            r["mba_sam_predicted_rate"],
+            r["mba_sam_weighted_rate"],
+            PAPER_MICRO.get((r["dag"], r["rate"]), ""),
+        ]
+
+    fcols = ["DAG", "pair", "planned", "predicted", "limit", "weighted routing", "paper"]
+    frows = [
+        [
+            r["dag"],
+            r["pair"],
+            r["planned_rate"],
+            r.get("predicted_rate", ""),
+            r.get("predicted_limit", ""),
+            r.get("weighted_rate", ""),
+            PAPER_FIXED.get((r["dag"], *r["pair"].split("+")), ""),
+        ]
+        for r in fixed
+    ]
+    ratio = [r["mba_slots"] / r["lsa_slots"] for r in micro if r["lsa_slots"]]
+    return "\n\n".join(
+        [
+            "# Model-driven scheduling (paper 004) with the paper's task models",
+            "Models: `streamscale/data/paper_models.yaml` (approximate, read off §5.3 and §8). "
+            "Predicted rates use the models with shuffle grouping (equal share per thread); "
+            "'weighted' routes in proportion to each thread's modelled capacity. The paper's "
+            "'actual' rates came from Storm on Azure; predictions stand in for them here.",
+            "## Micro DAGs (§8.4.1, Fig. 7)",
+            markdown_table(cols, [row(r) for r in micro]),
+            f"MBA/LSA slot ratio on the micro DAGs: {min(ratio):.2f}-{max(ratio):.2f} (paper: about 0.5). "
+            f"RSM needed extra slots in {sum(1 for r in micro if r['rsm_extra'])} of {len(micro)} cases "
+            f"(paper: 6 of 9), SAM in {sum(1 for r in micro if r['sam_extra'])} (paper: 1).",
+            "Note: `examples/star.yaml` puts Blob and Table after the hub (2x the DAG rate); the "
+            "paper's Star has Blob at the DAG rate (§8.4.1: 25 Blob threads at 50 t/s in every micro "
+            "DAG), so this Star needs about twice the paper's slots for both allocators.",
+            "## Application DAGs (§8.4.2, Fig. 8)",
+            markdown_table(cols[:-1], [row(r)[:-1] for r in apps]),
+            "Paper: MBA+SAM uses 33-50 % fewer slots than LSA+RSM; Finance gains least (3 and 5 "
+            "slots at 50 and 100 t/s); RSM adds 1-3 slots on every application DAG, SAM only on "
+            "Grid at 50 t/s. The DAG structures are readings of the text (see examples/*.yaml).",
+            "## Fixed cluster of 5 x 4-slot VMs (§8.5, Figs. 9-10)",
+            markdown_table(fcols, frows),
+            "Paper: MBA supports higher rates than LSA with any mapping (20-175 %); MBA+DSM falls "
+            "well short of its plan; model-predicted vs actual R² 0.71-0.95.",
+        ]
+    )
+
+
+def run(out: Path, *, quick: bool, seed: int) -> dict[str, Any]:
+    """Run the reproduction into ``out`` (``quick``: coarser rate steps on the fixed cluster).
+
+    Every step is deterministic (no randomness), so ``seed`` is recorded only.
+    """
+    models = paper_models()
+    micro = [scenario(load_dag(d), models, r) for d in MICRO for r in (50, 100, 200)]
+    apps = [scenario(load_dag(d), models, r) for d in APPS for r in (50, 100)]
+    step = 20.0 if quick else 10.0
+    fixed = [row for d in MICRO for row in fixed_cluster(load_dag(d), models, step=step)]
+    out.mkdir(parents=True, exist_ok=True)
+    plots = _plots(out, micro, apps, fixed)
+    results = {
+        "paper": "004",
+        "quick": quick,
+        "seed": seed,
+        "fixed_cluster_step": step,
+        "micro": micro,
+        "apps": apps,
+        "fixed_cluster": fixed,
+        "plots": plots,
+    }
+    write_results(out, results, _markdown(micro, apps, fixed))
+    return results

@@ -1,0 +1,42 @@
+"""Smoke test of ``streamscale reproduce model-driven`` (paper 004)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from streamscale.experiments import model_driven
+
+
+@pytest.mark.slow
+def test_reproduction_writes_results(tmp_path: Path) -> None:
+    res = model_driven.run(tmp_path, quick=True, seed=0)
+    saved = json.loads((tmp_path / "results.json").read_text())
+    assert saved["micro"] == res["micro"]
+    assert (tmp_path / "results.md").read_text().startswith("# Model-driven")
+    assert (tmp_path / "slots.png").stat().st_size > 0
+    keys = {
+        "dag",
+        "rate",
+        "lsa_slots",
+        "mba_slots",
+        "rsm_extra",
+        "sam_extra",
+        "lsa_rsm_predicted_rate",
+        "mba_sam_predicted_rate",
+    }
+    assert len(res["micro"]) == 9
+    for row in res["micro"]:
+        assert keys <= row.keys()
+        assert row["mba_slots"] < row["lsa_slots"]  # MBA needs clearly fewer slots
+    pairs = {r["pair"]: r for r in res["fixed_cluster"] if r["dag"] == "linear"}
+    assert pairs["mba+sam"]["planned_rate"] > pairs["lsa+rsm"]["planned_rate"]
+
+
+def test_scenario_tiny() -> None:
+    models = model_driven.paper_models()
+    row = model_driven.scenario(model_driven.load_dag("linear"), models, 50)
+    assert (row["lsa_slots"], row["mba_slots"]) == (7, 4)
+    assert 0 < row["mba_sam_predicted_rate"] <= row["mba_sam_weighted_rate"] <= 50 + 1e-9
