@@ -1,0 +1,372 @@
+"""The simulator kernel: a continuous-operator (Storm-like) cluster in small time steps.
+
+Paper 000, §3 and §5 describe the system simulated here: operators made of
+executors, each executor's key subspace split into shards by a static hash,
+shards routed to tasks (one per core) by a dynamic table, per-task FIFO queues,
+back-pressure that throttles the sources when a queue is full, and state that
+moves with a shard when its task is on another node.
+
+Time advances in steps of ``dt`` (10 ms by default). Every quantity is a numpy
+vector over the shards or the pools of an operator, never a loop over tuples:
+
+* **Arrivals** per shard and step are Poisson with mean (tuples admitted ×
+  the shard's share of the key distribution), so the arrival process is Poisson
+  as in the M/M/k model of §4.1.
+* **Service** per pool and step: ``b = min(Q, cores)`` cores are busy; the
+  completions are Poisson with mean ``b·dt/c`` for exponential service times
+  (this makes the step chain the birth–death process of an M/M/k station as
+  ``dt → 0``) or, for the paper's N(c, (0.5c)²) costs, normal with the renewal
+  variance ``mean·cv²``; never more than ``Q``. A pool serves the shards in its
+  queue in proportion to their queued tuples, the fluid picture of FIFO.
+* **Latency**: the mean is exact by Little's law (tuple-seconds spent in the
+  operator ÷ tuples completed). Percentiles come from an arrival-weighted
+  histogram of each admitted tuple's expected sojourn: for a pool with ``Q``
+  tuples after the arrivals and ``n`` cores, ``(max(Q − n, 0)/n + 1)·c`` (the
+  M/M/k conditional sojourn under FIFO), plus the remaining pause of a paused
+  shard. The histogram carries no service-time variance, so its tail is that of
+  the queueing delay.
+* **Back-pressure**: a pool holds at most ``queue_capacity`` tuples per core;
+  the tuples an operator can admit in a step are limited so that no pool
+  overflows (the key distribution fixes how admitted tuples spread), which is
+  how one overloaded task throttles the whole topology in Storm. An upstream
+  operator that cannot emit stalls.
+* **Reconfiguration** (:mod:`streamscale.sim.protocols`): Elasticutor's local
+  labeling-tuple protocol per shard, or RC's global synchronisation per operator.
+* **Network**: state migrations are serialized per node NIC at the node's
+  bandwidth (moves within a node are free, §3.1); tuples an elastic executor
+  forwards to its remote tasks use the home node's bandwidth and are counted as
+  remote transfer.
+
+Sources and sinks use no cores (the generator is not the object of study).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Hashable
+from dataclasses import dataclass
+from typing import Literal, Protocol
+
+import numpy as np
+
+from streamscale.errors import ModelError
+from streamscale.model import Cluster, Plan, Topology
+from streamscale.sim import protocols
+from streamscale.sim.state import LATENCY_BINS, OpState, shard_targets
+
+__all__ = ["Demand", "SimConfig", "Simulator"]
+
+
+class Demand(Protocol):
+    """What the workload offers: source rates and key distributions over time."""
+
+    def rate(self, source: str, now: float) -> float:
+        """Offered tuples/s of ``source`` at ``now`` (``math.inf``: as fast as admitted)."""
+        ...
+
+    def weights(
+        self, operator: str, executors: int, shards: int, now: float
+    ) -> tuple[Hashable, np.ndarray]:
+        """A version tag and the share of ``operator``'s input per global shard (sums to 1)."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class SimConfig:
+    """Kernel settings.
+
+    Parameters
+    ----------
+    dt
+        Step length in seconds.
+    queue_capacity
+        Tuples a pool may hold per core before back-pressure stops its senders.
+    service
+        ``normal`` (per-tuple cost N(c, (cv·c)²), paper 000 §5.1) or ``exponential``.
+    cost_cv
+        Coefficient of variation of the per-tuple cost for ``normal``.
+    ec_sync_s
+        Fixed control latency of Elasticutor's labeling-tuple handshake (§5.1: ≈2 ms).
+    rc_sync_s
+        RC's synchronisation cost per upstream executor (pause, clean in-flight
+        tuples, update routing); it grows with the upstream executors (§5.1, Fig. 12a).
+    max_rate
+        Cap on a saturating source (tuples/s) so the step stays finite.
+    """
+
+    dt: float = 0.01
+    queue_capacity: float = 1000.0
+    service: Literal["normal", "exponential"] = "normal"
+    cost_cv: float = 0.5
+    ec_sync_s: float = 0.002
+    rc_sync_s: float = 0.05
+    max_rate: float = 1e8
+
+    def __post_init__(self) -> None:
+        if not self.dt > 0:
+            raise ModelError("dt must be > 0", item="sim.dt")
+        if not self.queue_capacity > 0:
+            raise ModelError("queue_capacity must be > 0", item="sim.queue_capacity")
+        if self.service not in ("normal", "exponential"):
+            raise ModelError("service must be normal or exponential", item="sim.service")
+
+
+class Simulator:
+    """A simulated cluster running ``topology`` under a plan, stepped by :meth:`step`."""
+
+    def __init__(
+        self,
+        topology: Topology,
+        cluster: Cluster,
+        demand: Demand,
+        plan: Plan,
+        *,
+        config: SimConfig | None = None,
+        seed: int | None = None,
+    ) -> None:
+        self.topology = topology
+        self.cluster = cluster
+        self.demand = demand
+        self.config = config or SimConfig()
+        self.rng = np.random.default_rng(seed)
+        self.now = 0.0
+        self.steps = 0
+        self.node_names = list(cluster.names)
+        self.node_index = {n: i for i, n in enumerate(self.node_names)}
+        nn = len(self.node_names)
+        self.cores = np.array([n.cores for n in cluster.nodes], dtype=float)
+        self.bytes_per_s = np.array([n.bandwidth_mbps * 1e6 / 8 for n in cluster.nodes])
+        self.nic_free = np.zeros(nn)
+        self.speed = np.ones(nn)
+        self.busy = np.zeros(nn)
+        self.migrated = np.zeros(nn)
+        self.remote = np.zeros(nn)
+        self.edge_tuples = {e.name: 0.0 for e in topology.edges}
+        self.pending = {s.name: 0.0 for s in topology.sources}
+        self.emitted = {s.name: 0.0 for s in topology.sources}
+        self.order = [n for n in topology.topological_order()]
+        self._outputs = {n: topology.outputs(n) for n in topology.names}
+        self._sources = [s.name for s in topology.sources]
+        self.ops: dict[str, OpState] = {}
+        self._build_ops()
+        self.plan = plan
+        self._install(plan)
+
+    # -- construction ------------------------------------------------------
+    def _build_ops(self) -> None:
+        cfg = self.config
+        topo = self.topology
+        names = [o.name for o in topo.processing]
+        for op in topo.processing:
+            z = op.shards if op.keyed else 1
+            s = op.instances * z
+            outs = [
+                (names.index(e.dst), e.selectivity) for e in topo.outputs(op.name) if e.dst in names
+            ]
+            ins = topo.inputs(op.name)
+            in_bytes = max((topo.edge_bytes(e) for e in ins), default=op.tuple_bytes)
+            st = OpState(
+                op=op,
+                keyed=op.keyed,
+                executors=op.instances,
+                per_executor=z,
+                cost=op.cost_ms / 1000.0,
+                cv=cfg.cost_cv,
+                exponential=cfg.service == "exponential",
+                out_bytes=op.tuple_bytes,
+                in_bytes=in_bytes,
+                shard_bytes=np.full(s, op.state_bytes / s if op.keyed else 0.0),
+                outputs=outs,
+            )
+            if st.cost <= 0:
+                raise ModelError(
+                    "a simulated operator needs cost_ms > 0", item=f"operator {op.name}"
+                )
+            st.allocate()
+            self.ops[op.name] = st
+        self._names = names
+        self._upstream_executors = {
+            name: sum(topo.operator(e.src).instances for e in topo.inputs(name)) for name in names
+        }
+
+    def _install(self, plan: Plan) -> None:
+        for st in self.ops.values():
+            target, protocol = shard_targets(self.topology, plan, st, self.node_index)
+            st.route[:] = target
+            st.target[:] = target
+            st.dest[:] = target
+            st.protocol = protocol
+            st.home[:] = st.pools.node[target[:: st.per_executor]]
+        self._refresh()
+
+    # -- plan changes --------------------------------------------------------
+    def apply(self, plan: Plan, now: float) -> None:
+        """Adopt ``plan`` from now on; shards move by their protocol over the next steps."""
+        for st in self.ops.values():
+            target, protocol = shard_targets(self.topology, plan, st, self.node_index)
+            st.target[:] = target
+            st.protocol = protocol
+        self.plan = plan
+        self._refresh()
+
+    def _refresh(self) -> None:
+        """Recompute per-node speed (oversubscribed nodes slow down) and remote masks."""
+        units = np.zeros(len(self.node_names))
+        for st in self.ops.values():
+            active = np.zeros(len(st.pools), dtype=bool)
+            active[st.route] = True
+            active[st.target] = True
+            units += np.bincount(
+                st.pools.node[active], st.pools.units[active], minlength=units.size
+            )
+            st.remote_mask = (
+                st.pools.node[st.route] != np.repeat(st.home, st.per_executor)
+                if st.keyed and st.protocol == "ec"
+                else np.zeros(st.shards, dtype=bool)
+            )
+        self.speed = np.minimum(1.0, self.cores / np.maximum(units, 1e-12))
+
+    # -- one step ------------------------------------------------------------
+    def step(self) -> None:
+        """Advance the simulated clock by ``dt``."""
+        cfg = self.config
+        dt = cfg.dt
+        for st in self.ops.values():
+            self._weights(st)
+        adm = {name: self._admissible(self.ops[name]) for name in self._names}
+        inflow = dict.fromkeys(self._names, 0.0)
+        for src in self._sources:
+            allowed = math.inf
+            for e in self._outputs[src]:
+                if e.dst in adm:
+                    allowed = min(allowed, adm[e.dst] / e.selectivity)
+            r = self.demand.rate(src, self.now)
+            if math.isinf(r):
+                want = min(allowed, cfg.max_rate * dt)
+                emit = want
+            else:
+                want = r * dt + self.pending[src]
+                emit = min(want, allowed)
+                self.pending[src] = want - emit
+            self.emitted[src] += emit
+            for e in self._outputs[src]:
+                self.edge_tuples[e.name] += emit * e.selectivity
+                if e.dst in inflow:
+                    inflow[e.dst] += emit * e.selectivity
+        changed = False
+        for name in self.order:
+            st = self.ops.get(name)
+            if st is None:
+                continue
+            out_cap = math.inf
+            for i, sel in st.outputs:
+                out_cap = min(out_cap, adm[self._names[i]] / sel)
+            done = self._advance(st, inflow[name], out_cap)
+            for e in self._outputs[name]:
+                self.edge_tuples[e.name] += done * e.selectivity
+                if e.dst in inflow:
+                    inflow[e.dst] += done * e.selectivity
+        self.now = round(self.now + dt, 9)
+        self.steps += 1
+        for st in self.ops.values():
+            changed |= protocols.progress(self, st)
+        if changed:
+            self._refresh()
+
+    def _weights(self, st: OpState) -> None:
+        version, p = self.demand.weights(st.op.name, st.executors, st.per_executor, self.now)
+        if version != st.p_version:
+            if p.shape != (st.shards,):
+                raise ModelError(f"weights must have {st.shards} entries", item=st.op.name)
+            st.p = np.asarray(p, dtype=float)
+            st.p_version = version
+
+    def _admissible(self, st: OpState) -> float:
+        """Tuples ``st`` can take this step without overflowing a pool (back-pressure)."""
+        n = len(st.pools)
+        queued = np.bincount(st.route, st.q + st.buf, minlength=n)
+        share = np.bincount(st.route, st.p, minlength=n)
+        head = np.maximum(self.config.queue_capacity * st.pools.units - queued, 0.0)
+        m = share > 1e-15
+        adm = float(np.min(head[m] / share[m])) if m.any() else math.inf
+        rm = st.remote_mask
+        if rm.any():
+            # forwarding to remote tasks is limited by the home node's bandwidth
+            need = np.bincount(
+                np.repeat(st.home, st.per_executor)[rm], st.p[rm], minlength=self.speed.size
+            )
+            per = need * st.in_bytes
+            k = per > 0
+            if k.any():
+                adm = min(adm, float(np.min(self.bytes_per_s[k] * self.config.dt / per[k])))
+        return adm
+
+    def _advance(self, st: OpState, inflow: float, out_cap: float) -> float:
+        """Arrivals, service and accounting of one operator for one step; returns completions."""
+        cfg = self.config
+        dt = cfg.dt
+        n = len(st.pools)
+        a = self.rng.poisson(inflow * st.p) if inflow > 0 else np.zeros(st.shards)
+        paused = st.phase != 0
+        if st.rc_active:
+            entered = np.zeros(st.shards)
+            st.buf += a
+        elif paused.any():
+            entered = np.where(paused, 0.0, a)
+            st.buf += a - entered
+            st.q += entered
+        else:
+            entered = a
+            st.q += a
+        st.arrived += a
+        cores = st.pools.units
+        spd = self.speed[st.pools.node]
+        queued = np.bincount(st.route, st.q, minlength=n)
+        before = queued - np.bincount(st.route, entered, minlength=n)
+        mean = (dt / st.cost) * np.minimum(queued, cores) * spd
+        if st.exponential:
+            done = self.rng.poisson(mean).astype(float)
+        else:
+            done = np.maximum(self.rng.normal(mean, np.sqrt(mean) * st.cv), 0.0)
+        done = np.minimum(done, queued)
+        if float(a.sum()) > 0:
+            # an arrival at a uniform time in the step sees the queue before the step
+            # plus half of the step's other arrivals minus half of its departures
+            seen = np.maximum(0.5 * (before + queued - done) - 0.5, 0.0)
+            wait = (np.maximum(seen + 1.0 - cores, 0.0) / cores + 1.0) * st.cost / spd
+            w = wait[st.route]
+            if st.rc_active or paused.any():
+                w = w + protocols.remaining_pause(self, st)
+            idx = np.searchsorted(LATENCY_BINS, w)
+            st.hist += np.bincount(idx, a, minlength=st.hist.size)
+            st.lat_sum += float(np.dot(w, a))
+        tot = float(done.sum())
+        if tot > out_cap:
+            done *= out_cap / tot
+            tot = out_cap
+        frac = np.divide(done, queued, out=np.zeros(n), where=queued > 0)
+        served = st.q * frac[st.route]
+        st.q -= served
+        np.maximum(st.q, 0.0, out=st.q)
+        st.served += served
+        st.label_left -= np.where(st.phase == 1, done[st.route], 0.0)
+        self.busy += np.bincount(st.pools.node, done * st.cost, minlength=self.busy.size)
+        rm = st.remote_mask
+        if rm.any():
+            moved = (a[rm] * st.in_bytes + served[rm] * st.out_bytes).astype(float)
+            self.remote += np.bincount(
+                np.repeat(st.home, st.per_executor)[rm], moved, minlength=self.remote.size
+            )
+        st.emitted += tot
+        st.in_system_s += (float(st.q.sum()) + float(st.buf.sum())) * dt
+        return tot
+
+    # -- views ---------------------------------------------------------------
+    def run_until(self, t: float) -> None:
+        """Step until the clock reaches ``t`` (no control decisions)."""
+        while self.now < t - 1e-9:
+            self.step()
+
+    def in_flight(self) -> float:
+        """Tuples inside processing operators (queued or held back)."""
+        return sum(st.backlog() for st in self.ops.values())

@@ -1,0 +1,148 @@
+"""Shard reassignment protocols: Elasticutor's local labeling tuple versus RC's global sync.
+
+Paper 000, §3.2 (Elasticutor): routing of the moved shard alone is paused; a
+labeling tuple is queued behind the shard's pending tuples at its source task;
+once the task has processed everything ahead of the label, the shard's state
+is migrated (nothing to transfer when source and destination share a node),
+the routing table is updated and the held tuples are released. Other shards and
+upstream operators never stop.
+
+Resource-centric (RC, §2.2 and §5.1): repartitioning at operator level needs a
+global synchronisation: every upstream executor pauses (tuples they emit are
+held), in-flight tuples of the moved shards are drained, the upstream routing
+tables are updated (a cost that grows with the number of upstream executors),
+all the moved states are migrated, and only then does the whole operator
+resume.
+
+Both run on the kernel's vectors: ``phase`` 1 = waiting for the label (or the
+drain), 2 = state in transfer, 3 = done, waiting for the operator (RC).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from streamscale.sim.state import OpState
+
+if TYPE_CHECKING:
+    from streamscale.sim.kernel import Simulator
+
+__all__ = ["progress", "remaining_pause"]
+
+
+def progress(sim: Simulator, st: OpState) -> bool:
+    """Advance the reassignment state machines of ``st`` at ``sim.now``; True if routes changed."""
+    if st.rc_active or st.protocol == "rc":
+        return _rc(sim, st)
+    return _ec(sim, st)
+
+
+def _start(sim: Simulator, st: OpState, idx: np.ndarray, sync_s: float) -> None:
+    queued = np.bincount(st.route, st.q, minlength=len(st.pools))
+    st.phase[idx] = 1
+    st.dest[idx] = st.target[idx]
+    # FIFO: the label sits behind everything already queued at the source task
+    st.label_left[idx] = queued[st.route[idx]]
+    st.ready_at[idx] = sim.now + sync_s
+    st.moved_at[idx] = sim.now
+    st.shard_moves += int(idx.size)
+
+
+def _labelled(sim: Simulator, st: OpState) -> np.ndarray:
+    return np.flatnonzero(
+        (st.phase == 1) & (st.label_left <= 1e-9) & (st.ready_at <= sim.now + 1e-12)
+    )
+
+
+def _transfer(sim: Simulator, st: OpState, idx: np.ndarray) -> None:
+    """Start the state transfers of shards ``idx``, serialized per NIC (sender and receiver)."""
+    now = sim.now
+    st.phase[idx] = 2
+    st.labelled_at[idx] = now
+    src = st.pools.node[st.route[idx]]
+    dst = st.pools.node[st.dest[idx]]
+    st.xfer_end[idx] = now
+    for i, a, b in zip(idx[src != dst], src[src != dst], dst[src != dst], strict=True):
+        size = float(st.shard_bytes[i])
+        start = max(now, sim.nic_free[a], sim.nic_free[b])
+        end = start + size / min(sim.bytes_per_s[a], sim.bytes_per_s[b])
+        sim.nic_free[a] = sim.nic_free[b] = end
+        st.xfer_end[i] = end
+        sim.migrated[a] += size
+        st.remote_moves += 1
+
+
+def _finish(st: OpState, idx: np.ndarray, now: float) -> None:
+    st.sync_s += float(np.sum(st.labelled_at[idx] - st.moved_at[idx]))
+    st.transfer_s += float(np.sum(now - st.labelled_at[idx]))
+    st.completed_moves += int(idx.size)
+    st.route[idx] = st.dest[idx]
+    st.q[idx] += st.buf[idx]
+    st.buf[idx] = 0.0
+    st.phase[idx] = 0
+
+
+def _ec(sim: Simulator, st: OpState) -> bool:
+    start = np.flatnonzero((st.phase == 0) & (st.target != st.route))
+    if start.size:
+        _start(sim, st, start, sim.config.ec_sync_s)
+    busy = int(np.count_nonzero(st.phase))
+    if not busy:
+        return False
+    st.pause_s += busy * sim.config.dt
+    lab = _labelled(sim, st)
+    if lab.size:
+        _transfer(sim, st, lab)
+    done = np.flatnonzero((st.phase == 2) & (st.xfer_end <= sim.now + 1e-12))
+    if done.size:
+        _finish(st, done, sim.now)
+        return True
+    return False
+
+
+def _rc(sim: Simulator, st: OpState) -> bool:
+    if not st.rc_active:
+        moving = np.flatnonzero(st.target != st.route)
+        if not moving.size:
+            return False
+        upstream = sim._upstream_executors.get(st.op.name, 1)
+        _start(sim, st, moving, sim.config.rc_sync_s * max(upstream, 1))
+        st.rc_active = True
+        st.rc_started = sim.now
+        return False
+    st.pause_s += st.shards * sim.config.dt
+    lab = _labelled(sim, st)
+    if lab.size:
+        _transfer(sim, st, lab)
+    arrived = np.flatnonzero((st.phase == 2) & (st.xfer_end <= sim.now + 1e-12))
+    st.phase[arrived] = 3
+    if np.any((st.phase == 1) | (st.phase == 2)):
+        return False
+    done = np.flatnonzero(st.phase == 3)
+    _finish(st, done, sim.now)
+    # the whole operator resumes: every held tuple enters its (new) task queue
+    st.q += st.buf
+    st.buf[:] = 0.0
+    st.rc_active = False
+    st.reconfigurations.append((st.rc_started, sim.now))
+    return True
+
+
+def remaining_pause(sim: Simulator, st: OpState) -> np.ndarray:
+    """Expected extra wait of a tuple admitted now to each shard because of a pause."""
+    now = sim.now
+    extra = np.zeros(st.shards)
+    one = np.flatnonzero(st.phase == 1)
+    if one.size:
+        src = st.pools.node[st.route[one]]
+        dst = st.pools.node[st.dest[one]]
+        xfer = np.where(src != dst, st.shard_bytes[one] / sim.bytes_per_s[src], 0.0)
+        extra[one] = st.label_left[one] * st.cost + np.maximum(st.ready_at[one] - now, 0.0) + xfer
+    two = np.flatnonzero(st.phase == 2)
+    if two.size:
+        extra[two] = np.maximum(st.xfer_end[two] - now, 0.0)
+    if st.rc_active:
+        extra[:] = float(extra.max())
+    return extra + st.buf * st.cost

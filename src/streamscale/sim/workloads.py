@@ -1,0 +1,322 @@
+"""Seeded workloads for the simulator (paper 000, §5.1 and §5.4).
+
+* :class:`MicroBenchmark` — generator → calculator (Fig. 5): keys Zipf(α) over
+  10 K values, ω random permutations of the key frequencies per minute, per-tuple
+  cost N(μ, (0.5μ)²), 128-byte tuples, 32 KB of state per shard.
+* :class:`StockExchange` — an SSE-like application (Fig. 17): a transactor
+  followed by 6 statistics and 5 event operators, all keyed by stock; per-stock
+  order rates drift (log-normal random walk per epoch) with bursts of sudden
+  popularity, standing in for the proprietary order trace (Fig. 18).
+
+Key → executor and key → shard are static hashes (CONTRACTS.md):
+``executor = h1(key) % E`` and ``shard = h2(key) % Z`` with a splitmix64 mix.
+Every random choice is a pure function of the seed and the epoch, so any time
+can be evaluated in any order.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from streamscale.errors import ModelError
+from streamscale.model import Cluster, Edge, Operator, Topology
+
+__all__ = [
+    "MicroBenchmark",
+    "StockExchange",
+    "key_shards",
+    "mix64",
+    "zipf_weights",
+]
+
+_MASK = np.uint64(0xFFFFFFFFFFFFFFFF)
+
+
+def mix64(x: np.ndarray, salt: int) -> np.ndarray:
+    """splitmix64 of ``x + salt`` (a fixed, well-spread integer hash)."""
+    with np.errstate(over="ignore"):
+        z = (x.astype(np.uint64) + np.uint64(salt) * np.uint64(0x9E3779B97F4A7C15)) & _MASK
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        return z ^ (z >> np.uint64(31))
+
+
+def key_shards(keys: int, executors: int, shards: int) -> np.ndarray:
+    """Global shard index ``e·Z + s`` of each key ``0 … keys−1``."""
+    k = np.arange(keys, dtype=np.uint64)
+    e = (mix64(k, 1) % np.uint64(executors)).astype(np.int64)
+    s = (mix64(k, 2) % np.uint64(shards)).astype(np.int64)
+    return e * shards + s
+
+
+def zipf_weights(keys: int, alpha: float) -> np.ndarray:
+    """Frequencies ∝ 1/rank^α over ``keys`` keys (α = 0 is uniform), summing to 1."""
+    if keys < 1:
+        raise ModelError("keys must be >= 1", item="workload.keys")
+    w = 1.0 / np.arange(1, keys + 1, dtype=float) ** alpha
+    return w / w.sum()
+
+
+class _Weights:
+    """Per-(operator shape, version) shard weights from per-key frequencies, cached."""
+
+    def __init__(self, keys: int) -> None:
+        self.keys = keys
+        self._maps: dict[tuple[int, int], np.ndarray] = {}
+        self._cache: dict[tuple[int, int, object], np.ndarray] = {}
+
+    def shard_weights(self, e: int, z: int, version: object, freq: np.ndarray) -> np.ndarray:
+        key = (e, z, version)
+        p = self._cache.get(key)
+        if p is None:
+            m = self._maps.get((e, z))
+            if m is None:
+                m = self._maps[(e, z)] = key_shards(self.keys, e, z)
+            p = np.bincount(m, freq, minlength=e * z)
+            if len(self._cache) > 64:
+                self._cache.clear()
+            self._cache[key] = p
+        return p
+
+
+@dataclass(frozen=True)
+class MicroBenchmark:
+    """The micro-benchmark of paper 000, §5.1 (defaults are the paper's)."""
+
+    nodes: int = 32
+    cores: int = 8
+    executors: int = 32
+    shards: int = 256
+    keys: int = 10_000
+    alpha: float = 0.5
+    omega: float = 0.0
+    cost_ms: float = 1.0
+    tuple_bytes: int = 128
+    state_bytes_per_shard: int = 32 * 1024
+    generators: int = 32
+    rate: float = math.inf
+    bandwidth_mbps: float = 1000.0
+    seed: int = 0
+    _w: _Weights = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if self.omega < 0:
+            raise ModelError("omega must be >= 0", item="workload.omega")
+        object.__setattr__(self, "_w", _Weights(self.keys))
+
+    def cluster(self) -> Cluster:
+        return Cluster.uniform(self.nodes, cores=self.cores, bandwidth_mbps=self.bandwidth_mbps)
+
+    def topology(self, *, executors: int | None = None, shards: int | None = None) -> Topology:
+        """Generator → calculator → sink; ``executors``/``shards`` override the calculator's."""
+        e = executors or self.executors
+        z = shards or self.shards
+        ops = [
+            Operator("generator", kind="source", instances=self.generators, tuple_bytes=128),
+            Operator(
+                "calculator",
+                key="key",
+                cost_ms=self.cost_ms,
+                state_bytes=self.state_bytes_per_shard * e * z,
+                tuple_bytes=self.tuple_bytes,
+                instances=e,
+                shards=z,
+            ),
+            Operator("sink", kind="sink"),
+        ]
+        edges = [Edge("generator", "calculator", "key"), Edge("calculator", "sink")]
+        return Topology.build("micro-benchmark", ops, edges)
+
+    def static_topology(self) -> Topology:
+        """The static approach's topology: one executor per core, same shards per operator."""
+        e = self.nodes * self.cores
+        return self.topology(executors=e, shards=max(1, self.executors * self.shards // e))
+
+    def version(self, now: float) -> int:
+        """Index of the key permutation in force at ``now`` (one every 60/ω s)."""
+        return 0 if self.omega <= 0 else math.floor(now * self.omega / 60.0 + 1e-9)
+
+    def frequencies(self, version: int) -> np.ndarray:
+        """Per-key frequencies after ``version`` shuffles (permutation 0 = identity)."""
+        base = zipf_weights(self.keys, self.alpha)
+        if version == 0:
+            return base
+        perm = np.random.default_rng([self.seed, version]).permutation(self.keys)
+        return base[perm]
+
+    # Demand protocol
+    def rate_at(self, now: float) -> float:
+        return self.rate
+
+    def demand(self) -> _MicroDemand:
+        return _MicroDemand(self)
+
+
+class _MicroDemand:
+    def __init__(self, wl: MicroBenchmark) -> None:
+        self.wl = wl
+        self._freq: tuple[int, np.ndarray] = (0, wl.frequencies(0))
+
+    def rate(self, source: str, now: float) -> float:
+        return self.wl.rate
+
+    def weights(
+        self, operator: str, executors: int, shards: int, now: float
+    ) -> tuple[int, np.ndarray]:
+        v = self.wl.version(now)
+        if v != self._freq[0]:
+            self._freq = (v, self.wl.frequencies(v))
+        return v, self.wl._w.shard_weights(executors, shards, v, self._freq[1])
+
+
+_STATS = ("volume", "vwap", "moving_avg", "index", "turnover", "spread")
+_EVENTS = ("price_alarm", "volume_alarm", "momentum", "halt", "imbalance")
+
+
+@dataclass(frozen=True)
+class StockExchange:
+    """An SSE-like order stream and analytics topology (paper 000, §5.4, Fig. 17).
+
+    Orders (96 B) reach a transactor keyed by stock; each order yields a trade
+    with probability ``trade_ratio`` (a 160-byte record) sent to 6 statistics
+    operators (≈200–400 MB of state each) and 5 event operators (< 10 MB).
+    Popularity: Zipf(α) over ``stocks`` at the start; every ``epoch_s`` each
+    stock's log-rate takes a N(0, ``volatility``²) step and with probability
+    ``burst_p`` a stock bursts by ×``burst_x`` for ``burst_epochs`` epochs.
+    """
+
+    nodes: int = 32
+    cores: int = 8
+    executors: int = 32
+    shards: int = 64
+    stocks: int = 1500
+    alpha: float = 1.0
+    rate: float = math.inf
+    transactor_ms: float = 0.3
+    statistics_ms: float = 0.15
+    event_ms: float = 0.08
+    trade_ratio: float = 0.6
+    epoch_s: float = 2.0
+    volatility: float = 0.3
+    burst_p: float = 0.002
+    burst_x: float = 30.0
+    burst_epochs: int = 5
+    bandwidth_mbps: float = 1000.0
+    seed: int = 0
+    _w: _Weights = field(init=False, repr=False, compare=False)
+    _walk: dict[int, tuple[int, np.ndarray]] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_w", _Weights(self.stocks))
+        object.__setattr__(self, "_walk", {})
+
+    def cluster(self) -> Cluster:
+        return Cluster.uniform(self.nodes, cores=self.cores, bandwidth_mbps=self.bandwidth_mbps)
+
+    def operator_names(self) -> tuple[str, ...]:
+        return ("transactor", *_STATS, *_EVENTS)
+
+    def topology(self, *, executors: int | None = None, shards: int | None = None) -> Topology:
+        e = executors or self.executors
+        z = shards or self.shards
+        rng = np.random.default_rng([self.seed, 17])
+
+        def keyed(name: str, cost: float, state: float, out: int) -> Operator:
+            return Operator(
+                name,
+                key="stock",
+                cost_ms=cost,
+                state_bytes=int(state),
+                tuple_bytes=out,
+                instances=e,
+                shards=z,
+            )
+
+        ops = [
+            Operator("orders", kind="source", instances=self.nodes, tuple_bytes=96),
+            keyed("transactor", self.transactor_ms, 50e6, 160),
+        ]
+        ops += [keyed(n, self.statistics_ms, rng.uniform(200e6, 400e6), 64) for n in _STATS]
+        ops += [keyed(n, self.event_ms, rng.uniform(1e6, 10e6), 64) for n in _EVENTS]
+        ops.append(Operator("sink", kind="sink"))
+        edges = [Edge("orders", "transactor", "key")]
+        edges += [
+            Edge("transactor", n, "key", selectivity=self.trade_ratio) for n in (*_STATS, *_EVENTS)
+        ]
+        edges += [Edge(n, "sink") for n in (*_STATS, *_EVENTS)]
+        return Topology.build("sse", ops, edges)
+
+    def static_topology(self) -> Topology:
+        """One core per executor; executors per operator in proportion to its expected load."""
+        topo = self.topology()
+        share = {"transactor": self.transactor_ms}
+        share.update({n: self.statistics_ms * self.trade_ratio for n in _STATS})
+        share.update({n: self.event_ms * self.trade_ratio for n in _EVENTS})
+        total = sum(share.values())
+        cores = self.nodes * self.cores
+        per_op = self.executors * self.shards
+        ops = []
+        for op in topo.operators:
+            if op.name in share:
+                e = max(1, int(cores * share[op.name] / total))
+                ops.append(
+                    Operator(
+                        op.name,
+                        key=op.key,
+                        cost_ms=op.cost_ms,
+                        state_bytes=op.state_bytes,
+                        tuple_bytes=op.tuple_bytes,
+                        instances=e,
+                        shards=max(1, per_op // e),
+                    )
+                )
+            else:
+                ops.append(op)
+        return Topology.build("sse-static", ops, topo.edges)
+
+    def version(self, now: float) -> int:
+        return math.floor(now / self.epoch_s + 1e-9)
+
+    def shares(self, epoch: int) -> np.ndarray:
+        """Per-stock share of the orders during ``epoch`` (sums to 1)."""
+        base = np.log(zipf_weights(self.stocks, self.alpha))
+        base = base[np.random.default_rng([self.seed, 0]).permutation(self.stocks)]
+        at, logw = self._walk.get(0, (0, base))
+        if at > epoch:
+            at, logw = 0, base
+        while at < epoch:
+            at += 1
+            rng = np.random.default_rng([self.seed, 1, at])
+            logw = logw + rng.normal(0.0, self.volatility, self.stocks)
+            # mean reversion towards the base popularity keeps the walk stationary
+            logw = logw + 0.05 * (base - logw)
+        self._walk[0] = (at, logw)
+        out = logw.copy()
+        for past in range(max(1, epoch - self.burst_epochs + 1), epoch + 1):
+            hot = np.random.default_rng([self.seed, 2, past]).random(self.stocks) < self.burst_p
+            out[hot] += math.log(self.burst_x)
+        w = np.exp(out - out.max())
+        return w / w.sum()
+
+    def demand(self) -> _SseDemand:
+        return _SseDemand(self)
+
+
+class _SseDemand:
+    def __init__(self, wl: StockExchange) -> None:
+        self.wl = wl
+        self._freq: tuple[int, np.ndarray] = (0, wl.shares(0))
+
+    def rate(self, source: str, now: float) -> float:
+        return self.wl.rate
+
+    def weights(
+        self, operator: str, executors: int, shards: int, now: float
+    ) -> tuple[int, np.ndarray]:
+        v = self.wl.version(now)
+        if v != self._freq[0]:
+            self._freq = (v, self.wl.shares(v))
+        return v, self.wl._w.shard_weights(executors, shards, v, self._freq[1])
