@@ -62,6 +62,7 @@ __all__ = [
     "SeqRange",
     "expected_cost_ms",
     "generate",
+    "register",
     "register_sources",
 ]
 
@@ -432,3 +433,7 @@ def register_sources(spark: Any) -> None:
 
     spark.dataSource.register(GeneratorSource)
     spark.dataSource.register(TraceSource)
+
+
+#: The name the runner looks up to register a job's sources.
+register = register_sources
