@@ -177,9 +177,10 @@ class Evaluation:
 class AllocatorResult:
     """A placement (operator → node), whether it is feasible, and how it was found.
 
-    ``best_effort`` names operators placed by the fallback after the search
-    stopped; ``exhausted`` is True when the budget ran out; ``proven_infeasible``
-    is True when the search finished without a feasible placement.
+    ``best_effort`` names operators the fallback had to place on a node where
+    they break a constraint; ``exhausted`` is True when the budget ran out;
+    ``proven_infeasible`` is True when the search finished without a feasible
+    placement.
     """
 
     assignment: Mapping[str, str]

@@ -19,9 +19,11 @@ before every operator (Algorithm 1, line 4), so levels follow the placement.
   finds a feasible placement whenever one exists.
 * The budget is a number of candidate evaluations (``max_operations``) and,
   optionally, seconds measured by an injected ``clock`` callable — the planner
-  never reads the clock itself. When it runs out, the deepest partial placement
-  found is kept and the remaining operators are spread over the light
-  subcluster, least used node first (best effort, Algorithm 1 lines 11–13).
+  never reads the clock itself. When it runs out, or the search proves that no
+  feasible placement exists, the deepest partial placement found is kept; the
+  remaining operators go greedily to feasible nodes where they still have one,
+  and the others are spread over the light subcluster, least used node first
+  (best effort, Algorithm 1 lines 11–13).
 """
 
 from __future__ import annotations
@@ -252,20 +254,30 @@ class _Search:
         )
 
     def _best_effort(self, partial: list[int]) -> tuple[str, ...]:
-        """Algorithm 1, lines 11–13: the unplaced rest goes evenly to the light subcluster."""
+        """Algorithm 1, lines 11–13: finish the deepest partial placement.
+
+        Each remaining operator still goes to its best feasible node when it has
+        one; those with none are spread over the light subcluster (the lightest
+        level present), least used node first. Returns the latter.
+        """
         for k in range(self.m):
             if self.where[k] >= 0:
                 self._unplace(k)
         for k in self.order:
             if partial[k] >= 0:
                 self._place(k, partial[k])
-        rest = [k for k in self.order if self.where[k] < 0]
-        for k in rest:
+        forced: list[int] = []
+        for k in (k for k in self.order if self.where[k] < 0):
+            cands = self._candidates(k)
+            if cands:
+                self._place(k, cands[0])
+                continue
             levels = [level_of(self._usage(j), self.thresholds) for j in range(self.n)]
             lightest = min(levels)
             pool = [j for j in range(self.n) if levels[j] == lightest]
             self._place(k, min(pool, key=lambda j: (self._usage(j), j)))
-        return tuple(self.p.operators[k].name for k in rest)
+            forced.append(k)
+        return tuple(self.p.operators[k].name for k in forced)
 
 
 def _dev(s1: float, s2: float, n: int) -> float:
