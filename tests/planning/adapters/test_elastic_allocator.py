@@ -14,6 +14,8 @@ from streamscale.model import (
     Operator,
     OperatorStats,
     Plan,
+    Routing,
+    ShardStats,
     Snapshot,
     Topology,
 )
@@ -109,3 +111,35 @@ def test_gma_avoids_the_loaded_node_and_strict_raises() -> None:
     strict = PlanningContext(hot.topology, hot.cluster, rate=1000.0, params={"strict": True})
     with pytest.raises(InfeasibleError, match="placer gma"):
         compose(strict, steps=[("placer", "gma")])
+
+
+def test_unit_demand_follows_routed_shard_loads() -> None:
+    topo = Topology.build(
+        "k",
+        [
+            Operator("src", kind="source", tuple_bytes=1000),
+            Operator("work", key="k", cost_ms=1.0, shards=4),
+            Operator("out", kind="sink"),
+        ],
+        [Edge("src", "work", grouping="key"), Edge("work", "out")],
+    )
+    snap = Snapshot.build(
+        operators={n: OperatorStats(input_rate=100) for n in ("src", "work", "out")},
+        shards=[ShardStats("work", s, load=0.1) for s in range(4)],
+        edges={"src->work": 100.0, "work->out": 100.0},
+    )
+    units = ("work[0]#0", "work[0]#0", "work[0]#0", "work[0]#1")
+    plan = Plan(
+        allocation=Allocation(cores={"src": 1, "work[0]": 2, "out": 1}),
+        routing=Routing(tables={"work[0]": units}),
+    )
+    problem, _ = build_problem(PlanningContext(topo, cluster(), snapshot=snap), plan)
+    cpu = {o.name: o.cpu for o in problem.operators}
+    assert cpu["work[0]#0"] == pytest.approx(30.0) and cpu["work[0]#1"] == pytest.approx(10.0)
+    flows = {(f.src, f.dst): f.mbps for f in problem.flows}
+    # the key grouping delivers 3/4 of 0.8 Mbit/s to the unit serving three shards
+    assert flows[("src#0", "work[0]#0")] == pytest.approx(0.6)
+    assert flows[("src#0", "work[0]#1")] == pytest.approx(0.2)
+    stale = Plan(allocation=plan.allocation)  # no routing: shares fall back to even
+    problem2, _ = build_problem(PlanningContext(topo, cluster(), snapshot=snap), stale)
+    assert {o.name: o.cpu for o in problem2.operators}["work[0]#1"] == pytest.approx(20.0)

@@ -5,10 +5,13 @@ the plan's allocation when it has one (instance ``op`` or ``op[e]`` with
 ``k`` units ``…#0 … #k-1``), else each operator gets ``instances`` units
 ``f"{op}#{i}"``. An operator's CPU demand (% of one core) is its observed load
 in the snapshot (Σ shard loads, or input rate × ``cost_ms``) when present, else
-``cost_ms`` × the rate propagated from ``context.rate``; it is split evenly
-over the operator's units. An edge carries tuples/s × tuple bytes × 8 / 10⁶
-Mbit/s, spread over unit pairs by its grouping (shuffle and key: evenly over
-all pairs; all: every consumer gets the full stream; global: the first unit).
+``cost_ms`` × the rate propagated from ``context.rate``. It is split over the
+operator's units by the shard loads the plan's routing sends to each (when the
+snapshot has shard loads and the routing covers them), else evenly. An edge
+carries tuples/s × tuple bytes × 8 / 10⁶ Mbit/s: each producer unit sends in
+proportion to its share; a key grouping delivers in proportion to the
+consumers' shares, a shuffle evenly, ``all`` the full stream to every
+consumer and ``global`` everything to the first unit.
 
 Existing usage F0 is each node's ``reserved_cpu`` and
 ``reserved_bandwidth_mbps``; with ``params["usage"] = "observed"`` the
@@ -63,6 +66,35 @@ def _units(topology: Topology, plan: Plan) -> tuple[dict[str, list[str]], Alloca
     return per_op, alloc
 
 
+def _unit_shares(
+    op: str, shards_per_instance: int, units: list[str], context: PlanningContext, plan: Plan
+) -> dict[str, float]:
+    """Each unit's share of its operator's work: by the shard loads routed to it, else even.
+
+    Routing tables of ``op[e]`` map local shard ``s`` to a unit; its global
+    shard index is ``e·Z + s``. When the routed loads do not account for the
+    whole operator (no snapshot, no routing, stale tables), shares are even.
+    """
+    even = {u: 1.0 / len(units) for u in units}
+    snap = context.snapshot
+    loads = {s.shard: s.load for s in snap.shards_of(op)} if snap is not None else {}
+    total = sum(loads.values())
+    if not loads or total <= 0:
+        return even
+    got = dict.fromkeys(units, 0.0)
+    for inst, table in plan.routing.tables.items():
+        m = _INSTANCE.match(inst)
+        if m is None or m.group("op") != op:
+            continue
+        e = int(inst[len(op) + 1 : -1]) if inst.endswith("]") else 0
+        for s, unit in enumerate(table):
+            if unit in got:
+                got[unit] += loads.get(e * shards_per_instance + s, 0.0)
+    if abs(sum(got.values()) - total) > 1e-9 * max(1.0, total):
+        return even
+    return {u: v / total for u, v in got.items()}
+
+
 def build_problem(context: PlanningContext, plan: Plan) -> tuple[AllocatorProblem, Allocation]:
     """Paper 002's problem for ``context`` (see the module docstring for every rule)."""
     topo, snap, params = context.topology, context.snapshot, context.params
@@ -75,6 +107,7 @@ def build_problem(context: PlanningContext, plan: Plan) -> tuple[AllocatorProble
         else {}
     )
     ops: list[AllocatorOperator] = []
+    weights: dict[str, dict[str, float]] = {}
     for op in topo.operators:
         units = per_op[op.name]
         if not units:
@@ -88,7 +121,8 @@ def build_problem(context: PlanningContext, plan: Plan) -> tuple[AllocatorProble
             )
         else:
             total = omega[op.name] * op.cost_ms / 10.0
-        ops.extend(AllocatorOperator(u, total / len(units)) for u in units)
+        weights[op.name] = _unit_shares(op.name, op.shards, units, context, plan)
+        ops.extend(AllocatorOperator(u, total * weights[op.name][u]) for u in units)
     flows: list[Flow] = []
     for e in topo.edges:
         src, dst = per_op[e.src], per_op[e.dst]
@@ -98,11 +132,15 @@ def build_problem(context: PlanningContext, plan: Plan) -> tuple[AllocatorProble
             snap.edges[e.name] if snap is not None and e.name in snap.edges else edge_rates[e.name]
         )
         mbps = tps * topo.edge_bytes(e) * 8 / 1e6
+        ws = weights[e.src]
+        # Only a key grouping sends each consumer what its shards hold; shuffle spreads evenly.
+        wd = weights[e.dst] if e.grouping == "key" else {d: 1 / len(dst) for d in dst}
         if e.grouping == "global":
-            flows.extend(Flow(s, dst[0], mbps / len(src)) for s in src)
+            flows.extend(Flow(s, dst[0], mbps * ws[s]) for s in src)
+        elif e.grouping == "all":
+            flows.extend(Flow(s, d, mbps * ws[s]) for s in src for d in dst)
         else:
-            share = mbps / len(src) if e.grouping == "all" else mbps / (len(src) * len(dst))
-            flows.extend(Flow(s, d, share) for s in src for d in dst)
+            flows.extend(Flow(s, d, mbps * ws[s] * wd[d]) for s in src for d in dst)
     usage = params.get("usage", "declared")
     if usage not in ("declared", "observed"):
         raise ModelError("usage must be 'declared' or 'observed'", item=str(usage))
