@@ -58,14 +58,24 @@ class SimCollector:
         self.window_s = window_s
         self._history: list[Counters] = [counters(sim)]
 
-    def collect(self, now: float) -> Snapshot:
-        sim = self.sim
-        cur = counters(sim)
+    def record(self) -> None:
+        """Keep a copy of the counters now, so later windows start exactly ``window_s`` back."""
+        self._trim(self.sim.now)
+        self._history.append(counters(self.sim))
+
+    def _trim(self, now: float) -> Counters:
         base = self._history[0]
         for c in self._history:
             if c.time <= now - self.window_s + 1e-9:
                 base = c
-        self._history = [c for c in self._history if c.time >= base.time] + [cur]
+        self._history = [c for c in self._history if c.time >= base.time]
+        return base
+
+    def collect(self, now: float) -> Snapshot:
+        sim = self.sim
+        cur = counters(sim)
+        base = self._trim(now)
+        self._history.append(cur)
         period = max(cur.time - base.time, sim.config.dt)
         operators: dict[str, OperatorStats] = {}
         shards: list[ShardStats] = []

@@ -5,6 +5,11 @@ policy's initial plan, steps it, and calls :func:`streamscale.control.loop.step`
 every ``tick_s`` of simulated time with the simulated clock, so the same
 controller and policies as on Spark decide. The scheduler's own computing time
 is measured around ``Policy.decide`` (wall time; the paper's Table 3 figure).
+
+The loop is not ticked while an operator is in RC's global synchronisation,
+nor for one statistics window after it: the statistics of a paused operator
+(no input, no output) would read as a collapse of demand. Elasticutor's pauses
+are per shard and never hold the loop.
 """
 
 from __future__ import annotations
@@ -192,10 +197,16 @@ def simulate(
     next_sample = sample_s
     win = _Window.open(sim)
     measured: _Window | None = _Window.open(sim) if warmup_s <= 0 else None
+    hold_until = 0.0
     while sim.now < end - 1e-9:
         sim.step()
+        if any(st.rc_active for st in sim.ops.values()):
+            # decisions never rest on statistics of a globally paused operator
+            hold_until = sim.now + window_s
         if sim.now >= next_tick - 1e-9:
-            control_step(ctl, collector, realizer, sim.now)
+            if sim.now >= hold_until - 1e-9:
+                control_step(ctl, collector, realizer, sim.now)
+            collector.record()
             next_tick += tick_s
         if measured is None and sim.now >= warmup_s - 1e-9:
             measured = _Window.open(sim)
