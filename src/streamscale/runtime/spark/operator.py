@@ -2,16 +2,18 @@
 
 One batch runs as two Spark stages. The map side (one task per source
 partition) applies the stateless operators before the keyed one, sends
-malformed tuples to the dead-letter files, and tags every tuple with its
-global shard. ``RDD.partitionBy(Σk, plan partitioner)`` then gives each
-reduce task exactly the shards the plan routes to its unit; the task sorts
-each shard's rows back into arrival order (a shuffle fetches map outputs in
-no fixed order), runs the keyed function per shard against that shard's
-state version, writes the new version, runs the stateless operators after
-it and writes the sinks. Every file a task writes is named by batch and
-partition, so a retried task or a replayed batch overwrites instead of
-duplicating; the driver commits the state version only after the whole
-batch succeeded (see :mod:`streamscale.runtime.spark.state`).
+malformed tuples to the dead-letter files, tags every tuple with its global
+shard and looks up, in the plan's routing table, the partition of the unit
+serving that shard; it emits one chunk per target partition.
+``RDD.partitionBy(Σk, …)`` on those partition ids then gives each reduce task
+exactly the shards the plan routes to its unit. The task sorts its rows by
+(shard, arrival order) — a shuffle fetches map outputs in no fixed order —
+runs the keyed function per shard against that shard's state version,
+writes the new version, runs the stateless operators after it and writes
+the sinks. Every file a task writes is named by batch and partition, so a
+retried task or a replayed batch overwrites instead of duplicating; the
+driver commits the state version only after the whole batch succeeded (see
+:mod:`streamscale.runtime.spark.state`).
 """
 
 from __future__ import annotations
@@ -56,6 +58,7 @@ class BatchContext:
     required: tuple[str, ...]
     columns: tuple[str, ...]
     units: tuple[str, ...]
+    shard_partition: tuple[int, ...]
     file_sinks: tuple[tuple[str, str], ...]
     console_rows: int
     dead_letter_dir: str
@@ -136,6 +139,8 @@ def _dead_letters(ctx: BatchContext, df: pd.DataFrame) -> tuple[pd.DataFrame, li
 
 
 def _map_side(ctx: BatchContext) -> Callable[[int, Iterator[Any]], Iterator[Any]]:
+    """Route one source partition: one (partition, chunk) record per target partition."""
+
     def run(index: int, rows: Iterator[Any]) -> Iterator[Any]:
         df = pd.DataFrame.from_records([tuple(r) for r in rows], columns=list(ctx.columns))
         df = _apply(df, ctx.before)
@@ -146,6 +151,7 @@ def _map_side(ctx: BatchContext) -> Callable[[int, Iterator[Any]], Iterator[Any]
             _write_jsonl(path, letters)
         if df.empty:
             return
+        df = df.reset_index(drop=True)
         # Arrival order: the source's sequence number, else position in this partition.
         order = (
             df["seq"].to_numpy(dtype=np.int64)
@@ -153,10 +159,10 @@ def _map_side(ctx: BatchContext) -> Callable[[int, Iterator[Any]], Iterator[Any]
             else (np.int64(index) << 40) + np.arange(len(df), dtype=np.int64)
         )
         shards = global_shards(df[ctx.key].tolist(), ctx.executors, ctx.shards)
-        cols = list(df.columns)
-        values = df.itertuples(index=False, name=None)
-        for g, o, v in zip(shards.tolist(), order.tolist(), values, strict=True):
-            yield g, (o, cols, v)
+        parts = np.asarray(ctx.shard_partition, dtype=np.int64)[shards]
+        for p in np.unique(parts).tolist():
+            sel = np.flatnonzero(parts == p)
+            yield p, (shards[sel], order[sel], df.iloc[sel].reset_index(drop=True))
 
     return run
 
@@ -166,37 +172,50 @@ def _epoch_s(col: pd.Series) -> np.ndarray:
     return (ts.astype("int64").to_numpy() / 1e9).astype(float)
 
 
+def _gather(records: Iterator[Any]) -> tuple[np.ndarray, pd.DataFrame]:
+    """All chunks of a partition, sorted by (shard, arrival order); stable per key."""
+    chunks = [rec for _, rec in records]
+    if not chunks:
+        return np.empty(0, dtype=np.int64), pd.DataFrame()
+    shards = np.concatenate([c[0] for c in chunks])
+    order = np.concatenate([c[1] for c in chunks])
+    df = pd.concat([c[2] for c in chunks], ignore_index=True)
+    perm = np.lexsort((order, shards))
+    return shards[perm], df.take(perm).reset_index(drop=True)
+
+
 def _reduce_side(ctx: BatchContext) -> Callable[[int, Iterator[Any]], Iterator[TaskStats]]:
     def run(index: int, records: Iterator[Any]) -> Iterator[TaskStats]:
-        by_shard: dict[int, list[tuple[int, list[str], tuple[Any, ...]]]] = {}
-        for g, rec in records:
-            by_shard.setdefault(g, []).append(rec)
+        shards, df = _gather(records)
         t_task = time.perf_counter()
         shard_stats: dict[int, tuple[int, float, int, int]] = {}
         outputs: list[pd.DataFrame] = []
-        lat: list[np.ndarray] = []
-        for g in sorted(by_shard):
+        done_at = np.empty(len(df))
+        uniq, starts = np.unique(shards, return_index=True)
+        ends = [*starts[1:].tolist(), len(df)]
+        for g, a, b in zip(uniq.tolist(), starts.tolist(), ends, strict=True):
             t0 = time.perf_counter()
-            recs = sorted(by_shard[g], key=lambda r: r[0])
-            rows = pd.DataFrame.from_records([r[2] for r in recs], columns=recs[0][1])
+            rows = df.iloc[a:b].reset_index(drop=True)
             state, _ = ctx.backend.read(ctx.operator, g, ctx.upto)
             res = ctx.fn(rows, state, **ctx.fn_params)
             if isinstance(res, tuple):
                 res, state = res
             nbytes = ctx.backend.write(ctx.operator, g, ctx.batch_id, state)
             busy = time.perf_counter() - t0
+            done_at[a:b] = time.time()
             out_n = 0 if res is None else len(res)
-            if res is not None and out_n:
+            if out_n:
                 outputs.append(res)
-            if "event_time" in rows.columns:
-                lat.append((time.time() - _epoch_s(rows["event_time"])) * 1000.0)
-            shard_stats[g] = (len(rows), busy, nbytes, out_n)
+            shard_stats[g] = (b - a, busy, nbytes, out_n)
         out = pd.concat(outputs, ignore_index=True) if outputs else pd.DataFrame()
         out = _apply(out, ctx.after) if ctx.after and not out.empty else out
         for fmt, path in ctx.file_sinks:
             _write_sink(fmt, path, ctx.batch_id, index, out)
-        latencies = np.concatenate(lat) if lat else np.empty(0)
-        latencies = latencies[np.isfinite(latencies)]
+        if "event_time" in df.columns and len(df):
+            latencies = (done_at - _epoch_s(df["event_time"])) * 1000.0
+            latencies = latencies[np.isfinite(latencies)]
+        else:
+            latencies = np.empty(0)
         if len(latencies) > _LATENCY_SAMPLE:
             latencies = np.random.default_rng(index).choice(latencies, _LATENCY_SAMPLE)
         sample = (
@@ -209,7 +228,7 @@ def _reduce_side(ctx: BatchContext) -> Callable[[int, Iterator[Any]], Iterator[T
             unit=ctx.units[index],
             host=socket.gethostname(),
             busy_s=time.perf_counter() - t_task,
-            rows=sum(s[0] for s in shard_stats.values()),
+            rows=len(df),
             out_rows=len(out),
             shards=shard_stats,
             latencies_ms=latencies.astype(np.float32),
@@ -217,6 +236,10 @@ def _reduce_side(ctx: BatchContext) -> Callable[[int, Iterator[Any]], Iterator[T
         )
 
     return run
+
+
+def _partition_id(p: int) -> int:
+    return p
 
 
 def _write_sink(fmt: str, path: str, batch: int, part: int, out: pd.DataFrame) -> None:
@@ -263,7 +286,7 @@ def run_batch(batch_df: Any, ctx: BatchContext, pmap: PartitionMap) -> BatchStat
     _clear_batch_files(ctx)
     tasks = (
         batch_df.rdd.mapPartitionsWithIndex(_map_side(ctx))
-        .partitionBy(pmap.partitions, pmap.partitioner())
+        .partitionBy(pmap.partitions, _partition_id)
         .mapPartitionsWithIndex(_reduce_side(ctx))
         .collect()
     )

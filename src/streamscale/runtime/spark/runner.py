@@ -250,6 +250,7 @@ def run_job(
                 required=required,
                 columns=tuple(batch_df.columns),
                 units=pmap.units,
+                shard_partition=pmap.shard_partition,
                 file_sinks=file_sinks,
                 console_rows=max((s.rows for s in console), default=0),
                 dead_letter_dir=dead_dir,

@@ -61,6 +61,7 @@ class LocalStateBackend:
 
     def __init__(self, root: str | Path) -> None:
         self.root = str(root)
+        self._stale: dict[str, list[int]] = {}
 
     def __repr__(self) -> str:
         return f"LocalStateBackend({self.root!r})"
@@ -81,28 +82,34 @@ class LocalStateBackend:
 
     def read(self, operator: str, shard: int, upto: int) -> tuple[dict[Any, Any], int | None]:
         path = self._dir(operator, shard)
-        usable = [v for v in self._versions(path) if v <= upto]
+        versions = self._versions(path)
+        usable = [v for v in versions if v <= upto]
         if not usable:
             return {}, None
         v = usable[-1]
+        # Versions older than the one read are never needed again (a replay
+        # reads this same one): the next write of this shard removes them.
+        self._stale[path] = [x for x in versions if x < v]
         with open(os.path.join(path, f"{v}.pkl"), "rb") as f:
             return pickle.load(f), v
 
     def write(self, operator: str, shard: int, version: int, state: dict[Any, Any]) -> int:
         path = self._dir(operator, shard)
-        os.makedirs(path, exist_ok=True)
         data = pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL)
         tmp = os.path.join(path, f".{version}.{os.getpid()}.tmp")
-        with open(tmp, "wb") as f:
+        try:
+            f = open(tmp, "wb")  # noqa: SIM115
+        except FileNotFoundError:
+            os.makedirs(path, exist_ok=True)
+            f = open(tmp, "wb")  # noqa: SIM115
+        with f:
             f.write(data)
         os.replace(tmp, os.path.join(path, f"{version}.pkl"))
         self._collect_garbage(path, version)
         return len(data)
 
     def _collect_garbage(self, path: str, version: int) -> None:
-        # Keep the newest older version: a replay of `version` reads it.
-        older = [v for v in self._versions(path) if v < version]
-        for v in older[:-1]:
+        for v in self._stale.pop(path, ()):
             with contextlib.suppress(FileNotFoundError):
                 os.remove(os.path.join(path, f"{v}.pkl"))
 

@@ -1,0 +1,96 @@
+"""Static two-tier hashing and the plan → partition map (paper 000, §3)."""
+
+from __future__ import annotations
+
+import os
+import pickle
+import re
+import subprocess
+import sys
+
+import pytest
+
+from streamscale.errors import StreamscaleError
+from streamscale.model import Allocation, Edge, Operator, Placement, Plan, Routing, Topology
+from streamscale.runtime.spark.routing import (
+    PartitionMap,
+    executor_of,
+    global_shards,
+    shard_of,
+)
+
+
+def _topo(instances: int = 2, shards: int = 4) -> Topology:
+    return Topology.build(
+        "t",
+        [
+            Operator("src", kind="source"),
+            Operator("op", key="key", instances=instances, shards=shards),
+            Operator("out", kind="sink"),
+        ],
+        [Edge("src", "op", grouping="key"), Edge("op", "out")],
+    )
+
+
+def test_hashes_are_stable_across_processes() -> None:
+    keys = [f"key-{i}" for i in range(50)]
+    here = [(executor_of(k, 7), shard_of(k, 64)) for k in keys]
+    code = (
+        "from streamscale.runtime.spark.routing import executor_of, shard_of\n"
+        f"print([(executor_of(k, 7), shard_of(k, 64)) for k in {keys!r}])"
+    )
+    env = {**os.environ, "PYTHONHASHSEED": "12345"}
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env
+    )
+    assert out.stdout.strip() == str(here)
+
+
+def test_shard_hash_is_independent_of_executor_hash() -> None:
+    keys = [f"k{i}" for i in range(20000)]
+    g = global_shards(keys, 4, 64)
+    assert set(g.tolist()) == set(range(256))  # every executor uses every one of its shards
+    per_exec = [int(((g // 64) == e).sum()) for e in range(4)]
+    assert min(per_exec) > 0.2 * len(keys)
+    assert g.tolist() == [executor_of(k, 4) * 64 + shard_of(k, 64) for k in keys]
+
+
+def test_partition_map_follows_the_routing_tables() -> None:
+    topo = _topo()
+    plan = Plan(
+        Allocation({"op[0]": 2, "op[1]": 1}),
+        Placement({"op[0]#0": "n", "op[0]#1": "n", "op[1]#0": "n"}),
+        Routing(
+            {
+                "op[0]": ("op[0]#0", "op[0]#1", "op[0]#1", "op[0]#0"),
+                "op[1]": ("op[1]#0",) * 4,
+            }
+        ),
+    )
+    pm = PartitionMap.from_plan(plan, topo, "op")
+    assert pm.units == ("op[0]#0", "op[0]#1", "op[1]#0")
+    assert pm.shard_partition == (0, 1, 1, 0, 2, 2, 2, 2)
+    assert pm.shards_of(1) == (1, 2)
+    part = pickle.loads(pickle.dumps(pm.partitioner()))
+    assert [part(g) for g in range(8)] == list(pm.shard_partition)
+
+
+def test_resource_centric_tables_may_name_any_unit() -> None:
+    topo = _topo()
+    plan = Plan(routing=Routing({"op[0]": ("op#1",) * 4, "op[1]": ("op#0", "op#1") * 2}))
+    pm = PartitionMap.from_plan(plan, topo, "op")
+    assert pm.units == ("op#1", "op#0")
+    assert pm.shards_of(1) == (4, 6)
+
+
+@pytest.mark.parametrize(
+    ("tables", "msg"),
+    [
+        ({"op[0]": ("u",) * 4}, "op[1]"),
+        ({"op[0]": ("u",) * 3, "op[1]": ("u",) * 4}, "3 entries"),
+        ({"op[0]": ("u", "", "u", "u"), "op[1]": ("u",) * 4}, "names no unit"),
+    ],
+)
+def test_incomplete_plans_are_rejected(tables: dict, msg: str) -> None:
+    with pytest.raises(StreamscaleError, match=re.escape(msg)):
+        PartitionMap.from_plan(Plan(routing=Routing(tables)), _topo(), "op")
