@@ -126,6 +126,12 @@ def executor_loads(
     by_op: dict[str, list[ExecutorInfo]] = {}
     for ex in execs:
         by_op.setdefault(ex.operator, []).append(ex)
+    # one pass over the shard statistics: snapshots carry thousands of shards per operator
+    stats_of: dict[str, list[tuple[int, float, int]]] = {}
+    if snapshot is not None:
+        for st in snapshot.shards:
+            if st.operator in by_op:
+                stats_of.setdefault(st.operator, []).append((st.shard, st.load, st.state_bytes))
     out: dict[str, ExecutorLoad] = {}
     for name, group in by_op.items():
         op = topology.operator(name)
@@ -139,12 +145,12 @@ def executor_loads(
         n = len(group) * z
         load = np.zeros(n)
         state = np.full(n, op.state_bytes // max(n, 1), dtype=np.int64)
-        shards = snapshot.shards_of(name) if snapshot else ()
+        shards = stats_of.get(name)
         if shards:
-            for s in shards:
-                if s.shard < n:
-                    load[s.shard] = s.load
-                    state[s.shard] = s.state_bytes
+            idx, sl, sb = (np.asarray(v) for v in zip(*shards, strict=True))
+            ok = idx < n
+            load[idx[ok]] = sl[ok]
+            state[idx[ok]] = sb[ok]
         elif np.isfinite(mu):
             load[:] = lam / mu / n
         total = float(load.sum())
@@ -185,15 +191,15 @@ def placement_matrix(plan: Plan, execs: Sequence[ExecutorInfo], nodes: Sequence[
     return x
 
 
-def _units_of(plan: Plan, instance: str, nodes: set[str]) -> list[tuple[int, str]]:
-    pre = instance + "#"
-    out: list[tuple[int, str]] = []
+def _units_by_instance(plan: Plan, nodes: set[str]) -> dict[str, list[tuple[int, str]]]:
+    out: dict[str, list[tuple[int, str]]] = {}
     for unit, node in plan.placement.nodes.items():
-        if unit.startswith(pre) and node in nodes:
-            idx = unit[len(pre) :]
-            if idx.isdigit():
-                out.append((int(idx), node))
-    return sorted(out)
+        inst, sep, idx = unit.rpartition("#")
+        if sep and idx.isdigit() and node in nodes:
+            out.setdefault(inst, []).append((int(idx), node))
+    for units in out.values():
+        units.sort()
+    return out
 
 
 def realize_units(
@@ -210,12 +216,12 @@ def realize_units(
     renamed into freed indices on the same node, so their shards keep their state
     (paper 000, §3: tasks of one node share state).
     """
-    node_set = set(nodes)
+    by_inst = _units_by_instance(current, set(nodes))
     placement: dict[str, str] = {}
     renames: dict[str, list[int | None]] = {}
     for j, ex in enumerate(execs):
         k = int(x[:, j].sum())
-        old = _units_of(current, ex.instance, node_set)
+        old = by_inst.get(ex.instance, [])
         top = max((t for t, _ in old), default=-1) + 1
         mapping: list[int | None] = [None] * top
         want = {nodes[i]: int(x[i, j]) for i in range(len(nodes)) if x[i, j] > 0}
@@ -247,20 +253,21 @@ def table_to_tasks(
     """
     if table is None or len(table) != z:
         return [None] * z
+    index: dict[str, int | None] = {}
     pre = instance + "#"
-    out: list[int | None] = []
-    for unit in table:
+    for unit in set(table):
         idx = unit[len(pre) :] if unit.startswith(pre) else ""
         t = int(idx) if idx.isdigit() else None
         if t is not None and mapping is not None:
             t = mapping[t] if t < len(mapping) else None
-        out.append(t)
-    return out
+        index[unit] = t
+    return [index[u] for u in table]
 
 
 def tasks_to_table(instance: str, tasks: Sequence[int]) -> tuple[str, ...]:
     """Routing table (local shard → unit id) from task indices."""
-    return tuple(unit_id(instance, int(t)) for t in tasks)
+    names = [unit_id(instance, t) for t in range(max(tasks, default=-1) + 1)]
+    return tuple(names[t] for t in tasks)
 
 
 def assemble(

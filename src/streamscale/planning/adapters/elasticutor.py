@@ -74,13 +74,25 @@ def param(context: PlanningContext, name: str, default: float) -> float:
 def planning_inputs(
     context: PlanningContext,
 ) -> tuple[tuple[ExecutorInfo, ...], dict[str, ExecutorLoad]]:
-    """The executors to plan and their demand (snapshot, else the topology's model)."""
+    """The executors to plan and their demand (snapshot, else the topology's model).
+
+    The last answer is kept: the steps of one ``compose`` share their inputs. The
+    key holds the (immutable) inputs themselves, so an identity match is exact.
+    """
+    key = (context.topology, context.cluster, context.snapshot, context.rate)
+    if _last and all(a is b for a, b in zip(_last[0], key, strict=True)):
+        return _last[1]
     execs = executors(context.topology, context.cluster)
     if not execs:
         raise StreamscaleError(
             "no keyed operator to plan (set 'key' on an operator)", item=context.topology.name
         )
-    return execs, executor_loads(context.topology, execs, context.snapshot, rate=context.rate)
+    result = execs, executor_loads(context.topology, execs, context.snapshot, rate=context.rate)
+    _last[:] = [key, result]
+    return result
+
+
+_last: list[Any] = []
 
 
 def external_rate(context: PlanningContext, loads: Mapping[str, ExecutorLoad]) -> float:

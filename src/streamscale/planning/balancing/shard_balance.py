@@ -116,7 +116,9 @@ def balance_shards(
     delta0 = imbalance(per)
     rounds = 0
     limit = 4 * z if max_rounds is None else max_rounds
-    while rounds < limit and imbalance(per) > theta:
+    # moves keep the total, so δ > θ  ⇔  max > θ·mean with a fixed mean
+    bound = theta * float(per.mean())
+    while rounds < limit and delta0 > theta and per.max() > bound + _EPS:
         src, dst = int(np.argmax(per)), int(np.argmin(per))
         cand = np.flatnonzero(assign == src)
         if src == dst or cand.size == 0:
@@ -130,11 +132,10 @@ def balance_shards(
         per[src] -= w[s]
         per[dst] += w[s]
         rounds += 1
-    moves = tuple(
-        (s, orig[s], int(assign[s])) for s in range(z) if orig[s] is None or orig[s] != assign[s]
-    )
+    final = assign.tolist()
+    moves = tuple((s, orig[s], final[s]) for s in range(z) if orig[s] != final[s])
     return BalanceResult(
-        tasks=tuple(int(t) for t in assign),
+        tasks=tuple(assign.tolist()),
         moves=moves,
         delta_before=delta0,
         delta_after=imbalance(per),
