@@ -28,6 +28,7 @@ def test_tiny_reproduction_writes_results(tmp_path: Path) -> None:
         assert row["algorithm"] in ALGORITHMS and row["rate"] in (200, 1200)
         assert all(row[m] >= 0.0 for m in METRICS)
     assert saved["feasibility"]["tiny"]["instances"] == 6
+    assert len(saved["paired"]) == 2 * 2
     assert res["feasibility"]["tiny"]["gma_missed"] == 0
     assert (tmp_path / "utilization.png").stat().st_size > 0
     assert (tmp_path / "deviation.png").stat().st_size > 0
