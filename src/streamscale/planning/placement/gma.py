@@ -77,7 +77,7 @@ def gma(
         Every operator placed; ``feasible`` tells whether D_CPU and D_BW hold.
     """
     if objective not in ("deviation", "utilization"):
-        raise ModelError("objective must be 'deviation' or 'utilization'", item=str(objective))
+        raise ModelError("must be 'deviation' or 'utilization'", item=f"objective {objective}")
     if max_operations < 1:
         raise ModelError("max_operations must be >= 1", item="gma")
     if time_budget_s is not None and clock is None:
