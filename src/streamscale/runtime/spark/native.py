@@ -1,0 +1,282 @@
+"""The Spark-native baseline: the same keyed job written the idiomatic Spark way.
+
+``groupBy(key).applyInPandasWithState(...)`` with Spark's own state store: the
+number of state partitions is fixed at the query's first batch
+(``spark.sql.shuffle.partitions``), keys are hash-partitioned by Spark and never
+rebalanced. This is what paper 000 (§1, §6) calls a static key partitioning,
+on Spark's terms, and the reference every elastic policy is compared against
+on the same generated tuples.
+
+The job's own keyed function runs unchanged: for each key in a batch it gets
+that key's rows in arrival order (``seq``) and a state dict holding only that
+key's entries, pickled in Spark's state store between batches. Each group
+reports its rows, busy time, per-tuple latency (event time → processed) and the
+key's state as JSON, so one action per batch yields a :class:`BatchRecord`
+shaped exactly like the elastic runner's.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import pickle
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from streamscale.errors import StreamscaleError
+from streamscale.runtime.spark.job import Job
+from streamscale.runtime.spark.metrics import BatchRecord, MetricsWriter, imbalance
+from streamscale.runtime.spark.runner import RunResult
+from streamscale.runtime.spark.sources import register_sources
+
+__all__ = ["NATIVE_POLICY", "group_function", "run_native"]
+
+NATIVE_POLICY = "spark-native"
+
+_OUTPUT_SCHEMA = (
+    "key string, rows long, dead long, busy_s double, out_rows long, "
+    "latency_ms array<double>, state string"
+)
+_STATE_SCHEMA = "blob binary"
+_ETS = "__ets"
+
+
+def group_function(
+    fn: Callable[..., Any],
+    params: Mapping[str, Any],
+    required: tuple[str, ...],
+) -> Callable[[tuple[Any, ...], Iterator[pd.DataFrame], Any], Iterator[pd.DataFrame]]:
+    """Wrap a keyed function ``fn(rows, state, **params)`` for ``applyInPandasWithState``.
+
+    Tuples with a missing key or a non-numeric required field are counted as
+    dead letters and skipped, as the elastic operator does.
+    """
+
+    def run(
+        key: tuple[Any, ...], frames: Iterator[pd.DataFrame], state: Any
+    ) -> Iterator[pd.DataFrame]:
+        rows = pd.concat(list(frames), ignore_index=True)
+        if "seq" in rows.columns:
+            rows = rows.sort_values("seq", kind="stable", ignore_index=True)
+        ets = rows.pop(_ETS).to_numpy(dtype=float)
+        ok = np.full(len(rows), key[0] is not None and str(key[0]) != "")
+        for col in required:
+            num = pd.to_numeric(rows[col], errors="coerce") if col in rows else None
+            ok &= False if num is None else np.isfinite(num.to_numpy(dtype=float))
+        dead = int((~ok).sum())
+        rows, ets = rows[ok].reset_index(drop=True), ets[ok]
+        st: dict[Any, Any] = pickle.loads(state.get[0]) if state.exists else {}
+        out_rows = 0
+        t0 = time.perf_counter()
+        if len(rows):
+            res = fn(rows, st, **params)
+            if isinstance(res, tuple):
+                res, st = res
+            out_rows = 0 if res is None else len(res)
+        busy = time.perf_counter() - t0
+        latency = (time.time() - ets) * 1000.0
+        state.update((pickle.dumps(st),))
+        yield pd.DataFrame(
+            {
+                "key": [None if key[0] is None else str(key[0])],
+                "rows": [len(rows)],
+                "dead": [dead],
+                "busy_s": [busy],
+                "out_rows": [out_rows],
+                "latency_ms": [latency.tolist()],
+                "state": [json.dumps(st, default=str)],
+            }
+        )
+
+    return run
+
+
+def _summarize(
+    records: list[BatchRecord], samples: list[np.ndarray], job: Job, cores: int, dead: int
+) -> RunResult:
+    # The same definitions as the elastic runner, so results compare side by side.
+    steady = records[1:] if len(records) > 1 else records
+    if len(records) > 1 and records[-1].time > records[0].time:
+        throughput = sum(r.rows for r in steady) / (records[-1].time - records[0].time)
+    elif records and records[0].duration_s > 0:
+        throughput = records[0].rows / records[0].duration_s
+    else:
+        throughput = 0.0
+    lat = samples[1:] if len(samples) > 1 else samples
+    allv = np.concatenate(lat) if lat else np.empty(0)
+    p50 = float(np.percentile(allv, 50)) if len(allv) else math.nan
+    p99 = float(np.percentile(allv, 99)) if len(allv) else math.nan
+    cost = job.cost_ms
+    limit = cores / (cost / 1000.0) if cost else math.nan
+    return RunResult(
+        records=records,
+        throughput=throughput,
+        p50_ms=p50,
+        p99_ms=p99,
+        efficiency=throughput / limit if cost else math.nan,
+        dead_letters=dead,
+        physical_limit=limit,
+        cores=cores,
+        plan=None,
+    )
+
+
+def run_native(
+    spark: Any,
+    job: Job,
+    *,
+    duration_s: float,
+    checkpoint: Path,
+    out: Path | None = None,
+    params: Mapping[str, Any] | None = None,
+    on_batch: Callable[[BatchRecord], None] | None = None,
+    max_batches: int | None = None,
+    seed: int | None = None,
+    on_state: Callable[[dict[str, Any]], None] | None = None,
+) -> RunResult:
+    """Run ``job``'s keyed operator as a Spark-native stateful query.
+
+    Parameters
+    ----------
+    spark, job, duration_s, checkpoint, out, on_batch, max_batches
+        As for :func:`streamscale.runtime.spark.runner.run_job`.
+    params
+        ``partitions``: Spark state partitions (default: the operator's
+        ``instances``, the parallelism of the ``static`` policy).
+    seed
+        Unused (Spark's placement is not randomised); accepted for symmetry.
+    on_state
+        Called per batch with ``{key: state}`` of the keys that batch touched.
+
+    Raises
+    ------
+    StreamscaleError
+        The job has stateless operators (not supported here), or a batch failed.
+    """
+    del seed
+    if job.before or job.after:
+        raise StreamscaleError(
+            "the Spark-native baseline runs source → keyed → sink jobs only",
+            item=f"topology {job.topology.name}",
+        )
+    from pyspark.sql import functions as F
+
+    opts = dict(params or {})
+    op = job.operator
+    partitions = int(opts.get("partitions", op.instances))
+    cores = int(spark.sparkContext.defaultParallelism)
+    fn = job.functions[job.keyed]
+    required = tuple(getattr(fn, "required_fields", ()))
+    register_sources(spark)
+    if job.source_class is not None:
+        spark.dataSource.register(job.source_class)
+    writer = MetricsWriter(Path(out) / "metrics.jsonl") if out is not None else None
+    records: list[BatchRecord] = []
+    samples: list[np.ndarray] = []
+    dead_total = [0]
+    done = threading.Event()
+    in_batch = threading.Event()
+    clock = time.monotonic
+    t_start = clock()
+    last_end = [0.0]
+
+    def on_micro_batch(batch_df: Any, batch_id: int) -> None:
+        in_batch.set()
+        try:
+            t0 = time.perf_counter()
+            res = batch_df.withColumn("pid", F.spark_partition_id()).toPandas()
+            duration = time.perf_counter() - t0
+            now = clock() - t_start
+            lat = np.concatenate([np.asarray(x, dtype=float) for x in res["latency_ms"]] or [[]])
+            busy = res.groupby("pid")["busy_s"].sum()
+            loads = [float(busy.get(p, 0.0)) for p in range(partitions)]
+            rows = int(res["rows"].sum())
+            dead_total[0] += int(res["dead"].sum())
+            rec = BatchRecord(
+                batch_id=batch_id,
+                time=now,
+                rows=rows,
+                duration_s=duration,
+                input_rate=rows / (now - last_end[0]) if now > last_end[0] else math.nan,
+                processing_rate=rows / duration if duration > 0 else math.nan,
+                latency_p50_ms=float(np.percentile(lat, 50)) if len(lat) else math.nan,
+                latency_p99_ms=float(np.percentile(lat, 99)) if len(lat) else math.nan,
+                delta=imbalance(loads),
+                tasks=partitions,
+                cores=cores,
+                busy_s=float(res["busy_s"].sum()),
+                policy=NATIVE_POLICY,
+                extra={
+                    "per_task": {str(p): {"busy_s": round(x, 6)} for p, x in enumerate(loads)},
+                    "dead_letters": int(res["dead"].sum()),
+                    "out_rows": int(res["out_rows"].sum()),
+                    "keys": len(res),
+                },
+            )
+            last_end[0] = now
+            records.append(rec)
+            samples.append(lat)
+            if writer is not None:
+                writer.write(rec)
+            if on_state is not None:
+                on_state({k: json.loads(s) for k, s in zip(res["key"], res["state"], strict=True)})
+            if on_batch is not None:
+                on_batch(rec)
+            if max_batches is not None and len(records) >= max_batches:
+                done.set()
+        finally:
+            in_batch.clear()
+
+    reader = spark.readStream.format(job.source_format)
+    if job.source_options:
+        reader = reader.options(**dict(job.source_options))
+    stream = reader.load().withColumn(_ETS, F.unix_micros("event_time").cast("double") / 1e6)
+    grouped = stream.groupBy(str(op.key)).applyInPandasWithState(
+        group_function(fn, dict(op.params), required),
+        _OUTPUT_SCHEMA,
+        _STATE_SCHEMA,
+        "update",
+        "NoTimeout",
+    )
+    previous = spark.conf.get("spark.sql.shuffle.partitions")
+    spark.conf.set("spark.sql.shuffle.partitions", str(partitions))
+    try:
+        ws = (
+            grouped.writeStream.foreachBatch(on_micro_batch)
+            .outputMode("update")
+            .option("checkpointLocation", str((Path(checkpoint) / "spark").resolve()))
+        )
+        if job.trigger_s > 0:
+            ws = ws.trigger(processingTime=f"{job.trigger_s} seconds")
+        query = ws.start()
+    finally:
+        spark.conf.set("spark.sql.shuffle.partitions", previous)
+    failure: BaseException | None = None
+    try:
+        while True:
+            try:
+                if query.awaitTermination(0.1):
+                    break
+            except Exception as exc:  # a batch failed and the query died
+                failure = exc
+                break
+            if done.is_set() or clock() - t_start >= duration_s:
+                wait_until = clock() + 30.0
+                while in_batch.is_set() and clock() < wait_until:
+                    time.sleep(0.01)
+                query.stop()
+                break
+    finally:
+        if query.isActive:
+            query.stop()
+    failure = failure or query.exception()
+    if failure is not None:
+        line = next((ln for ln in str(failure).splitlines() if ln.strip()), type(failure).__name__)
+        raise StreamscaleError(f"batch failed: {line.strip()}", item=f"operator {job.keyed}")
+    return _summarize(records, samples, job, cores, dead_total[0])
