@@ -10,11 +10,18 @@ from streamscale.planning.balancing.rc import place_units, rc_rebalance
 
 
 def test_place_units_keeps_and_fills() -> None:
-    out = place_units({0: "a", 1: "b", 5: "b"}, 3, {"a": 1, "b": 4, "c": 2}, order=["a", "b", "c"])
-    assert out == {0: "a", 1: "b", 2: "b"}
+    order = ["a", "b", "c"]
+    out = place_units(
+        {"x": {0: "a", 1: "b", 5: "b"}}, {"x": 3}, {"a": 1, "b": 4, "c": 2}, order=order
+    )
+    assert out == {"x": {0: "a", 1: "b", 2: "b"}}
     # nothing free: oversubscribe the least-subscribed node
-    out = place_units({}, 2, {"a": 0, "b": 0}, order=["a", "b"])
-    assert sorted(out.values()) == ["a", "b"]
+    out = place_units({}, {"x": 2}, {"a": 0, "b": 0}, order=["a", "b"])
+    assert sorted(out["x"].values()) == ["a", "b"]
+    # y shrinks and x grows into the core y releases on b
+    cur = {"x": {0: "a"}, "y": {0: "b", 1: "b"}}
+    out = place_units(cur, {"x": 2, "y": 1}, {"a": 1, "b": 2}, order=["a", "b"])
+    assert out == {"x": {0: "a", 1: "b"}, "y": {0: "b"}}
 
 
 def test_rc_counts_only_cross_node_migration() -> None:
@@ -60,8 +67,8 @@ def test_conformance(n: int, k_old: int, k_new: int, seed: int) -> None:
     cur = [int(t) for t in rng.integers(0, k_old, n)]
     old_unit_nodes = {t: f"n{t % 3}" for t in range(k_old)}
     units = place_units(
-        old_unit_nodes, k_new, {"n0": 2, "n1": 2, "n2": 2}, order=["n0", "n1", "n2"]
-    )
+        {"x": old_unit_nodes}, {"x": k_new}, {"n0": 2, "n1": 2, "n2": 2}, order=["n0", "n1", "n2"]
+    )["x"]
     sizes = rng.integers(0, 1000, n)
     r = rc_rebalance(
         loads,

@@ -64,14 +64,13 @@ def rc_plan(
         by_op.setdefault(ex.operator, []).append(ex)
     kept = others(plan.placement.nodes, execs)
     used = Counter(kept.values())
-    old_units = {op: Counter[str]() for op in by_op}
+    free = {n.name: n.cores - used[n.name] for n in context.cluster.nodes}
+    current: dict[str, dict[int, str]] = {op: {} for op in by_op}
     for unit, node in plan.placement.nodes.items():
-        for op in by_op:
-            if unit.startswith(op + "#") or unit.startswith(op + "["):
-                old_units[op][node] += 1
-    pending = Counter[str]()
-    for c in old_units.values():
-        pending.update(c)
+        op, _, idx = unit.rpartition("#")
+        if op in current and idx.isdigit():
+            current[op][int(idx)] = node
+    units_of = place_units(current, {op: int(cores[op]) for op in by_op}, free, order=order)
     placement: dict[str, str] = dict(kept)
     tables: dict[str, tuple[str, ...]] = {}
     totals: dict[str, Any] = {
@@ -82,15 +81,7 @@ def rc_plan(
         "delta_after": 1.0,
     }
     for op, group in by_op.items():
-        pending.subtract(old_units[op])
-        cap = {n.name: n.cores for n in context.cluster.nodes}
-        free = {n: cap[n] - used[n] - max(pending[n], 0) for n in order}
-        current = {
-            t: node
-            for unit, node in plan.placement.nodes.items()
-            if (t := _unit_index(unit, op)) is not None
-        }
-        units = place_units(current, int(cores[op]), free, order=order)
+        units = units_of[op]
         shard_load = np.concatenate([loads[ex.instance].shard_load for ex in group])
         shard_bytes = np.concatenate([loads[ex.instance].shard_bytes for ex in group])
         cur: list[int | None] = []
@@ -114,7 +105,6 @@ def rc_plan(
         )
         for t, node in units.items():
             placement[unit_id(op, t)] = node
-            used[node] += 1
         for ex in group:
             part = res.tasks[ex.index * ex.shards : (ex.index + 1) * ex.shards]
             tables[ex.instance] = tuple(unit_id(op, t) for t in part)

@@ -42,26 +42,35 @@ class RcResult:
 
 
 def place_units(
-    current: Mapping[int, str], k: int, free: Mapping[str, int], *, order: Sequence[str]
-) -> dict[int, str]:
-    """Nodes for units ``0 … k−1`` of one operator.
+    current: Mapping[str, Mapping[int, str]],
+    k: Mapping[str, int],
+    free: Mapping[str, int],
+    *,
+    order: Sequence[str],
+) -> dict[str, dict[int, str]]:
+    """Nodes for units ``0 … k−1`` of every operator.
 
-    Units that exist keep their node; new ones go to the node with the most free
-    cores (ties: the first in ``order``). ``free`` counts cores not used by other
-    operators; when none is left the least-subscribed node is oversubscribed.
+    First every operator keeps its surviving units where they are (while the node
+    has room), then new units go to the node with the most free cores (ties: the
+    first in ``order``); keeping before adding lets one operator grow into cores
+    another releases. ``free`` counts cores not used by anything else; when none
+    is left the least-subscribed node is oversubscribed.
     """
-    left = dict(free)
-    out: dict[int, str] = {}
-    for t in range(k):
-        node = current.get(t)
-        if node is not None and node in left:
-            out[t] = node
-            left[node] -= 1
-    for t in range(k):
-        if t not in out:
-            node = max(order, key=lambda n: (left[n], -order.index(n)))
-            out[t] = node
-            left[node] -= 1
+    left = {n: int(free.get(n, 0)) for n in order}
+    out: dict[str, dict[int, str]] = {op: {} for op in k}
+    for op, kk in k.items():
+        for t in range(kk):
+            node = current.get(op, {}).get(t)
+            if node is not None and left.get(node, 0) > 0:
+                out[op][t] = node
+                left[node] -= 1
+    rank = {n: i for i, n in enumerate(order)}
+    for op, kk in k.items():
+        for t in range(kk):
+            if t not in out[op]:
+                node = max(order, key=lambda n: (left[n], -rank[n]))
+                out[op][t] = node
+                left[node] -= 1
     return out
 
 

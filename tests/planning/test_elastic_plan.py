@@ -1,0 +1,103 @@
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from streamscale.errors import ModelError
+from streamscale.model import (
+    Cluster,
+    Edge,
+    Node,
+    Operator,
+    OperatorStats,
+    Placement,
+    Plan,
+    ShardStats,
+    Snapshot,
+    Topology,
+)
+from streamscale.planning.elastic_plan import (
+    executor_loads,
+    executors,
+    fill_assignment,
+    placement_matrix,
+    realize_units,
+    table_to_tasks,
+    tasks_to_table,
+    trim_cores,
+)
+
+
+def _topo(instances: int = 2, shards: int = 4) -> Topology:
+    return Topology.build(
+        "t",
+        [
+            Operator("src", kind="source", rate=1000.0),
+            Operator("op", key="k", cost_ms=1.0, instances=instances, shards=shards,
+                     state_bytes=8000, tuple_bytes=100),
+            Operator("free", cost_ms=1.0),
+            Operator("out", kind="sink"),
+        ],
+        [Edge("src", "op", tuple_bytes=50), Edge("op", "free"), Edge("free", "out")],
+    )  # fmt: skip
+
+
+def test_executors_and_homes() -> None:
+    cluster = Cluster.build([Node("a", cores=8), Node("b", cores=4)])
+    execs = executors(_topo(instances=3), cluster)
+    assert [e.instance for e in execs] == ["op[0]", "op[1]", "op[2]"]  # non-keyed skipped
+    assert [e.home for e in execs] == ["a", "b", "a"]  # proportional to cores
+
+
+def test_loads_from_snapshot_and_model() -> None:
+    topo = _topo()
+    cluster = Cluster.uniform(2, cores=2)
+    execs = executors(topo, cluster)
+    model = executor_loads(topo, execs, None)
+    assert model["op[0]"].load == pytest.approx(0.5)  # 1000 t/s × 1 ms over 2 executors
+    assert model["op[0]"].arrival == pytest.approx(500.0)
+    assert model["op[0]"].state == 4000
+    assert model["op[0]"].bytes_rate == pytest.approx(500 * 50 + 500 * 100)
+    snap = Snapshot.build(
+        operators={"op": OperatorStats(1000.0, 1000.0, 2000.0)},
+        shards=[ShardStats("op", s, 0.1 * s, 1, 10 * s) for s in range(8)],
+    )
+    obs = executor_loads(topo, execs, snap)
+    assert obs["op[1]"].shard_load.tolist() == pytest.approx([0.4, 0.5, 0.6, 0.7])
+    assert obs["op[1]"].arrival == pytest.approx(2.2 * 2000.0)
+    assert obs["op[1]"].shard_bytes.tolist() == [40, 50, 60, 70]
+
+
+def test_realize_units_keeps_ids_and_renames_on_same_node() -> None:
+    topo = _topo(instances=1)
+    execs = executors(topo, Cluster.uniform(2, cores=4))
+    cur = Plan(placement=Placement({"op[0]#0": "n1", "op[0]#1": "n2", "op[0]#2": "n1"}))
+    nodes = ["n1", "n2"]
+    assert placement_matrix(cur, execs, nodes).tolist() == [[2], [1]]
+    # one core fewer on n1: n1 keeps its lowest unit (0), unit 2 is released
+    x = np.array([[1], [1]])
+    place, ren = realize_units(cur, execs, x, nodes)
+    assert place == {"op[0]#0": "n1", "op[0]#1": "n2"}
+    assert ren["op[0]"] == [0, 1, None]
+    # drop n2's core: unit 2 (n1) is renamed into the freed index 1, same node
+    x = np.array([[2], [0]])
+    place, ren = realize_units(cur, execs, x, nodes)
+    assert place == {"op[0]#0": "n1", "op[0]#1": "n1"}
+    assert ren["op[0]"] == [0, None, 1]
+    table = ("op[0]#2", "op[0]#1", "op[0]#0", "op[0]#2")
+    assert table_to_tasks(table, "op[0]", 4, ren["op[0]"]) == [1, None, 0, 1]
+    assert table_to_tasks(None, "op[0]", 2, None) == [None, None]
+    assert tasks_to_table("op[0]", [1, 0]) == ("op[0]#1", "op[0]#0")
+
+
+def test_fill_assignment_and_trim() -> None:
+    x = fill_assignment(np.array([[1, 0], [1, 1]]), [1, 3], [2, 2], [0, 1])
+    # executor 0 sheds its remote core (node 1); executor 1 fills home then elsewhere
+    assert x.tolist() == [[1, 1], [0, 2]]
+    assert trim_cores([3, 3], [2.9, 1.0], 4) == [3, 1]
+    assert trim_cores([1, 1, 1], [5.0, 5.0, 5.0], 2) == [1, 1, 1]
+
+
+def test_no_nodes() -> None:
+    with pytest.raises(ModelError):
+        executors(_topo(), Cluster(()))
