@@ -167,3 +167,39 @@ def test_errors(topo, cluster: Cluster) -> None:  # type: ignore[no-untyped-def]
     with pytest.raises(StreamscaleError, match="theta"):
         make_policy("elastic", topo, cluster, params={"theta": "x"})
     assert set(POLICIES) == {"elastic", "naive-ec", "static", "rc", "proportional"}
+
+
+class _Collector:
+    def __init__(self, snaps: list[Snapshot]) -> None:
+        self.snaps = snaps
+
+    def collect(self, now: float) -> Snapshot:
+        return self.snaps[min(int(now), len(self.snaps) - 1)]
+
+
+class _Realizer:
+    def __init__(self, plan: Plan) -> None:
+        self.plan = plan
+
+    def current(self) -> Plan:
+        return self.plan
+
+    def apply(self, plan: Plan, now: float) -> None:
+        self.plan = plan
+
+
+def test_controller_loop_scales_up_then_down(topo, cluster: Cluster) -> None:  # type: ignore[no-untyped-def]
+    from streamscale.control import Controller, ControllerConfig
+    from streamscale.control.loop import step
+
+    snaps = [_snapshot(_skewed())] * 5 + [_snapshot(np.full(256, 0.3 / 256))] * 20
+    pol = make_policy("elastic", topo, cluster, params={"latency_target_ms": 5})
+    ctl = Controller(pol, ControllerConfig(interval_s=1, stabilization_s=2, scale_down_delay_s=5))
+    real = _Realizer(initial_plan("elastic", topo, cluster))
+    totals = []
+    for t in range(25):
+        for act in step(ctl, _Collector(snaps), real, float(t)):
+            assert act.diff.migration_bytes == 0  # every change stays node-local here
+        totals.append(real.current().allocation.total)
+    assert max(totals) > 4 and totals[-1] == 4
+    _check_plan(real.current(), cluster, topo)

@@ -23,6 +23,7 @@ Parameters (``params`` mapping, all optional):
 * ``target_utilization`` — per-core utilisation aimed at by ``proportional`` (0.7).
 * ``catch_up_s`` — ``proportional`` adds cores to drain the backlog within this
   many seconds (default 30).
+* ``phi0_kbps`` — φ̃ of the core assignment, KB/s per core (default 512).
 
 Policies are pure: they read no clock (``now`` is passed in), do no I/O and keep
 only the last snapshot's shard sizes, for :meth:`shard_bytes`.
@@ -68,6 +69,7 @@ PARAMS: dict[str, tuple[float | None, str]] = {
     "max_cores": (None, "cores the policy may use (default: all cores of the cluster)"),
     "target_utilization": (0.7, "per-core utilisation aimed at by 'proportional'"),
     "catch_up_s": (30.0, "'proportional' sizes to drain the backlog within this time (s)"),
+    "phi0_kbps": (512.0, "initial data-intensity threshold of core assignment (KB/s per core)"),
 }
 
 
