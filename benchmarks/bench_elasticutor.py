@@ -77,12 +77,14 @@ def sse_topology(nodes: int) -> Topology:
     return Topology.build(f"sse{nodes}", ops, edges)
 
 
-def workload(topology: Topology, changes: int, seed: int) -> Iterator[Snapshot]:
+def workload(
+    topology: Topology, changes: int, seed: int, *, scale: float = 1.0
+) -> Iterator[Snapshot]:
     """Snapshots of a drifting, skewed workload.
 
     Executors of an operator carry Zipf(0.5) weights that swap pairwise (key
     popularity shifts), shards inside an executor Zipf(0.5) weights that shuffle,
-    and the total rate drifts multiplicatively within 0.7–1.4 of the base.
+    and the total rate drifts multiplicatively within 0.7–1.4 of ``scale`` × the base.
     """
     rng = np.random.default_rng(seed)
     rates = topology.rates()
@@ -105,7 +107,7 @@ def workload(topology: Topology, changes: int, seed: int) -> Iterator[Snapshot]:
                 a, b = rng.choice(op.instances, 2, replace=False)
                 w[a], w[b] = w[b], w[a]
             mu = 1000.0 / op.cost_ms
-            lam = rates[op.name] * g
+            lam = rates[op.name] * g * scale
             operators[op.name] = OperatorStats(lam, lam, mu, 0.0)
             share = w / w.sum()
             for e in range(op.instances):
@@ -118,7 +120,7 @@ def workload(topology: Topology, changes: int, seed: int) -> Iterator[Snapshot]:
                     shards.append(
                         ShardStats(op.name, e * op.shards + z, float(busy[z]), 0, SHARD_BYTES)
                     )
-        operators["orders"] = OperatorStats(0.0, rates["orders"] * g)
+        operators["orders"] = OperatorStats(0.0, rates["orders"] * g * scale)
         yield Snapshot.build(time=float(t), operators=operators, shards=shards)
 
 
@@ -193,14 +195,18 @@ def _sizes(snap: Snapshot) -> Any:
     return shard_bytes
 
 
-def bench_migration(nodes: int, changes: int, seed: int) -> dict[str, Any]:
-    """State migrated over the same changes by Elasticutor and naive-EC (paper 000, §5)."""
+def bench_migration(nodes: int, changes: int, seed: int, *, scale: float = 1.0) -> dict[str, Any]:
+    """State migrated over the same changes by Elasticutor and naive-EC (paper 000, §5).
+
+    ``scale`` multiplies the base load: at 1.0 about half the cores are allocated,
+    at 1.5 most of them, so Algorithm 1 must also take cores from other executors.
+    """
     topo, cluster = sse_topology(nodes), Cluster.uniform(nodes, cores=8)
     plans = {p: initial_plan("elastic", topo, cluster) for p in ("elasticutor", "naive-ec")}
     moved = dict.fromkeys(plans, 0)
     remote = {p: [] for p in plans}  # type: ignore[var-annotated]
     model = dict.fromkeys(plans, 0.0)
-    for t, snap in enumerate(workload(topo, changes, seed)):
+    for t, snap in enumerate(workload(topo, changes, seed, scale=scale)):
         shard_bytes = _sizes(snap)
 
         for placer in plans:
@@ -222,6 +228,7 @@ def bench_migration(nodes: int, changes: int, seed: int) -> dict[str, Any]:
         "bench": "migration",
         "nodes": nodes,
         "changes": changes,
+        "load_scale": scale,
         "elastic_mb": round(e, 3),
         "naive_mb": round(n, 3),
         "ratio": round(n / e, 2) if e > 0 else None,
@@ -271,7 +278,8 @@ def main(argv: list[str] | None = None) -> None:
     changes = 20 if args.quick else 100
     for nodes in (8, 16, 32):
         print(json.dumps(bench_scheduler_time(nodes, changes, args.seed)), flush=True)
-    print(json.dumps(bench_migration(32, changes, args.seed)), flush=True)
+    for scale in (1.0, 1.5):
+        print(json.dumps(bench_migration(32, changes, args.seed, scale=scale)), flush=True)
     for alpha in (0.5, 1.0):
         for tasks in (1, 2, 4, 8, 16, 32, 64):
             line = bench_shard_balance(alpha, tasks, 5 if args.quick else 20, args.seed)
