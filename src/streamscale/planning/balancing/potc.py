@@ -1,0 +1,74 @@
+"""Power of Two Choices with key splitting (Nasir et al., ICDE 2015), as paper 003 models it.
+
+Paper 003, §2 and §5.2: every key group has two candidate instances; senders
+send each tuple to the less loaded of the two, so a key group's load (and
+state) splits over both, and the two halves of the state must be merged
+periodically. That merge is a continuous overhead and cannot be balanced: it
+runs where the key group's state is merged (its primary node). Here the split
+is the water-filling the senders converge to, processed from the largest key
+group down, and the merge costs ``merge_factor`` × the load served by the
+secondary node, charged to the primary node.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from streamscale.planning.balancing.keygroups import BalanceResult, KeyGroupProblem
+
+__all__ = ["potc", "potc_loads"]
+
+
+def potc_loads(
+    problem: KeyGroupProblem, *, merge_factor: float = 0.1, seed: int | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Node loads under PoTC and the secondary node of each key group.
+
+    The primary node is the key group's current node; the secondary is drawn
+    (seeded) among the other nodes of N_keep.
+    """
+    rng = np.random.default_rng(seed)
+    keep = np.flatnonzero(problem.keep)
+    second = np.empty(problem.k, dtype=np.int64)
+    for k in range(problem.k):
+        others = keep[keep != problem.assignment[k]]
+        second[k] = rng.choice(others) if others.size else problem.assignment[k]
+    loads = np.zeros(problem.n)
+    for k in np.argsort(-problem.load, kind="stable"):
+        a, b, lk = int(problem.assignment[k]), int(second[k]), float(problem.load[k])
+        if a == b:
+            loads[a] += lk
+            continue
+        # Senders pick the less loaded candidate tuple by tuple: the two fill to a level.
+        wa, wb = problem.capacity[a], problem.capacity[b]
+        level = (loads[a] + loads[b] + lk) / (wa + wb)
+        on_b = float(np.clip(level * wb - loads[b], 0.0, lk))
+        if not problem.keep[a]:
+            on_b = lk
+        loads[a] += lk - on_b + merge_factor * on_b
+        loads[b] += on_b
+    return loads, second
+
+
+def potc(
+    problem: KeyGroupProblem, *, merge_factor: float = 0.1, seed: int | None = None
+) -> BalanceResult:
+    """PoTC: no state migration, each key group split over two nodes plus a merge overhead.
+
+    Returns
+    -------
+    BalanceResult
+        ``assignment`` is each key group's primary node (where its state is
+        merged) — unchanged; ``extra`` holds the load distance under PoTC's
+        own node loads (``load_distance_pct``) and the merge overhead.
+    """
+    loads, _ = potc_loads(problem, merge_factor=merge_factor, seed=seed)
+    total = float(loads.sum())
+    mean = total / problem.capacity[problem.keep].sum()
+    dev = loads - problem.capacity * mean
+    dist = max(float(dev.max()), float((-dev[problem.keep]).max()), 0.0)
+    extra = {
+        "load_distance_pct": 0.0 if mean <= 0 else 100.0 * dist / mean,
+        "merge_overhead": total - float(problem.load.sum()),
+    }
+    return BalanceResult(np.array(problem.assignment, copy=True), "potc", "done", extra=extra)
