@@ -1,0 +1,220 @@
+"""Top-down group-aware task allocation (TD).
+
+Paper 001, §4, Algorithms 4–5. TD works on group pairs, not task pairs: it
+takes group pairs by relative significance, fuses a whole pair onto the
+roomiest node when it fits and otherwise splits it — only the unplaced group
+when its partner is already placed (fill the partner's nodes, best expected
+IMC gain first, k = ⌊μ/pc_t⌋ tasks at a time), or both in balanced slices of
+σ = pc_ti + pc_tj·⌊|v_j|/|v_i|⌋, k = ⌊μ/σ⌋ per node. Splits resolve lazily:
+tasks of a group are interchangeable, so a split group is just its per-node
+task counts plus its unplaced remainder, and ``resolveSplits`` reads them in
+O(1). Tasks left over are placed by ``allocateSingleTasks``.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from streamscale.planning.placement.groups import EPS, GroupJob, TaskAllocation
+from streamscale.planning.placement.task_level import (
+    Priority,
+    allocate_single_tasks,
+    fit_count,
+    group_pair_order,
+    top_node,
+)
+
+__all__ = ["Singles", "top_down"]
+
+Singles = Literal["least-loaded", "affinity"]
+
+
+class _TopDown:
+    """Mutable state of one topDown run (per-node spare capacity, task counts)."""
+
+    __slots__ = ("cap", "counts", "free", "init", "job", "nn", "pc")
+
+    def __init__(self, job: GroupJob) -> None:
+        self.job = job
+        self.nn = len(job.nodes)
+        self.pc = job.task_cost
+        self.init = list(job.capacities)
+        self.cap = list(job.capacities)
+        self.counts = [[0] * self.nn for _ in job.groups]
+        self.free = list(job.tasks)
+
+    def place(self, g: int, n: int, k: int) -> None:
+        self.counts[g][n] += k
+        self.cap[n] -= k * self.pc[g]
+        self.free[g] -= k
+
+    def fits(self, cost: float, n: int) -> bool:
+        cap = self.cap[n]
+        return cost <= cap + EPS * max(1.0, cap)
+
+    def only_node(self, g: int) -> int:
+        """The node holding all of ``g``, or -1 if its tasks are spread."""
+        found = -1
+        for n, x in enumerate(self.counts[g]):
+            if x:
+                if found >= 0:
+                    return -1
+                found = n
+        return found
+
+    # -- Algorithm 5, mode "second" -----------------------------------------
+    def fill_partner(self, i: int, j: int, link: float) -> None:
+        """Place unplaced tasks of ``j`` on the nodes of the fully placed ``i``.
+
+        Nodes are taken by expected IMC gain of the pair on them
+        (Algorithm 4, line 14): |u_i on n| · (tasks of u_j that fit) · link imc.
+        """
+        pc = self.pc[j]
+        row_i = self.counts[i]
+        scored: list[tuple[float, int]] = []
+        for n in range(self.nn):
+            if row_i[n]:
+                k = min(self.free[j], fit_count(self.cap[n], pc))
+                if k:
+                    scored.append((-row_i[n] * k * link, n))
+        scored.sort()
+        for _, n in scored:
+            k = int(min(self.free[j], fit_count(self.cap[n], pc)))
+            if k:
+                self.place(j, n, k)
+            if not self.free[j]:
+                return
+
+    # -- Algorithm 5, mode "both" -------------------------------------------
+    def allocate_pair(self, a: int, b: int) -> None:
+        """Fuse the unplaced parts of ``a`` and ``b`` on the roomiest node, or split both.
+
+        Paper 001, §4, Algorithm 5 with mode = both; the recursion on ⟨w_i, w_j⟩
+        is a loop. Two additions keep it total: when the roomiest node cannot
+        take one balanced split, it takes one task of the smaller group and as
+        many of the larger as fit (or the pair stops, leaving its tasks to R);
+        and once the smaller group is exhausted on a node, the rest of that node
+        is filled with the larger group — §4's "filling the spare space".
+        """
+        pc = self.pc
+        while self.free[a] and self.free[b]:
+            n = top_node(self.cap)
+            fa, fb = self.free[a], self.free[b]
+            if self.fits(fa * pc[a] + fb * pc[b], n):
+                self.place(a, n, fa)
+                self.place(b, n, fb)
+                return
+            s, g = (a, b) if fa <= fb else (b, a)
+            ns, ng = self.free[s], self.free[g]
+            r = ng // ns
+            k = fit_count(self.cap[n], pc[s] + pc[g] * r)
+            if k >= 1:
+                us = int(min(k, ns))
+                ug = int(min(k * r, ng))
+            else:
+                us = 1
+                ug = int(min(ng, fit_count(self.cap[n] - pc[s], pc[g])))
+                if ug < 1 or not self.fits(pc[s], n):
+                    return
+            if us == ns:
+                rest = self.cap[n] - us * pc[s] - ug * pc[g]
+                ug = int(min(ng, ug + fit_count(rest, pc[g])))
+            self.place(s, n, us)
+            self.place(g, n, ug)
+
+    # -- Algorithm 4, lines 19–24 -------------------------------------------
+    def fuse_nodes(self, a: int, b: int) -> None:
+        na, nb = self.only_node(a), self.only_node(b)
+        if na < 0 or nb < 0 or na == nb:
+            return
+        dst, src = na, nb
+        if self.init[src] >= self.init[dst]:
+            dst, src = src, dst
+        used = self.init[src] - self.cap[src]
+        if not self.fits(used, dst):
+            return
+        for row in self.counts:
+            if row[src]:
+                row[dst] += row[src]
+                row[src] = 0
+        self.cap[dst] -= used
+        self.cap[src] = self.init[src]
+
+    # -- singles ---------------------------------------------------------------
+    def allocate_singles_affinity(self) -> None:
+        """Each leftover task on the fitting node where its links gain most.
+
+        An alternative to Algorithm 3 (which ignores IMC): ties go to the
+        roomiest node, heaviest tasks first as in Algorithm 3.
+        """
+        job = self.job
+        neigh: list[list[tuple[int, float]]] = [[] for _ in job.groups]
+        for (a, b), w in zip(job.ends, job.link_imc, strict=True):
+            neigh[a].append((b, w))
+            neigh[b].append((a, w))
+        for g in sorted(
+            (g for g in range(len(self.free)) if self.free[g]), key=lambda g: -self.pc[g]
+        ):
+            cost = self.pc[g]
+            while self.free[g]:
+                best, best_key = -1, (0.0, 0.0)
+                for n in range(self.nn):
+                    if not self.fits(cost, n):
+                        continue
+                    gain = sum(w * self.counts[h][n] for h, w in neigh[g])
+                    key = (gain, self.cap[n])
+                    if best < 0 or key > best_key:
+                        best, best_key = n, key
+                if best < 0:
+                    return
+                self.place(g, best, 1)
+
+
+def top_down(
+    job: GroupJob,
+    *,
+    priority: Priority = "significance",
+    singles: Singles = "least-loaded",
+) -> TaskAllocation:
+    """topDown (paper 001, §4, Algorithms 4–5).
+
+    Parameters
+    ----------
+    job
+        The group job.
+    priority
+        Order of group pairs: ``significance`` (Eq. 2, TD-RS, the default) or
+        ``imc`` (TD-IMC of Fig. 8).
+    singles
+        How leftover tasks are placed: ``least-loaded`` is Algorithm 3 as in
+        the paper; ``affinity`` puts each on the fitting node where its links
+        gain most.
+
+    Returns
+    -------
+    TaskAllocation
+        Complete, or with ``unplaced`` tasks when some task fits nowhere.
+    """
+    st = _TopDown(job)
+    free = st.free
+    for e in group_pair_order(job, priority):
+        a, b = job.ends[e]
+        # resolveSplits: a group with unplaced tasks stands for that remainder;
+        # a fully placed one for its splits (its per-node counts).
+        if free[a] or free[b]:
+            if not free[a]:
+                st.fill_partner(a, b, job.link_imc[e])
+            elif not free[b]:
+                st.fill_partner(b, a, job.link_imc[e])
+            else:
+                st.allocate_pair(a, b)
+        else:
+            st.fuse_nodes(a, b)
+    if singles == "affinity":
+        st.allocate_singles_affinity()
+    elif singles == "least-loaded":
+        allocate_single_tasks(job, st.counts, st.cap, free)
+    else:
+        raise ValueError(f"unknown singles policy {singles!r}")
+    name = "td" if priority == "significance" else "td-imc"
+    return TaskAllocation.of(job, st.counts, name)

@@ -1,0 +1,66 @@
+"""Random group jobs of the class paper 001 evaluates against the optimum.
+
+Paper 001, §7.3: 3–7 groups sharing 17 tasks; a total processing cost of
+500 % spread over the groups in proportion to their task counts; groups
+joined acyclically with a fan-out of 1, 2 or 3 (probability .70/.25/.05);
+each edge an IMC uniform in 5–20 MB/s; 8 single-core nodes (800 %).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+
+from streamscale.errors import ModelError
+from streamscale.planning.placement.groups import Group, GroupEdge, GroupJob
+
+__all__ = ["random_job", "random_jobs"]
+
+FANOUT = (1, 2, 3)
+FANOUT_P = (0.70, 0.25, 0.05)
+
+
+def random_job(
+    seed: int | np.random.Generator | None = None,
+    *,
+    tasks: int = 17,
+    groups: tuple[int, int] = (3, 7),
+    total_cost: float = 500.0,
+    imc: tuple[float, float] = (5.0, 20.0),
+    nodes: int = 8,
+    capacity: float = 100.0,
+) -> GroupJob:
+    """One random job of paper 001, §7.3.
+
+    The number of groups is uniform in ``groups`` (inclusive); tasks are cut
+    into that many non-empty groups uniformly over the compositions of
+    ``tasks``; group g costs ``total_cost``·|g|/``tasks``. Groups are laid in
+    a line (a topological order); every group but the last sends to 1–3
+    distinct later groups (fewer when fewer remain), so the job is a
+    connected DAG ending in one sink.
+    """
+    rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+    lo, hi = groups
+    if not 1 <= lo <= hi or hi > tasks:
+        raise ModelError(f"need 1 <= {lo} <= {hi} <= tasks ({tasks})", item="groups")
+    g = int(rng.integers(lo, hi + 1))
+    cuts = np.sort(rng.choice(np.arange(1, tasks), size=g - 1, replace=False))
+    sizes = np.diff(np.concatenate(([0], cuts, [tasks]))).astype(int)
+    names = [f"v{i + 1}" for i in range(g)]
+    gs = tuple(Group(names[i], int(sizes[i]), total_cost * int(sizes[i]) / tasks) for i in range(g))
+    edges: list[GroupEdge] = []
+    for i in range(g - 1):
+        later = g - 1 - i
+        fan = min(int(rng.choice(FANOUT, p=FANOUT_P)), later)
+        for j in sorted(int(t) for t in rng.choice(np.arange(i + 1, g), size=fan, replace=False)):
+            edges.append(GroupEdge(names[i], names[j], float(rng.uniform(*imc))))
+    node_names = tuple(f"n{k + 1}" for k in range(nodes))
+    return GroupJob(gs, tuple(edges), node_names, (float(capacity),) * nodes)
+
+
+def random_jobs(count: int, seed: int | None = None, **kwargs: object) -> Iterator[GroupJob]:
+    """``count`` independent jobs of :func:`random_job` from one seeded stream."""
+    rng = np.random.default_rng(seed)
+    for _ in range(count):
+        yield random_job(rng, **kwargs)  # type: ignore[arg-type]

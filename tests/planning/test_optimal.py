@@ -1,0 +1,76 @@
+"""Exact optimum with CP-SAT (paper 001, §7.3): both models agree with brute force."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+from streamscale.planning.placement.groups import GroupJob, imc_gain
+from streamscale.planning.placement.optimal import node_patterns, optimal
+from streamscale.planning.placement.top_down import top_down
+from streamscale.planning.random_jobs import random_jobs
+from tests.planning.test_top_down import example2
+
+
+def brute_force(job: GroupJob) -> float:
+    """Best φ over every per-node count matrix (tiny jobs only)."""
+    nn = len(job.nodes)
+    per_group = []
+    for t in job.tasks:
+        per_group.append([c for c in itertools.product(range(t + 1), repeat=nn) if sum(c) == t])
+    best = -1.0
+    for counts in itertools.product(*per_group):
+        loads = [
+            sum(job.task_cost[g] * counts[g][n] for g in range(len(counts))) for n in range(nn)
+        ]
+        if all(ld <= c + 1e-9 for ld, c in zip(loads, job.capacities, strict=True)):
+            best = max(best, imc_gain(job, counts))
+    return best
+
+
+TINY = GroupJob.build(
+    [("a", 2, 40.0), ("b", 3, 45.0), ("c", 2, 50.0)],
+    [("a", "b", 12.0), ("b", "c", 9.0), ("a", "c", 4.0)],
+    {"n1": 70.0, "n2": 70.0, "n3": 50.0},
+)
+
+
+@pytest.mark.parametrize("method", ["patterns", "counts"])
+def test_matches_brute_force(method: str) -> None:
+    res = optimal(TINY, method=method)  # type: ignore[arg-type]
+    assert res.proven_optimal and res.status == "OPTIMAL"
+    assert res.allocation.complete and res.allocation.respects_capacities()
+    assert res.allocation.gain == pytest.approx(brute_force(TINY), rel=1e-6)
+    assert res.bound >= res.allocation.gain - 1e-6
+
+
+def test_example2_optimum_is_at_least_td() -> None:
+    res = optimal(example2())
+    assert res.proven_optimal
+    assert res.allocation.gain >= top_down(example2()).gain - 1e-9
+
+
+def test_never_below_td_on_random_jobs() -> None:
+    for job in random_jobs(15, seed=5):
+        res = optimal(job)
+        assert res.proven_optimal and res.allocation.complete
+        assert res.allocation.respects_capacities()
+        assert res.allocation.gain >= top_down(job).gain - 1e-6
+
+
+def test_infeasible_is_explicit() -> None:
+    job = GroupJob.build([("a", 3, 180.0)], [], {"n1": 100.0, "n2": 100.0})
+    for method in ("patterns", "counts"):
+        res = optimal(job, method=method)  # type: ignore[arg-type]
+        assert res.status == "INFEASIBLE"
+        assert not res.proven_optimal
+        assert not res.allocation.complete and res.allocation.unplaced == (3,)
+
+
+def test_patterns_respect_capacity_and_limit() -> None:
+    pats = node_patterns(TINY, 70.0, limit=1000)
+    assert pats is not None and (0, 0, 0) not in pats
+    for p in pats:
+        assert sum(TINY.task_cost[g] * p[g] for g in range(3)) <= 70.0 + 1e-9
+    assert node_patterns(TINY, 70.0, limit=3) is None

@@ -1,0 +1,43 @@
+"""The random job generator of paper 001, §7.3."""
+
+from __future__ import annotations
+
+import networkx as nx
+import pytest
+
+from streamscale.planning.random_jobs import random_job, random_jobs
+
+
+def test_class_of_jobs() -> None:
+    for job in random_jobs(200, seed=11):
+        assert 3 <= len(job.groups) <= 7
+        assert job.total_tasks == 17
+        assert job.total_cost == pytest.approx(500.0)
+        for g in job.groups:
+            assert g.cost == pytest.approx(500.0 * g.tasks / 17)
+        assert job.capacities == (100.0,) * 8
+        assert all(5.0 <= e.imc <= 20.0 for e in job.edges)
+        dag = nx.DiGraph([(e.src, e.dst) for e in job.edges])
+        dag.add_nodes_from(g.name for g in job.groups)
+        assert nx.is_directed_acyclic_graph(dag)
+        assert nx.is_weakly_connected(dag)
+        out = [dag.out_degree(g.name) for g in job.groups]
+        assert out[-1] == 0 and all(1 <= d <= 3 for d in out[:-1])
+
+
+def test_fanout_distribution() -> None:
+    counts = {1: 0, 2: 0, 3: 0}
+    for job in random_jobs(400, seed=3, groups=(7, 7)):
+        names = [g.name for g in job.groups]
+        for n in names[:4]:  # ≥ 3 later groups: fan-out not truncated
+            counts[sum(1 for e in job.edges if e.src == n)] += 1
+    total = sum(counts.values())
+    assert 0.64 < counts[1] / total < 0.76
+    assert 0.19 < counts[2] / total < 0.31
+    assert counts[3] / total < 0.09
+
+
+def test_seeded() -> None:
+    assert random_job(7) == random_job(7)
+    assert list(random_jobs(3, seed=2)) == list(random_jobs(3, seed=2))
+    assert random_job(7) != random_job(8)

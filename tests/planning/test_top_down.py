@@ -1,0 +1,106 @@
+"""TD (paper 001, §4): Example 2 and small hand-checked cases."""
+
+from __future__ import annotations
+
+import pytest
+
+from streamscale.planning.placement.groups import GroupJob
+from streamscale.planning.placement.top_down import top_down
+
+
+def example2(nodes: int = 4) -> GroupJob:
+    """Fig. 2: v1 10 tasks, v2 20, v3 10, v4 10; each group 40 %; 40 % spare per node.
+
+    ⟨v1,v2⟩ and ⟨v2,v3⟩ carry about the same IMC, ⟨v3,v4⟩ much less.
+    """
+    return GroupJob.build(
+        [("v1", 10, 40.0), ("v2", 20, 40.0), ("v3", 10, 40.0), ("v4", 10, 40.0)],
+        [("v1", "v2", 100.0), ("v2", "v3", 99.0), ("v3", "v4", 20.0)],
+        {f"n{i + 1}": 40.0 for i in range(nodes)},
+    )
+
+
+def links(alloc: object, a: int, b: int) -> int:
+    counts = alloc.counts  # type: ignore[attr-defined]
+    return sum(x * y for x, y in zip(counts[a], counts[b], strict=True))
+
+
+def test_example2_td_collocates_100_links_of_v1_v2() -> None:
+    res = top_down(example2())
+    assert res.complete and res.respects_capacities()
+    # Five v1 and ten v2 tasks on each of two nodes: 2·(5·10) = 100 links.
+    assert links(res, 0, 1) == 100
+    assert sorted(c for c in res.node_counts()["v1"].values()) == [5, 5]
+    assert sorted(c for c in res.node_counts()["v2"].values()) == [10, 10]
+    # v3 and v4 then pair up on the two remaining nodes.
+    assert links(res, 2, 3) == 50
+    assert res.collocated_links == 150
+    assert res.gain == pytest.approx(100 * 100 / 200 + 20 * 50 / 100)
+
+
+def test_fuses_a_pair_that_fits() -> None:
+    job = GroupJob.build([("a", 2, 30.0), ("b", 3, 30.0)], [("a", "b", 12.0)], {"n1": 100.0})
+    res = top_down(job)
+    assert res.node_counts() == {"a": {"n1": 2}, "b": {"n1": 3}}
+    assert res.gain == pytest.approx(12.0)
+
+
+def test_splits_both_groups_in_balanced_slices() -> None:
+    # σ = 10 + 5·2 = 20 per split; a 50 % node takes k = 2 splits (2 a + 4 b),
+    # then fills the rest of the node with one more b only once a is exhausted.
+    job = GroupJob.build(
+        [("a", 4, 40.0), ("b", 8, 40.0)], [("a", "b", 32.0)], {"n1": 50.0, "n2": 50.0}
+    )
+    res = top_down(job)
+    assert res.complete and res.respects_capacities()
+    assert res.node_counts() == {"a": {"n1": 2, "n2": 2}, "b": {"n1": 4, "n2": 4}}
+    assert res.collocated_links == 16
+
+
+def test_fills_the_partner_nodes_by_expected_gain() -> None:
+    # a is placed first with b (highest significance); c then goes where a is.
+    job = GroupJob.build(
+        [("a", 2, 20.0), ("b", 2, 20.0), ("c", 4, 40.0)],
+        [("a", "b", 100.0), ("a", "c", 10.0)],
+        {"n1": 60.0, "n2": 60.0},
+    )
+    res = top_down(job)
+    assert res.complete and res.respects_capacities()
+    assert res.node_counts()["a"] == {"n1": 2}
+    assert res.node_counts()["c"] == {"n1": 2, "n2": 2}
+
+
+def test_fuses_two_nodes_when_the_pair_is_placed_apart() -> None:
+    # ⟨a,b⟩ and ⟨c,d⟩ each fill part of a node; ⟨b,c⟩ comes last and fuses them.
+    job = GroupJob.build(
+        [("a", 1, 10.0), ("b", 1, 10.0), ("c", 1, 10.0), ("d", 1, 10.0)],
+        [("a", "b", 50.0), ("c", "d", 40.0), ("b", "c", 1.0)],
+        {"n1": 40.0, "n2": 40.0},
+    )
+    res = top_down(job)
+    assert res.complete and res.respects_capacities()
+    # Equal nodes: the tasks move to the node of the pair's second group.
+    assert res.node_counts() == {"a": {"n2": 1}, "b": {"n2": 1}, "c": {"n2": 1}, "d": {"n2": 1}}
+    assert res.gain == pytest.approx(91.0)
+
+
+def test_reports_failure_explicitly() -> None:
+    job = GroupJob.build([("a", 1, 150.0)], [], {"n1": 100.0})
+    res = top_down(job)
+    assert not res.complete
+    assert res.unplaced == (1,)
+    assert res.assignment() == {}
+
+
+def test_affinity_singles_are_complete_and_valid() -> None:
+    res = top_down(example2(), singles="affinity")
+    assert res.complete and res.respects_capacities()
+    assert links(res, 0, 1) == 100
+
+
+def test_assignment_names_every_unit_once() -> None:
+    res = top_down(example2())
+    units = res.assignment()
+    assert len(units) == 50
+    assert {u.split("#")[0] for u in units} == {"v1", "v2", "v3", "v4"}
+    assert set(units.values()) <= {"n1", "n2", "n3", "n4"}
