@@ -1,0 +1,132 @@
+"""The Spark data pipeline under each policy: paper 000's micro-benchmark (§6.1, Figure 6).
+
+Runs generator → keyed calculator (10 K keys, 1 ms mean cost per tuple,
+128-byte payloads) on embedded Spark for ``elastic``, ``static``, ``rc`` and
+``spark-native`` at Zipf α ∈ {0.5, 1.0} and ω ∈ {0, 2, 8} key-frequency
+shuffles per minute, all in one run on one machine, and prints one JSON line
+per configuration (``"bench": "pipeline"``) with ``policy``, ``alpha``,
+``omega``, ``throughput`` (tuples/s after the warm-up batch), ``p50_ms``,
+``p99_ms`` and ``efficiency`` (throughput ÷ cores ÷ mean per-tuple cost).
+Then one ``"bench": "pipeline_ratio"`` line per (α, ω) comparing ``elastic``'s
+throughput with ``static``'s and ``spark-native``'s, and one
+``"bench": "pipeline_efficiency"`` line with the median efficiency of
+``elastic``.
+
+ω counts shuffles per minute of event time, so a run shorter than 60/ω
+seconds sees no shuffle: ``--quick`` (10 s per configuration) measures ω = 8
+but not ω = 2; the default (60 s) measures both.
+
+Run: ``.venv/bin/python benchmarks/bench_pipeline.py [--quick] [--duration S]
+[--policies elastic,static,rc,spark-native] [--master local[*]]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import shutil
+import statistics
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from streamscale.runtime.spark.demo import DemoConfig, run_demo
+
+ALPHAS = (0.5, 1.0)
+OMEGAS = (0.0, 2.0, 8.0)
+POLICIES = ("elastic", "static", "rc", "spark-native")
+
+
+def _emit(line: dict[str, Any]) -> None:
+    clean = {
+        k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in line.items()
+    }
+    print(json.dumps(clean), flush=True)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="10 s per configuration")
+    ap.add_argument("--duration", type=float, default=None, help="seconds per configuration")
+    ap.add_argument("--policies", default=",".join(POLICIES))
+    ap.add_argument("--master", default="local[*]")
+    ap.add_argument("--trigger", type=float, default=2.0, help="micro-batch interval (s)")
+    ap.add_argument("--seed", type=int, default=7)
+    args = ap.parse_args()
+    duration = args.duration or (10.0 if args.quick else 60.0)
+    policies = tuple(p.strip() for p in args.policies.split(",") if p.strip())
+
+    from streamscale.runtime.spark.session import build_session
+
+    spark = build_session(args.master, app_name="streamscale-bench")
+    cores = int(spark.sparkContext.defaultParallelism)
+    scratch = Path(tempfile.mkdtemp(prefix="streamscale-bench-"))
+    results: dict[tuple[str, float, float], dict[str, Any]] = {}
+    try:
+        for alpha in ALPHAS:
+            for omega in OMEGAS:
+                cfg = DemoConfig(
+                    duration_s=duration,
+                    policies=policies,
+                    alpha=alpha,
+                    omega=omega,
+                    trigger_s=args.trigger,
+                    seed=args.seed,
+                )
+                out = scratch / f"a{alpha}-w{omega}"
+                for o in run_demo(spark, cfg, out):
+                    line: dict[str, Any] = {
+                        "bench": "pipeline",
+                        "policy": o.policy,
+                        "alpha": alpha,
+                        "omega": omega,
+                    }
+                    if o.result is None:
+                        line["error"] = o.error
+                    else:
+                        r = o.result
+                        line.update(
+                            throughput=round(r.throughput, 1),
+                            p50_ms=round(r.p50_ms, 1),
+                            p99_ms=round(r.p99_ms, 1),
+                            efficiency=round(r.efficiency, 4),
+                            batches=len(r.records),
+                            cores=cores,
+                            rate=round(cfg.rate_for(cores), 1),
+                            duration_s=duration,
+                        )
+                    results[(o.policy, alpha, omega)] = line
+                    _emit(line)
+    finally:
+        spark.stop()
+        shutil.rmtree(scratch, ignore_errors=True)
+
+    for alpha in ALPHAS:
+        for omega in OMEGAS:
+            el = results.get(("elastic", alpha, omega), {}).get("throughput")
+            ratio: dict[str, Any] = {"bench": "pipeline_ratio", "alpha": alpha, "omega": omega}
+            for other in ("static", "spark-native", "rc"):
+                th = results.get((other, alpha, omega), {}).get("throughput")
+                ratio[f"elastic_over_{other.replace('-', '_')}"] = (
+                    round(el / th, 3) if el and th else None
+                )
+            _emit(ratio)
+    effs = [
+        v["efficiency"]
+        for (p, _, _), v in results.items()
+        if p == "elastic" and v.get("efficiency") is not None
+    ]
+    _emit(
+        {
+            "bench": "pipeline_efficiency",
+            "policy": "elastic",
+            "median_efficiency": statistics.median(effs) if effs else None,
+            "target": 0.9,
+            "configurations": len(effs),
+        }
+    )
+
+
+if __name__ == "__main__":
+    main()
