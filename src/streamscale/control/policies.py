@@ -41,13 +41,16 @@ from streamscale.control.controller import Decision, Policy
 from streamscale.errors import StreamscaleError
 from streamscale.model import Allocation, Cluster, Plan, Snapshot, Topology
 from streamscale.model.plan import unit_id
-from streamscale.planning.adapters.elasticutor import external_rate, queueing_allocation
+from streamscale.planning.adapters.elasticutor import (
+    external_rate,
+    planning_inputs,
+    queueing_allocation,
+)
 from streamscale.planning.adapters.elasticutor_rc import rc_plan
 from streamscale.planning.elastic_plan import (
     ExecutorInfo,
     ExecutorLoad,
     assemble,
-    executor_loads,
     executors,
     trim_cores,
 )
@@ -125,7 +128,10 @@ class _ElasticBase:
         return op.state_bytes // max(op.instances * op.shards, 1)
 
     def _loads(self, snapshot: Snapshot | None) -> dict[str, ExecutorLoad]:
-        loads = executor_loads(self.topology, self.execs, snapshot)
+        if not self.execs:
+            return {}
+        # the adapters' cache: the composed steps reuse these loads
+        _, loads = planning_inputs(self._context(snapshot, 0.0))
         self._state = {inst: ld.shard_bytes for inst, ld in loads.items()}
         return loads
 

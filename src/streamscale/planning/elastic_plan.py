@@ -126,12 +126,12 @@ def executor_loads(
     by_op: dict[str, list[ExecutorInfo]] = {}
     for ex in execs:
         by_op.setdefault(ex.operator, []).append(ex)
-    # one pass over the shard statistics: snapshots carry thousands of shards per operator
-    stats_of: dict[str, list[tuple[int, float, int]]] = {}
-    if snapshot is not None:
-        for st in snapshot.shards:
-            if st.operator in by_op:
-                stats_of.setdefault(st.operator, []).append((st.shard, st.load, st.state_bytes))
+    # columns built once: snapshots carry thousands of shards per operator
+    sh = snapshot.shards if snapshot is not None else ()
+    col_op = np.array([st.operator for st in sh], dtype=object)
+    col_idx = np.fromiter((st.shard for st in sh), dtype=np.int64, count=len(sh))
+    col_load = np.fromiter((st.load for st in sh), dtype=float, count=len(sh))
+    col_bytes = np.fromiter((st.state_bytes for st in sh), dtype=np.int64, count=len(sh))
     out: dict[str, ExecutorLoad] = {}
     for name, group in by_op.items():
         op = topology.operator(name)
@@ -145,12 +145,13 @@ def executor_loads(
         n = len(group) * z
         load = np.zeros(n)
         state = np.full(n, op.state_bytes // max(n, 1), dtype=np.int64)
-        shards = stats_of.get(name)
+        mine = col_op == name if len(sh) else np.zeros(0, dtype=bool)
+        shards = bool(mine.any())
         if shards:
-            idx, sl, sb = (np.asarray(v) for v in zip(*shards, strict=True))
+            idx = col_idx[mine]
             ok = idx < n
-            load[idx[ok]] = sl[ok]
-            state[idx[ok]] = sb[ok]
+            load[idx[ok]] = col_load[mine][ok]
+            state[idx[ok]] = col_bytes[mine][ok]
         elif np.isfinite(mu):
             load[:] = lam / mu / n
         total = float(load.sum())
