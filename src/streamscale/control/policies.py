@@ -186,8 +186,8 @@ class ProportionalPolicy(_ElasticBase):
     papers"): the observed busy cores of an executor divided by the target
     utilisation, plus the cores that drain its share of the backlog within
     ``catch_up_s``. Totals above ``max_cores`` are trimmed from the executor that
-    stays least utilised. Cores are placed home-first and shards balanced as in
-    paper 000, §3.1.
+    stays least utilised. Cores are then assigned by Algorithm 1 (paper 000, §4.2)
+    and shards balanced as in §3.1, so only the sizing rule differs from ``elastic``.
     """
 
     name = "proportional"

@@ -123,7 +123,8 @@ def queueing_allocation(
 ) -> tuple[list[int], dict[str, Any]]:
     """Run §4.1's greedy; an unstable result is trimmed to the cores available."""
     t_max = param(context, "latency_target_ms", 10.0)
-    max_cores = int(param(context, "max_cores", float(context.cluster.total_cores)))
+    total = context.cluster.total_cores
+    max_cores = min(int(param(context, "max_cores", float(total))), total)
     problem = QueueingProblem(tuple(arrival), tuple(service), lam0, t_max / 1000.0, max_cores)
     res = allocate(problem)
     k = list(res.cores)
