@@ -1,0 +1,88 @@
+"""ALBIC collocation (paper 003, §4.3.2) and the adaptation loop (§4.1, Algorithm 1)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from streamscale.planning.balancing.adaptation import adapt
+from streamscale.planning.balancing.albic import albic, collocation_candidates, split_sets
+from streamscale.planning.balancing.keygroups import KeyGroupProblem
+from streamscale.planning.balancing.metrics import collocation_factor, migrations
+from streamscale.planning.balancing.milp import solve_milp
+
+
+def _pipeline(n: int = 4, per_op: int = 8) -> KeyGroupProblem:
+    # up/i sends mostly to down/i (one-to-one), a little to every other down group.
+    groups = [f"up/{i}" for i in range(per_op)] + [f"down/{i}" for i in range(per_op)]
+    asg = [i % n for i in range(per_op)] + [(i + 1) % n for i in range(per_op)]
+    traffic = []
+    for i in range(per_op):
+        for j in range(per_op):
+            traffic.append((i, per_op + j, 100.0 if i == j else 1.0))
+    return KeyGroupProblem.build(
+        groups, [f"n{j}" for j in range(n)], [1.0] * (2 * per_op), asg, traffic=traffic
+    )
+
+
+def test_scores_select_one_to_one_pairs() -> None:
+    p = _pipeline()
+    pairs = collocation_candidates(p, score_factor=1.0)
+    assert {(a, b) for _, a, b in pairs} == {(i, 8 + i) for i in range(8)}
+    assert collocation_candidates(p, score_factor=100.0) == []
+
+
+def test_split_sets_respects_max_partition_load() -> None:
+    p = _pipeline()
+    parts = split_sets(p, [list(range(16))], max_partition_load=3.5)
+    assert all(p.load[s].sum() < 3.5 for s in parts)
+    assert sorted(g for s in parts for g in s) == sorted(set(g for s in parts for g in s))
+
+
+def test_one_new_pair_per_round_and_collocation_grows() -> None:
+    p = _pipeline(n=2, per_op=10)  # a pair is 20 % of a node, under maxPartitionLoad (25 %)
+    sets: tuple[tuple[int, ...], ...] = ()
+    before = collocation_factor(p)
+    for _ in range(6):
+        res = albic(p, collocated=sets, max_migrations=3, time_limit_s=2, seed=0)
+        assert migrations(p, res.assignment) <= 3
+        assert res.extra["new_pairs"] <= 1
+        for s in res.collocated:
+            assert len(set(res.assignment[list(s)])) == 1
+        p = p.replace(assignment=res.assignment)
+        sets = res.collocated
+    assert collocation_factor(p) > before
+    assert len(sets) >= 4
+
+
+def test_adapt_releases_empty_removed_nodes_and_scales_in() -> None:
+    # 4 nodes, tiny load: the loop marks nodes for removal, drains them, then releases them.
+    p = KeyGroupProblem.build(
+        [f"g{i}" for i in range(8)], ["a", "b", "c", "d"], [0.1] * 8, np.arange(8) % 4
+    )
+
+    def bal(q: KeyGroupProblem):
+        return solve_milp(q, max_migrations=2, time_limit_s=2, deterministic_limit=0.05)
+
+    out = adapt(p, bal, node_capacity=1.0)
+    assert out.marked and not out.added
+    q = out.problem.replace(assignment=out.result.assignment)
+    released: list[str] = []
+    for _ in range(6):
+        out = adapt(q, bal, node_capacity=1.0)
+        released += out.released
+        q = out.problem.replace(assignment=out.result.assignment)
+    assert released
+    assert q.n < 4
+
+
+def test_adapt_scales_out_only_when_balancing_cannot_fix_overload() -> None:
+    # Imbalanced but enough capacity: balancing fixes it, no scale-out.
+    p = KeyGroupProblem.build([f"g{i}" for i in range(4)], ["a", "b"], [0.4] * 4, [0, 0, 0, 1])
+    bal = lambda q: solve_milp(q, time_limit_s=2, deterministic_limit=0.05)  # noqa: E731
+    out = adapt(p, bal, node_capacity=1.0, spare_nodes=["x"])
+    assert not out.added
+    # Overloaded everywhere: scale out onto the spare node.
+    p2 = KeyGroupProblem.build([f"g{i}" for i in range(4)], ["a", "b"], [0.6] * 4, [0, 0, 1, 1])
+    out2 = adapt(p2, bal, node_capacity=1.0, spare_nodes=["x"])
+    assert out2.added == ("x",)
+    assert (out2.result.assignment == 2).any()
