@@ -13,6 +13,7 @@ from streamscale.model import (
     Plan,
     ShardStats,
     Snapshot,
+    Topology,
     load_cluster,
     load_topology,
 )
@@ -21,7 +22,7 @@ EXAMPLES = Path(__file__).parents[2] / "examples"
 
 
 @pytest.fixture(scope="module")
-def topo():  # type: ignore[no-untyped-def]
+def topo() -> Topology:
     return load_topology(EXAMPLES / "microbench.yaml")
 
 
@@ -38,7 +39,7 @@ def _snapshot(loads: np.ndarray, *, backlog: float = 0.0) -> Snapshot:
     )
 
 
-def _check_plan(plan: Plan, cluster: Cluster, topo) -> None:  # type: ignore[no-untyped-def]
+def _check_plan(plan: Plan, cluster: Cluster, topo: Topology) -> None:
     op = topo.operator("calc")
     for e in range(op.instances):
         inst = f"calc[{e}]"
@@ -50,7 +51,7 @@ def _check_plan(plan: Plan, cluster: Cluster, topo) -> None:  # type: ignore[no-
     assert set(plan.placement.nodes.values()) <= set(cluster.names)
 
 
-def test_initial_plans(topo, cluster: Cluster) -> None:  # type: ignore[no-untyped-def]
+def test_initial_plans(topo: Topology, cluster: Cluster) -> None:
     p = initial_plan("elastic", topo, cluster)
     assert p.allocation.cores == {f"calc[{e}]": 1 for e in range(4)}
     _check_plan(p, cluster, topo)
@@ -60,7 +61,7 @@ def test_initial_plans(topo, cluster: Cluster) -> None:  # type: ignore[no-untyp
     assert rc.routing.tables["calc[2]"] == ("calc#2",) * 64
 
 
-def test_static_never_changes(topo, cluster: Cluster) -> None:  # type: ignore[no-untyped-def]
+def test_static_never_changes(topo: Topology, cluster: Cluster) -> None:
     pol = make_policy("static", topo, cluster)
     p0 = initial_plan("static", topo, cluster)
     d = pol.decide(_snapshot(np.full(256, 0.05)), p0, 1.0)
@@ -68,7 +69,7 @@ def test_static_never_changes(topo, cluster: Cluster) -> None:  # type: ignore[n
     assert pol.shard_bytes("calc[1]", 3) == 32768
 
 
-def test_proportional_sizes_and_balances(topo, cluster: Cluster) -> None:  # type: ignore[no-untyped-def]
+def test_proportional_sizes_and_balances(topo: Topology, cluster: Cluster) -> None:
     loads = np.zeros(256)
     loads[64:128] = 2.8 / 64  # executor 1 busy with 2.8 cores
     loads[:64] = 0.3 / 64
@@ -92,7 +93,7 @@ def test_proportional_sizes_and_balances(topo, cluster: Cluster) -> None:  # typ
     _check_plan(d2.plan, cluster, topo)
 
 
-def test_proportional_backlog_and_cap(topo, cluster: Cluster) -> None:  # type: ignore[no-untyped-def]
+def test_proportional_backlog_and_cap(topo: Topology, cluster: Cluster) -> None:
     loads = np.full(256, 8.0 / 256)
     p0 = initial_plan("proportional", topo, cluster)
     base = make_policy("proportional", topo, cluster).decide(_snapshot(loads), p0, 1.0)
@@ -114,7 +115,7 @@ def _skewed() -> np.ndarray:
 
 
 @pytest.mark.parametrize("name", ["elastic", "naive-ec"])
-def test_elastic_policies(topo, cluster: Cluster, name: str) -> None:  # type: ignore[no-untyped-def]
+def test_elastic_policies(topo: Topology, cluster: Cluster, name: str) -> None:
     pol = make_policy(name, topo, cluster, params={"latency_target_ms": 5}, seed=3)
     p0 = initial_plan(name, topo, cluster)
     d = pol.decide(_snapshot(_skewed()), p0, 1.0)
@@ -129,7 +130,7 @@ def test_elastic_policies(topo, cluster: Cluster, name: str) -> None:  # type: i
     assert again.decide(_snapshot(_skewed()), p0, 1.0).plan == d.plan
 
 
-def test_elastic_keeps_new_cores_local(topo, cluster: Cluster) -> None:  # type: ignore[no-untyped-def]
+def test_elastic_keeps_new_cores_local(topo: Topology, cluster: Cluster) -> None:
     pol = make_policy("elastic", topo, cluster, params={"latency_target_ms": 5})
     p0 = initial_plan("elastic", topo, cluster)
     d = pol.decide(_snapshot(_skewed()), p0, 1.0)
@@ -140,7 +141,7 @@ def test_elastic_keeps_new_cores_local(topo, cluster: Cluster) -> None:  # type:
     assert p0.diff(d.plan, shard_bytes=pol.shard_bytes).migration_bytes == 0
 
 
-def test_rc_policy(topo, cluster: Cluster) -> None:  # type: ignore[no-untyped-def]
+def test_rc_policy(topo: Topology, cluster: Cluster) -> None:
     pol = make_policy("rc", topo, cluster, params={"latency_target_ms": 5})
     p0 = initial_plan("rc", topo, cluster)
     d = pol.decide(_snapshot(_skewed()), p0, 1.0)
@@ -159,7 +160,7 @@ def test_rc_policy(topo, cluster: Cluster) -> None:  # type: ignore[no-untyped-d
     assert pol.decide(_snapshot(_skewed()), d.plan, 2.0).plan is None
 
 
-def test_errors(topo, cluster: Cluster) -> None:  # type: ignore[no-untyped-def]
+def test_errors(topo: Topology, cluster: Cluster) -> None:
     with pytest.raises(StreamscaleError, match="nope"):
         make_policy("nope", topo, cluster)
     with pytest.raises(StreamscaleError, match="bogus"):
@@ -188,7 +189,7 @@ class _Realizer:
         self.plan = plan
 
 
-def test_controller_loop_scales_up_then_down(topo, cluster: Cluster) -> None:  # type: ignore[no-untyped-def]
+def test_controller_loop_scales_up_then_down(topo: Topology, cluster: Cluster) -> None:
     from streamscale.control import Controller, ControllerConfig
     from streamscale.control.loop import step
 
