@@ -114,6 +114,7 @@ def albic(
     max_resolves: int = 5,
     new_pairs: int = 1,
     time_limit_s: float = 2.0,
+    deterministic_limit: float | None = None,
     seed: int | None = None,
 ) -> BalanceResult:
     """One ALBIC round (paper 003, §4.3.2): maintain and extend collocation, then solve.
@@ -136,7 +137,7 @@ def albic(
         Most re-solves with a smaller maxPartitionLoad.
     new_pairs
         New collocation constraints per round (the paper adds one).
-    time_limit_s, seed
+    time_limit_s, deterministic_limit, seed
         Passed to the MILP.
 
     Returns
@@ -195,6 +196,7 @@ def albic(
             collocate=sets,
             pinned=pinned,
             time_limit_s=time_limit_s,
+            deterministic_limit=deterministic_limit,
             seed=seed,
         )
         dist = load_distance_pct(problem, result.assignment)
