@@ -8,8 +8,8 @@ Prints one JSON line per figure, each with a ``"bench"`` key:
   under a stream of changing workloads; ``pipeline_ms`` adds building the
   problems from a snapshot and shard balancing (the whole ``elastic`` step).
 * ``migration`` — state migrated (shard state whose task changes node) summed
-  over the same workload changes for Elasticutor and naive-EC, their ratio, and
-  the mean remote cores per plan.
+  over the same workload changes for Elasticutor and naive-EC, their ratio, the
+  mean remote cores per plan and the bytes/s exchanged with remote tasks.
 * ``shard_balance`` — δ reached and shard moves per rebalance for 256 shards
   over 1–64 tasks, Zipf α ∈ {0.5, 1.0}, after ω key shuffles.
 
@@ -195,6 +195,28 @@ def _sizes(snap: Snapshot) -> Any:
     return shard_bytes
 
 
+def _remote_bytes_rate(ctx: PlanningContext, plan: Plan) -> float:
+    """Bytes/s an executor's main process exchanges with tasks on other nodes.
+
+    Each executor's input + output bytes/s, weighted by the load share of its
+    shards served by tasks away from its home node (paper 000, §5 remote transfer).
+    """
+    execs, loads = planning_inputs(ctx)
+    total = 0.0
+    for ex in execs:
+        ld = loads[ex.instance]
+        if ld.load <= 0:
+            continue
+        table = plan.routing.tables[ex.instance]
+        away = sum(
+            w
+            for w, u in zip(ld.shard_load, table, strict=True)
+            if plan.placement.nodes[u] != ex.home
+        )
+        total += ld.bytes_rate * away / ld.load
+    return total
+
+
 def bench_migration(nodes: int, changes: int, seed: int, *, scale: float = 1.0) -> dict[str, Any]:
     """State migrated over the same changes by Elasticutor and naive-EC (paper 000, §5).
 
@@ -204,7 +226,8 @@ def bench_migration(nodes: int, changes: int, seed: int, *, scale: float = 1.0) 
     topo, cluster = sse_topology(nodes), Cluster.uniform(nodes, cores=8)
     plans = {p: initial_plan("elastic", topo, cluster) for p in ("elasticutor", "naive-ec")}
     moved = dict.fromkeys(plans, 0)
-    remote = {p: [] for p in plans}  # type: ignore[var-annotated]
+    remote: dict[str, list[float]] = {p: [] for p in plans}
+    transfer: dict[str, list[float]] = {p: [] for p in plans}
     model = dict.fromkeys(plans, 0.0)
     for t, snap in enumerate(workload(topo, changes, seed, scale=scale)):
         shard_bytes = _sizes(snap)
@@ -220,6 +243,7 @@ def bench_migration(nodes: int, changes: int, seed: int, *, scale: float = 1.0) 
             )
             moved[placer] += plans[placer].diff(new, shard_bytes=shard_bytes).migration_bytes
             remote[placer].append(figs[f"placer:{placer}"]["remote_cores"])
+            transfer[placer].append(_remote_bytes_rate(ctx, new))
             model[placer] += figs[f"placer:{placer}"]["migration_cost_bytes"]
             plans[placer] = new
     mb = 1024.0 * 1024.0
@@ -236,6 +260,8 @@ def bench_migration(nodes: int, changes: int, seed: int, *, scale: float = 1.0) 
         "model_naive_mb": round(model["naive-ec"] / mb, 3),
         "remote_cores_elastic": round(statistics.mean(remote["elasticutor"]), 2),
         "remote_cores_naive": round(statistics.mean(remote["naive-ec"]), 2),
+        "remote_mbps_elastic": round(statistics.mean(transfer["elasticutor"]) / mb, 2),
+        "remote_mbps_naive": round(statistics.mean(transfer["naive-ec"]) / mb, 2),
         "paper_ratio": 5.8,
     }
 
