@@ -160,14 +160,24 @@ def models_from_dict(
     return out
 
 
+def _number(v: Any, item: str) -> float:
+    if isinstance(v, bool) or not isinstance(v, int | float):
+        raise ModelError(f"must be a number, got {v!r}", item=item)
+    return float(v)
+
+
+def _mapping(doc: Mapping[str, Any], key: str, where: str) -> Mapping[str, Any]:
+    v = doc.get(key) or {}
+    if not isinstance(v, Mapping):
+        raise ModelError(f"{key!r} must be a mapping", item=where)
+    return v
+
+
 def snapshot_from_dict(doc: Mapping[str, Any], *, where: str = "snapshot") -> Snapshot:
-    ops = doc.get("operators") or {}
-    nodes = doc.get("nodes") or {}
-    if not isinstance(ops, Mapping) or not isinstance(nodes, Mapping):
-        raise ModelError("'operators' and 'nodes' must be mappings by name", item=where)
+    ops, nodes, edges = (_mapping(doc, k, where) for k in ("operators", "nodes", "edges"))
     try:
         return Snapshot.build(
-            time=float(doc.get("time", 0.0)),
+            time=_number(doc.get("time", 0.0), f"{where}: time"),
             operators={
                 k: _make(OperatorStats, v, f"{where}: operator {k}") for k, v in ops.items()
             },
@@ -175,7 +185,7 @@ def snapshot_from_dict(doc: Mapping[str, Any], *, where: str = "snapshot") -> Sn
                 _make(ShardStats, s, f"{where}: shard {i}")
                 for i, s in enumerate(_list(doc, "shards", where))
             ],
-            edges={str(k): float(v) for k, v in (doc.get("edges") or {}).items()},
+            edges={str(k): _number(v, f"{where}: edge {k}") for k, v in edges.items()},
             traffic=[
                 _make(Traffic, t, f"{where}: traffic {i}")
                 for i, t in enumerate(_list(doc, "traffic", where))
@@ -187,27 +197,23 @@ def snapshot_from_dict(doc: Mapping[str, Any], *, where: str = "snapshot") -> Sn
 
 
 def plan_from_dict(doc: Mapping[str, Any], *, where: str = "plan") -> Plan:
-    a = doc.get("allocation") or {}
-    if not isinstance(a, Mapping):
-        raise ModelError("'allocation' must be a mapping", item=where)
-    cores = a.get("cores") or {}
-    tables = (
-        (doc.get("routing") or {}).get("tables", {})
-        if isinstance(doc.get("routing"), Mapping)
-        else {}
-    )
-    place = (
-        (doc.get("placement") or {}).get("nodes", {})
-        if isinstance(doc.get("placement"), Mapping)
-        else {}
-    )
+    alloc = _mapping(doc, "allocation", where)
+    cores = _mapping(alloc, "cores", f"{where}: allocation")
+    tables = _mapping(_mapping(doc, "routing", where), "tables", f"{where}: routing")
+    place = _mapping(_mapping(doc, "placement", where), "nodes", f"{where}: placement")
     for name, k in cores.items():
-        if not isinstance(k, int) or k < 0:
+        if isinstance(k, bool) or not isinstance(k, int) or k < 0:
             raise ModelError(
                 f"cores must be a non-negative integer, got {k!r}", item=f"{where}: instance {name}"
             )
+    for name, t in tables.items():
+        if not isinstance(t, list | tuple):
+            raise ModelError("routing table must be a list", item=f"{where}: routing {name}")
+    slots = alloc.get("slots")
+    if slots is not None and (isinstance(slots, bool) or not isinstance(slots, int) or slots < 0):
+        raise ModelError(f"slots must be a non-negative integer, got {slots!r}", item=where)
     return Plan(
-        Allocation({str(k): int(v) for k, v in cores.items()}, a.get("slots")),
+        Allocation({str(k): int(v) for k, v in cores.items()}, slots),
         Placement({str(k): str(v) for k, v in place.items()}),
         Routing({str(k): tuple(str(x) for x in v) for k, v in tables.items()}),
     )
