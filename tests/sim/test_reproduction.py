@@ -1,0 +1,63 @@
+"""Smoke test of ``streamscale reproduce elasticutor`` on a tiny configuration."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from streamscale.experiments.elasticutor import POLICIES, Setup, run
+from streamscale.experiments.elasticutor_report import dips
+from streamscale.sim.run import Sample
+
+
+@pytest.mark.slow
+def test_reproduction_writes_results(tmp_path: Path) -> None:
+    tiny = Setup(
+        nodes=2,
+        executors=2,
+        shards=16,
+        warmup_s=1.0,
+        duration_s=2.0,
+        omegas=(0, 2),
+        alphas=(0.5,),
+        state_bytes=(32 * 1024,),
+        sweep_s=1.0,
+        sse_nodes=(2,),
+        sse_shards_per_op=16,
+        sse_s=1.0,
+    )
+    res = run(tmp_path, quick=True, seed=1, config=tiny)
+    data = json.loads((tmp_path / "results.json").read_text())
+    rows = data["omega_sweep"]
+    assert {(r["omega"], r["policy"]) for r in rows} == {(w, p) for w in (0, 2) for p in POLICIES}
+    for r in rows:
+        assert set(r) >= {"omega", "policy", "throughput", "mean_latency_ms", "p99_ms"}
+        assert r["throughput"] > 0
+    assert set(data["naive_vs_elastic"]) >= {
+        "naive_migration_mb_s",
+        "elastic_migration_mb_s",
+        "naive_remote_mb_s",
+        "elastic_remote_mb_s",
+    }
+    assert res["scalability"][0]["nodes"] == 2
+    md = (tmp_path / "results.md").read_text()
+    assert "Table 2" in md and "218.6" not in md.split("Table 3")[0]
+    for png in ("omega.png", "timeline_omega2.png", "skew.png", "state.png", "sse.png"):
+        assert (tmp_path / png).stat().st_size > 0
+
+
+def _samples(values: list[float]) -> list[Sample]:
+    return [Sample(float(i + 1), v, 1.0, 1.0, 1, 0.0, 0.0, 0.0) for i, v in enumerate(values)]
+
+
+def test_dips_measure_recovery_after_each_shuffle() -> None:
+    # shuffles at 10 and 20 s; first dip recovers at t=13 (2 s), second never (censored)
+    x = [100.0] * 10 + [20, 40, 95, 100, 100, 100, 100, 100, 100, 100] + [10.0] * 10
+    d = dips(_samples(x), 10.0, 30.0)
+    assert d["shuffles"] == 2
+    assert d["max_dip_s"] == pytest.approx(10.0)
+    assert d["mean_dip_s"] == pytest.approx((2.0 + 10.0) / 2)
+    assert d["mean_depth"] == pytest.approx((0.8 + 0.9) / 2)
+    assert dips(_samples([100.0] * 30), 10.0, 30.0)["mean_dip_s"] == 0.0
