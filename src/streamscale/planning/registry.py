@@ -37,6 +37,7 @@ _ADAPTER_MODULES: tuple[str, ...] = (
     "streamscale.planning.adapters.model_driven",
     "streamscale.planning.adapters.elasticutor",
     "streamscale.planning.adapters.elasticutor_rc",
+    "streamscale.planning.adapters.task_allocation",
     "streamscale.planning.adapters.albic",
 )
 

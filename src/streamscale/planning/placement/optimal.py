@@ -87,6 +87,7 @@ def optimal(
     job: GroupJob,
     *,
     time_limit_s: float = 10.0,
+    work_limit: float | None = None,
     method: Method = "auto",
     max_patterns: int = 50_000,
     workers: int = 1,
@@ -102,9 +103,14 @@ def optimal(
     time_limit_s
         CP-SAT's time limit; when it is hit, the best allocation found is
         returned with ``proven_optimal=False``.
+    work_limit
+        CP-SAT's deterministic time limit (its own work units, about a second
+        each); unlike the wall-clock limit it ends the search at the same point
+        on every run, so a time-out gives the same allocation every time.
     method
-        ``patterns``, ``counts`` or ``auto`` (patterns while the node patterns
-        number at most ``max_patterns``).
+        ``patterns``, ``counts`` or ``auto`` (patterns when at least three
+        nodes duplicate another's capacity and the node patterns number at
+        most ``max_patterns``, else counts).
     workers
         CP-SAT search workers; 1 keeps the search deterministic.
     seed
@@ -124,11 +130,21 @@ def optimal(
     solver.parameters.max_time_in_seconds = float(time_limit_s)
     solver.parameters.num_workers = int(workers)
     solver.parameters.random_seed = int(seed or 0)
+    if work_limit is not None:
+        solver.parameters.max_deterministic_time = float(work_limit)
     classes: dict[float, list[int]] = {}
     for n, c in enumerate(job.capacities):
         classes.setdefault(c, []).append(n)
+    if _plainly_infeasible(job):
+        empty = [[0] * len(job.nodes) for _ in job.groups]
+        return OptimalResult(
+            TaskAllocation.of(job, empty, "optimal"), "INFEASIBLE", False, 0.0, "none"
+        )
     patterns: dict[float, list[tuple[int, ...]]] | None = None
-    if method in ("auto", "patterns"):
+    # Patterns pay off when many nodes are interchangeable; with few equal
+    # nodes the per-node model is smaller and solves faster.
+    symmetric = len(job.nodes) - len(classes) >= 3
+    if method == "patterns" or (method == "auto" and symmetric):
         patterns = {}
         for c in classes:
             found = node_patterns(job, c, limit=max_patterns)
@@ -143,6 +159,15 @@ def optimal(
     if patterns is not None:
         return _solve_patterns(job, classes, patterns, solver)
     return _solve_counts(job, solver, hint)
+
+
+def _plainly_infeasible(job: GroupJob) -> bool:
+    """Total cost above total capacity, or a task bigger than every node."""
+    slack = EPS * max(1.0, sum(job.capacities))
+    if job.total_cost > sum(job.capacities) + slack:
+        return True
+    biggest = max(job.capacities)
+    return any(c > biggest + EPS * max(1.0, biggest) for c in job.task_cost)
 
 
 def _value(job: GroupJob, p: tuple[int, ...]) -> float:

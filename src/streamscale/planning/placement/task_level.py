@@ -48,7 +48,8 @@ def fit_count(capacity: float, cost: float) -> int | float:
         return float("inf")
     if capacity < 0:
         return 0
-    return int(capacity / cost + EPS)
+    q = capacity / cost
+    return int(q + EPS) if q < 1e15 else float("inf")
 
 
 def group_pair_order(job: GroupJob, priority: Priority = "significance") -> list[int]:
@@ -111,11 +112,13 @@ def allocate_single_tasks(
             # Tasks of a group are interchangeable, so a run of them goes to this
             # node for as long as it stays the roomiest one.
             second = max((c for i, c in enumerate(cap) if i != n), default=-1.0)
-            run = free[g]
+            run: int | float = free[g]
             if cost > 0:
                 if second >= 0:
-                    run = min(run, max(1, math.ceil((cap[n] - second) / cost)))
-                run = min(run, max(1, int(fit_count(cap[n], cost))))
+                    lead = (cap[n] - second) / cost
+                    run = min(run, max(1, math.ceil(lead) if lead < run else run))
+                run = min(run, max(1, fit_count(cap[n], cost)))
+            run = int(run)
             row[n] += run
             cap[n] -= run * cost
             free[g] -= run

@@ -1,0 +1,137 @@
+"""Relaxing the assumptions of the group model (paper 001, §5).
+
+* :func:`gcd_granularity` — tasks too coarse to fit: re-cut every group into
+  tasks of the greatest common divisor d of the group costs and node
+  capacities, so tasks of all groups are equal and pack nodes exactly.
+* :func:`normalize_capacities` — heterogeneous hardware: express capacities
+  (and costs) relative to the least capable node.
+* :func:`split_skewed` — skewed groups: cut a group whose tasks cost unequal
+  amounts into subgroups of near-equal task cost (within a margin), so Eq. 1
+  holds within each; :meth:`SkewSplit.assignment` maps the subgroup tasks of
+  an allocation back to the original tasks.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import reduce
+
+from streamscale.errors import ModelError
+from streamscale.model import unit_id
+from streamscale.planning.placement.groups import Group, GroupEdge, GroupJob, TaskAllocation
+
+__all__ = ["SkewSplit", "gcd_granularity", "normalize_capacities", "split_skewed"]
+
+
+def gcd_granularity(job: GroupJob, *, quantum: float = 1.0, max_tasks: int = 1000) -> GroupJob:
+    """The job with each group cut into tasks of the cost GCD (paper 001, §5).
+
+    Costs and capacities are taken in whole multiples of ``quantum`` (% of a
+    core; the paper's worst case is d = 1 %, one-percent tasks). A group gets
+    ⌈pc_v/d⌉ tasks — never fewer than it has — capped at ``max_tasks``.
+    """
+    if not quantum > 0:
+        raise ModelError(f"quantum must be > 0, got {quantum}", item="quantum")
+    values = [round(g.cost / quantum) for g in job.groups if g.cost > 0]
+    values += [math.floor(c / quantum) for c in job.capacities if c >= quantum]
+    values = [v for v in values if v > 0]
+    if not values:
+        return job
+    d = reduce(math.gcd, values) * quantum
+    groups = tuple(
+        Group(g.name, min(max_tasks, max(g.tasks, math.ceil(g.cost / d - 1e-9))), g.cost)
+        for g in job.groups
+    )
+    return GroupJob(groups, job.edges, job.nodes, job.capacities)
+
+
+def normalize_capacities(job: GroupJob) -> tuple[GroupJob, float]:
+    """The job in units of the least capable node (paper 001, §5), and the scale applied.
+
+    The least capable node (with capacity > 0) gets 100; every capacity and
+    cost is multiplied by the same factor, so feasibility and the IMC gain of
+    any allocation are unchanged while costs measured in different units
+    become comparable.
+    """
+    positive = [c for c in job.capacities if c > 0]
+    if not positive:
+        raise ModelError("no node has capacity", item="cluster")
+    scale = 100.0 / min(positive)
+    groups = tuple(Group(g.name, g.tasks, g.cost * scale) for g in job.groups)
+    caps = tuple(c * scale for c in job.capacities)
+    return GroupJob(groups, job.edges, job.nodes, caps), scale
+
+
+@dataclass(frozen=True, slots=True)
+class SkewSplit:
+    """A job whose skewed groups were cut into near-uniform subgroups.
+
+    ``members[subgroup]`` = (original group, original task indices).
+    """
+
+    job: GroupJob
+    members: Mapping[str, tuple[str, tuple[int, ...]]]
+
+    def assignment(self, alloc: TaskAllocation) -> dict[str, str]:
+        """Original unit id ``f"{group}#{i}"`` → node, from an allocation of :attr:`job`."""
+        out: dict[str, str] = {}
+        for g, row in zip(alloc.job.groups, alloc.counts, strict=True):
+            group, tasks = self.members[g.name]
+            it = iter(tasks)
+            for n, x in enumerate(row):
+                for _ in range(x):
+                    out[unit_id(group, next(it))] = alloc.job.nodes[n]
+        return out
+
+
+def split_skewed(
+    job: GroupJob, task_costs: Mapping[str, Sequence[float]], *, margin: float = 0.2
+) -> SkewSplit:
+    """Cut groups into subgroups of near-equal task cost (paper 001, §5).
+
+    A linear scan over a group's tasks by descending cost opens a subgroup at
+    a task and keeps adding tasks while their cost stays within ``margin``
+    (relative) of the subgroup's first one. An edge's IMC is shared among
+    subgroup pairs in proportion to the product of their cost shares (a
+    task's traffic is taken to follow its load); groups with no costs in
+    ``task_costs``, or that stay in one piece, keep their name.
+    """
+    if not 0 <= margin < 1:
+        raise ModelError(f"margin must be in [0, 1), got {margin}", item="margin")
+    groups: list[Group] = []
+    members: dict[str, tuple[str, tuple[int, ...]]] = {}
+    share: dict[str, list[tuple[str, float]]] = {}
+    for g in job.groups:
+        costs = task_costs.get(g.name)
+        if costs is None:
+            groups.append(g)
+            members[g.name] = (g.name, tuple(range(g.tasks)))
+            share[g.name] = [(g.name, 1.0)]
+            continue
+        if len(costs) != g.tasks or any(c < 0 for c in costs):
+            raise ModelError(f"need {g.tasks} costs >= 0", item=f"group {g.name}")
+        order = sorted(range(g.tasks), key=lambda t: -costs[t])
+        runs: list[list[int]] = []
+        for t in order:
+            if runs and costs[t] >= (1 - margin) * costs[runs[-1][0]]:
+                runs[-1].append(t)
+            else:
+                runs.append([t])
+        total = sum(costs)
+        share[g.name] = []
+        for k, run in enumerate(runs):
+            name = g.name if len(runs) == 1 else f"{g.name}/{k}"
+            cost = sum(costs[t] for t in run)
+            groups.append(Group(name, len(run), cost))
+            members[name] = (g.name, tuple(sorted(run)))
+            frac = cost / total if total > 0 else len(run) / g.tasks
+            share[g.name].append((name, frac))
+    edges = [
+        GroupEdge(a, b, e.imc * fa * fb)
+        for e in job.edges
+        for a, fa in share[e.src]
+        for b, fb in share[e.dst]
+    ]
+    return SkewSplit(GroupJob(tuple(groups), tuple(edges), job.nodes, job.capacities), members)

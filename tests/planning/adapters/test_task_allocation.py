@@ -1,0 +1,114 @@
+"""Placers naive, tl, tl-imc, td and optimal through the registry (paper 001)."""
+
+from __future__ import annotations
+
+import pytest
+
+from streamscale.errors import InfeasibleError
+from streamscale.model import (
+    Allocation,
+    Cluster,
+    Edge,
+    Operator,
+    OperatorStats,
+    Placement,
+    Plan,
+    Snapshot,
+    Topology,
+)
+from streamscale.planning import PlanningContext, compose, entries, get
+from streamscale.planning.adapters.task_allocation import build_job
+
+NAMES = ["naive", "tl", "tl-imc", "td", "optimal"]
+
+
+def topology() -> Topology:
+    return Topology.build(
+        "t",
+        [
+            Operator("src", kind="source", cost_ms=1.0, instances=2, tuple_bytes=1000),
+            Operator("a", cost_ms=4.0, instances=4, tuple_bytes=500),
+            Operator("snk", kind="sink", cost_ms=0.5, instances=1),
+        ],
+        [Edge("src", "a"), Edge("a", "snk")],
+    )
+
+
+def test_registered() -> None:
+    names = {e.name for e in entries("placer")}
+    assert set(NAMES) <= names
+
+
+def test_job_from_topology_costs_and_imc() -> None:
+    ctx = PlanningContext(topology(), Cluster.uniform(3, cores=1), rate=500.0)
+    job = build_job(ctx, Plan())
+    assert [(g.name, g.tasks) for g in job.groups] == [("src", 2), ("a", 4), ("snk", 1)]
+    # 500 t/s × 1 ms = 50 % of a core; × 4 ms = 200 %.
+    assert [g.cost for g in job.groups] == pytest.approx([50.0, 200.0, 25.0])
+    # 500 t/s × 1000 B = 0.5 MB/s; 500 t/s × 500 B = 0.25 MB/s.
+    assert [e.imc for e in job.edges] == pytest.approx([0.5, 0.25])
+    assert job.capacities == (100.0, 100.0, 100.0)
+
+
+def test_job_from_snapshot_and_executor_instances() -> None:
+    snap = Snapshot.build(
+        operators={
+            "src": OperatorStats(input_rate=100.0),
+            "a": OperatorStats(input_rate=100.0),
+            "snk": OperatorStats(input_rate=100.0),
+        },
+        edges={"src->a": 100.0, "a->snk": 50.0},
+    )
+    plan = Plan(allocation=Allocation(cores={"a[0]": 2, "a[1]": 1, "src": 1, "snk": 1}))
+    ctx = PlanningContext(topology(), Cluster.uniform(2, cores=2), snapshot=snap)
+    job = build_job(ctx, plan)
+    names = [g.name for g in job.groups]
+    assert sorted(names) == ["a[0]", "a[1]", "snk", "src"]
+    cost = {g.name: g.cost for g in job.groups}
+    assert cost["a[0]"] == pytest.approx(20.0) and cost["a[1]"] == pytest.approx(20.0)
+    imc = {(e.src, e.dst): e.imc for e in job.edges}
+    assert imc[("src", "a[0]")] == pytest.approx(0.05)
+    assert imc[("a[1]", "snk")] == pytest.approx(0.0125)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_every_unit_placed_with_figures(name: str) -> None:
+    ctx = PlanningContext(topology(), Cluster.uniform(3, cores=1), rate=400.0)
+    other = Placement(nodes={"elsewhere#0": "n1"})
+    res = get("placer", name).adapter(ctx, Plan(placement=other))
+    nodes = res.plan.placement.nodes
+    assert nodes["elsewhere#0"] == "n1"
+    units = {u for u in nodes if u != "elsewhere#0"}
+    cores = res.plan.allocation.cores
+    assert units == {f"{g}#{i}" for g, k in cores.items() for i in range(k)}
+    f = res.figures
+    assert f["complete"] and f["algorithm"] == name
+    assert f["imc_gain_mbps"] <= f["total_imc_mbps"] + 1e-12
+    assert all(v <= 100.0 + 1e-9 for v in f["node_load"].values())
+
+
+def test_relaxation_refines_coarse_tasks_for_td() -> None:
+    # a: four 50 % tasks; TD's greedy splits leave one without room, the GCD
+    # re-cut (§5) fits it.
+    ctx = PlanningContext(topology(), Cluster.uniform(3, cores=1), rate=500.0)
+    res = get("placer", "td").adapter(ctx, Plan())
+    assert res.plan.allocation.cores["a"] > 4
+    assert res.notes and "GCD" in res.notes[0]
+    strict = PlanningContext(
+        topology(), Cluster.uniform(3, cores=1), rate=500.0, params={"relax": False}
+    )
+    with pytest.raises(InfeasibleError, match="group a"):
+        get("placer", "td").adapter(strict, Plan())
+
+
+def test_infeasible_names_the_group() -> None:
+    ctx = PlanningContext(topology(), Cluster.uniform(1, cores=1), rate=500.0)
+    with pytest.raises(InfeasibleError, match="fit on no node"):
+        get("placer", "td").adapter(ctx, Plan())
+
+
+def test_composes_after_nothing() -> None:
+    ctx = PlanningContext(topology(), Cluster.uniform(4, cores=1), rate=300.0)
+    plan, figures, _ = compose(ctx, steps=[("placer", "td")])
+    assert figures["placer:td"]["complete"]
+    assert len(plan.placement.nodes) == 7

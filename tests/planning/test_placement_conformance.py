@@ -1,0 +1,215 @@
+"""Conformance suite every placer passes (hypothesis-generated jobs and clusters).
+
+Two levels:
+
+* registry placers (``PLACERS``): through their adapter, on random
+  topologies and clusters — every unit placed exactly once on a known node or
+  an explicit failure (:class:`InfeasibleError`, or ``figures["feasible"]``
+  False), node CPU capacity (minus reserved CPU) respected, deterministic for
+  a seed, unchanged when operator and node names are relabeled;
+* group-job allocators of paper 001 (``ALLOCATORS``): the same properties on
+  :class:`GroupJob` directly, plus "never above the optimum".
+
+Add a placer by appending its registry name and params to ``PLACERS``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from streamscale.errors import InfeasibleError
+from streamscale.model import Cluster, Edge, Node, Operator, Plan, Topology, unit_id
+from streamscale.planning import PlanningContext, StepResult, get
+from streamscale.planning.placement.groups import Group, GroupEdge, GroupJob, TaskAllocation
+from streamscale.planning.placement.naive_pairs import naive_pairs
+from streamscale.planning.placement.optimal import optimal
+from streamscale.planning.placement.task_level import task_level
+from streamscale.planning.placement.top_down import top_down
+
+# Registry placers under test: (name, params). Keep this list at the top.
+PLACERS: list[tuple[str, dict[str, Any]]] = [
+    ("naive", {}),
+    ("tl", {}),
+    ("tl-imc", {}),
+    ("td", {}),
+    ("td", {"singles": "affinity", "relax": False}),
+    ("optimal", {"time_limit_s": 60.0, "work_limit": 2.0}),
+]
+
+ALLOCATORS: dict[str, Callable[[GroupJob], TaskAllocation]] = {
+    "naive": naive_pairs,
+    "tl": task_level,
+    "tl-imc": lambda j: task_level(j, priority="imc"),
+    "tl-random": lambda j: task_level(j, order="random", seed=4),
+    "td": top_down,
+    "td-imc": lambda j: top_down(j, priority="imc"),
+    "td-affinity": lambda j: top_down(j, singles="affinity"),
+    "optimal": lambda j: optimal(j, time_limit_s=60.0, work_limit=2.0).allocation,
+}
+
+
+# -- registry placers ----------------------------------------------------------
+
+
+@st.composite
+def contexts(draw: st.DrawFn) -> PlanningContext:
+    middle = draw(st.integers(1, 3))
+    names = ["src", *(f"op{i}" for i in range(middle)), "snk"]
+    ops = []
+    for i, name in enumerate(names):
+        kind = "source" if i == 0 else "sink" if i == len(names) - 1 else "operator"
+        ops.append(
+            Operator(
+                name,
+                kind=kind,  # type: ignore[arg-type]
+                cost_ms=draw(st.floats(0.0, 4.0)),
+                instances=draw(st.integers(1, 4)),
+                tuple_bytes=draw(st.integers(0, 2000)),
+            )
+        )
+    edges = [Edge(names[i], names[i + 1]) for i in range(len(names) - 1)]
+    for i in range(len(names) - 2):
+        if draw(st.booleans()):
+            edges.append(Edge(names[i], names[i + 2], selectivity=draw(st.floats(0.1, 2.0))))
+    nodes = [
+        Node(
+            f"w{i}",
+            cores=draw(st.integers(1, 2)),
+            reserved_cpu=draw(st.sampled_from([0.0, 10.0, 30.0])),
+        )
+        for i in range(draw(st.integers(1, 4)))
+    ]
+    return PlanningContext(
+        Topology.build("job", ops, edges),
+        Cluster.build(nodes),
+        rate=draw(st.floats(10.0, 300.0)),
+        seed=draw(st.integers(0, 3)),
+    )
+
+
+def _run(name: str, params: dict[str, Any], ctx: PlanningContext) -> StepResult | None:
+    """The step's result, or None for an explicit failure."""
+    ctx = PlanningContext(ctx.topology, ctx.cluster, rate=ctx.rate, params=params, seed=ctx.seed)
+    try:
+        res = get("placer", name).adapter(ctx, Plan())
+    except InfeasibleError:
+        return None
+    if res.figures.get("feasible") is False:
+        return None
+    return res
+
+
+def _check_plan(ctx: PlanningContext, res: StepResult) -> None:
+    plan = res.plan
+    units = {unit_id(inst, i) for inst, k in plan.allocation.cores.items() for i in range(k)}
+    assert set(plan.placement.nodes) == units
+    assert set(plan.placement.nodes.values()) <= set(ctx.cluster.names)
+    omega = ctx.topology.rates(ctx.rate)
+    per_op: dict[str, int] = {}
+    for inst, k in plan.allocation.cores.items():
+        op = inst.split("[")[0]
+        per_op[op] = per_op.get(op, 0) + k
+    load = dict.fromkeys(ctx.cluster.names, 0.0)
+    for unit, node in plan.placement.nodes.items():
+        op = ctx.topology.operator(unit.split("#")[0].split("[")[0])
+        load[node] += omega[op.name] * op.cost_ms / 10.0 / per_op[op.name]
+    for n in ctx.cluster.nodes:
+        assert load[n.name] <= n.capacity - n.reserved_cpu + 1e-6, (n.name, load)
+
+
+@pytest.mark.parametrize(("name", "params"), PLACERS, ids=[f"{n}{p or ''}" for n, p in PLACERS])
+@given(ctx=contexts())
+def test_registry_placer_conforms(name: str, params: dict[str, Any], ctx: PlanningContext) -> None:
+    res = _run(name, params, ctx)
+    again = _run(name, params, ctx)
+    if res is None:
+        assert again is None
+        return
+    _check_plan(ctx, res)
+    assert again is not None and again.plan == res.plan
+    # Relabel operators and nodes (order kept): the same placement, renamed.
+    ops = {op.name: f"x{i}_{op.name[::-1]}" for i, op in enumerate(ctx.topology.operators)}
+    nodes = {n.name: f"m{i}" for i, n in enumerate(ctx.cluster.nodes)}
+    topo = Topology.build(
+        "other",
+        [Operator(**{**_fields(op), "name": ops[op.name]}) for op in ctx.topology.operators],
+        [
+            Edge(ops[e.src], ops[e.dst], e.grouping, e.selectivity, e.tuple_bytes)
+            for e in ctx.topology.edges
+        ],
+    )
+    cluster = Cluster.build(
+        Node(**{**_fields(n), "name": nodes[n.name]}) for n in ctx.cluster.nodes
+    )
+    renamed = _run(name, params, PlanningContext(topo, cluster, rate=ctx.rate, seed=ctx.seed))
+    assert renamed is not None
+
+    def back(unit: str) -> str:
+        inst, i = unit.rsplit("#", 1)
+        op = inst.split("[")[0]
+        orig = next(k for k, v in ops.items() if v == op)
+        return inst.replace(op, orig, 1) + "#" + i
+
+    inverse = {v: k for k, v in nodes.items()}
+    assert {back(u): inverse[n] for u, n in renamed.plan.placement.nodes.items()} == dict(
+        res.plan.placement.nodes
+    )
+
+
+def _fields(obj: object) -> dict[str, Any]:
+    return {f: getattr(obj, f) for f in obj.__dataclass_fields__}  # type: ignore[attr-defined]
+
+
+# -- group-job allocators --------------------------------------------------------
+
+
+@st.composite
+def jobs(draw: st.DrawFn) -> GroupJob:
+    ng = draw(st.integers(1, 5))
+    groups = [
+        Group(f"g{i}", draw(st.integers(1, 6)), draw(st.floats(0.0, 120.0))) for i in range(ng)
+    ]
+    edges = [
+        GroupEdge(f"g{i}", f"g{j}", draw(st.floats(0.0, 50.0)))
+        for i in range(ng)
+        for j in range(i + 1, ng)
+        if draw(st.integers(0, 2)) == 0
+    ]
+    nn = draw(st.integers(1, 4))
+    caps = [draw(st.sampled_from([0.0, 40.0, 60.0, 100.0, 150.0])) for _ in range(nn)]
+    return GroupJob(tuple(groups), tuple(edges), tuple(f"n{i}" for i in range(nn)), tuple(caps))
+
+
+@pytest.mark.parametrize("name", list(ALLOCATORS))
+@given(job=jobs())
+def test_allocator_conforms(name: str, job: GroupJob) -> None:
+    alloc = ALLOCATORS[name](job)
+    assert len(alloc.counts) == len(job.groups)
+    for row, placed_not, tasks in zip(alloc.counts, alloc.unplaced, job.tasks, strict=True):
+        assert len(row) == len(job.nodes) and min(row) >= 0
+        assert sum(row) + placed_not == tasks and placed_not >= 0
+    assert alloc.respects_capacities()
+    assert alloc.complete == (sum(alloc.unplaced) == 0)
+    assert len(alloc.assignment()) == sum(map(sum, alloc.counts))
+    assert ALLOCATORS[name](job).counts == alloc.counts
+    renamed = job.renamed(
+        {g.name: f"q{g.name[::-1]}" for g in job.groups},
+        {n: f"z{i}" for i, n in enumerate(job.nodes)},
+    )
+    assert ALLOCATORS[name](renamed).counts == alloc.counts
+
+
+@given(job=jobs())
+def test_optimum_bounds_every_heuristic(job: GroupJob) -> None:
+    best = optimal(job, time_limit_s=60.0, work_limit=2.0)
+    for name, fn in ALLOCATORS.items():
+        alloc = fn(job)
+        if alloc.complete and best.proven_optimal:
+            assert alloc.gain <= best.allocation.gain + 1e-6 * max(1.0, alloc.gain), name
+        if alloc.complete:
+            assert best.allocation.complete or best.status == "UNKNOWN"
