@@ -71,6 +71,29 @@ def test_budget_exhausted_falls_back_to_best_effort() -> None:
     assert res.best_effort  # the rest was spread over the lightest nodes
 
 
+def test_repair_fixes_the_best_effort_when_search_is_cut_short() -> None:
+    # 40 evaluations: both greedy passes stop early (2 and 4); the best effort
+    # overloads B (50 + 33 + 33), and one swap (34 <-> 50) repairs it.
+    res = gma(packing(), max_operations=40)
+    assert res.feasible and not res.exhausted and not res.best_effort
+    assert res.operations <= 40
+
+
+def test_connected_pass_collocates_a_heavy_flow() -> None:
+    # Balancing CPU would put x and y on different nodes, but their 60 Mbit/s
+    # flow fits no link (room 50): only collocation is feasible.
+    p = AllocatorProblem(
+        nodes=(
+            AllocatorNode("a", 100, bandwidth_mbps=100, reserved_bandwidth_mbps=40),
+            AllocatorNode("b", 100, bandwidth_mbps=100, reserved_bandwidth_mbps=40),
+        ),
+        operators=(AllocatorOperator("x", 30), AllocatorOperator("y", 30)),
+        flows=(Flow("x", "y", 60),),
+    )
+    res = gma(p)
+    assert res.feasible and len(set(res.assignment.values())) == 1
+
+
 def test_time_budget_with_injected_clock() -> None:
     ticks = itertools.count()
     res = gma(packing(), time_budget_s=3, clock=lambda: float(next(ticks)))

@@ -12,24 +12,31 @@ before every operator (Algorithm 1, line 4), so levels follow the placement.
   capacity plus traffic over the mean link), ties in declaration order — a
   first-fit-decreasing order, so large operators are not left for the end.
 * Algorithm 1's outer ``while t ≤ t_max`` repeats the matching until the time
-  budget is spent. Here the repetition is systematic: when an operator has no
-  feasible node, the search backtracks over the greedy choices (depth first,
-  in the same greedy preference order, skipping interchangeable empty nodes).
-  The first descent is the plain greedy matching; with enough budget the search
-  finds a feasible placement whenever one exists.
+  budget is spent. Here the repetitions are systematic, each on a share of the
+  budget:
+
+  1. the paper's matching, backtracking over the greedy choices when an
+     operator has no feasible node (depth first, same preference order,
+     skipping interchangeable empty nodes) — its first descent is the plain
+     greedy matching, and on small instances it runs to completion, so it
+     either finds a feasible placement or proves there is none;
+  2. the same search with operators in traffic-connected order and nodes
+     ranked first by the traffic they would add (collocating heavy flows,
+     which the balancing objective alone tends to cut);
+  3. Algorithm 1's best effort (lines 11–13) on the deepest partial placement
+     found — the rest goes greedily to feasible nodes where it can, otherwise
+     to the light subcluster, least used node first — then a local search
+     that moves operators off overloaded nodes and links until nothing is
+     overloaded or the budget ends.
+
 * The budget is a number of candidate evaluations (``max_operations``) and,
   optionally, seconds measured by an injected ``clock`` callable — the planner
-  never reads the clock itself. When it runs out, or the search proves that no
-  feasible placement exists, the deepest partial placement found is kept; the
-  remaining operators go greedily to feasible nodes where they still have one,
-  and the others are spread over the light subcluster, least used node first
-  (best effort, Algorithm 1 lines 11–13).
+  never reads the clock itself.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Literal
 
 from streamscale.errors import ModelError
 from streamscale.planning.placement.elastic_allocator import (
@@ -38,11 +45,9 @@ from streamscale.planning.placement.elastic_allocator import (
     evaluate,
     level_of,
 )
+from streamscale.planning.placement.gma_state import EPS, Objective, SearchState
 
 __all__ = ["Objective", "gma"]
-
-Objective = Literal["deviation", "utilization"]
-_EPS = 1e-9
 
 
 def gma(
@@ -85,144 +90,58 @@ def gma(
     return _Search(problem, objective, max_operations, time_budget_s, clock, thresholds).run()
 
 
-class _Search:
-    """Incremental usage bookkeeping and the depth-first greedy search."""
+class _Search(SearchState):
+    """GMA's passes: greedy matching with backtracking, best effort, repair."""
 
-    def __init__(
-        self,
-        problem: AllocatorProblem,
-        objective: Objective,
-        max_operations: int,
-        time_budget_s: float | None,
-        clock: Callable[[], float] | None,
-        thresholds: tuple[float, float],
-    ) -> None:
-        self.p = problem
-        self.objective = objective
-        self.max_ops = max_operations
-        self.budget_s = time_budget_s
-        self.clock = clock
-        self.start = clock() if clock is not None else 0.0
-        self.thresholds = thresholds
-        nodes = problem.nodes
-        self.n, self.m = len(nodes), len(problem.operators)
-        self.cap = [x.cpu_capacity for x in nodes]
-        self.link = [x.bandwidth_mbps for x in nodes]
-        self.cpu_lim = [problem.d_cpu * c + _EPS for c in self.cap]
-        self.bw_lim = [problem.d_bw * b + _EPS for b in self.link]
-        self.cpu = [x.reserved_cpu for x in nodes]
-        self.bw = [x.reserved_bandwidth_mbps for x in nodes]
-        self.demand = [o.cpu for o in problem.operators]
-        merged: list[dict[int, float]] = [{} for _ in range(self.m)]
-        for f in problem.flows:
-            a, b = problem.operator_index(f.src), problem.operator_index(f.dst)
-            if a != b and f.mbps > 0:
-                merged[a][b] = merged[a].get(b, 0.0) + f.mbps
-                merged[b][a] = merged[b].get(a, 0.0) + f.mbps
-        self.adj = [sorted(d.items()) for d in merged]
-        mean_cap = sum(self.cap) / self.n
-        mean_link = sum(self.link) / self.n
-        weight = [
-            self.demand[k] / mean_cap + sum(w for _, w in self.adj[k]) / mean_link
-            for k in range(self.m)
-        ]
-        self.order = sorted(range(self.m), key=lambda k: (-weight[k], k))
-        self.where = [-1] * self.m
-        self.hosted = [0] * self.n
-        self.ops = 0
-
-    # -- bookkeeping -------------------------------------------------------
-    def _traffic(self, k: int, j: int) -> dict[int, float]:
-        """Link Mbit/s added per node if operator ``k`` goes to node ``j``."""
-        extra: dict[int, float] = {}
-        for o, w in self.adj[k]:
-            p = self.where[o]
-            if p >= 0 and p != j:
-                extra[p] = extra.get(p, 0.0) + w
-                extra[j] = extra.get(j, 0.0) + w
-        return extra
-
-    def _place(self, k: int, j: int) -> None:
-        for p, w in self._traffic(k, j).items():
-            self.bw[p] += w
-        self.cpu[j] += self.demand[k]
-        self.hosted[j] += 1
-        self.where[k] = j
-
-    def _unplace(self, k: int) -> None:
-        j = self.where[k]
-        self.where[k] = -1
-        for p, w in self._traffic(k, j).items():
-            self.bw[p] -= w
-        self.cpu[j] -= self.demand[k]
-        self.hosted[j] -= 1
-
-    def _usage(self, j: int) -> float:
-        return max(self.cpu[j] / self.cap[j], self.bw[j] / self.link[j])
-
-    def _out_of_budget(self) -> bool:
-        if self.ops >= self.max_ops:
-            return True
-        if self.clock is not None and self.budget_s is not None:
-            return self.clock() - self.start >= self.budget_s
-        return False
-
-    # -- phase 1 + 2 for one operator ----------------------------------------
-    def _candidates(self, k: int) -> list[int]:
-        """Feasible nodes for operator ``k``, best first: (level, objective, index)."""
-        cpu_f = [c / x for c, x in zip(self.cpu, self.cap, strict=True)]
-        bw_f = [b / x for b, x in zip(self.bw, self.link, strict=True)]
-        s1c, s2c = sum(cpu_f), sum(v * v for v in cpu_f)
-        s1b, s2b = sum(bw_f), sum(v * v for v in bw_f)
-        ranked: list[tuple[int, tuple[float, ...], int]] = []
-        seen_empty: set[tuple[float, ...]] = set()
-        for j in range(self.n):
-            self.ops += 1
-            if self.demand[k] > 0 and self.cpu[j] + self.demand[k] > self.cpu_lim[j]:
-                continue
-            extra = self._traffic(k, j)
-            if any(w > 0 and self.bw[p] + w > self.bw_lim[p] for p, w in extra.items()):
-                continue
-            if self.hosted[j] == 0:
-                # Two nodes alike in every figure and hosting nothing of ours are interchangeable.
-                key = (self.cap[j], self.cpu[j], self.link[j], self.bw[j], self.cpu_lim[j])
-                if key in seen_empty:
-                    continue
-                seen_empty.add(key)
-            new_c = (self.cpu[j] + self.demand[k]) / self.cap[j]
-            t1c = s1c - cpu_f[j] + new_c
-            t2c = s2c - cpu_f[j] ** 2 + new_c**2
-            t1b, t2b = s1b, s2b
-            for p, w in extra.items():
-                nb = (self.bw[p] + w) / self.link[p]
-                t1b += nb - bw_f[p]
-                t2b += nb * nb - bw_f[p] ** 2
-            dev = _dev(t1c, t2c, self.n) + _dev(t1b, t2b, self.n)
-            if self.objective == "deviation":
-                score: tuple[float, ...] = (round(dev, 12),)
-            else:
-                util = self._planned_util(extra, k)
-                score = (-round(util, 12), round(dev, 12))
-            level = level_of(self._usage(j), self.thresholds)
-            ranked.append((level, score, j))
-        ranked.sort()
-        return [j for _, _, j in ranked]
-
-    def _planned_util(self, extra: dict[int, float], k: int) -> float:
-        cpu = (sum(self.cpu) + self.demand[k]) / sum(self.cap)
-        bw = (sum(self.bw) + sum(extra.values())) / sum(self.link)
-        return cpu + bw
-
-    # -- search ------------------------------------------------------------
     def run(self) -> AllocatorResult:
+        # Pass 1 is the paper's matching; pass 2 repeats it collocating heavy flows;
+        # what is left of the budget repairs the best-effort placement.
+        passes = (
+            ("balance", self.order, max(1, self.max_ops // 20)),
+            ("collocate", self._connected_order(), max(1, self.max_ops // 10)),
+        )
+        best_depth, best = -1, list(self.where)
+        found = exhausted = proven_infeasible = False
+        for mode, order, limit in passes:
+            self.mode, self.order = mode, order
+            status, depth, partial = self._dfs(limit)
+            if depth > best_depth:
+                best_depth, best = depth, partial
+            if status == "found":
+                found = True
+                break
+            self._clear()
+            if status == "proven":
+                proven_infeasible = True
+                break
+            if self._out_of_budget():
+                break
+        fallback: tuple[str, ...] = ()
+        if not found:
+            self._best_effort(best)
+            exhausted = not proven_infeasible
+            if exhausted and not self._out_of_budget():
+                exhausted = not self._repair()
+            fallback = self._violators()
+        names = self.p.node_names
+        assignment = {o.name: names[self.where[k]] for k, o in enumerate(self.p.operators)}
+        return AllocatorResult(
+            assignment,
+            evaluate(self.p, assignment),
+            operations=self.ops,
+            best_effort=fallback,
+            exhausted=exhausted,
+            proven_infeasible=proven_infeasible,
+        )
+
+    def _dfs(self, limit: int) -> tuple[str, int, list[int]]:
+        """Depth-first search in greedy order; ``found``, ``proven`` or ``budget``."""
         stack: list[tuple[list[int], int]] = []
         depth, best_depth = 0, -1
         best = list(self.where)
-        exhausted = proven_infeasible = False
         while depth < self.m:
-            if self._out_of_budget():
-                exhausted = True
-                break
+            if self.ops >= limit or self._out_of_budget():
+                return "budget", best_depth, best
             if len(stack) == depth:
                 stack.append((self._candidates(self.order[depth]), 0))
             if depth > best_depth:
@@ -236,29 +155,16 @@ class _Search:
             stack.pop()
             depth -= 1
             if depth < 0:
-                proven_infeasible = True
-                break
+                return "proven", best_depth, best
             self._unplace(self.order[depth])
-        fallback: tuple[str, ...] = ()
-        if depth != self.m:
-            fallback = self._best_effort(best)
-        names = self.p.node_names
-        assignment = {o.name: names[self.where[k]] for k, o in enumerate(self.p.operators)}
-        return AllocatorResult(
-            assignment,
-            evaluate(self.p, assignment),
-            operations=self.ops,
-            best_effort=fallback,
-            exhausted=exhausted,
-            proven_infeasible=proven_infeasible,
-        )
+        return "found", self.m, list(self.where)
 
-    def _best_effort(self, partial: list[int]) -> tuple[str, ...]:
+    def _best_effort(self, partial: list[int]) -> None:
         """Algorithm 1, lines 11–13: finish the deepest partial placement.
 
         Each remaining operator still goes to its best feasible node when it has
         one; those with none are spread over the light subcluster (the lightest
-        level present), least used node first. Returns the latter.
+        level present), least used node first.
         """
         for k in range(self.m):
             if self.where[k] >= 0:
@@ -266,7 +172,6 @@ class _Search:
         for k in self.order:
             if partial[k] >= 0:
                 self._place(k, partial[k])
-        forced: list[int] = []
         for k in (k for k in self.order if self.where[k] < 0):
             cands = self._candidates(k)
             if cands:
@@ -276,10 +181,91 @@ class _Search:
             lightest = min(levels)
             pool = [j for j in range(self.n) if levels[j] == lightest]
             self._place(k, min(pool, key=lambda j: (self._usage(j), j)))
-            forced.append(k)
-        return tuple(self.p.operators[k].name for k in forced)
 
+    def _connected_order(self) -> list[int]:
+        """Heaviest operator first, then always the one with most traffic to those taken."""
+        conn = [0.0] * self.m
+        left = set(range(self.m))
+        order: list[int] = []
+        while left:
+            k = max(left, key=lambda k: (round(conn[k], 12), self.weight[k], -k))
+            order.append(k)
+            left.remove(k)
+            for o, w in self.adj[k]:
+                conn[o] += w
+        return order
 
-def _dev(s1: float, s2: float, n: int) -> float:
-    """sqrt(Σ (x − mean)²) from Σx and Σx²."""
-    return max(s2 - s1 * s1 / n, 0.0) ** 0.5
+    def _neighbourhood(self, k: int) -> list[list[tuple[int, int]]]:
+        """Moves of operator ``k``: alone, with one neighbour, or swapped with another."""
+        a = self.where[k]
+        out: list[list[tuple[int, int]]] = [[(k, j)] for j in range(self.n) if j != a]
+        for o, _ in self.adj[k]:
+            out.extend([(k, j), (o, j)] for j in range(self.n) if j not in (a, self.where[o]))
+        out.extend(
+            [(k, self.where[q]), (q, a)] for q in range(self.m) if self.where[q] not in (a, -1)
+        )
+        return out
+
+    def _repair(self) -> bool:
+        """Local search on a complete placement until no constraint is broken or the budget ends.
+
+        Each step makes the move (an operator of an overloaded node or link alone,
+        with a neighbour, or swapped with another) that lowers the weighted
+        overload most; moved operators stay put for two steps. At a local minimum
+        the weights of the constraints still broken grow (breakout), which
+        reshapes the landscape instead of climbing at random — so the search stays
+        deterministic. Keeps the least overloaded placement seen; True when it
+        breaks no constraint.
+        """
+        self.w_cpu, self.w_bw = [1.0] * self.n, [1.0] * self.n
+        best_v, best = self._violation(range(self.n)), list(self.where)
+        tabu = [0] * self.m
+        step = 0
+        while best_v > EPS and not self._out_of_budget():
+            step += 1
+            bad = {i for i in range(self.n) if self._violation((i,)) > 0}
+            movers = [
+                k
+                for k in range(self.m)
+                if self.where[k] in bad or any(self.where[o] in bad for o, _ in self.adj[k])
+            ]
+            choice: tuple[float, int, list[tuple[int, int]]] | None = None
+            for k in movers:
+                if self._out_of_budget():
+                    break
+                for n_, moves in enumerate(self._neighbourhood(k)):
+                    if any(tabu[q] >= step for q, _ in moves):
+                        continue
+                    self.ops += 1
+                    delta = round(self._try(moves), 12)
+                    if choice is None or (delta, k * 100_003 + n_) < choice[:2]:
+                        choice = (delta, k * 100_003 + n_, moves)
+            if choice is None:
+                break
+            if choice[0] >= 0:
+                # A local minimum: weigh up what stays broken (breakout) instead of climbing.
+                for i in bad:
+                    if self.cpu[i] > self.cpu_lim[i]:
+                        self.w_cpu[i] += 1.0
+                    if self.bw[i] > self.bw_lim[i]:
+                        self.w_bw[i] += 1.0
+                continue
+            self._move(choice[2])
+            for q, _ in choice[2]:
+                tabu[q] = step + 2
+            real = self._violation(range(self.n))
+            if real < best_v - EPS:
+                best_v, best = real, list(self.where)
+        self._clear()
+        for k in self.order:
+            self._place(k, best[k])
+        return best_v <= EPS
+
+    def _violators(self) -> tuple[str, ...]:
+        """Operators on an overloaded node or sending over an overloaded link."""
+        bad = {i for i in range(self.n) if self._violation((i,)) > 0}
+        return tuple(
+            o.name
+            for k, o in enumerate(self.p.operators)
+            if self.where[k] in bad or any(self.where[q] in bad for q, _ in self.adj[k])
+        )
