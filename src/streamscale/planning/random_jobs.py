@@ -30,6 +30,7 @@ def random_job(
     imc: tuple[float, float] = (5.0, 20.0),
     nodes: int = 8,
     capacity: float = 100.0,
+    cost_noise: float = 0.0,
 ) -> GroupJob:
     """One random job of paper 001, §7.3.
 
@@ -38,7 +39,9 @@ def random_job(
     ``tasks``; group g costs ``total_cost``·|g|/``tasks``. Groups are laid in
     a line (a topological order); every group but the last sends to 1–3
     distinct later groups (fewer when fewer remain), so the job is a
-    connected DAG ending in one sink.
+    connected DAG ending in one sink. ``cost_noise`` > 0 loosens "in
+    proportion": group g's share is |g|·U(1 − noise, 1 + noise), renormalised
+    to ``total_cost``, so per-task costs differ between groups.
     """
     rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
     lo, hi = groups
@@ -47,8 +50,14 @@ def random_job(
     g = int(rng.integers(lo, hi + 1))
     cuts = np.sort(rng.choice(np.arange(1, tasks), size=g - 1, replace=False))
     sizes = np.diff(np.concatenate(([0], cuts, [tasks]))).astype(int)
+    if not 0 <= cost_noise < 1:
+        raise ModelError(f"cost_noise must be in [0, 1), got {cost_noise}", item="cost_noise")
+    weights = sizes.astype(float)
+    if cost_noise > 0:
+        weights = weights * rng.uniform(1 - cost_noise, 1 + cost_noise, size=g)
+    costs = total_cost * weights / weights.sum()
     names = [f"v{i + 1}" for i in range(g)]
-    gs = tuple(Group(names[i], int(sizes[i]), total_cost * int(sizes[i]) / tasks) for i in range(g))
+    gs = tuple(Group(names[i], int(sizes[i]), float(costs[i])) for i in range(g))
     edges: list[GroupEdge] = []
     for i in range(g - 1):
         later = g - 1 - i

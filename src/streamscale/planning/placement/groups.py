@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import repeat
 
 from streamscale.errors import ModelError
 from streamscale.model import Cluster, Snapshot, Topology, unit_id
@@ -76,12 +77,18 @@ class GroupJob:
     tasks: tuple[int, ...] = field(init=False, repr=False, compare=False)
     ends: tuple[tuple[int, int], ...] = field(init=False, repr=False, compare=False)
     link_imc: tuple[float, ...] = field(init=False, repr=False, compare=False)
+    units: tuple[tuple[str, ...], ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         self._validate()
         index = {g.name: i for i, g in enumerate(self.groups)}
         object.__setattr__(self, "task_cost", tuple(g.cost / g.tasks for g in self.groups))
         object.__setattr__(self, "tasks", tuple(g.tasks for g in self.groups))
+        object.__setattr__(
+            self,
+            "units",
+            tuple(tuple(unit_id(g.name, i) for i in range(g.tasks)) for g in self.groups),
+        )
         object.__setattr__(self, "ends", tuple((index[e.src], index[e.dst]) for e in self.edges))
         object.__setattr__(
             self,
@@ -340,11 +347,10 @@ class TaskAllocation:
         """Unit id ``f"{group}#{i}"`` → node for every placed task (nodes in job order)."""
         nodes = self.job.nodes
         out: dict[str, str] = {}
-        for g, row in zip(self.job.groups, self.counts, strict=True):
+        for units, row in zip(self.job.units, self.counts, strict=True):
             i = 0
-            name = g.name
             for n, x in enumerate(row):
-                for _ in range(x):
-                    out[unit_id(name, i)] = nodes[n]
-                    i += 1
+                if x:
+                    out.update(zip(units[i : i + x], repeat(nodes[n], x), strict=True))
+                    i += x
         return out
