@@ -79,3 +79,28 @@ def test_user_errors() -> None:
         compose(c, steps=[("allocator", "mba")])
     with pytest.raises(ModelError, match="allocator"):
         compose(ctx(), steps=[("placer", "sam")])
+
+
+def test_plan_command_json(capsys: pytest.CaptureFixture[str]) -> None:
+    from streamscale.cli.app import main
+
+    code = main(
+        [
+            "--json",
+            "plan",
+            str(EXAMPLES / "linear.yaml"),
+            "--cluster",
+            str(EXAMPLES / "cluster.yaml"),
+            "--models",
+            str(PAPER),
+            "--rate",
+            "50",
+            "--allocator",
+            "lsa",
+            "--placer",
+            "rsm",
+        ]
+    )
+    assert code == 0
+    text = capsys.readouterr().out
+    assert '"predicted_rate"' in text and '"slot_map"' in text and '"lsa"' in text

@@ -1,0 +1,174 @@
+"""Real Python tasks to profile, modelled on paper 004's five (§5.2, Table 1).
+
+Each task is built once per worker (``make_task(name, params)``) and then called
+concurrently by τ threads, one call per tuple: ``task(seq, value)``.
+
+* ``pi`` — π by Viète's infinite product, 15 iterations, in ``decimal`` at
+  ``digits`` precision (400) so one tuple costs milliseconds; CPU-bound and
+  holding the GIL, so threads do not help (paper: Pi Computation).
+* ``xml_parse`` — parses an in-memory XML document of ``elements`` records
+  (400) with the standard library's SAX parser (paper: Parse XML).
+* ``service_lookup`` — I/O-bound: asks a local TCP service for a record and
+  waits for the answer; the service takes ``service_ms`` (20) per request and
+  serves at most ``service_concurrency`` (16) at once, like a cloud store's SLA,
+  so threads help until that limit (paper: Azure Table Query / Blob Download).
+* ``batch_write`` — buffers a ``record_bytes`` (100) string per tuple and
+  appends each ``window`` (10 000) to a local file with fsync (paper: Batched
+  File Write). Files go to ``directory`` (a temporary one by default).
+"""
+
+from __future__ import annotations
+
+import decimal
+import os
+import socket
+import socketserver
+import tempfile
+import threading
+import time
+import xml.sax
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from streamscale.errors import StreamscaleError
+
+__all__ = ["TASKS", "Task", "make_task", "viete_pi"]
+
+Task = Callable[[int, float], object]
+
+
+def viete_pi(iterations: int = 15, digits: int = 400) -> decimal.Decimal:
+    """π from Viète's product 2/π = Π (√(2 + √(2 + …)))/2 over ``iterations`` factors."""
+    ctx = decimal.Context(prec=digits)
+    two = ctx.create_decimal(2)
+    a = ctx.sqrt(two)
+    prod = ctx.divide(a, two)
+    for _ in range(iterations - 1):
+        a = ctx.sqrt(ctx.add(two, a))
+        prod = ctx.multiply(prod, ctx.divide(a, two))
+    return ctx.divide(two, prod)
+
+
+def _pi(params: Mapping[str, Any]) -> Task:
+    digits = int(params.get("digits", 400))
+    iterations = int(params.get("iterations", 15))
+
+    def run(seq: int, value: float) -> object:
+        return viete_pi(iterations, digits)
+
+    return run
+
+
+class _Counter(xml.sax.ContentHandler):
+    def __init__(self) -> None:
+        super().__init__()
+        self.elements = 0
+        self.chars = 0
+
+    def startElement(self, name: str, attrs: Any) -> None:
+        self.elements += 1
+
+    def characters(self, content: str) -> None:
+        self.chars += len(content)
+
+
+def _xml_parse(params: Mapping[str, Any]) -> Task:
+    n = int(params.get("elements", 400))
+    records = "".join(
+        f'<trade id="{i}" sym="S{i % 97}"><price>{100 + i * 0.25:.2f}</price>'
+        f"<qty>{i % 50 + 1}</qty><note>record {i} of the feed</note></trade>"
+        for i in range(n)
+    )
+    doc = f"<?xml version='1.0'?><feed>{records}</feed>".encode()
+
+    def run(seq: int, value: float) -> object:
+        h = _Counter()
+        xml.sax.parseString(doc, h)
+        return h.elements
+
+    return run
+
+
+class _SlowService(socketserver.ThreadingTCPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+
+def _start_service(service_s: float, concurrency: int) -> tuple[str, int]:
+    gate = threading.BoundedSemaphore(concurrency)
+
+    class Handler(socketserver.StreamRequestHandler):
+        def handle(self) -> None:
+            for line in self.rfile:
+                with gate:
+                    time.sleep(service_s)  # the service's own work, done elsewhere
+                self.wfile.write(b"record:" + line.strip()[:32] + b"\n")
+
+    server = _SlowService(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    host, port = server.server_address[:2]
+    return str(host), int(port)
+
+
+def _service_lookup(params: Mapping[str, Any]) -> Task:
+    service_s = float(params.get("service_ms", 20.0)) / 1000.0
+    conc = int(params.get("service_concurrency", 16))
+    addr = _start_service(service_s, conc)
+    local = threading.local()
+
+    def run(seq: int, value: float) -> object:
+        conn = getattr(local, "conn", None)
+        if conn is None:
+            sock = socket.create_connection(addr, timeout=30)
+            conn = local.conn = (sock, sock.makefile("rb"))
+        conn[0].sendall(f"{seq}\n".encode())
+        return conn[1].readline()
+
+    return run
+
+
+def _batch_write(params: Mapping[str, Any]) -> Task:
+    window = int(params.get("window", 10_000))
+    record = b"x" * (int(params.get("record_bytes", 100)) - 1) + b"\n"
+    directory = str(params.get("directory") or tempfile.mkdtemp(prefix="streamscale-bw-"))
+    lock = threading.Lock()
+    buf: list[bytes] = []
+    path = os.path.join(directory, f"batch-{os.getpid()}-{threading.get_ident()}.log")
+
+    def run(seq: int, value: float) -> object:
+        with lock:
+            buf.append(record)
+            if len(buf) < window:
+                return None
+            data = b"".join(buf)
+            buf.clear()
+        # Appends and fsyncs outside the lock so threads overlap on the disk, as the paper's did.
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            os.write(fd, data)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        return len(data)
+
+    return run
+
+
+TASKS: dict[str, tuple[Callable[[Mapping[str, Any]], Task], str]] = {
+    "pi": (_pi, "π by Viète's series, 15 iterations (CPU-bound, holds the GIL)"),
+    "xml_parse": (_xml_parse, "parse an in-memory XML document with the stdlib SAX parser"),
+    "service_lookup": (
+        _service_lookup,
+        "I/O-bound: query a local TCP service with a fixed service time and concurrency limit",
+    ),
+    "batch_write": (_batch_write, "buffer 100-byte records, append and fsync every 10 000"),
+}
+
+
+def make_task(name: str, params: Mapping[str, Any] | None = None) -> Task:
+    """Build task ``name`` (one of :data:`TASKS`) with its parameters."""
+    try:
+        factory = TASKS[name][0]
+    except KeyError:
+        raise StreamscaleError(f"unknown task (known: {', '.join(TASKS)})", item=name) from None
+    return factory(dict(params or {}))
