@@ -19,7 +19,13 @@ def test_viete_fifteen_iterations() -> None:
 
 @pytest.mark.parametrize("name", sorted(TASKS))
 def test_task_runs_concurrently(name: str, tmp_path: Path) -> None:
-    params = {"directory": str(tmp_path), "window": 10, "service_ms": 1, "elements": 20, "digits": 40}
+    params = {
+        "directory": str(tmp_path),
+        "window": 10,
+        "service_ms": 1,
+        "elements": 20,
+        "digits": 40,
+    }
     task = make_task(name, params)
     with ThreadPoolExecutor(4) as pool:
         out = list(pool.map(lambda i: task(i, 0.0), range(40)))
