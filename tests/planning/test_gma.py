@@ -56,6 +56,14 @@ def test_hand_case() -> None:
     assert res.operations == 9  # one greedy descent: 3 operators x 3 nodes
 
 
+def test_literal_algorithm_is_one_greedy_descent() -> None:
+    assert gma(small(), search=False).assignment == gma(small()).assignment
+    literal = gma(packing(), search=False)
+    # 5 operators x 2 nodes, and the best effort tries the stuck one once more
+    assert not literal.feasible and literal.operations == 5 * 2 + 2
+    assert literal.best_effort  # the operators on the overloaded node
+
+
 def test_backtracks_when_greedy_gets_stuck() -> None:
     res = gma(packing())
     assert res.feasible

@@ -20,6 +20,7 @@ only when the snapshot measures other work, not this job.
 
 Params (all optional): ``d_cpu`` (0.9), ``d_bw`` (0.9), ``objective``
 (``deviation`` | ``utilization``, gma), ``max_operations`` (100000, gma),
+``search`` (gma: False runs Algorithm 1 literally, one greedy descent),
 ``workers`` (even: slots to use, default all), ``usage`` (``declared`` |
 ``observed``), ``strict`` (raise :class:`InfeasibleError` instead of returning
 an infeasible best-effort placement).
@@ -209,6 +210,7 @@ def gma_placer(context: PlanningContext, plan: Plan) -> StepResult:
         problem,
         objective=p.get("objective", "deviation"),
         max_operations=int(p.get("max_operations", 100_000)),
+        search=bool(p.get("search", True)),
     )
     out = _finish("gma", context, plan, problem, alloc, result)
     figs = dict(out.figures, exhausted=result.exhausted, proven_infeasible=result.proven_infeasible)

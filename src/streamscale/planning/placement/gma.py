@@ -58,6 +58,7 @@ def gma(
     time_budget_s: float | None = None,
     clock: Callable[[], float] | None = None,
     thresholds: tuple[float, float] = (0.4, 0.8),
+    search: bool = True,
 ) -> AllocatorResult:
     """Place every operator of ``problem`` with GMA (paper 002, §IV.E, Algorithm 1).
 
@@ -75,6 +76,9 @@ def gma(
         Optional budget t_max in seconds, measured with ``clock()``.
     thresholds
         Upper bounds of the light and moderate levels.
+    search
+        False runs Algorithm 1 literally: one greedy descent, then the best
+        effort for what it could not place (no backtracking, no repair).
 
     Returns
     -------
@@ -87,7 +91,8 @@ def gma(
         raise ModelError("max_operations must be >= 1", item="gma")
     if time_budget_s is not None and clock is None:
         raise ModelError("a time budget needs a clock callable", item="gma")
-    return _Search(problem, objective, max_operations, time_budget_s, clock, thresholds).run()
+    state = _Search(problem, objective, max_operations, time_budget_s, clock, thresholds)
+    return state.run() if search else state.run_literal()
 
 
 class _Search(SearchState):
@@ -116,20 +121,35 @@ class _Search(SearchState):
                 break
             if self._out_of_budget():
                 break
-        fallback: tuple[str, ...] = ()
         if not found:
             self._best_effort(best)
             exhausted = not proven_infeasible
             if exhausted and not self._out_of_budget():
                 exhausted = not self._repair()
-            fallback = self._violators()
+        return self._result(exhausted=exhausted, proven_infeasible=proven_infeasible)
+
+    def run_literal(self) -> AllocatorResult:
+        """One greedy descent; operators left without a feasible node go to best effort."""
+        for k in self.order:
+            if self._out_of_budget():
+                break
+            cands = self._candidates(k)
+            if not cands:
+                break
+            self._place(k, cands[0])
+        complete = all(w >= 0 for w in self.where)
+        if not complete:
+            self._best_effort(list(self.where))
+        return self._result(exhausted=False, proven_infeasible=False)
+
+    def _result(self, *, exhausted: bool, proven_infeasible: bool) -> AllocatorResult:
         names = self.p.node_names
         assignment = {o.name: names[self.where[k]] for k, o in enumerate(self.p.operators)}
         return AllocatorResult(
             assignment,
             evaluate(self.p, assignment),
             operations=self.ops,
-            best_effort=fallback,
+            best_effort=self._violators(),
             exhausted=exhausted,
             proven_infeasible=proven_infeasible,
         )
