@@ -42,30 +42,34 @@ def metis_split(
     w = problem.load if weights is None else weights
     if len(mem) <= nparts:
         return [[v] for v in mem]
-    pos = {v: i for i, v in enumerate(mem)}
-    adj: list[dict[int, float]] = [{} for _ in mem]
-    for a, b, r in problem.traffic:
-        ia, ib = pos.get(int(a)), pos.get(int(b))
-        if ia is None or ib is None or ia == ib:
-            continue
-        adj[ia][ib] = adj[ia].get(ib, 0.0) + r
-        adj[ib][ia] = adj[ib].get(ia, 0.0) + r
-    top = max((x for d in adj for x in d.values()), default=1.0) or 1.0
-    xadj = [0]
-    adjncy: list[int] = []
+    pos = np.full(problem.k, -1, dtype=np.int64)
+    pos[mem] = np.arange(len(mem))
+    tr = problem.traffic
+    xadj = np.zeros(len(mem) + 1, dtype=np.int64)
+    adjncy = np.zeros(0, dtype=np.int64)
     ew: list[int] = []
-    for d in adj:
-        for j in sorted(d):
-            adjncy.append(j)
-            ew.append(max(1, round(_WSCALE * d[j] / top)))
-        xadj.append(len(adjncy))
+    if tr.size:
+        ia, ib = pos[tr[:, 0].astype(np.int64)], pos[tr[:, 1].astype(np.int64)]
+        ok = (ia >= 0) & (ib >= 0) & (ia != ib)
+        # Symmetrise and merge parallel edges: METIS wants an undirected simple graph.
+        a = np.r_[ia[ok], ib[ok]]
+        b = np.r_[ib[ok], ia[ok]]
+        r = np.r_[tr[ok, 2], tr[ok, 2]]
+        key = a * len(mem) + b
+        uniq, inv = np.unique(key, return_inverse=True)
+        ewt = np.bincount(inv, weights=r)
+        a, b = uniq // len(mem), uniq % len(mem)
+        xadj[1:] = np.cumsum(np.bincount(a, minlength=len(mem)))
+        adjncy = b
+        top = float(ewt.max()) if ewt.size and ewt.max() > 0 else 1.0
+        ew = [max(1, round(_WSCALE * float(x) / top)) for x in ewt]
     wmax = float(max(w[mem].max(), 1e-12))
     vw = [max(1, round(_WSCALE * float(w[v]) / wmax)) for v in mem]
     parts: list[list[int]] = [[] for _ in range(nparts)]
     try:
         res = pymetis.part_graph(
             nparts,
-            pymetis.CSRAdjacency(np.array(xadj), np.array(adjncy, dtype=np.int64)),
+            pymetis.CSRAdjacency(xadj, adjncy),
             vweights=vw,
             eweights=ew or None,
             options=pymetis.Options(seed=int(seed or 0)),

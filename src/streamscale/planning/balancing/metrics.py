@@ -30,23 +30,29 @@ __all__ = [
 ]
 
 
-def load_distance(problem: KeyGroupProblem, assignment: np.ndarray | None = None) -> float:
+def load_distance(
+    problem: KeyGroupProblem, assignment: np.ndarray | None = None, *, keep_only: bool = False
+) -> float:
     """δ of the allocation: max over nodes of the deviation from w_n·L̄ (load units).
 
-    Nodes in N_r count only when above their share (they have no lower bound).
+    Nodes in N_r count only when above their share (they have no lower bound);
+    with ``keep_only`` they do not count at all (the balance of the nodes that stay).
     """
     loads = problem.node_loads(assignment)
     target = problem.capacity * problem.mean_load
     dev = loads - target
-    up = float(dev.max()) if dev.size else 0.0
+    up = float(dev[problem.keep].max() if keep_only else dev.max()) if dev.size else 0.0
     low = float((-dev[problem.keep]).max())
     return max(up, low, 0.0)
 
 
-def load_distance_pct(problem: KeyGroupProblem, assignment: np.ndarray | None = None) -> float:
+def load_distance_pct(
+    problem: KeyGroupProblem, assignment: np.ndarray | None = None, *, keep_only: bool = False
+) -> float:
     """Load distance as a percentage of the mean node load L̄."""
     mean = problem.mean_load
-    return 0.0 if mean <= 0 else 100.0 * load_distance(problem, assignment) / mean
+    d = load_distance(problem, assignment, keep_only=keep_only)
+    return 0.0 if mean <= 0 else 100.0 * d / mean
 
 
 def collocation_factor(problem: KeyGroupProblem, assignment: np.ndarray | None = None) -> float:
