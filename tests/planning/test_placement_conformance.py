@@ -39,6 +39,11 @@ PLACERS: list[tuple[str, dict[str, Any]]] = [
     ("td", {}),
     ("td", {"singles": "affinity", "relax": False}),
     ("optimal", {"time_limit_s": 60.0, "work_limit": 2.0}),
+    ("gma", {}),
+    ("gma", {"search": False}),
+    ("gma", {"objective": "utilization", "d_cpu": 1.0}),
+    ("random", {}),
+    ("even", {}),
 ]
 
 ALLOCATORS: dict[str, Callable[[GroupJob], TaskAllocation]] = {
