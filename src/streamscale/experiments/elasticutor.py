@@ -27,6 +27,8 @@ sweeps so the whole run takes a few minutes.
 from __future__ import annotations
 
 import math
+import os
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -85,15 +87,15 @@ def setup(quick: bool) -> Setup:
         nodes=32,
         executors=32,
         shards=256,
-        warmup_s=10.0,
+        warmup_s=5.0,
         duration_s=60.0,
         omegas=(0, 1, 2, 4, 8, 16),
-        alphas=(0.0, 0.5, 0.7, 0.8, 1.0),
-        state_bytes=(32 * _KB, 256 * _KB, 2048 * _KB, 32 * 1024 * _KB),
-        sweep_s=40.0,
+        alphas=(0.0, 0.5, 0.8, 1.0),
+        state_bytes=(32 * _KB, 2048 * _KB, 32 * 1024 * _KB),
+        sweep_s=30.0,
         sse_nodes=(8, 16, 32),
         sse_shards_per_op=1024,
-        sse_s=30.0,
+        sse_s=20.0,
     )
 
 
@@ -161,9 +163,40 @@ def _finite(x: float) -> float | None:
     return x if math.isfinite(x) else None
 
 
-def run(out: Path, *, quick: bool, seed: int, config: Setup | None = None) -> dict[str, Any]:
-    """Run every experiment, write ``results.json``, ``results.md`` and plots into ``out``."""
+def _job(spec: tuple[Any, ...]) -> SimResult:
+    """One simulation of the plan below (module level so worker processes can run it)."""
+    if spec[0] == "micro":
+        _, wl, policy, s, duration, seed = spec
+        return _micro(wl, policy, s, duration, seed)
+    _, wl, policy, s, seed = spec
+    return _sse(wl, policy, s, seed)
+
+
+def _run_all(
+    specs: dict[tuple[Any, ...], tuple[Any, ...]], workers: int
+) -> dict[tuple[Any, ...], SimResult]:
+    """Run independent simulations, in ``workers`` processes when more than one."""
+    if workers <= 1:
+        return {k: _job(v) for k, v in specs.items()}
+    with ProcessPoolExecutor(max_workers=workers) as pool:
+        futures = {k: pool.submit(_job, v) for k, v in specs.items()}
+        return {k: f.result() for k, f in futures.items()}
+
+
+def run(
+    out: Path,
+    *,
+    quick: bool,
+    seed: int,
+    config: Setup | None = None,
+    workers: int | None = None,
+) -> dict[str, Any]:
+    """Run every experiment, write ``results.json``, ``results.md`` and plots into ``out``.
+
+    ``workers`` processes run the independent simulations (default: one per CPU, at most 2).
+    """
     s = config or setup(quick)
+    workers = workers if workers is not None else min(2, os.cpu_count() or 1)
     # keys per core as in the paper (10 K keys on 256 cores), one generator per node
     base = MicroBenchmark(
         nodes=s.nodes,
@@ -174,15 +207,36 @@ def run(out: Path, *, quick: bool, seed: int, config: Setup | None = None) -> di
         seed=seed,
     )
     results: dict[str, Any] = {"setup": asdict(s), "quick": quick, "seed": seed}
+    sse_nodes = s.sse_nodes[len(s.sse_nodes) // 2] if quick else s.sse_nodes[-1]
+    specs: dict[tuple[Any, ...], tuple[Any, ...]] = {}
+    # the longest runs first, so the worker processes finish together
+    for policy in POLICIES:
+        specs[("sse", policy)] = ("sse", _stock(sse_nodes, s, seed), policy, s, seed)
+    for n in s.sse_nodes:
+        if n != sse_nodes:
+            specs[("scale", n)] = ("sse", _stock(n, s, seed), "elastic", s, seed)
+    for omega in s.omegas:
+        for policy in POLICIES:
+            wl = replace(base, omega=float(omega))
+            specs[("omega", omega, policy)] = ("micro", wl, policy, s, s.duration_s, seed)
+    sweep = ("static", "rc", "elastic")
+    for alpha in s.alphas:
+        for policy in sweep:
+            wl = replace(base, alpha=float(alpha), omega=2.0)
+            specs[("alpha", alpha, policy)] = ("micro", wl, policy, s, s.sweep_s, seed)
+    for size in s.state_bytes:
+        for policy in sweep:
+            wl = replace(base, state_bytes_per_shard=int(size), omega=2.0)
+            specs[("state", size, policy)] = ("micro", wl, policy, s, s.sweep_s, seed)
+    done = _run_all(specs, workers)
 
     omega_rows: list[dict[str, Any]] = []
     timeline: dict[str, list[dict[str, float]]] = {}
     reassign: list[dict[str, Any]] = []
     dip_rows: list[dict[str, Any]] = []
     for omega in s.omegas:
-        wl = replace(base, omega=float(omega))
         for policy in POLICIES:
-            r = _micro(wl, policy, s, s.duration_s, seed)
+            r = done[("omega", omega, policy)]
             omega_rows.append(_row(r, omega=omega))
             if omega == 2:
                 timeline[policy] = [
@@ -206,38 +260,22 @@ def run(out: Path, *, quick: bool, seed: int, config: Setup | None = None) -> di
     results["timeline_omega2"] = timeline
     results["dips_omega2"] = dip_rows
     results["reassignment_omega2"] = reassign
+    results["skew_sweep"] = [_row(done[("alpha", a, p)], alpha=a) for a in s.alphas for p in sweep]
+    results["state_sweep"] = [
+        _row(done[("state", b, p)], state_kb_per_shard=b / _KB)
+        for b in s.state_bytes
+        for p in sweep
+    ]
 
-    skew: list[dict[str, Any]] = []
-    for alpha in s.alphas:
-        wl = replace(base, alpha=float(alpha), omega=2.0)
-        for policy in ("static", "rc", "elastic"):
-            skew.append(_row(_micro(wl, policy, s, s.sweep_s, seed), alpha=alpha))
-    results["skew_sweep"] = skew
-
-    state: list[dict[str, Any]] = []
-    for size in s.state_bytes:
-        wl = replace(base, state_bytes_per_shard=int(size), omega=2.0)
-        for policy in ("static", "rc", "elastic"):
-            state.append(
-                _row(_micro(wl, policy, s, s.sweep_s, seed), state_kb_per_shard=size / _KB)
-            )
-    results["state_sweep"] = state
-
-    sse_nodes = s.sse_nodes[len(s.sse_nodes) // 2] if quick else s.sse_nodes[-1]
-    sse = _stock(sse_nodes, s, seed)
-    sse_rows: list[dict[str, Any]] = []
-    sse_runs: dict[str, SimResult] = {}
-    for policy in POLICIES:
-        r = _sse(sse, policy, s, seed)
-        sse_runs[policy] = r
-        sse_rows.append(
-            {
-                **_row(r, nodes=sse_nodes),
-                "migration_mb_s": r.migration_mb_s,
-                "remote_mb_s": r.remote_mb_s,
-            }
-        )
-    results["sse"] = sse_rows
+    sse_runs = {p: done[("sse", p)] for p in POLICIES}
+    results["sse"] = [
+        {
+            **_row(r, nodes=sse_nodes),
+            "migration_mb_s": r.migration_mb_s,
+            "remote_mb_s": r.remote_mb_s,
+        }
+        for r in sse_runs.values()
+    ]
     results["sse_timeline"] = {
         p: [
             {"time": x.time, "throughput": x.throughput, "p99_ms": _finite(x.p99_ms)}
@@ -253,11 +291,9 @@ def run(out: Path, *, quick: bool, seed: int, config: Setup | None = None) -> di
         "elastic_remote_mb_s": ela.remote_mb_s,
         "nodes": sse_nodes,
     }
-
     scale: list[dict[str, Any]] = []
     for n in s.sse_nodes:
-        wl = _stock(n, s, seed)
-        r = sse_runs["elastic"] if n == sse_nodes else _sse(wl, "elastic", s, seed)
+        r = ela if n == sse_nodes else done[("scale", n)]
         scale.append(
             {
                 "nodes": n,

@@ -29,7 +29,9 @@ vector over the shards or the pools of an operator, never a loop over tuples:
   the tuples an operator can admit in a step are limited so that no pool
   overflows (the key distribution fixes how admitted tuples spread), which is
   how one overloaded task throttles the whole topology in Storm. An upstream
-  operator that cannot emit stalls.
+  operator that cannot emit stalls. Tuples RC holds upstream during its global
+  synchronisation count against the queues; those Elasticutor's receiver holds
+  for a paused shard do not (they wait in the executor's main process).
 * **Reconfiguration** (:mod:`streamscale.sim.protocols`): Elasticutor's local
   labeling-tuple protocol per shard, or RC's global synchronisation per operator.
 * **Network**: state migrations are serialized per node NIC at the node's
@@ -286,7 +288,10 @@ class Simulator:
     def _admissible(self, st: OpState) -> float:
         """Tuples ``st`` can take this step without overflowing a pool (back-pressure)."""
         n = len(st.pools)
-        queued = np.bincount(st.route, st.q + st.buf, minlength=n)
+        # RC holds tuples in the upstream send buffers (bounded with the queues);
+        # Elasticutor's receiver holds a paused shard's tuples outside the task queues
+        held = st.q + st.buf if st.rc_active else st.q
+        queued = np.bincount(st.route, held, minlength=n)
         share = np.bincount(st.route, st.p, minlength=n)
         head = np.maximum(self.config.queue_capacity * st.pools.units - queued, 0.0)
         m = share > 1e-15
