@@ -211,29 +211,67 @@ def albic_vs_cola(
     return row, s
 
 
-def run(out: Path, *, quick: bool, seed: int) -> dict[str, Any]:
-    """Run the three experiments and write results.json, results.md and plots into ``out``."""
+QUICK: dict[str, Any] = {
+    "setups": ((40, 800, 20),),
+    "budgets": (20,),
+    "rounds": 6,
+    "scale_in_setup": (40, 800, 20),
+    "scale_in_rounds": 14,
+    "marked": 10,
+    "collocation": (0.0, 50.0, 100.0),
+    "cola_setup": (40, 800, 20),
+    "cola_rounds": 3,
+    "time_limit_s": 2.0,
+}
+FULL: dict[str, Any] = {
+    "setups": SETUPS,
+    "budgets": (10, 20, 40),
+    "rounds": 10,
+    "scale_in_setup": (60, 1200, 30),
+    "scale_in_rounds": 20,
+    "marked": 10,
+    "collocation": (0.0, 25.0, 50.0, 75.0, 100.0),
+    "cola_setup": (40, 800, 20),
+    "cola_rounds": 6,
+    "time_limit_s": 2.0,
+}
+
+
+def run(
+    out: Path, *, quick: bool, seed: int, config: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """Run the three experiments and write results.json, results.md and plots into ``out``.
+
+    ``config`` overrides the sizes of :data:`QUICK` / :data:`FULL` (smoke tests).
+    """
     t0 = time.perf_counter()
-    setups = ((40, 800, 20),) if quick else SETUPS
-    budgets = (20,) if quick else (10, 20, 40)
-    rounds = 6 if quick else 10
+    cfg = {**(QUICK if quick else FULL), **(config or {})}
+    tl = cfg["time_limit_s"]
     mf_rows, mf_series = [], {}
-    for n, k, o in setups:
-        for m in budgets:
-            row, ser = milp_vs_flux(n, k, o, m, rounds, seed=seed)
+    for n, k, o in cfg["setups"]:
+        for m in cfg["budgets"]:
+            row, ser = milp_vs_flux(n, k, o, m, cfg["rounds"], time_limit_s=tl, seed=seed)
             mf_rows.append(row)
             mf_series[f"{n}x{k} M={m}"] = ser
     si_rows, si_series = [], {}
-    si_setup = (40, 800, 20) if quick else (60, 1200, 30)
     for ol in (1, 5):
-        rows, ser = scale_in(*si_setup, ol, 14 if quick else 20, seed=seed)
+        rows, ser = scale_in(
+            *cfg["scale_in_setup"],
+            ol,
+            cfg["scale_in_rounds"],
+            marked=cfg["marked"],
+            time_limit_s=tl,
+            seed=seed,
+        )
         si_rows += rows
         si_series.update(ser)
-    ac_rows, ac_series = [], {}
-    for x in (0.0, 50.0, 100.0) if quick else (0.0, 25.0, 50.0, 75.0, 100.0):
-        row, ser = albic_vs_cola(x, 3 if quick else 6, seed=seed)
+    ac_rows = []
+    cn, ck, co = cfg["cola_setup"]
+    for x in cfg["collocation"]:
+        row, _ = albic_vs_cola(
+            x, cfg["cola_rounds"], nodes=cn, key_groups=ck, operators=co, time_limit_s=tl, seed=seed
+        )
         ac_rows.append(row)
-        ac_series[x] = ser
     results = {
         "quick": quick,
         "seed": seed,
