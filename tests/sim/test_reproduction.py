@@ -55,9 +55,9 @@ def _samples(values: list[float]) -> list[Sample]:
 def test_dips_measure_recovery_after_each_shuffle() -> None:
     # shuffles at 10 and 20 s; first dip recovers at t=13 (2 s), second never (censored)
     x = [100.0] * 10 + [20, 40, 95, 100, 100, 100, 100, 100, 100, 100] + [10.0] * 10
-    d = dips(_samples(x), 10.0, 30.0)
+    d = dips(_samples(x), [10.0, 20.0], 30.0)
     assert d["shuffles"] == 2
     assert d["max_dip_s"] == pytest.approx(10.0)
     assert d["mean_dip_s"] == pytest.approx((2.0 + 10.0) / 2)
     assert d["mean_depth"] == pytest.approx((0.8 + 0.9) / 2)
-    assert dips(_samples([100.0] * 30), 10.0, 30.0)["mean_dip_s"] == 0.0
+    assert dips(_samples([100.0] * 30), [10.0, 20.0], 30.0)["mean_dip_s"] == 0.0

@@ -31,8 +31,9 @@ def test_micro_shuffles_omega_times_per_minute() -> None:
     wl = MicroBenchmark(nodes=2, cores=4, executors=2, shards=16, keys=500, omega=2, seed=3)
     d = wl.demand()
     v0, p0 = d.weights("calculator", 2, 16, 0.0)
-    v1, p1 = d.weights("calculator", 2, 16, 29.9)
-    v2, p2 = d.weights("calculator", 2, 16, 30.0)
+    v1, p1 = d.weights("calculator", 2, 16, 14.9)
+    v2, p2 = d.weights("calculator", 2, 16, 15.0)
+    assert wl.shuffle_times(60.0) == [15.0, 45.0]
     assert v0 == v1 == 0 and v2 == 1
     assert np.array_equal(p0, p1) and not np.allclose(p0, p2)
     assert p2.sum() == pytest.approx(1.0)
@@ -40,7 +41,7 @@ def test_micro_shuffles_omega_times_per_minute() -> None:
     _, q2 = (
         MicroBenchmark(nodes=2, cores=4, executors=2, shards=16, keys=500, omega=2, seed=3)
         .demand()
-        .weights("calculator", 2, 16, 45.0)
+        .weights("calculator", 2, 16, 30.0)
     )
     assert np.array_equal(p2, q2)
     with pytest.raises(ModelError):

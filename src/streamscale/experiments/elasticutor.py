@@ -74,7 +74,7 @@ def setup(quick: bool) -> Setup:
             executors=4,
             shards=256,
             warmup_s=5.0,
-            duration_s=60.0,
+            duration_s=40.0,
             omegas=(0, 1, 2, 4, 8, 16),
             alphas=(0.0, 0.8),
             state_bytes=(32 * _KB, 32 * 1024 * _KB),
@@ -88,14 +88,14 @@ def setup(quick: bool) -> Setup:
         executors=32,
         shards=256,
         warmup_s=5.0,
-        duration_s=60.0,
+        duration_s=40.0,
         omegas=(0, 1, 2, 4, 8, 16),
         alphas=(0.0, 0.5, 0.8, 1.0),
         state_bytes=(32 * _KB, 2048 * _KB, 32 * 1024 * _KB),
-        sweep_s=30.0,
+        sweep_s=20.0,
         sse_nodes=(8, 16, 32),
         sse_shards_per_op=1024,
-        sse_s=20.0,
+        sse_s=15.0,
     )
 
 
@@ -243,7 +243,9 @@ def run(
                     {"time": x.time, "throughput": x.throughput, "cores": x.cores}
                     for x in r.samples
                 ]
-                d = dips(r.samples, 60.0 / omega, s.warmup_s + s.duration_s)
+                end = s.warmup_s + s.duration_s
+                wl = replace(base, omega=float(omega))
+                d = dips(r.samples, wl.shuffle_times(end), end)
                 dip_rows.append({"policy": policy, **d})
                 reassign.append(
                     {

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -30,35 +29,35 @@ PAPER: dict[str, Any] = {
 
 def dips(
     samples: Sequence[Sample],
-    period: float,
+    shuffles: Sequence[float],
     end: float,
     *,
     window: float = 5.0,
     recover: float = 0.9,
 ) -> dict[str, float]:
-    """Throughput dips after the key shuffles at ``period, 2·period, …`` (paper 000, Fig. 7).
+    """Throughput dips after the key shuffles at times ``shuffles`` (paper 000, Fig. 7).
 
     The baseline is the median throughput over the ``window`` seconds before a
     shuffle; the dip lasts until two consecutive samples are back at
     ``recover`` × baseline (a dip not over by the next shuffle counts until it).
     ``depth`` is the largest relative loss during the dip.
     """
-    if not samples or not math.isfinite(period) or period <= 0:
+    if not samples:
         return {"shuffles": 0, "mean_dip_s": 0.0, "max_dip_s": 0.0, "mean_depth": 0.0}
     t = np.array([s.time for s in samples])
     x = np.array([s.throughput for s in samples])
-    step = float(t[0]) if t.size else 1.0
+    step = float(t[0])
     durations: list[float] = []
     depths: list[float] = []
-    k = 1
-    while k * period < end - step:
-        ts = k * period
-        k += 1
+    times = sorted(shuffles)
+    for j, ts in enumerate(times):
+        if ts >= end - step:
+            break
         before = x[(t > ts - window) & (t <= ts + 1e-9)]
         if before.size == 0 or float(np.median(before)) <= 0:
             continue
         base = float(np.median(before))
-        nxt = min(ts + period, end)
+        nxt = min(times[j + 1], end) if j + 1 < len(times) else end
         idx = np.flatnonzero((t > ts + 1e-9) & (t <= nxt + 1e-9))
         dur = nxt - ts
         stop = idx.size

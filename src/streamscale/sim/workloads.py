@@ -136,8 +136,19 @@ class MicroBenchmark:
         return self.topology(executors=e, shards=max(1, self.executors * self.shards // e))
 
     def version(self, now: float) -> int:
-        """Index of the key permutation in force at ``now`` (one every 60/ω s)."""
-        return 0 if self.omega <= 0 else math.floor(now * self.omega / 60.0 + 1e-9)
+        """Index of the key permutation in force at ``now``.
+
+        One shuffle every 60/ω s, the first after half a period (30/ω s), so that
+        even ω = 1 shuffles within a one-minute run.
+        """
+        return 0 if self.omega <= 0 else math.floor(now * self.omega / 60.0 + 0.5 + 1e-9)
+
+    def shuffle_times(self, end: float) -> list[float]:
+        """Times of the key shuffles before ``end``."""
+        if self.omega <= 0:
+            return []
+        period = 60.0 / self.omega
+        return [t for k in range(1, int(end / period) + 2) if (t := (k - 0.5) * period) < end]
 
     def frequencies(self, version: int) -> np.ndarray:
         """Per-key frequencies after ``version`` shuffles (permutation 0 = identity)."""
@@ -258,10 +269,13 @@ class StockExchange:
         total = sum(share.values())
         cores = self.nodes * self.cores
         per_op = self.executors * self.shards
+        count = {n: max(1, int(cores * v / total)) for n, v in share.items()}
+        while sum(count.values()) > max(cores, len(count)):
+            count[max(count, key=lambda n: count[n])] -= 1
         ops = []
         for op in topo.operators:
             if op.name in share:
-                e = max(1, int(cores * share[op.name] / total))
+                e = count[op.name]
                 ops.append(
                     Operator(
                         op.name,
