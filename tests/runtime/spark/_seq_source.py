@@ -3,7 +3,7 @@
 Tuple ``i`` has key ``k{i*7919 % keys}`` (some keys hot through ``hot``), a
 fixed cost, the wall clock as event time and ``seq = i``; every ``bad``-th
 tuple has no key (a malformed tuple). ``latestOffset`` advances by ``step``
-tuples per call up to ``total``, so batches are small and reproducible.
+tuples per batch up to ``total``, so batches are small and reproducible.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import pandas as pd
 from pyspark import cloudpickle
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 
-__all__ = ["SeqSource", "expected_rows"]
+__all__ = ["SeqSource", "expected_rows", "flaky_counter"]
 
 SCHEMA = "key string, value double, cost_ms double, payload string, event_time timestamp, seq long"
 
@@ -46,14 +46,13 @@ class _Reader(DataSourceStreamReader):
         self.bad = int(options.get("bad", "0"))
         self.parts = int(options.get("partitions", "2"))
         self.cost = float(options.get("cost_ms", "0"))
-        self.pos = 0
 
     def initialOffset(self) -> dict:
         return {"offset": 0}
 
-    def latestOffset(self) -> dict:
-        self.pos = min(self.total, self.pos + self.step)
-        return {"offset": self.pos}
+    def latestOffset(self, start: dict, limit: Any) -> dict:
+        # From the start Spark passes, so a restarted query continues where it was.
+        return {"offset": min(self.total, start["offset"] + self.step)}
 
     def partitions(self, start: dict, end: dict) -> list[InputPartition]:
         a, b = start["offset"], end["offset"]
@@ -79,6 +78,20 @@ class SeqSource(DataSource):
 
     def streamReader(self, schema: Any) -> DataSourceStreamReader:  # type: ignore[override]
         return _Reader(dict(self.options))
+
+
+def flaky_counter(rows: pd.DataFrame, state: dict, *, marker: str, at_seq: int) -> pd.DataFrame:
+    """``counter`` that raises while ``marker`` exists and the batch reaches ``at_seq``."""
+    import os
+
+    from streamscale.runtime.spark.functions import counter
+
+    if os.path.exists(marker) and int(rows["seq"].max()) >= at_seq:
+        raise RuntimeError(f"injected failure at seq {at_seq}")
+    return counter(rows, state)
+
+
+flaky_counter.required_fields = ("seq",)  # type: ignore[attr-defined]
 
 
 # Python workers cannot import the tests package: ship this module by value.

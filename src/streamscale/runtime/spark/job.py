@@ -182,13 +182,14 @@ class Job:
         source_format: str = "streamscale_generator",
         source_class: type | None = None,
         trigger_s: float = 1.0,
+        params: Mapping[str, Any] | None = None,
     ) -> Job:
-        """``source → keyed function → sink`` in one call (the common case)."""
-        params = {**dict(source_options), "format": source_format, "trigger_s": trigger_s}
+        """``source → keyed function → sink`` in one call; ``params`` go to the function."""
+        src_params = {**dict(source_options), "format": source_format, "trigger_s": trigger_s}
         topo = Topology.build(
             name,
             [
-                Operator(name="source", kind="source", params=params),
+                Operator(name="source", kind="source", params=src_params),
                 Operator(
                     name=name,
                     key=key,
@@ -196,6 +197,7 @@ class Job:
                     instances=instances,
                     shards=shards,
                     function=function if isinstance(function, str) else None,
+                    params=dict(params or {}),
                 ),
                 Operator(name="sink", kind="sink", params=dict(sink or {})),
             ],

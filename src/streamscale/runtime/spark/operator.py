@@ -192,7 +192,7 @@ def _reduce_side(ctx: BatchContext) -> Callable[[int, Iterator[Any]], Iterator[T
         outputs: list[pd.DataFrame] = []
         done_at = np.empty(len(df))
         uniq, starts = np.unique(shards, return_index=True)
-        ends = [*starts[1:].tolist(), len(df)]
+        ends = [*starts[1:].tolist(), len(df)] if len(uniq) else []
         for g, a, b in zip(uniq.tolist(), starts.tolist(), ends, strict=True):
             t0 = time.perf_counter()
             rows = df.iloc[a:b].reset_index(drop=True)

@@ -39,6 +39,10 @@ from streamscale.runtime.spark.state import LocalStateBackend
 __all__ = ["BatchRecord", "RunResult", "run_job"]
 
 _CONTROLLER_KEYS = {f.name for f in dataclasses.fields(ControllerConfig)}
+# Planning slots per core when no cluster is given: a unit is a Spark task, and
+# tasks queue on the cores, so more (smaller) tasks than cores is how a skewed
+# executor gets its share; every executor needs at least one.
+_SLOTS_PER_CORE = 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,7 +181,10 @@ def run_job(
     seed
         Passed to the policy.
     cluster
-        Nodes to plan for; default one node ``local`` with Spark's default parallelism.
+        Nodes to plan for. Default: one node ``local`` with
+        ``max(parallelism, executors) × 2`` slots (units are Spark tasks that
+        queue on the cores); the physical limit uses Spark's default
+        parallelism as the core count.
 
     Raises
     ------
@@ -187,8 +194,13 @@ def run_job(
     """
     checkpoint = Path(checkpoint)
     sc = spark.sparkContext
-    cluster = cluster or Cluster.build([Node("local", cores=int(sc.defaultParallelism))])
-    cores = cluster.total_cores
+    physical = int(sc.defaultParallelism)
+    if cluster is None:
+        slots = max(physical, job.operator.instances) * _SLOTS_PER_CORE
+        cluster = Cluster.build([Node("local", cores=slots)])
+        cores = physical
+    else:
+        cores = cluster.total_cores
     all_params = dict(params or {})
     ctl_cfg = ControllerConfig(**{k: v for k, v in all_params.items() if k in _CONTROLLER_KEYS})
     pol_params = {k: v for k, v in all_params.items() if k not in _CONTROLLER_KEYS}
@@ -258,11 +270,15 @@ def run_job(
             stats = run_batch(batch_df, ctx, pmap)
             collector.observe(stats)
             now = clock() - t0
-            applied = step(controller, collector, realizer, now)
-            extra: dict[str, Any] = {
-                "units": list(pmap.units),
-                "applied": [a.reason for a in applied],
-            }
+            extra: dict[str, Any] = {"units": list(pmap.units)}
+            try:
+                applied = step(controller, collector, realizer, now)
+            except StreamscaleError as exc:
+                # A policy that cannot plan keeps the current plan; the job runs on.
+                controller.state = "idle"
+                applied = []
+                extra["control_error"] = str(exc)
+            extra["applied"] = [a.reason for a in applied]
             for a in applied:
                 extra.setdefault("figures", []).append(dict(a.figures))
             rec, lat = build_record(
@@ -350,6 +366,10 @@ def _result(
     p50 = float(np.percentile(allv, 50)) if len(allv) else math.nan
     p99 = float(np.percentile(allv, 99)) if len(allv) else math.nan
     cost = job.cost_ms
+    if cost and job.source_format == "streamscale_generator":
+        from streamscale.runtime.spark.sources import expected_cost_ms
+
+        cost = expected_cost_ms(cost)  # N(μ, 0.5μ) truncated at 0 has a mean above μ
     limit = cores / (cost / 1000.0) if cost else math.nan
     return RunResult(
         records=records,

@@ -1,0 +1,52 @@
+"""A driver process for the recovery test: runs the counting job on a checkpoint.
+
+Usage: python _driver.py CHECKPOINT OUT MAX_BATCHES
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
+
+from streamscale.runtime.spark.functions import counter
+from streamscale.runtime.spark.job import Job
+from streamscale.runtime.spark.runner import run_job
+from streamscale.runtime.spark.session import build_session
+from tests.runtime.spark._policies import Flip
+from tests.runtime.spark._seq_source import SeqSource
+
+OPTS = {"keys": "30", "step": "150", "cost_ms": "2", "partitions": "2"}
+
+
+def main() -> None:
+    ckpt, out, max_batches = Path(sys.argv[1]), Path(sys.argv[2]), int(sys.argv[3])
+    job = Job.simple(
+        "count",
+        counter,
+        source_options=OPTS,
+        source_format=SeqSource.name(),
+        source_class=SeqSource,
+        instances=2,
+        shards=4,
+        trigger_s=0,
+    )
+    spark = build_session("local[2]", app_name="streamscale-recovery", shuffle_partitions=2)
+    flip = Flip(job.topology, "count", k=2)
+    params = {"interval_s": 0.0, "stabilization_s": 0.0, "scale_down_delay_s": 0.0}
+    run_job(
+        spark,
+        job,
+        policy=flip,
+        duration_s=600,
+        checkpoint=ckpt,
+        out=out,
+        params=params,
+        max_batches=max_batches,
+    )
+    spark.stop()
+
+
+if __name__ == "__main__":
+    main()
