@@ -54,6 +54,7 @@ ALLOCATORS: dict[str, Callable[[GroupJob], TaskAllocation]] = {
     "td": top_down,
     "td-imc": lambda j: top_down(j, priority="imc"),
     "td-affinity": lambda j: top_down(j, singles="affinity"),
+    "td-max-links": lambda j: top_down(j, split="max-links"),
     "optimal": lambda j: optimal(j, time_limit_s=60.0, work_limit=2.0).allocation,
 }
 

@@ -104,3 +104,20 @@ def test_assignment_names_every_unit_once() -> None:
     assert len(units) == 50
     assert {u.split("#")[0] for u in units} == {"v1", "v2", "v3", "v4"}
     assert set(units.values()) <= {"n1", "n2", "n3", "n4"}
+
+
+def test_max_links_split_gives_a_node_its_best_slice() -> None:
+    # Balanced slices put 3 spout + 6 count on the first node (18 links);
+    # the whole spout group with 6 count tasks fits too (24 links).
+    job = GroupJob.build(
+        [("spout", 4, 160.0), ("count", 8, 800.0)],
+        [("spout", "count", 24.0)],
+        {"n1": 800.0, "n2": 800.0},
+    )
+    balanced = top_down(job)
+    most = top_down(job, split="max-links")
+    assert balanced.node_counts()["spout"] == {"n1": 3, "n2": 1}
+    assert most.node_counts()["spout"] == {"n1": 4}
+    assert most.collocated_links == 24 > balanced.collocated_links == 20
+    with pytest.raises(ValueError):
+        top_down(job, split="nope")  # type: ignore[arg-type]

@@ -58,6 +58,7 @@ def run(
             "tl_rs_pct": pct.get("tl"),
             "td_pct": pct.get("td"),
             "td_affinity_pct": pct.get("td-affinity"),
+            "td_max_links_pct": pct.get("td-max-links"),
             "detail": opt,
         },
         "optimality_cost_noise": noisy,
@@ -93,7 +94,16 @@ def _markdown(r: dict[str, Any]) -> str:
             d["median_ratio"].get(name, 1.0) * 100.0,
             d["incomplete"].get(name, 0),
         ]
-        for name in ("naive", "tl", "tl-imc", "td", "td-imc", "td-affinity", "optimal")
+        for name in (
+            "naive",
+            "tl",
+            "tl-imc",
+            "td",
+            "td-imc",
+            "td-affinity",
+            "td-max-links",
+            "optimal",
+        )
     ]
     n = r["optimality_cost_noise"]
     noisy_rows = [[k, v] for k, v in n["pct_of_optimal"].items()]

@@ -36,6 +36,7 @@ HEURISTICS: dict[str, Callable[[GroupJob], TaskAllocation]] = {
     "td": top_down,
     "td-imc": lambda j: top_down(j, priority="imc"),
     "td-affinity": lambda j: top_down(j, singles="affinity"),
+    "td-max-links": lambda j: top_down(j, split="max-links"),
 }
 
 

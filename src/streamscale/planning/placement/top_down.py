@@ -24,18 +24,20 @@ from streamscale.planning.placement.task_level import (
     top_node,
 )
 
-__all__ = ["Singles", "top_down"]
+__all__ = ["Singles", "Split", "top_down"]
 
 Singles = Literal["least-loaded", "affinity"]
+Split = Literal["balanced", "max-links"]
 
 
 class _TopDown:
     """Mutable state of one topDown run (per-node spare capacity, task counts)."""
 
-    __slots__ = ("cap", "counts", "free", "init", "job", "nn", "pc")
+    __slots__ = ("cap", "counts", "free", "init", "job", "nn", "pc", "split")
 
-    def __init__(self, job: GroupJob) -> None:
+    def __init__(self, job: GroupJob, split: Split = "balanced") -> None:
         self.job = job
+        self.split = split
         self.nn = len(job.nodes)
         self.pc = job.task_cost
         self.init = list(job.capacities)
@@ -108,7 +110,11 @@ class _TopDown:
             ns, ng = self.free[s], self.free[g]
             r = ng // ns
             k = fit_count(self.cap[n], pc[s] + pc[g] * r)
-            if k >= 1:
+            if self.split == "max-links":
+                us, ug = self.most_links(s, g, n)
+                if us < 1 or ug < 1:
+                    return
+            elif k >= 1:
                 us = int(min(k, ns))
                 ug = int(min(k * r, ng))
             else:
@@ -116,11 +122,27 @@ class _TopDown:
                 ug = int(min(ng, fit_count(self.cap[n] - pc[s], pc[g])))
                 if ug < 1 or not self.fits(pc[s], n):
                     return
-            if us == ns:
+            if us == ns and self.split == "balanced":
                 rest = self.cap[n] - us * pc[s] - ug * pc[g]
                 ug = int(min(ng, ug + fit_count(rest, pc[g])))
             self.place(s, n, us)
             self.place(g, n, ug)
+
+    def most_links(self, s: int, g: int, n: int) -> tuple[int, int]:
+        """The slice (u_s, u_g) of most links |u_s|·|u_g| that fits node ``n``.
+
+        §4 notes this maximises one split's collocation but may starve the next
+        pair; ties go to the slice with more tasks of the smaller group.
+        """
+        pc, cap = self.pc, self.cap[n]
+        best = (0, 0, 0)
+        for us in range(1, self.free[s] + 1):
+            if not self.fits(us * pc[s], n):
+                break
+            ug = int(min(self.free[g], fit_count(cap - us * pc[s], pc[g])))
+            if us * ug >= best[0]:
+                best = (us * ug, us, ug)
+        return best[1], best[2]
 
     # -- Algorithm 4, lines 19–24 -------------------------------------------
     def fuse_nodes(self, a: int, b: int) -> None:
@@ -175,6 +197,7 @@ def top_down(
     *,
     priority: Priority = "significance",
     singles: Singles = "least-loaded",
+    split: Split = "balanced",
 ) -> TaskAllocation:
     """topDown (paper 001, §4, Algorithms 4–5).
 
@@ -189,13 +212,19 @@ def top_down(
         How leftover tasks are placed: ``least-loaded`` is Algorithm 3 as in
         the paper; ``affinity`` puts each on the fitting node where its links
         gain most.
+    split
+        How a pair that does not fit one node is sliced: ``balanced`` is
+        Algorithm 5 (σ-sized slices in the groups' size ratio); ``max-links``
+        gives each node the slice with the most collocated links.
 
     Returns
     -------
     TaskAllocation
         Complete, or with ``unplaced`` tasks when some task fits nowhere.
     """
-    st = _TopDown(job)
+    if split not in ("balanced", "max-links"):
+        raise ValueError(f"unknown split policy {split!r}")
+    st = _TopDown(job, split)
     free = st.free
     for e in group_pair_order(job, priority):
         a, b = job.ends[e]
