@@ -1,0 +1,61 @@
+"""``streamscale run``: errors in one line; a short run on the generator source."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from streamscale.cli.app import main
+
+JOB = """
+name: tiny
+operators:
+  - name: gen
+    kind: source
+    rate: 300
+    params: {keys: 200, alpha: 1.0, cost_ms: 0.2, seed: 3, trigger_s: 0.5}
+  - {name: calc, key: key, instances: 2, shards: 8,
+     function: "streamscale.runtime.spark.functions:calculator"}
+  - {name: out, kind: sink, params: {format: jsonl, path: sink}}
+edges:
+  - {from: gen, to: calc, grouping: key}
+  - {from: calc, to: out}
+"""
+
+
+def test_unknown_function_is_one_line_error(tmp_path: Path, capsys) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(JOB.replace("functions:calculator", "functions:nope"))
+    assert main(["run", str(bad), "--duration", "1"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0
+    assert "operator calc" in err and "'nope'" in err
+
+
+def test_two_keyed_operators_are_rejected(tmp_path: Path, capsys) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(
+        JOB.replace("  - {name: out,", "  - {name: c2, key: key}\n  - {name: out,").replace(
+            "{from: calc, to: out}", "{from: calc, to: c2}\n  - {from: c2, to: out}"
+        )
+    )
+    assert main(["run", str(bad), "--duration", "1"]) == 2
+    assert "exactly one keyed operator" in capsys.readouterr().err
+
+
+@pytest.mark.spark
+def test_run_writes_metrics_and_sink(spark, tmp_path: Path, capsys) -> None:
+    job = tmp_path / "tiny.yaml"
+    job.write_text(JOB)
+    out = tmp_path / "out"
+    args = ["--json", "run", str(job), "--policy", "static", "--master", "local[2]"]
+    code = main([*args, "--duration", "120", "--max-batches", "2", "--out", str(out)])
+    assert code == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["batches"] >= 2 and summary["rows"] > 0
+    lines = (out / "metrics.jsonl").read_text().splitlines()
+    assert sum(json.loads(x)["rows"] for x in lines) == summary["rows"]
+    sunk = sum(1 for f in (out / "sink").glob("*.jsonl") for _ in f.open())
+    assert sunk == summary["rows"]  # the calculator emits one tuple per input tuple
