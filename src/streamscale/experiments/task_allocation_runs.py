@@ -124,7 +124,7 @@ def throughput(*, window_s: float, windows: int) -> dict[str, Any]:
         out[f"{name}_per_s"] = statistics.median(rates)
         out[f"{name}_windows"] = rates
         out[f"{name}_gain"] = fn(job).gain
-    out["td_over_tl"] = out["td_per_s"] / out["tl_per_s"]
+    out["td_over_tl"] = out["td_per_s"] / out["tl-imc_per_s"]
     return out
 
 

@@ -112,3 +112,42 @@ def test_composes_after_nothing() -> None:
     plan, figures, _ = compose(ctx, steps=[("placer", "td")])
     assert figures["placer:td"]["complete"]
     assert len(plan.placement.nodes) == 7
+
+
+def test_skewed_instance_is_split_and_mapped_back() -> None:
+    from streamscale.model import Node, Routing, ShardStats
+
+    topo = Topology.build(
+        "skew",
+        [
+            Operator("src", kind="source", cost_ms=1.0, tuple_bytes=100),
+            Operator("a", kind="sink", key="k", shards=4, cost_ms=1.0),
+        ],
+        [Edge("src", "a", grouping="key")],
+    )
+    snap = Snapshot.build(
+        operators={"src": OperatorStats(input_rate=600.0), "a": OperatorStats(input_rate=600.0)},
+        shards=[ShardStats("a", s, load=v) for s, v in enumerate([0.6, 0.6, 0.3, 0.1])],
+        edges={"src->a": 600.0},
+    )
+    plan = Plan(
+        allocation=Allocation(cores={"src": 1, "a[0]": 2}),
+        routing=Routing(tables={"a[0]": ("a[0]#0", "a[0]#0", "a[0]#0", "a[0]#1")}),
+    )
+    cluster = Cluster.build([Node("n1", cores=2), Node("n2", cores=2)])
+    ctx = PlanningContext(topo, cluster, snapshot=snap)
+    res = get("placer", "td").adapter(ctx, plan)
+    nodes = res.plan.placement.nodes
+    assert set(nodes) == {"src#0", "a[0]#0", "a[0]#1"}
+    assert res.plan.allocation.cores["a[0]"] == 2
+    assert any("skewed" in n for n in res.notes)
+    # a[0]#0 serves 150 % of a core, so src (60 %) cannot share its node.
+    assert nodes["a[0]#0"] != nodes["src#0"]
+    assert res.figures["tasks"] == {"src": 1, "a[0]/0": 1, "a[0]/1": 1}
+    off = get("placer", "td").adapter(
+        PlanningContext(topo, cluster, snapshot=snap, params={"skew": False}), plan
+    )
+    assert not any("skewed" in n for n in off.notes)
+    small = Cluster.build([Node("n1", cores=1), Node("n2", cores=1)])
+    with pytest.raises(InfeasibleError, match="a\\[0\\]/0"):
+        get("placer", "td").adapter(PlanningContext(topo, small, snapshot=snap), plan)

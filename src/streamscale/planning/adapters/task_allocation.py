@@ -9,11 +9,17 @@ when present, else ``cost_ms`` × the rate propagated from ``context.rate``);
 an operator split into executors ``op[e]`` shares them evenly, and every
 executor pair of two connected operators shares the edge's IMC evenly.
 
+When the snapshot has shard loads and the plan's routing tables say which
+unit serves each shard, tasks of one instance may cost unequal amounts; such
+instances are split into subgroups of near-equal task cost first (§5), and
+the allocation is mapped back to the original units.
+
 Params (all optional): ``utilization`` (1.0: share of each node's spare
 capacity — capacity minus ``reserved_cpu`` — the job may use), ``alpha``
 (balance: μ_n = α·Σpc/|N|), ``relax`` (True: when tasks are too coarse to
 fit, retry with the GCD task granularity of §5, which changes task counts),
-``singles`` (td: ``least-loaded`` | ``affinity``), ``order`` (tl, tl-imc,
+``skew`` (True: split skewed instances as above), ``skew_margin`` (0.2:
+relative cost spread within a subgroup), ``singles`` (td: ``least-loaded`` | ``affinity``), ``order`` (tl, tl-imc,
 naive: ``diagonal`` | ``random``), ``time_limit_s`` (optimal, 10), ``work_limit``
 (optimal: CP-SAT deterministic time limit).
 A placement that still leaves a task without a node raises
@@ -32,14 +38,15 @@ from streamscale.model import Allocation, Placement, Plan
 from streamscale.planning.placement.groups import Group, GroupEdge, GroupJob, TaskAllocation
 from streamscale.planning.placement.naive_pairs import naive_pairs
 from streamscale.planning.placement.optimal import optimal
-from streamscale.planning.placement.relaxations import gcd_granularity
+from streamscale.planning.placement.relaxations import gcd_granularity, split_skewed
 from streamscale.planning.placement.task_level import task_level
 from streamscale.planning.placement.top_down import top_down
 from streamscale.planning.registry import PlanningContext, StepResult, register
 
-__all__ = ["allocation_figures", "build_job"]
+__all__ = ["allocation_figures", "build_job", "task_costs"]
 
 _INSTANCE = re.compile(r"^(?P<op>.+?)(\[\d+\])?$")
+_EXECUTOR = re.compile(r"^(?P<op>.+)\[(?P<e>\d+)\]$")
 
 
 def build_job(context: PlanningContext, plan: Plan) -> GroupJob:
@@ -96,29 +103,79 @@ def allocation_figures(alloc: TaskAllocation) -> dict[str, Any]:
     }
 
 
+def task_costs(context: PlanningContext, plan: Plan, job: GroupJob) -> dict[str, list[float]]:
+    """Each task's share of its group's cost, from shard loads and the plan's routing.
+
+    A routing table ``op[e]`` sends local shard ``s`` (global ``e·Z + s``) to a
+    unit; a unit's load is that of the shards it serves. Groups whose units
+    are not all covered, or carry no load, are left out (taken as uniform).
+    """
+    snap = context.snapshot
+    if snap is None or not snap.shards or not plan.routing.tables:
+        return {}
+    loads = {(s.operator, s.shard): s.load for s in snap.shards}
+    unit_load: dict[str, float] = {}
+    for key, table in plan.routing.tables.items():
+        m = _EXECUTOR.match(key)
+        if m is None:
+            continue
+        op, e = m.group("op"), int(m.group("e"))
+        for s, unit in enumerate(table):
+            load = loads.get((op, e * len(table) + s))
+            if load is not None:
+                unit_load[unit] = unit_load.get(unit, 0.0) + load
+    out: dict[str, list[float]] = {}
+    for g, units in zip(job.groups, job.units, strict=True):
+        vals = [unit_load.get(u) for u in units]
+        total = sum(v for v in vals if v is not None)
+        if all(v is not None for v in vals) and total > 0:
+            out[g.name] = [g.cost * v / total for v in vals if v is not None]
+    return out
+
+
 def _run(
     name: str,
     context: PlanningContext,
     plan: Plan,
     algorithm: Callable[[GroupJob], TaskAllocation],
 ) -> StepResult:
+    params = context.params
     job = build_job(context, plan)
-    alloc = algorithm(job)
-    notes: tuple[str, ...] = ()
-    if not alloc.complete and context.params.get("relax", True):
-        finer = gcd_granularity(job)
-        if finer.tasks != job.tasks:
-            retry = algorithm(finer)
-            if retry.complete:
-                alloc = retry
-                notes = (f"{name}: tasks too coarse to fit; task counts set by the cost GCD (§5)",)
-    if not alloc.complete:
+    notes: list[str] = []
+    alloc: TaskAllocation | None = None
+    assignment: dict[str, str] | None = None
+    costs = task_costs(context, plan, job) if params.get("skew", True) else {}
+    split = split_skewed(job, costs, margin=float(params.get("skew_margin", 0.2)))
+    if len(split.job.groups) > len(job.groups):
+        # Units keep their identity here, so the GCD re-cut cannot apply, and
+        # the uniform model would misjudge node loads: a miss is a failure.
+        alloc = algorithm(split.job)
+        notes.append(f"{name}: skewed groups split into near-uniform subgroups (§5)")
+        if alloc.complete:
+            assignment = split.assignment(alloc)
+    else:
+        alloc = algorithm(job)
+        if not alloc.complete and params.get("relax", True):
+            finer = gcd_granularity(job)
+            if finer.tasks != job.tasks:
+                retry = algorithm(finer)
+                if retry.complete:
+                    alloc = retry
+                    notes.append(
+                        f"{name}: tasks too coarse to fit; task counts set by the cost GCD (§5)"
+                    )
+        if alloc.complete:
+            assignment = alloc.assignment()
+    assert alloc is not None
+    if assignment is None:
         g = next(i for i, u in enumerate(alloc.unplaced) if u)
         raise InfeasibleError(
             f"{alloc.unplaced[g]} of {alloc.job.tasks[g]} tasks fit on no node",
             item=f"group {alloc.job.groups[g].name}",
         )
-    cores = {g.name: g.tasks for g in alloc.job.groups}
+    cores = {u[: u.rfind("#")]: 0 for u in assignment}
+    for u in assignment:
+        cores[u[: u.rfind("#")]] += 1
     allocation = (
         replace(plan.allocation, cores={**plan.allocation.cores, **cores})
         if plan.allocation.cores
@@ -126,9 +183,11 @@ def _run(
     )
     mine = {f"{g}#" for g in cores}
     kept = {u: n for u, n in plan.placement.nodes.items() if u[: u.rfind("#") + 1] not in mine}
-    placement = Placement(nodes={**kept, **alloc.assignment()})
+    placement = Placement(nodes={**kept, **assignment})
     figures = {"algorithm": name, **allocation_figures(alloc)}
-    return StepResult(replace(plan, allocation=allocation, placement=placement), figures, notes)
+    return StepResult(
+        replace(plan, allocation=allocation, placement=placement), figures, tuple(notes)
+    )
 
 
 @register("placer", "naive", "paper 001 §3.1: task pairs by IMC onto nodes by capacity")
