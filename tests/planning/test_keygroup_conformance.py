@@ -29,6 +29,10 @@ _FAST = {"time_limit_s": 10.0, "deterministic_limit": 0.02}
 BALANCERS: dict[str, tuple[Run, bool]] = {
     # name: (run, honours the migration budget)
     "milp": (lambda p, b, s: solve_milp(p, max_migrations=b, seed=s, **_FAST), True),
+    "milp-cpsat": (
+        lambda p, b, s: solve_milp(p, max_migrations=b, seed=s, solver="cpsat", **_FAST),
+        True,
+    ),
     "milp-colocated": (
         lambda p, b, s: solve_milp(p, max_migrations=b, seed=s, collocate=[[0, p.k - 1]], **_FAST),
         True,
@@ -74,7 +78,7 @@ def _relabel(p: KeyGroupProblem) -> KeyGroupProblem:
 
 
 @pytest.mark.parametrize("name", sorted(BALANCERS))
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=20, deadline=None)
 @given(case=problems(), seed=st.integers(0, 3))
 def test_balancer_conformance(
     name: str, case: tuple[KeyGroupProblem, int | None], seed: int

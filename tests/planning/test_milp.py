@@ -29,11 +29,14 @@ def _brute(problem: KeyGroupProblem, budget: int) -> float:
     return best
 
 
+@pytest.mark.parametrize("solver", ["highs", "cpsat"])
 @pytest.mark.parametrize(("budget", "optimum"), [(0, 3.0), (1, 1.0), (2, 1.0), (4, 0.0)])
-def test_hand_checked_optimum_under_migration_budget(budget: int, optimum: float) -> None:
+def test_hand_checked_optimum_under_migration_budget(
+    budget: int, optimum: float, solver: str
+) -> None:
     # budget 1: move a 4 from A to D -> loads 4,6,4,6 (delta 1); budget 4: {4,1},{4,1},{3,2},{3,2}.
     p = _hand()
-    res = solve_milp(p, max_migrations=budget)
+    res = solve_milp(p, max_migrations=budget, solver=solver)
     assert migrations(p, res.assignment) <= budget
     assert load_distance(p, res.assignment) == pytest.approx(optimum)
 
@@ -94,19 +97,23 @@ def _scale_in_problem(seed: int) -> KeyGroupProblem:
     )
 
 
-@pytest.mark.parametrize("seed", range(4))
-def test_lemma1_nothing_moves_into_removed_nodes(seed: int) -> None:
+@pytest.mark.parametrize("solver", ["highs", "cpsat"])
+@pytest.mark.parametrize("seed", range(3))
+def test_lemma1_nothing_moves_into_removed_nodes(seed: int, solver: str) -> None:
     p = _scale_in_problem(seed)
     for budget in (1, 3, None):
-        res = solve_milp(p, max_migrations=budget, time_limit_s=5, deterministic_limit=0.05)
+        res = solve_milp(
+            p, solver=solver, max_migrations=budget, time_limit_s=5, deterministic_limit=0.05
+        )
         into = (res.assignment != p.assignment) & p.removing[res.assignment]
         assert not into.any()
 
 
-@pytest.mark.parametrize("seed", range(4))
-def test_lemma2_enough_budget_drains_removed_nodes(seed: int) -> None:
+@pytest.mark.parametrize("solver", ["highs", "cpsat"])
+@pytest.mark.parametrize("seed", range(3))
+def test_lemma2_enough_budget_drains_removed_nodes(seed: int, solver: str) -> None:
     p = _scale_in_problem(seed)
-    res = solve_milp(p, time_limit_s=5, deterministic_limit=0.05)
+    res = solve_milp(p, solver=solver, time_limit_s=5, deterministic_limit=0.05)
     assert not p.removing[res.assignment].any()
 
 

@@ -17,7 +17,7 @@ collocation sets.
 
 Params (all optional): ``max_migrations`` (20; ``0`` or negative = no limit),
 ``max_migration_bytes`` (cost budget), ``time_limit_s`` (2.0),
-``deterministic_limit``, ``solver`` (``cpsat`` | ``highs``), ``score_factor``
+``deterministic_limit``, ``solver`` (``highs`` | ``cpsat``), ``score_factor``
 (1.0), ``max_load_distance_pct`` (5.0), ``merge_factor`` (PoTC, 0.1).
 """
 
@@ -152,7 +152,7 @@ def milp_step(context: PlanningContext, plan: Plan) -> StepResult:
     params = dict(context.params)
     problem = build_problem(context, plan)
     mm, mc = _budget(params)
-    solver = str(params.get("solver", "cpsat"))
+    solver = str(params.get("solver", "highs"))
     if solver not in ("cpsat", "highs"):
         raise StreamscaleError(f"must be cpsat or highs, got {solver!r}", item="solver")
     res = solve_milp(

@@ -16,17 +16,21 @@ has no lower bound, so with enough budget it drains (Lemma 2).
 
 Solver
 ------
-OR-Tools CP-SAT (loads scaled to integers, one worker), chosen by
-measurement on 40 nodes × 800 key groups, maxMigrations = 20, 2 s per round.
-On the full 32 000-binary model no solver was usable: CP-SAT found no
-solution in 2 s, HiGHS through ``scipy.optimize.milp`` returned allocations
-worse than the current one (no MIP start) and highspy spent 23 s in its first
-round despite a 2 s limit. On the windowed model below (window = 1 node per
-side) both reach < 1 % within three rounds: HiGHS 0.77 % then 0.29 %, CP-SAT
-1.29 % then 0.57 %, each round well under 2 s. CP-SAT is the default because
-it takes a solution hint (the warm start), a deterministic time limit
-(reproducible answers for a seed) and reports its own wall time (a planner
-reads no clock); HiGHS stays available as ``solver="highs"``. highspy itself
+HiGHS through ``scipy.optimize.milp`` by default, chosen by measurement on
+40 nodes × 800 key groups × 20 operators (the §5.1 setup), maxMigrations
+20, a 2 s budget per round, on this 2-core machine under load. On the full
+32 000-binary model no solver was usable: CP-SAT found no solution in 2 s,
+HiGHS (scipy) returned allocations worse than the current one and highspy
+spent 23 s in its first round despite a 2 s limit. On the windowed model
+below, from a load distance of 34.4 %: HiGHS reached 0.60 % in round 3 with
+0.35–1.34 s wall per round; CP-SAT (one worker) reached 1.03 % in round 3 and
+0.46 % in round 4 with ~2 s per round. scipy passes no MIP start, so the warm
+start enters as the cutoff δ ≤ δ(start) plus the greedy-improved start
+allocation the window is built around, and scipy reports no solve time, so
+each windowed step is charged its whole limit (``time_limit_s / max_steps``).
+CP-SAT stays available (``solver="cpsat"``): it takes the current allocation
+as a solution hint, a deterministic time limit (answers reproducible for a
+seed even when the limit binds) and reports its own wall time. highspy itself
 cannot be loaded in one process with OR-Tools (their bundled HiGHS symbols
 clash), which other planners of this package import.
 
@@ -91,10 +95,11 @@ def solve_milp(
     window: int = 1,
     max_window: int = 4,
     finish_drain: bool = True,
+    node_limit: int | None = 200,
     exact_up_to: int = 1500,
     weights: tuple[float, float, float] = (100.0, 1.0, 1.0),
     seed: int | None = None,
-    solver: str = "cpsat",
+    solver: str = "highs",
     max_steps: int = 50,
 ) -> BalanceResult:
     """Solve the key-group MILP within a migration budget (paper 003, §4.3.1).
@@ -112,12 +117,17 @@ def solve_milp(
     time_limit_s
         Limit on the solver's total reported wall time over all steps.
     deterministic_limit
-        CP-SAT deterministic time over all steps (default: none). When it
+        CP-SAT only: deterministic time over all steps (default: none). When it
         binds before the wall-clock limit the answer is reproducible for a
         seed; on this machine one deterministic unit took about 5 s of wall time.
     window, max_window
         Nodes per side of a step's window (see "Reduction"); a step that
         cannot improve doubles it, up to ``max_window``, before the search stops.
+    node_limit
+        HiGHS only: branch-and-bound nodes per step. Balancing models have a
+        weak LP bound, so HiGHS rarely proves optimality; a node limit ends a
+        step deterministically (and quickly on small models) where the time
+        limit would end it at a machine-dependent point.
     finish_drain
         When every key group left on N_r fits in the budget, they must all
         move this round (see the module docstring on Lemma 2).
@@ -128,8 +138,8 @@ def solve_milp(
     seed
         Solver random seed.
     solver
-        ``"cpsat"`` (default) or ``"highs"`` (``scipy.optimize.milp``; each step
-        is charged ``time_limit_s / max_steps`` since scipy reports no time).
+        ``"highs"`` (default, ``scipy.optimize.milp``; a windowed step gets and
+        is charged ``time_limit_s / max_steps``) or ``"cpsat"``.
     max_steps
         Most sub-MILPs per call.
 
@@ -175,6 +185,7 @@ def solve_milp(
         ):
             node_of = g
     width = window
+    step_limit = time_limit_s if full else time_limit_s / max_steps
     while wall < time_limit_s and det < det_total and steps < max_steps:
         cands = candidates(
             problem,
@@ -197,11 +208,12 @@ def solve_milp(
                 node_of,
                 cands,
                 budget,
-                time_limit=time_limit_s / max_steps,
+                time_limit=step_limit,
+                node_limit=node_limit,
                 weights=weights,
                 cutoff=before,
             )
-            step = Step(step.node_of, step.status, time_limit_s / max_steps)  # worst case
+            step = Step(step.node_of, step.status, step_limit)  # charged in full: no time reported
         else:
             step = solve_window(
                 problem,
