@@ -143,3 +143,29 @@ def test_allocation_properties(tasks: list[str], models: dict, rate: float) -> N
                 b = math.floor(t.rate / m.peak_rate + 1e-6)
                 assert t.threads >= b * m.peak_threads
         assert allocate(alg, topo, models, rate) == r
+
+
+@given(
+    st.lists(st.sampled_from("abc"), min_size=1, max_size=4),
+    st.fixed_dictionaries({k: models_st(k) for k in "abc"}),
+    st.floats(1, 500),
+)
+def test_allocation_relabel_invariant(tasks: list[str], models: dict, rate: float) -> None:
+    topo = chain(*tasks)
+    renamed = Topology.build(
+        "renamed",
+        [
+            Operator("x" + o.name[::-1], o.kind, task=o.task) if o.kind == "operator" else o
+            for o in topo.operators
+        ],
+        [
+            Edge(*("x" + n[::-1] if n.startswith("t") else n for n in (e.src, e.dst)))
+            for e in topo.edges
+        ],
+    )
+    for alg in ("lsa", "mba"):
+        a, b = allocate(alg, topo, models, rate), allocate(alg, renamed, models, rate)
+        assert [(t.threads, t.cpu, t.memory) for t in a.tasks] == [
+            (t.threads, t.cpu, t.memory) for t in b.tasks
+        ]
+        assert a.slots == b.slots

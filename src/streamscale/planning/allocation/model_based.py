@@ -35,7 +35,7 @@ __all__ = [
     "slots_needed",
 ]
 
-# Rounding noise in Σc must not buy a whole extra slot (e.g. 300.0000001 %).
+# Rate arithmetic noise (e.g. 3 × 33.333… ≥ 100) must not buy a whole extra thread.
 _EPS = 1e-6
 
 
@@ -74,7 +74,7 @@ class AllocationResult:
 
 def slots_needed(cpu: float, memory: float) -> int:
     """ρ = max(⌈Σc⌉, ⌈Σm⌉) with c, m in percent of one slot (paper 004, §6.2)."""
-    return max(math.ceil(cpu / 100.0 - _EPS), math.ceil(memory / 100.0 - _EPS), 0)
+    return max(math.ceil(cpu / 100.0 - 1e-9), math.ceil(memory / 100.0 - 1e-9), 0)
 
 
 def model_for(
