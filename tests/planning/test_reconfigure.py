@@ -5,11 +5,14 @@ from __future__ import annotations
 import math
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from streamscale.errors import ModelError
-from streamscale.planning.placement.groups import GroupJob
+from streamscale.planning.placement.groups import GroupJob, TaskAllocation
 from streamscale.planning.placement.reconfigure import cost_change, reconfigure
 from streamscale.planning.placement.top_down import top_down
+from streamscale.planning.random_jobs import random_job
 
 
 def job(scale: float = 1.0) -> GroupJob:
@@ -65,3 +68,19 @@ def test_drift_adds_up_against_the_planned_costs() -> None:
 def test_threshold_validated() -> None:
     with pytest.raises(ModelError):
         reconfigure(top_down(job()), job(), threshold=-1.0)
+
+
+@given(seed=st.integers(0, 10_000), factor=st.floats(0.2, 1.5))
+def test_never_keeps_an_overloaded_allocation(seed: int, factor: float) -> None:
+    base = random_job(seed)
+    cur = top_down(base)
+    new = base.scaled(factor)
+    step = reconfigure(cur, new, threshold=0.2)
+    kept = TaskAllocation.of(new, cur.counts, "td")
+    if not step.replanned:
+        assert step.allocation.counts == cur.counts
+        assert kept.respects_capacities()
+    elif kept.respects_capacities():
+        assert step.gain_new > step.gain_kept
+    if step.allocation.complete:
+        assert step.allocation.respects_capacities()
