@@ -27,7 +27,7 @@ app = typer.Typer(
 )
 
 # Each module defines ``register(app)``; a module appears here once it exists.
-_COMMAND_MODULES = ("validate", "reproduce", "plan", "demo", "run")
+_COMMAND_MODULES = ("validate", "reproduce", "plan", "demo", "profile", "run")
 
 
 def _version(value: bool) -> None:

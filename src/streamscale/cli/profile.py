@@ -1,0 +1,195 @@
+"""``streamscale profile TASK``: build a task's performance model from Spark trials (paper 004, §5)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from streamscale.cli.output import Output
+from streamscale.errors import StreamscaleError
+
+__all__ = ["profile_command", "register"]
+
+
+def register(app: typer.Typer) -> None:
+    app.command("profile", help="Profile a bundled task on Spark into a performance model.")(
+        profile_command
+    )
+
+
+def _numbers(text: str | None, what: str, conv: type = float) -> list[Any] | None:
+    if text is None:
+        return None
+    try:
+        out = [conv(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise StreamscaleError(
+            f"expected comma-separated numbers, got {text!r}", item=what
+        ) from None
+    if not out:
+        raise StreamscaleError("empty list", item=what)
+    return out
+
+
+def _params(items: list[str]) -> dict[str, str]:
+    out = {}
+    for it in items:
+        k, sep, v = it.partition("=")
+        if not sep or not k.strip():
+            raise StreamscaleError(f"expected KEY=VALUE, got {it!r}", item="--param")
+        out[k.strip()] = v.strip()
+    return out
+
+
+def profile_command(
+    ctx: typer.Context,
+    task: str = typer.Argument(
+        ..., help="Bundled task: pi, xml_parse, service_lookup, batch_write."
+    ),
+    threads: str = typer.Option("1,2,4,8", "--threads", help="Thread counts τ, ascending from 1."),
+    rates: str | None = typer.Option(
+        None, "--rates", help="Rate ladder ω in tuples/s (default: --start-rate × --growth^k)."
+    ),
+    start_rate: float = typer.Option(
+        10.0, "--start-rate", help="First rung of the default ladder."
+    ),
+    growth: float = typer.Option(
+        1.5, "--growth", help="Ratio between rungs of the default ladder."
+    ),
+    max_rate: float = typer.Option(100_000.0, "--max-rate", help="Top of the default ladder."),
+    trial_seconds: float = typer.Option(3.0, "--trial-seconds", help="Seconds per rate step."),
+    warmup: float = typer.Option(
+        3.0, "--warmup", help="Seconds before the first step is measured."
+    ),
+    max_latency_slope: float = typer.Option(
+        0.1, "--max-latency-slope", help="λ_L^max: latency growth (s/s) still counted stable."
+    ),
+    min_slope: float = typer.Option(
+        0.02,
+        "--min-slope",
+        help="λ_ω^min: stop adding threads below this relative gain per thread.",
+    ),
+    param: list[str] = typer.Option([], "--param", help="Task parameter KEY=VALUE (repeatable)."),
+    master: str = typer.Option("local[2]", "--master", help="Spark master URL."),
+    out_file: Path | None = typer.Option(
+        None, "--out", help="Write the model file here (YAML/JSON)."
+    ),
+) -> None:
+    """Run Algorithm 1 of paper 004 with real trials on Spark and print (and save) the model."""
+    from streamscale.model import save
+    from streamscale.profiling.profiler import TrialResult, profile
+    from streamscale.profiling.tasks import make_task
+
+    out: Output = ctx.obj
+    ts = _numbers(threads, "--threads", int)
+    ladder = _numbers(rates, "--rates")
+    task_params = _params(param)
+    make_task(task, task_params)  # an unknown task fails before Spark starts
+
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    from streamscale.profiling.spark_trial import SparkTrials
+    from streamscale.runtime.spark.session import build_session
+
+    spark = build_session(master, app_name="streamscale-profile", shuffle_partitions=1)
+    trials = SparkTrials(
+        spark,
+        task,
+        seconds=trial_seconds,
+        warmup=warmup,
+        max_latency_slope=max_latency_slope,
+        task_params=task_params,
+    )
+    rows: list[list[Any]] = []
+    with Progress(
+        SpinnerColumn(),
+        TextColumn("{task.description}"),
+        TimeElapsedColumn(),
+        disable=out.json,
+        transient=True,
+    ) as bar:
+        job = bar.add_task(f"profiling {task}", total=None)
+
+        def seen(r: TrialResult) -> None:
+            verdict = "stable" if r.stable else "unstable"
+            rows.append(
+                [
+                    r.threads,
+                    r.rate,
+                    verdict,
+                    r.achieved_rate,
+                    r.utilization,
+                    r.latency_slope,
+                    r.cpu,
+                    r.memory,
+                ]
+            )
+            bar.update(job, description=f"{task}: τ={r.threads} ω={r.rate:g} {verdict}")
+
+        try:
+            res = profile(
+                task,
+                trials,
+                threads=ts or (1,),
+                rates=ladder,
+                start_rate=start_rate,
+                growth=growth,
+                max_rate=max_rate,
+                min_slope=min_slope,
+                on_trial=seen,
+            )
+        finally:
+            trials.close()
+    if out_file is not None:
+        save({task: res.model}, out_file)
+    if out.json:
+        out.emit(
+            {
+                "model": res.model.to_dict(),
+                "stopped": res.stopped,
+                "trials": [
+                    dict(
+                        zip(
+                            [
+                                "threads",
+                                "rate",
+                                "verdict",
+                                "achieved",
+                                "busy",
+                                "slope",
+                                "cpu",
+                                "memory",
+                            ],
+                            r,
+                            strict=True,
+                        )
+                    )
+                    for r in rows
+                ],
+                "out": str(out_file) if out_file else None,
+            }
+        )
+        return
+    out.table(
+        f"trials of {task}",
+        [
+            "threads",
+            "rate",
+            "verdict",
+            "achieved t/s",
+            "busy share",
+            "latency slope",
+            "CPU %",
+            "memory %",
+        ],
+        rows,
+    )
+    out.table(
+        f"model of {task} ({res.stopped})",
+        ["threads", "peak rate", "CPU %", "memory %"],
+        [[p.threads, p.rate, p.cpu, p.memory] for p in res.model.points],
+    )
+    if out_file is not None:
+        out.line(f"model written to {out_file}")
