@@ -20,9 +20,8 @@ from tests.runtime.spark._seq_source import SeqSource
 OPTS = {"keys": "30", "step": "150", "cost_ms": "2", "partitions": "2"}
 
 
-def main() -> None:
-    ckpt, out, max_batches = Path(sys.argv[1]), Path(sys.argv[2]), int(sys.argv[3])
-    job = Job.simple(
+def make_job() -> Job:
+    return Job.simple(
         "count",
         counter,
         source_options=OPTS,
@@ -32,19 +31,26 @@ def main() -> None:
         shards=4,
         trigger_s=0,
     )
-    spark = build_session("local[2]", app_name="streamscale-recovery", shuffle_partitions=2)
-    flip = Flip(job.topology, "count", k=2)
+
+
+def run(spark: object, ckpt: Path, out: Path, max_batches: int) -> None:
+    job = make_job()
     params = {"interval_s": 0.0, "stabilization_s": 0.0, "scale_down_delay_s": 0.0}
     run_job(
         spark,
         job,
-        policy=flip,
+        policy=Flip(job.topology, "count", k=2),
         duration_s=600,
         checkpoint=ckpt,
         out=out,
         params=params,
         max_batches=max_batches,
     )
+
+
+def main() -> None:
+    spark = build_session("local[2]", app_name="streamscale-recovery", shuffle_partitions=2)
+    run(spark, Path(sys.argv[1]), Path(sys.argv[2]), int(sys.argv[3]))
     spark.stop()
 
 

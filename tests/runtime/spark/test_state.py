@@ -5,7 +5,7 @@ from __future__ import annotations
 import pickle
 from pathlib import Path
 
-from streamscale.runtime.spark.state import LocalStateBackend, StateBackend
+from streamscale.runtime.spark.state import LocalStateBackend, StateBackend, VersionIndex
 
 
 def _process(be: LocalStateBackend, batch: int, keys: list[str], *, commit: bool = True) -> None:
@@ -72,3 +72,34 @@ def test_backend_pickles_by_root(tmp_path: Path) -> None:
     be.write("op", 0, 0, {"x": 1})
     be.commit("op", 0)
     assert LocalStateBackend(tmp_path).load_all("op") == {0: {"x": 1}}
+
+
+def test_version_index_hints_the_input_version_and_what_to_drop(tmp_path: Path) -> None:
+    be = LocalStateBackend(tmp_path)
+    for b in (0, 2, 3):
+        be.write("op", 1, b, {"b": b})
+    idx = VersionIndex(be, "op", 3)
+    hints, drops = idx.hints(2)  # a replay of batch 3 reads version 2
+    assert hints == ((-1, None), (2, None), (-1, None))
+    assert drops[1] == (0,)
+    be.write("op", 1, 3, {"b": 3}, attempt="att", drop=drops[1])
+    be.write("op", 2, 3, {"b": 3}, attempt="att", drop=drops[2])
+    assert be.versions("op", 1) == [2, 3]
+    idx.committed(3, "att", [1, 2], hints)
+    hints, drops = idx.hints(3)
+    assert hints == ((-1, None), (3, "att"), (3, "att"))
+    assert drops[1] == (2,)
+    assert be.read("op", 1, 3, hints[1]) == ({"b": 3}, 3)
+    be.write("op", 1, 4, {"b": 4}, attempt="n", drop=drops[1])
+    assert be.versions("op", 1) == [3, 4]
+
+
+def test_worker_cache_is_used_only_for_the_exact_attempt(tmp_path: Path) -> None:
+    be = LocalStateBackend(tmp_path)
+    be.write("op", 0, 1, {"n": 1}, attempt="failed")
+    LocalStateBackend(tmp_path).write("op", 0, 1, {"n": 2})  # the retry, in another worker
+    assert be.read("op", 0, 1, (1, "retry")) == ({"n": 2}, 1)
+    be.write("op", 0, 2, {"n": 3}, attempt="a")
+    state, _ = be.read("op", 0, 2, (2, "a"))
+    state["n"] = 99  # a function mutates the state, then the batch fails
+    assert be.read("op", 0, 2, (2, "a")) == ({"n": 3}, 2)

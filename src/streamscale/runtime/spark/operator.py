@@ -33,7 +33,7 @@ import numpy as np
 import pandas as pd
 
 from streamscale.runtime.spark.routing import PartitionMap, global_shards
-from streamscale.runtime.spark.state import StateBackend
+from streamscale.runtime.spark.state import Hint, StateBackend
 
 __all__ = ["BatchContext", "BatchStats", "TaskStats", "run_batch"]
 
@@ -62,6 +62,9 @@ class BatchContext:
     file_sinks: tuple[tuple[str, str], ...]
     console_rows: int
     dead_letter_dir: str
+    attempt: str | None = None
+    hints: tuple[Hint, ...] = ()
+    drops: tuple[tuple[int, ...], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,11 +199,19 @@ def _reduce_side(ctx: BatchContext) -> Callable[[int, Iterator[Any]], Iterator[T
         for g, a, b in zip(uniq.tolist(), starts.tolist(), ends, strict=True):
             t0 = time.perf_counter()
             rows = df.iloc[a:b].reset_index(drop=True)
-            state, _ = ctx.backend.read(ctx.operator, g, ctx.upto)
+            hint = ctx.hints[g] if ctx.hints else None
+            state, _ = ctx.backend.read(ctx.operator, g, ctx.upto, hint)
             res = ctx.fn(rows, state, **ctx.fn_params)
             if isinstance(res, tuple):
                 res, state = res
-            nbytes = ctx.backend.write(ctx.operator, g, ctx.batch_id, state)
+            nbytes = ctx.backend.write(
+                ctx.operator,
+                g,
+                ctx.batch_id,
+                state,
+                attempt=ctx.attempt,
+                drop=ctx.drops[g] if ctx.drops else (),
+            )
             busy = time.perf_counter() - t0
             done_at[a:b] = time.time()
             out_n = 0 if res is None else len(res)

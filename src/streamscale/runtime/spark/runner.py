@@ -18,6 +18,7 @@ import math
 import re
 import threading
 import time
+import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,7 +35,7 @@ from streamscale.runtime.spark.job import Job
 from streamscale.runtime.spark.metrics import BatchRecord, MetricsWriter, build_record
 from streamscale.runtime.spark.operator import BatchContext, count_dead_letters, run_batch
 from streamscale.runtime.spark.realizer import SparkRealizer, default_plan
-from streamscale.runtime.spark.state import LocalStateBackend
+from streamscale.runtime.spark.state import LocalStateBackend, VersionIndex
 
 __all__ = ["BatchRecord", "RunResult", "run_job"]
 
@@ -209,6 +210,7 @@ def run_job(
 
     op = job.operator
     backend = LocalStateBackend(checkpoint / "state")
+    index = VersionIndex(backend, job.keyed, op.instances * op.shards)
     base = Path(out) if out is not None else checkpoint
     dead_dir = str((base / "dead_letters").resolve())
     file_sinks = tuple(
@@ -247,13 +249,16 @@ def run_job(
         in_batch.set()
         try:
             pmap = realizer.begin_batch()
+            upto = min(batch_id - 1, backend.committed(job.keyed))
+            hints, drops = index.hints(upto)
+            attempt = uuid.uuid4().hex
             ctx = BatchContext(
                 batch_id=batch_id,
                 operator=job.keyed,
                 key=str(op.key),
                 executors=op.instances,
                 shards=op.shards,
-                upto=min(batch_id - 1, backend.committed(job.keyed)),
+                upto=upto,
                 backend=backend,
                 fn=job.functions[job.keyed],
                 fn_params=fn_params,
@@ -266,8 +271,12 @@ def run_job(
                 file_sinks=file_sinks,
                 console_rows=max((s.rows for s in console), default=0),
                 dead_letter_dir=dead_dir,
+                attempt=attempt,
+                hints=hints,
+                drops=drops,
             )
             stats = run_batch(batch_df, ctx, pmap)
+            index.committed(batch_id, attempt, (g for t in stats.tasks for g in t.shards), hints)
             collector.observe(stats)
             now = clock() - t0
             extra: dict[str, Any] = {"units": list(pmap.units)}

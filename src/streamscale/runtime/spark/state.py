@@ -19,22 +19,52 @@ from __future__ import annotations
 import contextlib
 import os
 import pickle
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-__all__ = ["LocalStateBackend", "StateBackend"]
+__all__ = ["Hint", "LocalStateBackend", "StateBackend", "VersionIndex"]
+
+#: The driver's view of a shard's input version: (version, or -1 for none;
+#: the attempt that wrote it, or ``None`` when unknown, e.g. after a restart).
+Hint = tuple[int, str | None]
+
+# Worker-local cache, path -> (version, attempt, state). Correctness never
+# depends on it: an entry is used only when version AND writing attempt match
+# the driver's hint (a failed attempt's state never matches a committed one),
+# and it is popped before use, so a function that fails half-way through
+# mutating a state leaves nothing behind.
+_CACHE: dict[str, tuple[int, str, dict[Any, Any]]] = {}
 
 
 @runtime_checkable
 class StateBackend(Protocol):
     """Where shard state lives; must be picklable (it travels to Spark tasks)."""
 
-    def read(self, operator: str, shard: int, upto: int) -> tuple[dict[Any, Any], int | None]:
-        """Newest version ``<= upto`` of a shard's state and its version (``None``: empty)."""
+    def read(
+        self, operator: str, shard: int, upto: int, hint: Hint | None = None
+    ) -> tuple[dict[Any, Any], int | None]:
+        """Newest version ``<= upto`` of a shard's state and its version (``None``: empty).
+
+        ``hint`` is the driver's knowledge of that version (see :class:`VersionIndex`).
+        """
         ...
 
-    def write(self, operator: str, shard: int, version: int, state: dict[Any, Any]) -> int:
-        """Write ``version`` of a shard's state (replacing one of the same version); its bytes."""
+    def write(
+        self,
+        operator: str,
+        shard: int,
+        version: int,
+        state: dict[Any, Any],
+        *,
+        attempt: str | None = None,
+        drop: Iterable[int] = (),
+    ) -> int:
+        """Write ``version`` (replacing one of the same version), remove ``drop``; its bytes."""
+        ...
+
+    def versions(self, operator: str, shard: int) -> list[int]:
+        """Versions present for a shard, ascending (committed or not)."""
         ...
 
     def commit(self, operator: str, version: int) -> None:
@@ -80,8 +110,25 @@ class LocalStateBackend:
             return []
         return sorted(int(n[:-4]) for n in names if n.endswith(".pkl") and n[:-4].isdigit())
 
-    def read(self, operator: str, shard: int, upto: int) -> tuple[dict[Any, Any], int | None]:
+    def versions(self, operator: str, shard: int) -> list[int]:
+        return self._versions(self._dir(operator, shard))
+
+    def read(
+        self, operator: str, shard: int, upto: int, hint: Hint | None = None
+    ) -> tuple[dict[Any, Any], int | None]:
         path = self._dir(operator, shard)
+        cached = _CACHE.pop(path, None)
+        if hint is not None:
+            v, attempt = hint
+            if v < 0:
+                return {}, None
+            if cached is not None and attempt is not None and cached[:2] == (v, attempt):
+                return cached[2], v
+            try:
+                with open(os.path.join(path, f"{v}.pkl"), "rb") as f:
+                    return pickle.load(f), v
+            except FileNotFoundError:
+                pass  # a stale hint: fall back to listing
         versions = self._versions(path)
         usable = [v for v in versions if v <= upto]
         if not usable:
@@ -93,7 +140,16 @@ class LocalStateBackend:
         with open(os.path.join(path, f"{v}.pkl"), "rb") as f:
             return pickle.load(f), v
 
-    def write(self, operator: str, shard: int, version: int, state: dict[Any, Any]) -> int:
+    def write(
+        self,
+        operator: str,
+        shard: int,
+        version: int,
+        state: dict[Any, Any],
+        *,
+        attempt: str | None = None,
+        drop: Iterable[int] = (),
+    ) -> int:
         path = self._dir(operator, shard)
         data = pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL)
         tmp = os.path.join(path, f".{version}.{os.getpid()}.tmp")
@@ -105,13 +161,13 @@ class LocalStateBackend:
         with f:
             f.write(data)
         os.replace(tmp, os.path.join(path, f"{version}.pkl"))
-        self._collect_garbage(path, version)
+        if attempt is not None:
+            _CACHE[path] = (version, attempt, state)
+        for v in {*self._stale.pop(path, ()), *drop}:
+            if v < version:
+                with contextlib.suppress(FileNotFoundError):
+                    os.remove(os.path.join(path, f"{v}.pkl"))
         return len(data)
-
-    def _collect_garbage(self, path: str, version: int) -> None:
-        for v in self._stale.pop(path, ()):
-            with contextlib.suppress(FileNotFoundError):
-                os.remove(os.path.join(path, f"{v}.pkl"))
 
     def commit(self, operator: str, version: int) -> None:
         path = os.path.join(self.root, operator)
@@ -128,12 +184,6 @@ class LocalStateBackend:
         except FileNotFoundError:
             return -1
 
-    def size(self, operator: str, shard: int, upto: int) -> int:
-        """Bytes of the newest version ``<= upto`` of a shard (0 when it has none)."""
-        path = self._dir(operator, shard)
-        usable = [v for v in self._versions(path) if v <= upto]
-        return os.path.getsize(os.path.join(path, f"{usable[-1]}.pkl")) if usable else 0
-
     def load_all(self, operator: str) -> dict[int, dict[Any, Any]]:
         upto = self.committed(operator)
         base = os.path.join(self.root, operator)
@@ -148,3 +198,37 @@ class LocalStateBackend:
                 if v is not None:
                     out[int(n)] = state
         return out
+
+
+class VersionIndex:
+    """The driver's record of each shard's committed versions (newest last).
+
+    Built once by listing the backend, then kept up to date from the shards
+    each committed batch wrote, so tasks open the right version directly (no
+    directory listing) and may use their worker cache.
+    """
+
+    def __init__(self, backend: StateBackend, operator: str, shards: int) -> None:
+        self.operator = operator
+        self._v: list[list[Hint]] = [
+            [(v, None) for v in backend.versions(operator, g)] for g in range(shards)
+        ]
+
+    def hints(self, upto: int) -> tuple[tuple[Hint, ...], tuple[tuple[int, ...], ...]]:
+        """Per shard: the input version ``<= upto``, and the older versions to remove."""
+        hints: list[Hint] = []
+        drops: list[tuple[int, ...]] = []
+        for vs in self._v:
+            usable = [h for h in vs if h[0] <= upto]
+            h: Hint = usable[-1] if usable else (-1, None)
+            hints.append(h)
+            drops.append(tuple(v for v, _ in vs if v < h[0]))
+        return tuple(hints), tuple(drops)
+
+    def committed(
+        self, batch: int, attempt: str, written: Iterable[int], hints: tuple[Hint, ...]
+    ) -> None:
+        """Record that ``batch`` (run as ``attempt``) committed new versions of ``written``."""
+        for g in written:
+            prev = hints[g]
+            self._v[g] = ([prev] if prev[0] >= 0 else []) + [(batch, attempt)]
