@@ -211,7 +211,7 @@ def solve_milp(
                 time_limit=step_limit,
                 node_limit=node_limit,
                 weights=weights,
-                cutoff=before,
+                cutoff=math.inf if must_fix else before,
             )
             step = Step(step.node_of, step.status, step_limit)  # charged in full: no time reported
         else:
