@@ -17,6 +17,7 @@ def test_config_counts_batches_and_derives_the_rate() -> None:
     assert cfg.batches == 16
     assert cfg.rate_for(2) == pytest.approx(2200.0)
     assert DemoConfig(rate=500).rate_for(8) == 500
+    assert cfg.executors_for(2) == 2 and DemoConfig(instances=4).executors_for(2) == 4
 
 
 def test_a_failed_policy_is_reported_not_hidden(tmp_path: Path) -> None:

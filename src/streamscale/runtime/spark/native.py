@@ -22,6 +22,7 @@ import math
 import pickle
 import threading
 import time
+import warnings
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -45,6 +46,14 @@ _OUTPUT_SCHEMA = (
 )
 _STATE_SCHEMA = "blob binary"
 _ETS = "__ets"
+
+# pyspark's own worker pads applyInPandasWithState output with all-NA frames and
+# pandas warns about it on every batch; the warning is about pyspark, not this job.
+warnings.filterwarnings(
+    "ignore",
+    message="The behavior of DataFrame concatenation with empty or all-NA entries",
+    category=FutureWarning,
+)
 
 
 def group_function(
