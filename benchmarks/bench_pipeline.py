@@ -12,9 +12,11 @@ throughput with ``static``'s and ``spark-native``'s, and one
 ``"bench": "pipeline_efficiency"`` line with the median efficiency of
 ``elastic``.
 
-ω counts shuffles per minute of event time, so a run shorter than 60/ω
-seconds sees no shuffle: ``--quick`` (10 s per configuration) measures ω = 8
-but not ω = 2; the default (60 s) measures both.
+ω counts shuffles per minute of event time, and a run processes only the
+tuples offered in its first (processed ÷ rate) seconds of event time: a short
+run sees few shuffles or none. ``--quick`` runs 6 s of batches per
+configuration (at most one shuffle at ω = 8, none at ω = 2); the default runs
+60 s.
 
 Run: ``.venv/bin/python benchmarks/bench_pipeline.py [--quick] [--duration S]
 [--policies elastic,static,rc,spark-native] [--master local[*]]``.
@@ -47,14 +49,14 @@ def _emit(line: dict[str, Any]) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help="10 s per configuration")
+    ap.add_argument("--quick", action="store_true", help="6 s per configuration")
     ap.add_argument("--duration", type=float, default=None, help="seconds per configuration")
     ap.add_argument("--policies", default=",".join(POLICIES))
     ap.add_argument("--master", default="local[*]")
     ap.add_argument("--trigger", type=float, default=2.0, help="micro-batch interval (s)")
     ap.add_argument("--seed", type=int, default=7)
     args = ap.parse_args()
-    duration = args.duration or (10.0 if args.quick else 60.0)
+    duration = args.duration or (6.0 if args.quick else 60.0)
     policies = tuple(p.strip() for p in args.policies.split(",") if p.strip())
 
     from streamscale.runtime.spark.session import build_session
