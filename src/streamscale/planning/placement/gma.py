@@ -17,12 +17,14 @@ before every operator (Algorithm 1, line 4), so levels follow the placement.
 
   1. the paper's matching, backtracking over the greedy choices when an
      operator has no feasible node (depth first, same preference order,
-     skipping interchangeable empty nodes) — its first descent is the plain
-     greedy matching, and on small instances it runs to completion, so it
-     either finds a feasible placement or proves there is none;
+     skipping interchangeable empty nodes, and backing off as soon as some
+     operator still to place has no node left that takes it) — its first
+     descent is the plain greedy matching, and on small instances it runs to
+     completion, so it either finds a feasible placement or proves there is
+     none (30 % of the budget);
   2. the same search with operators in traffic-connected order and nodes
      ranked first by the traffic they would add (collocating heavy flows,
-     which the balancing objective alone tends to cut);
+     which the balancing objective alone tends to cut; up to 45 %);
   3. Algorithm 1's best effort (lines 11–13) on the deepest partial placement
      found — the rest goes greedily to feasible nodes where it can, otherwise
      to the light subcluster, least used node first — then a local search
@@ -48,6 +50,9 @@ from streamscale.planning.placement.elastic_allocator import (
 from streamscale.planning.placement.gma_state import EPS, Objective, SearchState
 
 __all__ = ["Objective", "gma"]
+
+# Cumulative budget shares at which the two greedy passes stop; the repair gets the rest.
+_PASS_SHARES = (0.3, 0.45)
 
 
 def gma(
@@ -101,16 +106,17 @@ class _Search(SearchState):
     def run(self) -> AllocatorResult:
         # Pass 1 is the paper's matching; pass 2 repeats it collocating heavy flows;
         # what is left of the budget repairs the best-effort placement.
+        first, second = _PASS_SHARES
         passes = (
-            ("balance", self.order, max(1, self.max_ops // 20)),
-            ("collocate", self._connected_order(), max(1, self.max_ops // 10)),
+            ("balance", self.order, max(1, int(self.max_ops * first))),
+            ("collocate", self._connected_order(), max(1, int(self.max_ops * second))),
         )
         best_depth, best = -1, list(self.where)
         found = exhausted = proven_infeasible = False
         for mode, order, limit in passes:
             self.mode, self.order = mode, order
             status, depth, partial = self._dfs(limit)
-            if depth > best_depth:
+            if depth >= best_depth:
                 best_depth, best = depth, partial
             if status == "found":
                 found = True
@@ -170,6 +176,9 @@ class _Search(SearchState):
             if idx < len(cands):
                 stack[depth] = (cands, idx + 1)
                 self._place(self.order[depth], cands[idx])
+                if self.mode == "balance" and not self._viable(depth + 1):
+                    self._unplace(self.order[depth])
+                    continue
                 depth += 1
                 continue
             stack.pop()
@@ -178,6 +187,28 @@ class _Search(SearchState):
                 return "proven", best_depth, best
             self._unplace(self.order[depth])
         return "found", self.m, list(self.where)
+
+    def _viable(self, depth: int) -> bool:
+        """Lookahead: the CPU still needed fits in what the nodes have left under D_CPU."""
+        self.ops += 1
+        rest = [self.demand[k] for k in self.order[depth:] if self.demand[k] > 0]
+        if not rest:
+            return True
+        room = [max(0.0, lim - c) for lim, c in zip(self.cpu_lim, self.cpu, strict=True)]
+        if max(rest) > max(room) or sum(rest) > sum(room):
+            return False
+        # Every operator yet to place must still have one node that takes it.
+        return all(self._fits_somewhere(k) for k in self.order[depth:])
+
+    def _fits_somewhere(self, k: int) -> bool:
+        self.ops += 1
+        for j in range(self.n):
+            if self.demand[k] > 0 and self.cpu[j] + self.demand[k] > self.cpu_lim[j]:
+                continue
+            extra = self._traffic(k, j)
+            if all(self.bw[p] + w <= self.bw_lim[p] for p, w in extra.items()):
+                return True
+        return False
 
     def _best_effort(self, partial: list[int]) -> None:
         """Algorithm 1, lines 11–13: finish the deepest partial placement.
