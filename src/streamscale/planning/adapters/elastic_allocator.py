@@ -175,7 +175,6 @@ def figures(result: AllocatorResult, problem: AllocatorProblem) -> dict[str, Any
         "node_cpu_load": dict(zip(names, ev.node_cpu_load, strict=True)),
         "node_bw_load": dict(zip(names, ev.node_bw_load, strict=True)),
         "operations": result.operations,
-        "best_effort": len(result.best_effort),
     }
 
 
@@ -213,7 +212,12 @@ def gma_placer(context: PlanningContext, plan: Plan) -> StepResult:
         search=bool(p.get("search", True)),
     )
     out = _finish("gma", context, plan, problem, alloc, result)
-    figs = dict(out.figures, exhausted=result.exhausted, proven_infeasible=result.proven_infeasible)
+    figs = dict(
+        out.figures,
+        best_effort=len(result.best_effort),
+        exhausted=result.exhausted,
+        proven_infeasible=result.proven_infeasible,
+    )
     return replace(out, figures=figs)
 
 
