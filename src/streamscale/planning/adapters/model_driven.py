@@ -236,11 +236,9 @@ def _place(name: str, context: PlanningContext, plan: Plan) -> StepResult:
     notes: tuple[str, ...] = ()
     if res.extra_slots:
         notes = (f"{name}: added {res.extra_slots} slot(s) to place every thread",)
-    return StepResult(
-        Plan(alloc, Placement(dict(res.assignment)), plan.routing),
-        placement_figures(context, res),
-        notes,
-    )
+    figures = {"threads": dict(plan.allocation.cores), "slots": slots}
+    figures.update(placement_figures(context, res))
+    return StepResult(Plan(alloc, Placement(dict(res.assignment)), plan.routing), figures, notes)
 
 
 @register("placer", "dsm", "paper 004 Default Storm Mapping: threads round-robin over slots")
