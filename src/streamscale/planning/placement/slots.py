@@ -259,6 +259,7 @@ def map_sam(demands: Sequence[TaskDemand], vms: Sequence[Vm]) -> MappingResult:
     c_av = dict.fromkeys(slots, 1.0)
     m_av = dict.fromkeys(slots, 1.0)
     used: set[tuple[int, int]] = set()
+    exclusive: set[tuple[int, int]] = set()
     left = {d.task: d.threads for d in demands}
     need = {d.task: (d.cpu, d.mem) for d in demands}
     done = dict.fromkeys(left, 0)
@@ -291,10 +292,15 @@ def map_sam(demands: Sequence[TaskDemand], vms: Sequence[Vm]) -> MappingResult:
                 c, m = need[d.task]
                 need[d.task] = (c - 1.0, m - 1.0)
                 c_av[empty] = m_av[empty] = 0.0
+                exclusive.add(empty)
                 cur = empty[0]
             elif left[d.task] > 0:
                 c, m = max(need[d.task][0], 0.0), max(need[d.task][1], 0.0)
-                fits = [s for s in slots if c_av[s] + _EPS >= c and m_av[s] + _EPS >= m]
+                fits = [
+                    s
+                    for s in slots
+                    if s not in exclusive and c_av[s] + _EPS >= c and m_av[s] + _EPS >= m
+                ]
                 if not fits:
                     raise InfeasibleError("insufficient resources", item=f"task {d.task}")
                 best = min(fits, key=lambda s: (c_av[s] + m_av[s], s))
