@@ -12,11 +12,16 @@ __all__ = ["burn", "calculator", "counter", "identity"]
 
 
 def burn(ms: float) -> None:
-    """Keep one core busy for ``ms`` milliseconds (a spin, not a sleep: the cost is CPU)."""
+    """Spend ``ms`` milliseconds of this thread's CPU time (a spin, not a sleep).
+
+    Measured on the thread's CPU clock, not the wall clock, so a tuple costs
+    the same CPU however busy the machine is (paper 000, §5: per-tuple cost is
+    computation).
+    """
     if ms <= 0:
         return
-    end = time.perf_counter() + ms / 1000.0
-    while time.perf_counter() < end:
+    end = time.thread_time() + ms / 1000.0
+    while time.thread_time() < end:
         pass
 
 

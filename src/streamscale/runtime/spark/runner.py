@@ -338,7 +338,8 @@ def run_job(
             if done.is_set() or clock() - t0 >= duration_s:
                 # Stop between batches when possible; an interrupted batch is
                 # simply not committed and is replayed by the next run.
-                wait_until = clock() + 30.0
+                longest = max((r.duration_s for r in records), default=0.0)
+                wait_until = clock() + max(30.0, 3.0 * longest)
                 while in_batch.is_set() and clock() < wait_until:
                     time.sleep(0.01)
                 query.stop()
