@@ -1,0 +1,81 @@
+"""The Spark collector's snapshot from synthetic batch statistics (no Spark)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from streamscale.model import Cluster, Edge, Node, Operator, Topology
+from streamscale.runtime.spark.collector import SparkCollector
+from streamscale.runtime.spark.operator import BatchStats, TaskStats
+from streamscale.runtime.spark.realizer import SparkRealizer, default_plan
+
+
+def _topo() -> Topology:
+    return Topology.build(
+        "t",
+        [
+            Operator("src", kind="source"),
+            Operator("op", key="key", instances=2, shards=2),
+            Operator("out", kind="sink"),
+        ],
+        [Edge("src", "op", grouping="key"), Edge("op", "out")],
+    )
+
+
+def _task(p: int, unit: str, shards: dict[int, tuple[int, float, int, int]]) -> TaskStats:
+    return TaskStats(
+        partition=p,
+        unit=unit,
+        host="h",
+        busy_s=sum(s[1] for s in shards.values()),
+        rows=sum(s[0] for s in shards.values()),
+        out_rows=sum(s[3] for s in shards.values()),
+        shards=shards,
+        latencies_ms=np.empty(0, dtype=np.float32),
+    )
+
+
+def test_snapshot_follows_the_contract() -> None:
+    topo = _topo()
+    cluster = Cluster.build([Node("a", cores=2), Node("b", cores=2)])
+    realizer = SparkRealizer(topo, "op", default_plan(topo, "op", cluster))
+    col = SparkCollector(topo, "op", cluster, realizer, start=0.0, backlog=lambda: 7.0)
+    tasks = (
+        _task(0, "op[0]#0", {0: (30, 0.3, 100, 30), 1: (10, 0.1, 50, 10)}),
+        _task(1, "op[1]#0", {3: (20, 0.4, 80, 20)}),
+    )
+    col.observe(BatchStats(0, 1.0, tasks, dead_letters=2, partitions=2))
+    snap = col.collect(2.0)
+    assert snap.time == 2.0
+    op = snap.operators["op"]
+    assert op.input_rate == pytest.approx(31.0)  # 60 rows + 2 dead letters over 2 s
+    assert op.output_rate == pytest.approx(30.0)
+    assert op.service_rate == pytest.approx(60 / 0.8)
+    assert op.backlog == 7.0
+    loads = {s.shard: s for s in snap.shards}
+    assert sorted(loads) == [0, 1, 2, 3]  # global shard indices, idle ones included
+    assert loads[0].load == pytest.approx(0.15) and loads[0].rows == 30
+    assert loads[3].state_bytes == 80 and loads[2].load == 0.0
+    assert snap.edges == {"src->op": pytest.approx(31.0), "op->out": pytest.approx(30.0)}
+    assert snap.nodes["a"].cpu == pytest.approx(20.0)  # 0.4 busy s over 2 s
+    assert snap.nodes["b"].cpu == pytest.approx(20.0)
+    # The next period starts empty but remembers state sizes.
+    nxt = col.collect(3.0)
+    assert nxt.operators["op"].input_rate == 0.0
+    assert {s.shard: s.state_bytes for s in nxt.shards}[0] == 100
+
+
+def test_realizer_applies_at_the_next_batch_boundary() -> None:
+    topo = _topo()
+    cluster = Cluster.build([Node("a", cores=4)])
+    first = default_plan(topo, "op", cluster)
+    realizer = SparkRealizer(topo, "op", first)
+    assert realizer.begin_batch().units == ("op[0]#0", "op[1]#0")
+    from tests.runtime.spark._policies import split_plan
+
+    second = split_plan(topo, "op", 2)
+    realizer.apply(second, 1.0)
+    assert realizer.current() == second and realizer.active == first
+    assert realizer.begin_batch().units == ("op[0]#0", "op[0]#1", "op[1]#0")
+    assert realizer.active == second
