@@ -83,6 +83,7 @@ def milp_vs_flux(
         "flux_best_pct": min(series["flux"]),
         "milp_solve_s": statistics.median(solve),
         "milp_solve_max_s": max(solve),
+        "milp_solver_charged_s": statistics.median(charged),
         "milp_rounds_to_1pct": first_below(series["milp"], 1.0),
         "flux_rounds_to_1pct": first_below(series["flux"], 1.0),
     }
@@ -317,6 +318,7 @@ def _markdown(
                     "milp_distance_pct",
                     "flux_distance_pct",
                     "milp_solve_s",
+                    "milp_solve_max_s",
                     "milp_rounds_to_1pct",
                     "flux_rounds_to_1pct",
                 ],
