@@ -6,8 +6,11 @@ top-k is placed by GMA, Random and Even next to the running join and word
 count (:mod:`.elastic_allocator_setup`), and the cluster's CPU and bandwidth
 utilisation and deviation are measured on effective usage (an overloaded node
 throttles the query, see :mod:`streamscale.planning.placement.elastic_allocator`).
-``runs`` holds the medians over the clusters. A second part checks that GMA is
-never infeasible where a feasible placement exists
+``runs`` holds the medians over the clusters; ``paired`` compares GMA with
+each baseline cluster by cluster; ``variants`` holds GMA with the utilisation
+objective and Algorithm 1 run literally. A second part checks that GMA is
+never infeasible where a feasible placement exists, in the setting (CP-SAT
+decides GMA's failures) and on random tight instances
 (:mod:`.elastic_allocator_feasibility`).
 """
 
@@ -26,13 +29,14 @@ from streamscale.experiments.elastic_allocator_feasibility import (
 from streamscale.experiments.elastic_allocator_setup import NODES, setting
 from streamscale.experiments.report import markdown_table, write_results
 from streamscale.planning.placement.elastic_allocator import (
+    AllocatorProblem,
     AllocatorResult,
     even_placement,
     random_placement,
 )
 from streamscale.planning.placement.gma import gma
 
-__all__ = ["ALGORITHMS", "METRICS", "run"]
+__all__ = ["ALGORITHMS", "METRICS", "VARIANTS", "run", "run_config"]
 
 RATES: tuple[int, ...] = (200, 400, 600, 800, 1000, 1200)
 ALGORITHMS: tuple[str, ...] = ("gma", "random", "even")
@@ -41,7 +45,7 @@ METRICS: tuple[str, ...] = ("cpu_utilization", "bw_utilization", "cpu_deviation"
 _HIGHER_IS_BETTER = {"cpu_utilization": True, "bw_utilization": True}
 
 
-def _place(name: str, problem: Any, seed: int) -> AllocatorResult:
+def _place(name: str, problem: AllocatorProblem, seed: int) -> AllocatorResult:
     if name == "gma":
         return gma(problem)
     if name == "gma-literal":
