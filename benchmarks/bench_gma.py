@@ -6,7 +6,7 @@ Prints one JSON line per figure, each with a ``"bench"`` key:
   nodes, 1200 tuples/s): median wall time per GMA placement, placements/s,
   median candidate evaluations, and the same for Even as a floor.
 * ``gma_scale`` — random tight instances of growing size (nodes × units;
-  about half have no feasible placement at all): median wall time, median
+  at 10 × 20 about half have no feasible placement at all): median wall time, median
   evaluations, the share placed feasibly and the share that exhausted the
   default budget (the rest were proven infeasible or solved).
 
