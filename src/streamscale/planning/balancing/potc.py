@@ -68,7 +68,7 @@ def potc(
     dev = loads - problem.capacity * mean
     dist = max(float(dev.max()), float((-dev[problem.keep]).max()), 0.0)
     extra = {
-        "load_distance_pct": 0.0 if mean <= 0 else 100.0 * dist / mean,
+        "load_distance_pct": 0.0 if mean <= 0 else float(100.0 * dist / mean),
         "merge_overhead": total - float(problem.load.sum()),
     }
     return BalanceResult(np.array(problem.assignment, copy=True), "potc", "done", extra=extra)
