@@ -292,7 +292,9 @@ class BalanceResult:
 
     ``method`` says what produced it (e.g. ``"milp"``, ``"greedy-fallback"``,
     ``"current"`` when nothing better was found, ``"flux"``); ``solve_s`` is
-    the solver's own reported wall time (0 for heuristics).
+    the solver time charged against the limit: CP-SAT's own reported wall
+    time, or for HiGHS (which reports none) the sum of its step limits, an
+    upper bound; 0 for heuristics.
     """
 
     assignment: np.ndarray
