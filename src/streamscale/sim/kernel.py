@@ -34,10 +34,10 @@ vector over the shards or the pools of an operator, never a loop over tuples:
   for a paused shard do not (they wait in the executor's main process).
 * **Reconfiguration** (:mod:`streamscale.sim.protocols`): Elasticutor's local
   labeling-tuple protocol per shard, or RC's global synchronisation per operator.
-* **Network**: state migrations are serialized per node NIC at the node's
-  bandwidth (moves within a node are free, §3.1); tuples an elastic executor
-  forwards to its remote tasks use the home node's bandwidth and are counted as
-  remote transfer.
+* **Network**: state migrations share the full-duplex NICs fairly at the
+  nodes' bandwidth (moves within a node are free, §3.1); tuples an elastic
+  executor forwards to its remote tasks are limited by the home node's
+  bandwidth and counted as remote transfer (they do not slow migrations).
 
 Sources and sinks use no cores (the generator is not the object of study).
 """
@@ -140,7 +140,6 @@ class Simulator:
         nn = len(self.node_names)
         self.cores = np.array([n.cores for n in cluster.nodes], dtype=float)
         self.bytes_per_s = np.array([n.bandwidth_mbps * 1e6 / 8 for n in cluster.nodes])
-        self.nic_free = np.zeros(nn)
         self.speed = np.ones(nn)
         self.busy = np.zeros(nn)
         self.migrated = np.zeros(nn)
@@ -272,6 +271,7 @@ class Simulator:
                     inflow[e.dst] += done * e.selectivity
         self.now = round(self.now + dt, 9)
         self.steps += 1
+        protocols.transfer_step(self)
         for st in self.ops.values():
             changed |= protocols.progress(self, st)
         if changed:

@@ -29,7 +29,7 @@ from streamscale.sim.state import OpState
 if TYPE_CHECKING:
     from streamscale.sim.kernel import Simulator
 
-__all__ = ["progress", "remaining_pause"]
+__all__ = ["progress", "remaining_pause", "transfer_step"]
 
 
 def progress(sim: Simulator, st: OpState) -> bool:
@@ -51,27 +51,54 @@ def _start(sim: Simulator, st: OpState, idx: np.ndarray, sync_s: float) -> None:
 
 
 def _labelled(sim: Simulator, st: OpState) -> np.ndarray:
-    return np.flatnonzero(
-        (st.phase == 1) & (st.label_left <= 1e-9) & (st.ready_at <= sim.now + 1e-12)
-    )
+    """Shards whose label has been reached: everything ahead was served, or the task is idle."""
+    cand = np.flatnonzero((st.phase == 1) & (st.ready_at <= sim.now + 1e-12))
+    if not cand.size:
+        return cand
+    queued = np.bincount(st.route, st.q, minlength=len(st.pools))
+    # fluid service leaves float dust; an empty source task has passed every label
+    reached = (st.label_left[cand] <= 1e-6) | (queued[st.route[cand]] <= 1e-6)
+    return cand[reached]
 
 
 def _transfer(sim: Simulator, st: OpState, idx: np.ndarray) -> None:
-    """Start the state transfers of shards ``idx``, serialized per NIC (sender and receiver)."""
-    now = sim.now
+    """Start the state transfers of shards ``idx`` (moves within a node finish at once)."""
     st.phase[idx] = 2
-    st.labelled_at[idx] = now
+    st.labelled_at[idx] = sim.now
     src = st.pools.node[st.route[idx]]
     dst = st.pools.node[st.dest[idx]]
-    st.xfer_end[idx] = now
-    for i, a, b in zip(idx[src != dst], src[src != dst], dst[src != dst], strict=True):
-        size = float(st.shard_bytes[i])
-        start = max(now, sim.nic_free[a], sim.nic_free[b])
-        end = start + size / min(sim.bytes_per_s[a], sim.bytes_per_s[b])
-        sim.nic_free[a] = sim.nic_free[b] = end
-        st.xfer_end[i] = end
-        sim.migrated[a] += size
-        st.remote_moves += 1
+    st.xfer_left[idx] = np.where(src != dst, st.shard_bytes[idx], 0.0)
+    st.remote_moves += int(np.count_nonzero(src != dst))
+
+
+def transfer_step(sim: Simulator) -> None:
+    """Advance every state transfer in flight by one step.
+
+    Concurrent transfers share the NICs fairly: each gets
+    ``min(tx bandwidth of its sender / transfers it sends, rx bandwidth of its
+    receiver / transfers it receives)`` (full-duplex links), the fluid picture
+    of TCP flows sharing 1 Gbps Ethernet.
+    """
+    parts = []
+    for st in sim.ops.values():
+        idx = np.flatnonzero((st.phase == 2) & (st.xfer_left > 0))
+        if idx.size:
+            parts.append((st, idx, st.pools.node[st.route[idx]], st.pools.node[st.dest[idx]]))
+    if not parts:
+        return
+    n = sim.bytes_per_s.size
+    src = np.concatenate([p[2] for p in parts])
+    dst = np.concatenate([p[3] for p in parts])
+    n_out = np.bincount(src, minlength=n)
+    n_in = np.bincount(dst, minlength=n)
+    rate = np.minimum(sim.bytes_per_s[src] / n_out[src], sim.bytes_per_s[dst] / n_in[dst])
+    at = 0
+    for st, idx, a, _ in parts:
+        r = rate[at : at + idx.size]
+        at += idx.size
+        sent = np.minimum(st.xfer_left[idx], r * sim.config.dt)
+        st.xfer_left[idx] -= sent
+        sim.migrated += np.bincount(a, sent, minlength=n)
 
 
 def _finish(st: OpState, idx: np.ndarray, now: float) -> None:
@@ -95,7 +122,7 @@ def _ec(sim: Simulator, st: OpState) -> bool:
     lab = _labelled(sim, st)
     if lab.size:
         _transfer(sim, st, lab)
-    done = np.flatnonzero((st.phase == 2) & (st.xfer_end <= sim.now + 1e-12))
+    done = np.flatnonzero((st.phase == 2) & (st.xfer_left <= 1e-9))
     if done.size:
         _finish(st, done, sim.now)
         return True
@@ -116,7 +143,7 @@ def _rc(sim: Simulator, st: OpState) -> bool:
     lab = _labelled(sim, st)
     if lab.size:
         _transfer(sim, st, lab)
-    arrived = np.flatnonzero((st.phase == 2) & (st.xfer_end <= sim.now + 1e-12))
+    arrived = np.flatnonzero((st.phase == 2) & (st.xfer_left <= 1e-9))
     st.phase[arrived] = 3
     if np.any((st.phase == 1) | (st.phase == 2)):
         return False
@@ -142,7 +169,7 @@ def remaining_pause(sim: Simulator, st: OpState) -> np.ndarray:
         extra[one] = st.label_left[one] * st.cost + np.maximum(st.ready_at[one] - now, 0.0) + xfer
     two = np.flatnonzero(st.phase == 2)
     if two.size:
-        extra[two] = np.maximum(st.xfer_end[two] - now, 0.0)
+        extra[two] = st.xfer_left[two] / sim.bytes_per_s[st.pools.node[st.route[two]]]
     if st.rc_active:
         extra[:] = float(extra.max())
     return extra + st.buf * st.cost

@@ -88,7 +88,7 @@ class OpState:
     phase: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int8))
     label_left: np.ndarray = field(default_factory=lambda: np.zeros(0))
     ready_at: np.ndarray = field(default_factory=lambda: np.zeros(0))
-    xfer_end: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    xfer_left: np.ndarray = field(default_factory=lambda: np.zeros(0))
     moved_at: np.ndarray = field(default_factory=lambda: np.zeros(0))
     labelled_at: np.ndarray = field(default_factory=lambda: np.zeros(0))
     remote_mask: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
@@ -124,7 +124,7 @@ class OpState:
             "buf",
             "label_left",
             "ready_at",
-            "xfer_end",
+            "xfer_left",
             "moved_at",
             "labelled_at",
             "arrived",
