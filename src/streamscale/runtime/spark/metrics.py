@@ -101,6 +101,8 @@ def build_record(
             str(g): [s[0], round(s[1], 6)] for t in stats.tasks for g, s in sorted(t.shards.items())
         },
         "dead_letters": stats.dead_letters,
+        # CPU the tasks actually got: on a shared machine well below busy_s.
+        "cpu_s": round(sum(t.cpu_s for t in stats.tasks), 6),
         "out_rows": sum(t.out_rows for t in stats.tasks),
     }
     detail.update(extra or {})

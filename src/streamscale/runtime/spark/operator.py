@@ -80,6 +80,7 @@ class TaskStats:
     shards: Mapping[int, tuple[int, float, int, int]]  # shard -> (rows, busy_s, bytes, out)
     latencies_ms: np.ndarray
     sample: list[dict[str, Any]] = field(default_factory=list)
+    cpu_s: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,7 +191,7 @@ def _gather(records: Iterator[Any]) -> tuple[np.ndarray, pd.DataFrame]:
 def _reduce_side(ctx: BatchContext) -> Callable[[int, Iterator[Any]], Iterator[TaskStats]]:
     def run(index: int, records: Iterator[Any]) -> Iterator[TaskStats]:
         shards, df = _gather(records)
-        t_task = time.perf_counter()
+        t_task, cpu0 = time.perf_counter(), time.process_time()
         shard_stats: dict[int, tuple[int, float, int, int]] = {}
         outputs: list[pd.DataFrame] = []
         done_at = np.empty(len(df))
@@ -244,6 +245,7 @@ def _reduce_side(ctx: BatchContext) -> Callable[[int, Iterator[Any]], Iterator[T
             shards=shard_stats,
             latencies_ms=latencies.astype(np.float32),
             sample=sample,
+            cpu_s=time.process_time() - cpu0,
         )
 
     return run
