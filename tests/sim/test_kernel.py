@@ -170,3 +170,19 @@ def test_bad_plan_names_the_instance() -> None:
         Simulator(
             topo, cluster, Uniform(1.0), elastic_plan(topo, {"op[0]": ["n1"]}, {"op[0]": [0] * 8})
         )
+
+
+def test_concurrent_transfers_share_the_nic() -> None:
+    sim = _ec_setup()
+    sim.run_until(1.0)
+    topo = sim.topology
+    units = {"op[0]": ["n1", "n1", "n2"], "op[1]": ["n2", "n2"]}
+    tab = {"op[0]": [2, 2] + [0] * 2 + [1] * 4, "op[1]": [0] * 4 + [1] * 4}
+    sim.apply(elastic_plan(topo, units, tab), sim.now)
+    sim.run_until(3.0)
+    st = sim.ops["op"]
+    assert st.completed_moves == 2
+    one = 32 * 1024 / (100e6 / 8)
+    # both labels sit behind the same queue, so both leave n1 together at half rate each
+    assert 2 * one - 1e-9 <= st.transfer_s / 2 <= 2 * one + sim.config.dt
+    assert sim.migrated.sum() == pytest.approx(2 * 32 * 1024)
