@@ -58,13 +58,13 @@ def test_profile_service_lookup_on_spark(spark: Any) -> None:
     direct = {1: _direct(task, 1), 2: _direct(task, 2)}
     trials = SparkTrials(spark, "service_lookup", seconds=1.5, warmup=1.5, task_params=params)
     try:
-        res = profile("service_lookup", trials, threads=[1, 2], rates=[10, 15, 30, 60])
+        res = profile("service_lookup", trials, threads=[1, 2], rates=[10, 15, 30])
     finally:
         trials.close()
     pts = {p.threads: p for p in res.model.points}
     assert set(pts) == {1, 2}
     for tau, p in pts.items():
-        # the ladder is coarse (15, 30 against capacities of 20 and 40 t/s)
+        # the ladder is coarse (15 and 30 against capacities of 20 and 40 t/s)
         assert 0.3 * direct[tau] <= p.rate <= 1.2 * direct[tau], (tau, p.rate, direct[tau])
     assert pts[2].rate >= pts[1].rate  # waiting threads overlap: an I/O-bound task gains
-    assert any(not t.stable for t in res.trials)  # the ladder went past the peak
+    assert any(not t.stable for t in res.trials)  # one thread cannot keep up with 30 t/s

@@ -64,7 +64,7 @@ def profile_command(
         3.0, "--warmup", help="Seconds before the first step is measured."
     ),
     max_latency_slope: float = typer.Option(
-        0.1, "--max-latency-slope", help="λ_L^max: latency growth (s/s) still counted stable."
+        0.5, "--max-latency-slope", help="λ_L^max: latency growth (s/s) still counted stable."
     ),
     min_slope: float = typer.Option(
         0.02,
