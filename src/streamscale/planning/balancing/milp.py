@@ -136,7 +136,9 @@ def solve_milp(
     weights
         ``(w1, w2, w3)`` with ``w1 > w2 + w3`` so δ is minimised first.
     seed
-        Solver random seed.
+        Solver random seed. Answers are reproducible while node limits
+        (HiGHS) or ``deterministic_limit`` (CP-SAT) end the steps; a step
+        ended by a wall-clock limit depends on the machine's speed and load.
     solver
         ``"highs"`` (default, ``scipy.optimize.milp``; a windowed step gets and
         is charged ``time_limit_s / max_steps``) or ``"cpsat"``.
