@@ -19,6 +19,7 @@ TINY = {
     "collocation": (0.0, 100.0),
     "cola_setup": (4, 32, 4),
     "cola_rounds": 2,
+    "albic_max_ld": (5.0,),
     "time_limit_s": 0.3,
 }
 

@@ -49,18 +49,25 @@ def plot_all(
     plt.close(fig)
 
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(9, 3.5))
-    xs = [r["max_collocation_pct"] for r in albic_vs_cola]
-    a1.plot(xs, [r["albic_collocation_pct"] for r in albic_vs_cola], marker="o", label="ALBIC")
-    a1.plot(xs, [r["cola_collocation_pct"] for r in albic_vs_cola], marker="s", label="COLA")
+    settings = sorted(
+        {r.get("albic_max_load_distance_pct", 0.0) for r in albic_vs_cola}, reverse=True
+    )
+    first = [r for r in albic_vs_cola if r.get("albic_max_load_distance_pct", 0.0) == settings[0]]
+    xs = [r["max_collocation_pct"] for r in first]
+    for ld in settings:
+        rows = [r for r in albic_vs_cola if r.get("albic_max_load_distance_pct", 0.0) == ld]
+        a1.plot(
+            [r["max_collocation_pct"] for r in rows],
+            [r["albic_collocation_pct"] for r in rows],
+            marker="o",
+            label=f"ALBIC (maxLD {ld:g} %)",
+        )
+    a1.plot(xs, [r["cola_collocation_pct"] for r in first], marker="s", label="COLA")
     a1.set_xlabel("max collocation factor (%)")
     a1.set_ylabel("collocation factor (%)")
-    a1.legend()
-    a2.bar(
-        [x - 3 for x in xs], [r["albic_migrations"] for r in albic_vs_cola], width=6, label="ALBIC"
-    )
-    a2.bar(
-        [x + 3 for x in xs], [r["cola_migrations"] for r in albic_vs_cola], width=6, label="COLA"
-    )
+    a1.legend(fontsize=8)
+    a2.bar([x - 3 for x in xs], [r["albic_migrations"] for r in first], width=6, label="ALBIC")
+    a2.bar([x + 3 for x in xs], [r["cola_migrations"] for r in first], width=6, label="COLA")
     a2.set_xlabel("max collocation factor (%)")
     a2.set_ylabel("migrations per round")
     a2.legend()
