@@ -24,7 +24,8 @@ def test_diamond_rates_hand_checked() -> None:
 
 def test_star_hub_sees_twice_the_rate() -> None:
     r = load_topology(EXAMPLES / "star.yaml").rates(50)
-    assert r["hub"] == 100 and r["blob"] == 100 and r["table"] == 100 and r["out"] == 200
+    assert r["blob"] == 50 and r["table"] == 50
+    assert r["hub"] == 100 and r["parse"] == 100 and r["pi"] == 100 and r["out"] == 200
 
 
 def test_selectivity_and_several_sources() -> None:

@@ -25,8 +25,6 @@ from typing import Any
 from streamscale.errors import InfeasibleError, StreamscaleError
 from streamscale.experiments.report import markdown_table, write_results
 from streamscale.model import (
-    Edge,
-    Operator,
     PerformanceModel,
     Topology,
     VmType,
@@ -53,7 +51,6 @@ __all__ = [
     "paper_models",
     "run",
     "scenario",
-    "star_paper_reading",
 ]
 
 CATALOG = (
@@ -99,35 +96,6 @@ def load_dag(name: str, examples: Path | None = None) -> Topology:
     if not path.exists():
         raise StreamscaleError("example DAG not found (run from a source checkout)", item=str(path))
     return load_topology(path)
-
-
-def star_paper_reading() -> Topology:
-    """The Star micro DAG as §8.4.1 implies: Blob and Table before the hub, at the DAG rate.
-
-    The paper's Fig. 5 labels were lost; its text fixes Blob at the DAG rate in
-    every micro DAG (25 Blob threads at 50 t/s) and LSA's Star at 6.23 / 12.47
-    slots for 50 / 100 t/s, which this assignment reproduces.
-    """
-    ops = [
-        Operator("src", "source"),
-        Operator("blob", task="blob_download"),
-        Operator("table", task="table_query"),
-        Operator("hub", task="batch_write"),
-        Operator("parse", task="xml_parse"),
-        Operator("pi", task="pi"),
-        Operator("out", "sink"),
-    ]
-    pairs = [
-        ("src", "blob"),
-        ("src", "table"),
-        ("blob", "hub"),
-        ("table", "hub"),
-        ("hub", "parse"),
-        ("hub", "pi"),
-        ("parse", "out"),
-        ("pi", "out"),
-    ]
-    return Topology.build("star-paper", ops, [Edge(a, b) for a, b in pairs])
 
 
 def _map(
@@ -301,7 +269,6 @@ def _markdown(
     micro: list[dict[str, Any]],
     apps: list[dict[str, Any]],
     fixed: list[dict[str, Any]],
-    star: list[dict[str, Any]],
 ) -> str:
     cols = [
         "DAG",
@@ -356,13 +323,6 @@ def _markdown(
             f"MBA/LSA slot ratio on the micro DAGs: {min(ratio):.2f}-{max(ratio):.2f} (paper: about 0.5). "
             f"RSM needed extra slots in {sum(1 for r in micro if r['rsm_extra'])} of {len(micro)} cases "
             f"(paper: 6 of 9), SAM in {sum(1 for r in micro if r['sam_extra'])} (paper: 1).",
-            "Note: `examples/star.yaml` puts Blob and Table after the hub (2x the DAG rate); the "
-            "paper's Star has Blob at the DAG rate (§8.4.1: 25 Blob threads at 50 t/s in every micro "
-            "DAG), so this Star needs about twice the paper's slots for both allocators. The "
-            "paper's reading (Blob and Table before the hub):",
-            markdown_table(
-                cols, [["star (paper reading)", *row({**r, "dag": "star"})[1:]] for r in star]
-            ),
             "## Application DAGs (§8.4.2, Fig. 8)",
             markdown_table(cols[:-1], [row(r)[:-1] for r in apps]),
             "Paper: MBA+SAM uses 33-50 % fewer slots than LSA+RSM; Finance gains least (3 and 5 "
@@ -384,7 +344,6 @@ def run(out: Path, *, quick: bool, seed: int) -> dict[str, Any]:
     models = paper_models()
     micro = [scenario(load_dag(d), models, r) for d in MICRO for r in (50, 100, 200)]
     apps = [scenario(load_dag(d), models, r) for d in APPS for r in (50, 100)]
-    star = [scenario(star_paper_reading(), models, r) for r in (50, 100, 200)]
     step = 20.0 if quick else 10.0
     fixed = [row for d in MICRO for row in fixed_cluster(load_dag(d), models, step=step)]
     out.mkdir(parents=True, exist_ok=True)
@@ -396,9 +355,8 @@ def run(out: Path, *, quick: bool, seed: int) -> dict[str, Any]:
         "fixed_cluster_step": step,
         "micro": micro,
         "apps": apps,
-        "star_paper_reading": star,
         "fixed_cluster": fixed,
         "plots": plots,
     }
-    write_results(out, results, _markdown(micro, apps, fixed, star))
+    write_results(out, results, _markdown(micro, apps, fixed))
     return results
