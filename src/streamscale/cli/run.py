@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import tempfile
 from pathlib import Path
@@ -10,9 +11,20 @@ from typing import Any
 import typer
 
 from streamscale.cli.output import Output
+from streamscale.control.controller import ControllerConfig
+from streamscale.control.policies import PARAMS, POLICIES
 from streamscale.errors import StreamscaleError
 
 __all__ = ["register", "run"]
+
+
+_PARAM_HELP = (
+    "KEY=VALUE, repeatable. Policy: "
+    + ", ".join(PARAMS)
+    + "; controller: "
+    + ", ".join(f.name for f in dataclasses.fields(ControllerConfig))
+    + "."
+)
 
 
 def register(app: typer.Typer) -> None:
@@ -37,9 +49,7 @@ def run(
     job_file: Path = typer.Argument(
         ..., help="Topology YAML of the job (functions by import path)."
     ),
-    policy: str = typer.Option(
-        "elastic", "--policy", help="Policy: elastic, naive-ec, static, rc, proportional."
-    ),
+    policy: str = typer.Option("elastic", "--policy", help="Policy: " + ", ".join(POLICIES) + "."),
     master: str = typer.Option(
         "local[*]", "--master", help="Spark master URL (local[N], spark://host:port)."
     ),
@@ -55,9 +65,7 @@ def run(
     cluster_file: Path | None = typer.Option(
         None, "--cluster", help="Cluster file to plan for (default: the Spark cores)."
     ),
-    param: list[str] = typer.Option(
-        [], "--param", help="Policy or controller parameter KEY=VALUE (repeatable)."
-    ),
+    param: list[str] = typer.Option([], "--param", help=_PARAM_HELP),
     max_batches: int | None = typer.Option(
         None, "--max-batches", help="Stop after this many batches."
     ),
