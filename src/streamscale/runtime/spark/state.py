@@ -35,6 +35,9 @@ Hint = tuple[int, str | None]
 # and it is popped before use, so a function that fails half-way through
 # mutating a state leaves nothing behind.
 _CACHE: dict[str, tuple[int, str, dict[Any, Any]]] = {}
+# Shards that moved to another worker leave stale entries: bound the cache
+# (oldest first out) so a worker never holds every shard's state forever.
+_CACHE_MAX = 4096
 
 
 @runtime_checkable
@@ -163,6 +166,8 @@ class LocalStateBackend:
         os.replace(tmp, os.path.join(path, f"{version}.pkl"))
         if attempt is not None:
             _CACHE[path] = (version, attempt, state)
+            while len(_CACHE) > _CACHE_MAX:
+                del _CACHE[next(iter(_CACHE))]
         for v in {*self._stale.pop(path, ()), *drop}:
             if v < version:
                 with contextlib.suppress(FileNotFoundError):
