@@ -48,7 +48,7 @@ class BatchRecord:
     extra: Mapping[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> str:
-        return json.dumps(_clean(asdict(self)), sort_keys=False)
+        return json.dumps(_clean(asdict(self)), sort_keys=False, default=str)
 
 
 def _clean(obj: Any) -> Any:

@@ -33,7 +33,12 @@ from streamscale.model import Cluster, Node, Plan
 from streamscale.runtime.spark.collector import SparkCollector
 from streamscale.runtime.spark.job import Job
 from streamscale.runtime.spark.metrics import BatchRecord, MetricsWriter, build_record
-from streamscale.runtime.spark.operator import BatchContext, count_dead_letters, run_batch
+from streamscale.runtime.spark.operator import (
+    BatchContext,
+    count_dead_letters,
+    run_batch,
+    warm_up,
+)
 from streamscale.runtime.spark.realizer import SparkRealizer, default_plan
 from streamscale.runtime.spark.state import LocalStateBackend, VersionIndex
 
@@ -221,6 +226,7 @@ def run_job(
     console = [s for s in job.sinks if s.format == "console"]
     writer = MetricsWriter(Path(out) / "metrics.jsonl") if out is not None else None
 
+    warm_up(sc, physical)
     clock = time.monotonic
     t0 = clock()
     realizer = SparkRealizer(job.topology, job.keyed, initial)
