@@ -74,3 +74,20 @@ def test_patterns_respect_capacity_and_limit() -> None:
     for p in pats:
         assert sum(TINY.task_cost[g] * p[g] for g in range(3)) <= 70.0 + 1e-9
     assert node_patterns(TINY, 70.0, limit=3) is None
+
+
+@pytest.mark.parametrize("method", ["patterns", "counts"])
+def test_zero_capacity_nodes_take_nothing_costly(method: str) -> None:
+    job = GroupJob.build(
+        [("a", 1, 0.0), ("b", 4, 1.2e-7), ("c", 1, 100.0 / 3)],
+        [("a", "b", 1.0)],
+        {"n0": 0.0, "n1": 0.0, "n2": 60.0, "n3": 60.0},
+    )
+    res = optimal(job, method=method)  # type: ignore[arg-type]
+    assert res.proven_optimal and res.allocation.respects_capacities()
+    where = res.allocation.node_counts()
+    assert list(where["b"].values()) == [4] and set(where["b"]) <= {"n2", "n3"}
+    assert where["a"] == {next(iter(where["b"])): 1}
+    # Exact fits stay feasible: three tasks of 100/3 % fill a 100 % node.
+    full = GroupJob.build([("t", 3, 100.0)], [], {"n1": 100.0})
+    assert optimal(full, method=method).allocation.complete  # type: ignore[arg-type]

@@ -30,7 +30,11 @@ __all__ = [
 ]
 
 EPS = 1e-9
-"""Slack on capacity comparisons, so float sums of task costs equal to μ still fit."""
+"""Slack on capacity comparisons, so float sums of task costs equal to μ still fit.
+
+Allocators let a node's load reach μ + EPS·max(1, μ); checks allow twice that,
+so float rounding between the two never turns a fit into a miss.
+"""
 
 
 @dataclass(frozen=True, slots=True)
@@ -331,7 +335,7 @@ class TaskAllocation:
 
     def respects_capacities(self) -> bool:
         return all(
-            load <= cap + EPS * max(1.0, cap)
+            load <= cap + 2 * EPS * max(1.0, cap)
             for load, cap in zip(self.loads, self.job.capacities, strict=True)
         )
 

@@ -51,7 +51,7 @@ def naive_pairs(
     cur = 0
 
     def fits(cost: float, n: int) -> bool:
-        return cost <= cap[n] + EPS * max(1.0, cap[n])
+        return cost <= cap[n] + EPS * max(1.0, job.capacities[n])
 
     for e in group_pair_order(job, "imc"):
         a, b = job.ends[e]

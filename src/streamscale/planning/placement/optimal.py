@@ -23,6 +23,7 @@ Two exact CP-SAT models are offered:
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Literal
 
@@ -211,13 +212,14 @@ def _solve_counts(
     ng, nn = len(job.groups), len(job.nodes)
     total = job.total_tasks
     caps = job.capacities
-    # Integer costs: rounding each task's cost moves a node's load by < ½ unit
-    # per task, so a slack of `total` units keeps every truly feasible
-    # allocation feasible while exceeding μ by at most EPS/2 of the capacity.
-    positive = [c for c in caps if c > 0]
-    scale = 2.0 * total / (EPS * max(1.0, min(positive, default=1.0)))
-    cost = [round(c * scale) for c in job.task_cost]
-    cap = [int(c * scale) + total for c in caps]
+    # Integer costs rounded up and capacities (plus the tolerance EPS·max(1, μ)
+    # that TaskAllocation.respects_capacities allows) rounded down: every
+    # solution fits. Rounding adds < 1 unit per task, and the tolerance is
+    # worth ≥ 2(total + 1) units at this scale, so every allocation that truly
+    # fits stays feasible.
+    scale = 2.0 * (total + 1) / EPS
+    cost = [math.ceil(c * scale) for c in job.task_cost]
+    cap = [math.floor((c + EPS * max(1.0, c)) * scale) for c in caps]
 
     m = cp_model.CpModel()
     x = [[m.new_int_var(0, job.tasks[g], f"x{g}_{n}") for n in range(nn)] for g in range(ng)]

@@ -107,7 +107,7 @@ def allocate_single_tasks(
         row = counts[g]
         while free[g]:
             n = top_node(cap)
-            if cost > cap[n] + EPS * max(1.0, cap[n]):
+            if cost > cap[n] + EPS * max(1.0, job.capacities[n]):
                 return False
             # Tasks of a group are interchangeable, so a run of them goes to this
             # node for as long as it stays the roomiest one.
@@ -169,7 +169,7 @@ def task_level(
     last_node = -1
 
     def fits(cost: float, n: int) -> bool:
-        return cost <= cap[n] + EPS * max(1.0, cap[n])
+        return cost <= cap[n] + EPS * max(1.0, init[n])
 
     for e in group_pair_order(job, priority):
         a, b = job.ends[e]

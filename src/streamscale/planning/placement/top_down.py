@@ -51,8 +51,7 @@ class _TopDown:
         self.free[g] -= k
 
     def fits(self, cost: float, n: int) -> bool:
-        cap = self.cap[n]
-        return cost <= cap + EPS * max(1.0, cap)
+        return cost <= self.cap[n] + EPS * max(1.0, self.init[n])
 
     def only_node(self, g: int) -> int:
         """The node holding all of ``g``, or -1 if its tasks are spread."""
