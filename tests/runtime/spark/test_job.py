@@ -1,0 +1,83 @@
+"""The job API: building from Python and from YAML, and its one-line errors (no Spark)."""
+
+from __future__ import annotations
+
+import itertools
+import re
+from pathlib import Path
+
+import pytest
+
+from streamscale.errors import StreamscaleError
+from streamscale.model import Edge, Operator, Topology
+from streamscale.runtime.spark.functions import calculator, identity
+from streamscale.runtime.spark.job import Job
+
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
+
+
+def test_microbench_yaml_resolves_functions_and_source() -> None:
+    job = Job.from_yaml(EXAMPLES / "microbench.yaml")
+    assert (job.source, job.keyed, job.before, job.after) == ("gen", "calc", (), ())
+    assert job.functions["calc"] is calculator
+    assert job.source_format == "streamscale_generator"
+    assert job.source_options["rate"] == "1500" and job.source_options["alpha"] == "0.5"
+    assert job.cost_ms == 1.0
+    assert [s.format for s in job.sinks] == ["none"]
+
+
+def _chain(*, sink: dict | None = None, extra_keyed: bool = False) -> Topology:
+    ops = [
+        Operator("src", kind="source", params={"format": "x", "trigger_s": 0.5, "keys": 10}),
+        Operator("pre", function="streamscale.runtime.spark.functions:identity"),
+        Operator("calc", key="key", function="streamscale.runtime.spark.functions:calculator"),
+        Operator("post", key="key" if extra_keyed else None),
+        Operator("out", kind="sink", params=sink or {}),
+    ]
+    names = [o.name for o in ops]
+    return Topology.build("c", ops, [Edge(a, b) for a, b in itertools.pairwise(names)])
+
+
+def test_stateless_operators_around_the_keyed_one() -> None:
+    job = Job.build(_chain(sink={"format": "parquet", "path": "o"}), {"post": identity})
+    assert (job.before, job.keyed, job.after) == (("pre",), "calc", ("post",))
+    assert job.functions["pre"] is identity and job.trigger_s == 0.5
+    assert job.source_options == {"keys": "10"}
+    assert job.sinks[0].format == "parquet" and job.sinks[0].path == "o"
+
+
+@pytest.mark.parametrize(
+    ("topo", "functions", "msg"),
+    [
+        (lambda: _chain(), {}, "operator post: no function given"),
+        (lambda: _chain(extra_keyed=True), {"post": identity}, "exactly one keyed operator"),
+        (lambda: _chain(sink={"format": "csv"}), {"post": identity}, "sink format 'csv'"),
+        (lambda: _chain(sink={"format": "jsonl"}), {"post": identity}, "needs a 'path'"),
+        (lambda: _chain(), {"post": "nowhere:fn"}, "cannot import 'nowhere'"),
+        (lambda: _chain(), {"post": "no-colon"}, "module:function"),
+    ],
+)
+def test_bad_jobs_name_the_offending_item(topo, functions, msg: str) -> None:
+    with pytest.raises(StreamscaleError, match=re.escape(msg)):
+        Job.build(topo(), functions)
+
+
+def test_branching_topology_is_rejected() -> None:
+    topo = Topology.build(
+        "b",
+        [
+            Operator("src", kind="source"),
+            Operator("a", key="k"),
+            Operator("b"),
+            Operator("out", kind="sink"),
+        ],
+        [Edge("src", "a"), Edge("src", "b"), Edge("a", "out"), Edge("b", "out")],
+    )
+    with pytest.raises(StreamscaleError, match="linear pipeline"):
+        Job.build(topo, {"a": calculator, "b": identity})
+
+
+def test_simple_job_passes_params_to_the_function() -> None:
+    job = Job.simple("count", calculator, source_options={"rate": 5}, params={"x": 1})
+    assert job.operator.params == {"x": 1}
+    assert job.source_options == {"rate": "5"}
