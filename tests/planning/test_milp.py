@@ -147,3 +147,18 @@ def test_windowed_model_reduces_imbalance_on_a_large_instance() -> None:
     assert migrations(p, res.assignment) <= 10
     assert load_distance(p, res.assignment) < load_distance(p)
     assert res.method == "milp"
+
+
+def test_greedy_fallback_when_the_solver_returns_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    from streamscale.planning.balancing import milp as milp_module
+    from streamscale.planning.balancing.milp_window import Step
+
+    monkeypatch.setattr(
+        milp_module, "solve_window_highs", lambda *a, **k: Step(None, "TIME_LIMIT", 2.0)
+    )
+    p = _hand()
+    res = solve_milp(p, max_migrations=3, collocate=[[0, 6]], pinned=[(6, 3)])
+    assert res.method == "greedy-fallback"
+    assert "greedy fallback" in res.notes[0]
+    assert res.assignment[0] == res.assignment[6] == 3
+    assert migrations(p, res.assignment) <= 3
