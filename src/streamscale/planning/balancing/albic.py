@@ -204,7 +204,6 @@ def albic(
             break
         resolves += 1
         mpl = max(mpl - partition_load_step_pct, 0.0)
-        collocated = sets
     extra = {
         **result.extra,
         "collocation_pct": collocation_factor(problem, result.assignment),
