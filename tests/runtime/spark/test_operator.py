@@ -15,8 +15,6 @@ from streamscale.runtime.spark.state import LocalStateBackend
 from tests.runtime.spark._policies import Flip
 from tests.runtime.spark._seq_source import SeqSource, expected_rows
 
-pytestmark = pytest.mark.spark
-
 OPTS = {"keys": "40", "step": "250", "bad": "53", "partitions": "3"}
 CTL = {"interval_s": 0.0, "stabilization_s": 0.0, "scale_down_delay_s": 0.0}
 
@@ -35,6 +33,7 @@ def _job() -> Job:
     )
 
 
+@pytest.mark.spark
 def test_counts_match_pandas_and_tasks_get_exactly_their_shards(spark, tmp_path: Path) -> None:
     job = _job()
     flip = Flip(job.topology, "count", k=3)
@@ -82,3 +81,42 @@ def test_counts_match_pandas_and_tasks_get_exactly_their_shards(spark, tmp_path:
     assert out_rows == sum(r.extra["out_rows"] for r in res.records)
     letter = json.loads(next((tmp_path / "out" / "dead_letters").glob("*.jsonl")).open().readline())
     assert letter["reason"] == "missing key 'key'"
+
+
+def test_malformed_tuples_become_dead_letters_with_their_reason() -> None:
+    import numpy as np
+    import pandas as pd
+
+    from streamscale.runtime.spark.operator import BatchContext, _dead_letters
+    from streamscale.runtime.spark.state import LocalStateBackend
+
+    ctx = BatchContext(
+        batch_id=3,
+        operator="op",
+        key="key",
+        executors=1,
+        shards=1,
+        upto=2,
+        backend=LocalStateBackend("unused"),
+        fn=counter,
+        fn_params={},
+        before=(),
+        after=(),
+        required=("cost_ms",),
+        columns=("key", "cost_ms"),
+        units=("op[0]#0",),
+        shard_partition=(0,),
+        file_sinks=(),
+        console_rows=0,
+        dead_letter_dir="unused",
+    )
+    df = pd.DataFrame({"key": ["a", None, "", "b", "c"], "cost_ms": ["1", "2", "3", "x", np.inf]})
+    good, letters = _dead_letters(ctx, df)
+    assert good["key"].tolist() == ["a"] and good["cost_ms"].tolist() == [1.0]
+    assert [x["reason"] for x in letters] == [
+        "missing key 'key'",
+        "missing key 'key'",
+        "unparsable field 'cost_ms'",
+        "unparsable field 'cost_ms'",
+    ]
+    assert letters[2]["tuple"] == {"key": "b", "cost_ms": "x"} and letters[0]["batch"] == 3

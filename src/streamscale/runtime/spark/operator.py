@@ -123,6 +123,7 @@ def _dead_letters(ctx: BatchContext, df: pd.DataFrame) -> tuple[pd.DataFrame, li
     else:
         k = df[ctx.key]
         reasons[k.isna() | (k.astype(str).str.len() == 0)] = f"missing key {ctx.key!r}"
+    parsed: dict[str, pd.Series] = {}
     for col in ctx.required:
         if col not in df.columns:
             reasons[reasons.isna()] = f"missing field {col!r}"
@@ -130,16 +131,18 @@ def _dead_letters(ctx: BatchContext, df: pd.DataFrame) -> tuple[pd.DataFrame, li
         num = pd.to_numeric(df[col], errors="coerce")
         bad = reasons.isna() & (num.isna() | ~np.isfinite(num.astype(float)))
         reasons[bad] = f"unparsable field {col!r}"
-        if not bad.all():
-            df[col] = num
+        if num.dtype != df[col].dtype:
+            parsed[col] = num
     mask = reasons.notna()
-    if not mask.any():
-        return df, []
+    # Dead letters keep the tuple as it arrived, not its parsed form.
     letters = [
         {"batch": ctx.batch_id, "reason": reasons[i], "tuple": df.loc[i].to_dict()}
         for i in df.index[mask]
     ]
-    return df[~mask], letters
+    good = df[~mask] if letters else df
+    if parsed:
+        good = good.assign(**{c: v[~mask] for c, v in parsed.items()})
+    return good, letters
 
 
 def _map_side(ctx: BatchContext) -> Callable[[int, Iterator[Any]], Iterator[Any]]:
