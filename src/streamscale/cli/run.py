@@ -134,6 +134,8 @@ def run(
         "p50_ms": res.p50_ms,
         "p99_ms": res.p99_ms,
         "dead_letters": res.dead_letters,
+        "busy_s": res.busy_s,
+        "cpu_s": res.cpu_s,
         "checkpoint": str(ckpt),
         "out": str(out_dir) if out_dir else None,
     }

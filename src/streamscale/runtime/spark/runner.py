@@ -58,6 +58,8 @@ class RunResult:
     ``throughput`` (tuples/s) and the latency percentiles are over the batches
     after the first (which carries Spark's start-up); ``efficiency`` is
     throughput ÷ the physical limit, ``cores ÷ mean per-tuple cost``.
+    ``busy_s`` and ``cpu_s`` sum the keyed tasks' wall and CPU seconds: on a
+    shared machine ``cpu_s`` far below ``busy_s`` means the cores were not ours.
     """
 
     records: list[BatchRecord]
@@ -69,6 +71,8 @@ class RunResult:
     physical_limit: float = math.nan
     cores: int = 0
     plan: Plan | None = None
+    busy_s: float = 0.0
+    cpu_s: float = 0.0
 
 
 def _register_source(spark: Any, job: Job) -> None:
@@ -397,4 +401,6 @@ def _result(
         physical_limit=limit,
         cores=cores,
         plan=plan,
+        busy_s=sum(r.busy_s for r in records),
+        cpu_s=sum(float(r.extra.get("cpu_s", 0.0)) for r in records),
     )
