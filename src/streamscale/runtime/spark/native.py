@@ -46,14 +46,7 @@ _OUTPUT_SCHEMA = (
 )
 _STATE_SCHEMA = "blob binary"
 _ETS = "__ets"
-
-# pyspark's own worker pads applyInPandasWithState output with all-NA frames and
-# pandas warns about it on every batch; the warning is about pyspark, not this job.
-warnings.filterwarnings(
-    "ignore",
-    message="The behavior of DataFrame concatenation with empty or all-NA entries",
-    category=FutureWarning,
-)
+_PYSPARK_CONCAT_WARNING = "The behavior of DataFrame concatenation with empty or all-NA entries"
 
 
 def group_function(
@@ -67,9 +60,16 @@ def group_function(
     dead letters and skipped, as the elastic operator does.
     """
 
+    quiet: list[bool] = [False]
+
     def run(
         key: tuple[Any, ...], frames: Iterator[pd.DataFrame], state: Any
     ) -> Iterator[pd.DataFrame]:
+        if not quiet[0]:
+            # pyspark's worker pads this operator's output with all-NA frames and pandas
+            # warns about it on every batch; the warning concerns pyspark, not the job.
+            warnings.filterwarnings("ignore", _PYSPARK_CONCAT_WARNING, FutureWarning)
+            quiet[0] = True
         rows = pd.concat(list(frames), ignore_index=True)
         if "seq" in rows.columns:
             rows = rows.sort_values("seq", kind="stable", ignore_index=True)
