@@ -30,6 +30,7 @@ import math
 import os
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass, replace
+from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
@@ -178,7 +179,8 @@ def _run_all(
     """Run independent simulations, in ``workers`` processes when more than one."""
     if workers <= 1:
         return {k: _job(v) for k, v in specs.items()}
-    with ProcessPoolExecutor(max_workers=workers) as pool:
+    # spawn, not fork: the caller may hold threads (a Spark gateway, a test runner)
+    with ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn")) as pool:
         futures = {k: pool.submit(_job, v) for k, v in specs.items()}
         return {k: f.result() for k, f in futures.items()}
 
