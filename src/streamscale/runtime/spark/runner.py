@@ -298,6 +298,8 @@ def run_job(
                 applied = []
                 extra["control_error"] = str(exc)
             extra["applied"] = [a.reason for a in applied]
+            if controller.history and controller.history[-1][0] == now:
+                extra["decision"] = getattr(controller.history[-1][1], "reason", "")
             for a in applied:
                 extra.setdefault("figures", []).append(dict(a.figures))
             rec, lat = build_record(
