@@ -19,10 +19,15 @@ Parameters (``params`` mapping, all optional):
 
 * ``latency_target_ms`` — T_max for the queueing model (default 10 ms).
 * ``theta`` — δ threshold of shard balancing (default 1.2).
+* ``theta_low`` — ``rc`` only: once δ exceeds θ (or ``k`` changes), shards are
+  repartitioned down to this δ (default ``1 + (θ − 1)/2``); hysteresis, since
+  every RC repartitioning pauses the operator and load noise alone moves δ.
 * ``max_cores`` — cores the policy may use (default: the cluster's cores).
 * ``target_utilization`` — per-core utilisation aimed at by ``proportional`` (0.7).
-* ``catch_up_s`` — ``proportional`` adds cores to drain the backlog within this
-  many seconds (default 30).
+* ``catch_up_s`` — every sizing rule adds ``backlog / catch_up_s`` to the
+  arrival rates (DS2-style catch-up, ALGORITHMS.md "Beyond the papers"), so a
+  saturated job grows until its backlog drains within this many seconds (default
+  30). The backlog is the operator's own plus the sources' share by visit ratio.
 * ``phi0_kbps`` — φ̃ of the core assignment, KB/s per core (default 512).
 
 Policies are pure: they read no clock (``now`` is passed in), do no I/O and keep
@@ -69,9 +74,10 @@ POLICIES: dict[str, str] = {
 PARAMS: dict[str, tuple[float | None, str]] = {
     "latency_target_ms": (10.0, "latency target T_max of the queueing model (ms)"),
     "theta": (1.2, "shard-balancing threshold on δ = max/mean task load"),
+    "theta_low": (None, "δ an 'rc' repartitioning aims at (default: 1 + (theta - 1) / 2)"),
     "max_cores": (None, "cores the policy may use (default: all cores of the cluster)"),
     "target_utilization": (0.7, "per-core utilisation aimed at by 'proportional'"),
-    "catch_up_s": (30.0, "'proportional' sizes to drain the backlog within this time (s)"),
+    "catch_up_s": (30.0, "arrival rates include backlog / catch_up_s (s), DS2-style"),
     "phi0_kbps": (512.0, "initial data-intensity threshold of core assignment (KB/s per core)"),
 }
 
@@ -89,8 +95,11 @@ def _params(params: Mapping[str, Any] | None, cluster: Cluster) -> dict[str, flo
         if not out[key] > 0:
             raise StreamscaleError(f"must be > 0, got {value!r}", item=key)
     for key, (default, _) in PARAMS.items():
-        if key not in out:
+        if key not in out and key != "theta_low":
             out[key] = float(cluster.total_cores) if default is None else default
+    out.setdefault("theta_low", 1.0 + (out["theta"] - 1.0) / 2.0)
+    if out["theta_low"] > out["theta"]:
+        raise StreamscaleError("must be <= theta", item="theta_low")
     if out["target_utilization"] > 1:
         raise StreamscaleError("must be <= 1", item="target_utilization")
     return out
@@ -198,13 +207,7 @@ class ProportionalPolicy(_ElasticBase):
         need = np.zeros(len(self.execs))
         for j, ex in enumerate(self.execs):
             ld = loads[ex.instance]
-            stats = snapshot.operators.get(ex.operator)
-            backlog_cores = 0.0
-            if stats is not None and stats.backlog > 0 and math.isfinite(ld.service):
-                share = ld.arrival / stats.input_rate if stats.input_rate > 0 else 0.0
-                if share == 0.0:
-                    share = 1.0 / self.topology.operator(ex.operator).instances
-                backlog_cores = stats.backlog * share / ld.service / self.params["catch_up_s"]
+            backlog_cores = ld.backlog_rate / ld.service if math.isfinite(ld.service) else 0.0
             need[j] = (ld.load + backlog_cores) / u
         k = np.maximum(1, np.ceil(need - 1e-9)).astype(np.int64)
         k = trim_cores(k, need, int(self.params["max_cores"]))

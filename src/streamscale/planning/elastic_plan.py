@@ -25,6 +25,7 @@ __all__ = [
     "ExecutorInfo",
     "ExecutorLoad",
     "assemble",
+    "backlog_rates",
     "executor_id",
     "executor_loads",
     "executors",
@@ -60,7 +61,9 @@ class ExecutorLoad:
 
     ``shard_load`` is in cores per local shard (length ``Z``); ``shard_bytes`` is the
     state size of each local shard; ``arrival`` λ_j and ``service`` μ_j are tuples/s
-    (μ per core); ``bytes_rate`` is input + output bytes/s (data intensity × k).
+    (μ per core); ``bytes_rate`` is input + output bytes/s (data intensity × k);
+    ``backlog_rate`` is the part of ``arrival`` that drains the executor's share of
+    the backlog within the catch-up time (0 without backlog).
     """
 
     shard_load: np.ndarray
@@ -68,6 +71,7 @@ class ExecutorLoad:
     arrival: float
     service: float
     bytes_rate: float
+    backlog_rate: float = 0.0
 
     @property
     def load(self) -> float:
@@ -108,12 +112,49 @@ def _source_rate(topology: Topology, rate: float | None) -> dict[str, float]:
         return {}
 
 
+def backlog_rates(
+    topology: Topology, snapshot: Snapshot | None, catch_up_s: float
+) -> dict[str, float]:
+    """Extra tuples/s per operator that drain the backlog within ``catch_up_s``.
+
+    DS2-style catch-up (ALGORITHMS.md, "Beyond the papers"): under back-pressure
+    the observed arrival rate equals the throughput, so the target rate adds
+    ``backlog / catch_up_s``. An operator's own backlog counts in full; tuples held
+    back at the sources reach it in proportion to its visit ratio (its input rate
+    over the sources' output rate, else the topology's model).
+    """
+    if snapshot is None or not catch_up_s > 0 or not np.isfinite(catch_up_s):
+        return {}
+    ops = snapshot.operators
+    src_out = sum(ops[s.name].output_rate for s in topology.sources if s.name in ops)
+    src_backlog = sum(ops[s.name].backlog for s in topology.sources if s.name in ops)
+    try:
+        visit = topology.rates(1.0)
+    except ModelError:
+        visit = {}
+    out: dict[str, float] = {}
+    for op in topology.processing:
+        stats = ops.get(op.name)
+        own = stats.backlog if stats is not None else 0.0
+        ratio = 0.0
+        if src_backlog > 0:
+            if stats is not None and src_out > 0 and stats.input_rate > 0:
+                ratio = stats.input_rate / src_out
+            else:
+                ratio = visit.get(op.name, 1.0)
+        extra = (max(own, 0.0) + ratio * src_backlog) / catch_up_s
+        if extra > 0:
+            out[op.name] = extra
+    return out
+
+
 def executor_loads(
     topology: Topology,
     execs: Sequence[ExecutorInfo],
     snapshot: Snapshot | None,
     *,
     rate: float | None = None,
+    catch_up_s: float | None = None,
 ) -> dict[str, ExecutorLoad]:
     """Per-executor demand from a snapshot, falling back to the topology's model.
 
@@ -121,8 +162,11 @@ def executor_loads(
     without shard statistics spreads its load ``λ/μ`` evenly over its shards. The
     arrival rate of executor ``j`` is its share of the operator's load times μ, so
     skew across executors is visible to the queueing model (paper 000, §4.1).
+    With ``catch_up_s``, the operator's :func:`backlog_rates` is added, spread over
+    its executors in proportion to their load (DS2-style catch-up).
     """
     omega = _source_rate(topology, rate)
+    extra = backlog_rates(topology, snapshot, catch_up_s) if catch_up_s else {}
     by_op: dict[str, list[ExecutorInfo]] = {}
     for ex in execs:
         by_op.setdefault(ex.operator, []).append(ex)
@@ -161,12 +205,14 @@ def executor_loads(
             sl = load[ex.index * z : (ex.index + 1) * z]
             share = float(sl.sum()) / total if total > 0 else 1.0 / len(group)
             arrival = float(sl.sum()) * mu if shards and np.isfinite(mu) else lam * share
+            catch_up = extra.get(name, 0.0) * share
             out[ex.instance] = ExecutorLoad(
                 shard_load=sl.copy(),
                 shard_bytes=state[ex.index * z : (ex.index + 1) * z].copy(),
-                arrival=arrival,
+                arrival=arrival + catch_up,
                 service=float(mu),
                 bytes_rate=share * (lam * in_bytes + out_rate * out_bytes),
+                backlog_rate=catch_up,
             )
     return out
 

@@ -9,7 +9,8 @@
 
 Parameters read from ``context.params``: ``latency_target_ms`` (T_max, default
 10), ``max_cores`` (default: the cluster's cores), ``theta`` (default 1.2),
-``phi0_kbps`` (φ̃, default 512). Keyed processing operators are planned; the
+``phi0_kbps`` (φ̃, default 512), ``catch_up_s`` (default 30: the arrival rates
+include ``backlog / catch_up_s``, DS2-style). Keyed processing operators are planned; the
 plan's other instances are left as they are.
 """
 
@@ -47,6 +48,7 @@ from streamscale.planning.placement.core_assignment import (
 from streamscale.planning.registry import PlanningContext, StepResult, register
 
 __all__ = [
+    "CATCH_UP_S",
     "elasticutor_step",
     "external_rate",
     "naive_ec_step",
@@ -79,7 +81,7 @@ def planning_inputs(
     The last answer is kept: the steps of one ``compose`` share their inputs. The
     key holds the (immutable) inputs themselves, so an identity match is exact.
     """
-    key = (context.topology, context.cluster, context.snapshot, context.rate)
+    key = (context.topology, context.cluster, context.snapshot, context.rate, context.params)
     if _last and all(a is b for a, b in zip(_last[0], key, strict=True)):
         return _last[1]
     execs = executors(context.topology, context.cluster)
@@ -87,22 +89,33 @@ def planning_inputs(
         raise StreamscaleError(
             "no keyed operator to plan (set 'key' on an operator)", item=context.topology.name
         )
-    result = execs, executor_loads(context.topology, execs, context.snapshot, rate=context.rate)
+    catch_up = param(context, "catch_up_s", CATCH_UP_S)
+    result = (
+        execs,
+        executor_loads(
+            context.topology, execs, context.snapshot, rate=context.rate, catch_up_s=catch_up
+        ),
+    )
     _last[:] = [key, result]
     return result
 
 
 _last: list[Any] = []
 
+#: default catch-up time (s) of the backlog term in λ (DS2-style, ALGORITHMS.md)
+CATCH_UP_S = 30.0
+
 
 def external_rate(context: PlanningContext, loads: Mapping[str, ExecutorLoad]) -> float:
-    """λ_0: the sources' observed output rate, else their modelled rate."""
+    """λ_0: the sources' observed output rate (plus their backlog's catch-up rate),
+    else their modelled rate."""
     topo, snap = context.topology, context.snapshot
+    catch_up = param(context, "catch_up_s", CATCH_UP_S)
     total = 0.0
     for src in topo.sources:
         stats = snap.operators.get(src.name) if snap else None
         if stats is not None:
-            total += stats.output_rate
+            total += stats.output_rate + max(stats.backlog, 0.0) / catch_up
         elif context.rate is not None or src.rate is not None:
             total += context.rate if context.rate is not None else float(src.rate or 0.0)
     if total > 0:

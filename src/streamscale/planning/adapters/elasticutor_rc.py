@@ -6,16 +6,20 @@ sum of its executors' cores when the allocation is per executor), placed where
 they were or on the nodes with most free cores, and the operator's shards are
 repartitioned across all of them — the routing tables stay keyed by executor
 ``op[e]`` with ``Z`` entries, but entries may name any unit of the operator.
+Parameters: ``theta`` (rebalance trigger, default 1.2) and ``theta_low`` (the δ a
+rebalance aims at, default ``1 + (θ − 1)/2``: hysteresis against load noise).
 """
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
+from streamscale.errors import StreamscaleError
 from streamscale.model import Plan
 from streamscale.model.plan import unit_id
 from streamscale.planning.adapters.elasticutor import (
@@ -24,10 +28,11 @@ from streamscale.planning.adapters.elasticutor import (
     planning_inputs,
 )
 from streamscale.planning.balancing.rc import place_units, rc_rebalance
+from streamscale.planning.balancing.shard_balance import imbalance, task_loads
 from streamscale.planning.elastic_plan import ExecutorInfo, ExecutorLoad, assemble
 from streamscale.planning.registry import PlanningContext, StepResult, register
 
-__all__ = ["operator_cores", "rc_plan", "rc_step"]
+__all__ = ["operator_cores", "rc_plan", "rc_step", "rc_target"]
 
 
 def operator_cores(plan: Plan, execs: tuple[ExecutorInfo, ...]) -> dict[str, int]:
@@ -56,8 +61,16 @@ def rc_plan(
     execs: tuple[ExecutorInfo, ...],
     loads: Mapping[str, ExecutorLoad],
 ) -> StepResult:
-    """The RC plan for operator-level ``cores`` (paper 000, §5 RC baseline)."""
+    """The RC plan for operator-level ``cores`` (paper 000, §5 RC baseline).
+
+    Hysteresis: an operator whose ``k`` is unchanged and whose δ under its current
+    routing is at most ``theta`` keeps its routing; otherwise its shards are
+    repartitioned down to ``theta_low`` (default ``1 + (θ − 1)/2``). Every RC
+    repartitioning is a global pause, so balancing only to just under θ would let
+    load noise push δ over θ again at the next decision.
+    """
     theta = param(context, "theta", 1.2)
+    low = rc_target(context, theta)
     order = list(context.cluster.names)
     by_op: dict[str, list[ExecutorInfo]] = {}
     for ex in execs:
@@ -94,14 +107,20 @@ def rc_plan(
             for unit in entries:
                 cur.append(None if unit is None else _unit_index(unit, op))
                 old_nodes.append(None if unit is None else plan.placement.nodes.get(unit))
+        k = int(cores[op])
+        target = low
+        if k == plan.allocation.cores.get(op) and all(t is not None and t < k for t in cur):
+            per = task_loads(shard_load, cur, k)  # type: ignore[arg-type]
+            if imbalance(per) <= theta:
+                target = math.inf
         res = rc_rebalance(
             shard_load,
             cur,
-            int(cores[op]),
+            k,
             old_nodes=old_nodes,
             unit_nodes=units,
             shard_bytes=shard_bytes,
-            theta=theta,
+            theta=target,
         )
         for t, node in units.items():
             placement[unit_id(op, t)] = node
@@ -120,7 +139,16 @@ def rc_plan(
     )
     totals["cores"] = {op: int(cores[op]) for op in by_op}
     totals["theta"] = theta
+    totals["theta_low"] = low
     return StepResult(new, totals)
+
+
+def rc_target(context: PlanningContext, theta: float) -> float:
+    """δ an RC repartitioning aims at: ``theta_low`` (default ``1 + (θ − 1)/2``), ≤ θ."""
+    low = param(context, "theta_low", 1.0 + (theta - 1.0) / 2.0)
+    if low > theta:
+        raise StreamscaleError(f"must be <= theta ({theta:g}), got {low:g}", item="theta_low")
+    return max(low, 1.0)
 
 
 @register("balancer", "rc", "resource-centric: operator-level units, shards repartitioned")
