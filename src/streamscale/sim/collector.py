@@ -81,7 +81,8 @@ class SimCollector:
         shards: list[ShardStats] = []
         for name in sim.pending:
             r = (cur.emitted[name] - base.emitted[name]) / period
-            operators[name] = OperatorStats(input_rate=r, output_rate=r)
+            # tuples a throttled source still owes are its backlog (CONTRACTS)
+            operators[name] = OperatorStats(input_rate=r, output_rate=r, backlog=sim.pending[name])
         for name, st in sim.ops.items():
             served = cur.served[name] - base.served[name]
             rows = float(served.sum())
