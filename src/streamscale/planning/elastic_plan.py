@@ -13,11 +13,21 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from operator import attrgetter
 
 import numpy as np
 
 from streamscale.errors import ModelError
-from streamscale.model import Allocation, Cluster, Placement, Plan, Routing, Snapshot, Topology
+from streamscale.model import (
+    Allocation,
+    Cluster,
+    Placement,
+    Plan,
+    Routing,
+    ShardStats,
+    Snapshot,
+    Topology,
+)
 from streamscale.model.plan import unit_id
 from streamscale.planning.balancing.shard_balance import BalanceResult, balance_shards
 
@@ -33,6 +43,7 @@ __all__ = [
     "placement_matrix",
     "realize_units",
     "route",
+    "table_delta",
     "table_to_tasks",
     "tasks_to_table",
     "trim_cores",
@@ -172,10 +183,7 @@ def executor_loads(
         by_op.setdefault(ex.operator, []).append(ex)
     # columns built once: snapshots carry thousands of shards per operator
     sh = snapshot.shards if snapshot is not None else ()
-    col_op = np.array([st.operator for st in sh], dtype=object)
-    col_idx = np.fromiter((st.shard for st in sh), dtype=np.int64, count=len(sh))
-    col_load = np.fromiter((st.load for st in sh), dtype=float, count=len(sh))
-    col_bytes = np.fromiter((st.state_bytes for st in sh), dtype=np.int64, count=len(sh))
+    rows = _shard_rows(sh)
     out: dict[str, ExecutorLoad] = {}
     for name, group in by_op.items():
         op = topology.operator(name)
@@ -189,13 +197,13 @@ def executor_loads(
         n = len(group) * z
         load = np.zeros(n)
         state = np.full(n, op.state_bytes // max(n, 1), dtype=np.int64)
-        mine = col_op == name if len(sh) else np.zeros(0, dtype=bool)
-        shards = bool(mine.any())
-        if shards:
-            idx = col_idx[mine]
+        got = rows.get(name)
+        shards = got is not None
+        if got is not None:
+            idx, col_load, col_bytes = got
             ok = idx < n
-            load[idx[ok]] = col_load[mine][ok]
-            state[idx[ok]] = col_bytes[mine][ok]
+            load[idx[ok]] = col_load[ok]
+            state[idx[ok]] = col_bytes[ok]
         elif np.isfinite(mu):
             load[:] = lam / mu / n
         total = float(load.sum())
@@ -214,6 +222,39 @@ def executor_loads(
                 bytes_rate=share * (lam * in_bytes + out_rate * out_bytes),
                 backlog_rate=catch_up,
             )
+    return out
+
+
+def _shard_rows(
+    shards: Sequence[ShardStats],
+) -> dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """Shard index, load and state columns per operator, in one pass over the records.
+
+    Snapshots carry ~10⁴ shard records; collectors emit each operator's shards
+    contiguously, so the operators are split at runs rather than compared per row.
+    """
+    if not shards:
+        return {}
+    n = len(shards)
+    names = list(map(attrgetter("operator"), shards))
+    idx = np.fromiter(map(attrgetter("shard"), shards), dtype=np.int64, count=n)
+    load = np.fromiter(map(attrgetter("load"), shards), dtype=float, count=n)
+    size = np.fromiter(map(attrgetter("state_bytes"), shards), dtype=np.int64, count=n)
+    runs: dict[str, list[tuple[int, int]]] = {}
+    start = 0
+    for i in range(1, n + 1):
+        if i == n or names[i] != names[start]:
+            runs.setdefault(names[start], []).append((start, i))
+            start = i
+    out: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+    for name, spans in runs.items():
+        sel = np.concatenate([np.arange(a, b) for a, b in spans]) if len(spans) > 1 else None
+        a, b = spans[0]
+        out[name] = (
+            (idx[sel], load[sel], size[sel])
+            if sel is not None
+            else (idx[a:b], load[a:b], size[a:b])
+        )
     return out
 
 
@@ -380,13 +421,40 @@ def route(
     results: dict[str, BalanceResult] = {}
     for ex in execs:
         mapping = renames.get(ex.instance) if renames is not None else None
-        cur = table_to_tasks(
-            current.routing.tables.get(ex.instance), ex.instance, ex.shards, mapping
-        )
-        res = balance_shards(loads[ex.instance].shard_load, cur, cores[ex.instance], theta=theta)
+        old = current.routing.tables.get(ex.instance)
+        cur = table_to_tasks(old, ex.instance, ex.shards, mapping)
+        k = cores[ex.instance]
+        w = loads[ex.instance].shard_load
+        delta = table_delta(w, cur, k)
+        if delta is not None and delta <= theta:
+            # nothing orphaned and δ within θ: balance_shards would move nothing
+            # (§3.1), and skipping it is most of a re-plan's cost at 10⁴ shards
+            results[ex.instance] = BalanceResult(tuple(cur), (), delta, delta, 0)  # type: ignore[arg-type]
+            renamed = mapping is not None and any(
+                m is not None and m != i for i, m in enumerate(mapping)
+            )
+            tables[ex.instance] = (
+                tuple(old) if old is not None and not renamed else tasks_to_table(ex.instance, cur)  # type: ignore[arg-type]
+            )
+            continue
+        res = balance_shards(w, cur, k, theta=theta)
         tables[ex.instance] = tasks_to_table(ex.instance, res.tasks)
         results[ex.instance] = res
     return tables, results
+
+
+def table_delta(loads: np.ndarray, tasks: Sequence[int | None], k: int) -> float | None:
+    """δ of ``tasks`` over ``k`` tasks (as :func:`imbalance`); ``None`` if a shard has no task.
+
+    A lean form of ``imbalance(task_loads(...))`` for the many small executors of
+    one re-plan (paper 000, §3.1).
+    """
+    if k < 1 or None in tasks or (len(tasks) and max(tasks) >= k):  # type: ignore[type-var]
+        return None
+    per = np.bincount(np.asarray(tasks, dtype=np.int64), weights=loads, minlength=k)
+    total = float(per.sum())
+    mean = total / k
+    return float(per.max()) / mean if mean > 1e-12 else 1.0
 
 
 def trim_cores(k: Sequence[int], need: Sequence[float], limit: int) -> list[int]:
