@@ -19,7 +19,8 @@ configuration (at most one shuffle at ω = 8, none at ω = 2); the default runs
 60 s.
 
 Run: ``.venv/bin/python benchmarks/bench_pipeline.py [--quick] [--duration S]
-[--policies elastic,static,rc,spark-native] [--master local[*]]``.
+[--policies elastic,static,rc,spark-native] [--alphas 0.5,1.0] [--omegas 0,2,8]
+[--master local[*]]``.
 """
 
 from __future__ import annotations
@@ -55,9 +56,13 @@ def main() -> None:
     ap.add_argument("--master", default="local[*]")
     ap.add_argument("--trigger", type=float, default=2.0, help="micro-batch interval (s)")
     ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--alphas", default=",".join(map(str, ALPHAS)), help="Zipf skews to run")
+    ap.add_argument("--omegas", default=",".join(map(str, OMEGAS)), help="shuffles/min to run")
     args = ap.parse_args()
     duration = args.duration or (6.0 if args.quick else 60.0)
     policies = tuple(p.strip() for p in args.policies.split(",") if p.strip())
+    alphas = tuple(float(a) for a in args.alphas.split(",") if a.strip())
+    omegas = tuple(float(w) for w in args.omegas.split(",") if w.strip())
 
     from streamscale.runtime.spark.session import build_session
 
@@ -66,8 +71,8 @@ def main() -> None:
     scratch = Path(tempfile.mkdtemp(prefix="streamscale-bench-"))
     results: dict[tuple[str, float, float], dict[str, Any]] = {}
     try:
-        for alpha in ALPHAS:
-            for omega in OMEGAS:
+        for alpha in alphas:
+            for omega in omegas:
                 cfg = DemoConfig(
                     duration_s=duration,
                     policies=policies,
@@ -104,8 +109,8 @@ def main() -> None:
         spark.stop()
         shutil.rmtree(scratch, ignore_errors=True)
 
-    for alpha in ALPHAS:
-        for omega in OMEGAS:
+    for alpha in alphas:
+        for omega in omegas:
             el = results.get(("elastic", alpha, omega), {}).get("throughput")
             ratio: dict[str, Any] = {"bench": "pipeline_ratio", "alpha": alpha, "omega": omega}
             for other in ("static", "spark-native", "rc"):
