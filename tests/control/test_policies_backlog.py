@@ -143,3 +143,17 @@ def test_rc_holds_when_delta_within_theta(topo: Topology, cluster: Cluster) -> N
 def test_theta_low_validated(topo: Topology, cluster: Cluster) -> None:
     with pytest.raises(StreamscaleError, match="theta_low"):
         make_policy("rc", topo, cluster, params={"theta": 1.2, "theta_low": 1.5})
+
+
+def test_rc_holds_when_moves_gain_little(topo: Topology, cluster: Cluster) -> None:
+    pol = make_policy("rc", topo, cluster, params={"latency_target_ms": 5})
+    p0 = initial_plan("rc", topo, cluster)
+    assert pol.decide(_snapshot(_even(3.0)), p0, 1.0).plan is None  # k stays 4
+    # the same total load, nearly all of it in one shard: δ ≫ θ, but moving the
+    # small shards off its unit lowers δ by almost nothing
+    hot = np.full(256, 1e-4)
+    hot[5] = 3.0 - hot[1:].sum()
+    held = pol.decide(_snapshot(hot), p0, 2.0)
+    assert held.plan is None
+    assert held.figures["balancer:rc.held_small_gain"] == 1
+    assert held.figures["balancer:rc.delta_before"] > 1.2

@@ -67,7 +67,9 @@ def rc_plan(
     routing is at most ``theta`` keeps its routing; otherwise its shards are
     repartitioned down to ``theta_low`` (default ``1 + (θ − 1)/2``). Every RC
     repartitioning is a global pause, so balancing only to just under θ would let
-    load noise push δ over θ again at the next decision.
+    load noise push δ over θ again at the next decision. For the same reason a
+    repartitioning that stays above θ is applied only if it lowers δ by at least
+    ``θ − theta_low`` (a core-count change or orphaned shards always apply).
     """
     theta = param(context, "theta", 1.2)
     low = rc_target(context, theta)
@@ -92,6 +94,7 @@ def rc_plan(
         "migration_bytes": 0,
         "delta_before": 1.0,
         "delta_after": 1.0,
+        "held_small_gain": 0,
     }
     for op, group in by_op.items():
         units = units_of[op]
@@ -108,20 +111,22 @@ def rc_plan(
                 cur.append(None if unit is None else _unit_index(unit, op))
                 old_nodes.append(None if unit is None else plan.placement.nodes.get(unit))
         k = int(cores[op])
+        kept_k = k == plan.allocation.cores.get(op) and all(t is not None and t < k for t in cur)
         target = low
-        if k == plan.allocation.cores.get(op) and all(t is not None and t < k for t in cur):
-            per = task_loads(shard_load, cur, k)  # type: ignore[arg-type]
-            if imbalance(per) <= theta:
-                target = math.inf
-        res = rc_rebalance(
-            shard_load,
-            cur,
-            k,
-            old_nodes=old_nodes,
-            unit_nodes=units,
-            shard_bytes=shard_bytes,
-            theta=target,
-        )
+        if kept_k and imbalance(task_loads(shard_load, cur, k)) <= theta:  # type: ignore[arg-type]
+            target = math.inf
+        args: dict[str, Any] = {
+            "old_nodes": old_nodes,
+            "unit_nodes": units,
+            "shard_bytes": shard_bytes,
+        }
+        res = rc_rebalance(shard_load, cur, k, theta=target, **args)
+        gain = res.delta_before - res.delta_after
+        if kept_k and res.moves and res.delta_after > theta and gain < theta - low:
+            # single-shard moves cannot reach θ here: a global pause for a
+            # negligible gain is worse than the imbalance it removes
+            res = rc_rebalance(shard_load, cur, k, theta=math.inf, **args)
+            totals["held_small_gain"] += 1
         for t, node in units.items():
             placement[unit_id(op, t)] = node
         for ex in group:
