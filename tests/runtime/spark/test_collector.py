@@ -49,7 +49,8 @@ def test_snapshot_follows_the_contract() -> None:
     snap = col.collect(2.0)
     assert snap.time == 2.0
     op = snap.operators["op"]
-    assert op.input_rate == pytest.approx(31.0)  # 60 rows + 2 dead letters over 2 s
+    # Arrivals: 60 rows + 2 dead letters taken, and 7 more waiting, over 2 s.
+    assert op.input_rate == pytest.approx(34.5)
     assert op.output_rate == pytest.approx(30.0)
     assert op.service_rate == pytest.approx(60 / 0.8)
     assert op.backlog == 7.0
@@ -57,12 +58,13 @@ def test_snapshot_follows_the_contract() -> None:
     assert sorted(loads) == [0, 1, 2, 3]  # global shard indices, idle ones included
     assert loads[0].load == pytest.approx(0.15) and loads[0].rows == 30
     assert loads[3].state_bytes == 80 and loads[2].load == 0.0
-    assert snap.edges == {"src->op": pytest.approx(31.0), "op->out": pytest.approx(30.0)}
+    assert snap.edges == {"src->op": pytest.approx(34.5), "op->out": pytest.approx(30.0)}
     assert snap.nodes["a"].cpu == pytest.approx(20.0)  # 0.4 busy s over 2 s
     assert snap.nodes["b"].cpu == pytest.approx(20.0)
     # The next period starts empty but remembers state sizes.
     nxt = col.collect(3.0)
-    assert nxt.operators["op"].input_rate == 0.0
+    assert nxt.operators["op"].input_rate == 0.0  # nothing taken, the backlog did not grow
+    assert nxt.operators["op"].backlog == 7.0
     assert {s.shard: s.state_bytes for s in nxt.shards}[0] == 100
 
 

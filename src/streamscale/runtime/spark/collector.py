@@ -38,7 +38,10 @@ class SparkCollector:
     start
         Clock reading when the run started (the first period begins there).
     backlog
-        Returns the tuples waiting at the source (0 when unknown).
+        Returns the tuples waiting at the source after the batch just
+        observed (0 when unknown). Arrivals over a period are the tuples
+        taken plus the backlog's growth, so a source that outruns the job
+        still shows its true input rate.
     """
 
     def __init__(
@@ -60,6 +63,8 @@ class SparkCollector:
         self._n_shards = op.instances * op.shards
         self._bytes: dict[int, int] = {}
         self._since = start
+        self._queued = 0.0
+        self._queued_before = 0.0
         self._reset()
 
     def _reset(self) -> None:
@@ -73,6 +78,7 @@ class SparkCollector:
     def observe(self, stats: BatchStats) -> None:
         """Add one finished batch to the current period."""
         self._in += stats.rows + stats.dead_letters
+        self._queued = max(0.0, float(self._backlog()))
         for t in stats.tasks:
             self._rows += t.rows
             self._out += t.out_rows
@@ -84,6 +90,11 @@ class SparkCollector:
                 acc[1] += busy
                 acc[2] += out
                 self._bytes[g] = nbytes
+
+    @property
+    def backlog(self) -> float:
+        """Tuples waiting at the source after the last observed batch."""
+        return self._queued
 
     def shard_bytes(self, shard: int) -> int:
         """Last known state size of a global shard."""
@@ -104,7 +115,8 @@ class SparkCollector:
                     output_rate=out / period,
                 )
             )
-        in_rate, out_rate = self._in / period, self._out / period
+        arrived = max(0.0, self._in + self._queued - self._queued_before)
+        in_rate, out_rate = arrived / period, self._out / period
         ops: dict[str, OperatorStats] = {}
         before = True
         for name in self.topology.topological_order():
@@ -114,7 +126,7 @@ class SparkCollector:
                     input_rate=in_rate,
                     output_rate=out_rate,
                     service_rate=self._rows / self._busy if self._rows and self._busy else None,
-                    backlog=max(0.0, float(self._backlog())),
+                    backlog=self._queued,
                 )
                 before = False
             elif op.kind == "source":
@@ -138,5 +150,6 @@ class SparkCollector:
         nodes = {n: NodeStats(cpu=100.0 * b / period) for n, b in node_busy.items()}
         snap = Snapshot.build(time=now, operators=ops, shards=shards, edges=edges, nodes=nodes)
         self._since = now
+        self._queued_before = self._queued
         self._reset()
         return snap

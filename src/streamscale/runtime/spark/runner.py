@@ -132,18 +132,32 @@ def _failure_message(exc: BaseException) -> str:
     return text.strip().splitlines()[0] if text.strip() else type(exc).__name__
 
 
-def _backlog_of(query: Any) -> float:
+def _backlog_of(query: Any, job: Job, taken: int) -> float:
+    """Tuples waiting at the source once the running batch's ``taken`` tuples are out.
+
+    Inside ``foreachBatch`` the last progress is the previous batch's, whose
+    end offset is this batch's start. Python sources report no latest offset
+    to Spark, so for the generator the backlog comes from its own pure
+    arrival schedule (tuples available ``now − t0`` after its start).
+    """
     try:
-        prog = query.lastProgress
-        src = prog["sources"][0]
-        latest, end = src.get("latestOffset"), src.get("endOffset")
-        a = json.loads(latest) if isinstance(latest, str) else latest
-        b = json.loads(end) if isinstance(end, str) else end
-        if isinstance(a, dict) and isinstance(b, dict):
-            return float(sum(float(a[k]) - float(b.get(k, 0)) for k in a if _num(a[k])))
-        return float(a) - float(b)
+        src = query.lastProgress["sources"][0]
+        end = json.loads(src["endOffset"]) if isinstance(src["endOffset"], str) else None
+        raw = src.get("latestOffset")
+        latest = json.loads(raw) if isinstance(raw, str) else None
     except (TypeError, ValueError, KeyError, IndexError, AttributeError):
         return 0.0
+    if isinstance(latest, dict) and isinstance(end, dict):
+        return float(
+            sum(float(latest[k]) - float(end.get(k, 0)) for k in latest if _num(latest[k]))
+        )
+    if job.source_format == "streamscale_generator" and isinstance(end, dict) and "seq" in end:
+        from streamscale.runtime.spark.sources import GeneratorSpec
+
+        spec = GeneratorSpec.from_options(job.source_options)
+        available = spec.available(time.time() - float(end.get("t0", 0.0)))
+        return float(max(0, available - int(end["seq"]) - taken))
+    return 0.0
 
 
 def _num(v: Any) -> bool:
@@ -241,7 +255,7 @@ def run_job(
         cluster,
         realizer,
         start=0.0,
-        backlog=lambda: _backlog_of(query_ref[0]) if query_ref else 0.0,
+        backlog=lambda: _backlog_of(query_ref[0], job, taken[0]) if query_ref else 0.0,
     )
     controller = Controller(pol, ctl_cfg)
     records: list[BatchRecord] = []
@@ -249,6 +263,7 @@ def run_job(
     in_batch = threading.Event()
     done = threading.Event()
     last_end = [0.0]
+    taken = [0]
     fn_params = dict(op.params)
     required = tuple(getattr(job.functions[job.keyed], "required_fields", ()))
 
@@ -287,9 +302,10 @@ def run_job(
             )
             stats = run_batch(batch_df, ctx, pmap)
             index.committed(batch_id, attempt, (g for t in stats.tasks for g in t.shards), hints)
+            taken[0] = stats.rows + stats.dead_letters
             collector.observe(stats)
             now = clock() - t0
-            extra: dict[str, Any] = {"units": list(pmap.units)}
+            extra: dict[str, Any] = {"units": list(pmap.units), "backlog": collector.backlog}
             try:
                 applied = step(controller, collector, realizer, now)
             except StreamscaleError as exc:
