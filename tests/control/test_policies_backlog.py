@@ -157,3 +157,22 @@ def test_rc_holds_when_moves_gain_little(topo: Topology, cluster: Cluster) -> No
     assert held.plan is None
     assert held.figures["balancer:rc.held_small_gain"] == 1
     assert held.figures["balancer:rc.delta_before"] > 1.2
+
+
+@pytest.mark.parametrize(("name", "total"), [("elastic", 8), ("rc", 6)])
+def test_backlog_bounds_utilization(
+    topo: Topology, cluster: Cluster, name: str, total: int
+) -> None:
+    # every executor at ρ = 0.95: a loose latency target keeps one core each
+    params = {"latency_target_ms": 50}
+    p0 = initial_plan(name, topo, cluster)
+    loads = _even(4 * 0.95)
+    calm = make_policy(name, topo, cluster, params=params).decide(_snapshot(loads), p0, 1.0)
+    assert calm.plan is None or calm.plan.allocation.total == 4
+    # a backlog (however small) means back-pressure: ⌈1.2 · 0.95 / 0.9⌉ = 2 per
+    # executor; rc pools the operator: ⌈1.2 · 3.8 / 0.9⌉ = 6 units
+    busy = make_policy(name, topo, cluster, params=params).decide(
+        _snapshot(loads, backlog=10.0), p0, 1.0
+    )
+    assert busy.plan is not None and busy.plan.allocation.total == total
+    assert busy.figures["allocator:queueing.utilization_floor_cores"] == total - 4

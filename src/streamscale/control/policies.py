@@ -24,6 +24,11 @@ Parameters (``params`` mapping, all optional):
   every RC repartitioning pauses the operator and load noise alone moves δ.
 * ``max_cores`` — cores the policy may use (default: the cluster's cores).
 * ``target_utilization`` — per-core utilisation aimed at by ``proportional`` (0.7).
+* ``max_utilization`` — ``elastic``, ``naive-ec``, ``rc``: while an operator has
+  a backlog, each of its executors gets at least ``⌈θ·λ/μ / max_utilization⌉``
+  cores (default 0.9; θ because balancing only bounds the hottest task by θ×
+  the mean). Under back-pressure the latency model, averaging over executors,
+  would leave a task at ρ → 1, throttling the sources for all.
 * ``catch_up_s`` — every sizing rule adds ``backlog / catch_up_s`` to the
   arrival rates (DS2-style catch-up, ALGORITHMS.md "Beyond the papers"), so a
   saturated job grows until its backlog drains within this many seconds (default
@@ -77,6 +82,7 @@ PARAMS: dict[str, tuple[float | None, str]] = {
     "theta_low": (None, "δ an 'rc' repartitioning aims at (default: 1 + (theta - 1) / 2)"),
     "max_cores": (None, "cores the policy may use (default: all cores of the cluster)"),
     "target_utilization": (0.7, "per-core utilisation aimed at by 'proportional'"),
+    "max_utilization": (0.9, "while backlogged, no task is sized above this utilisation"),
     "catch_up_s": (30.0, "arrival rates include backlog / catch_up_s (s), DS2-style"),
     "phi0_kbps": (512.0, "initial data-intensity threshold of core assignment (KB/s per core)"),
 }
@@ -100,8 +106,9 @@ def _params(params: Mapping[str, Any] | None, cluster: Cluster) -> dict[str, flo
     out.setdefault("theta_low", 1.0 + (out["theta"] - 1.0) / 2.0)
     if out["theta_low"] > out["theta"]:
         raise StreamscaleError("must be <= theta", item="theta_low")
-    if out["target_utilization"] > 1:
-        raise StreamscaleError("must be <= 1", item="target_utilization")
+    for key in ("target_utilization", "max_utilization"):
+        if out[key] > 1:
+            raise StreamscaleError("must be <= 1", item=key)
     return out
 
 
@@ -262,8 +269,9 @@ class RcPolicy(_ElasticBase):
         ops: dict[str, list[float]] = {}
         for ex in self.execs:
             ld = loads[ex.instance]
-            acc = ops.setdefault(ex.operator, [0.0, ld.service])
+            acc = ops.setdefault(ex.operator, [0.0, ld.service, 0.0])
             acc[0] += ld.arrival
+            acc[2] += ld.backlog_rate
         names = list(ops)
         k, alloc_figs = queueing_allocation(
             context,
@@ -271,6 +279,7 @@ class RcPolicy(_ElasticBase):
             [ops[n][0] for n in names],
             [ops[n][1] for n in names],
             external_rate(context, loads),
+            [ops[n][2] > 0 for n in names],
         )
         res = rc_plan(context, current, dict(zip(names, k, strict=True)), self.execs, loads)
         figures: dict[str, Any] = {"cores": res.plan.allocation.total}

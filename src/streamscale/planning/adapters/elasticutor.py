@@ -10,8 +10,9 @@
 Parameters read from ``context.params``: ``latency_target_ms`` (T_max, default
 10), ``max_cores`` (default: the cluster's cores), ``theta`` (default 1.2),
 ``phi0_kbps`` (φ̃, default 512), ``catch_up_s`` (default 30: the arrival rates
-include ``backlog / catch_up_s``, DS2-style). Keyed processing operators are planned; the
-plan's other instances are left as they are.
+include ``backlog / catch_up_s``, DS2-style), ``max_utilization`` (default 0.9:
+while an operator has a backlog, no task is sized above it, given δ ≤ θ). Keyed
+processing operators are planned; the plan's other instances are left as they are.
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ from streamscale.planning.registry import PlanningContext, StepResult, register
 
 __all__ = [
     "CATCH_UP_S",
+    "MAX_UTILIZATION",
     "elasticutor_step",
     "external_rate",
     "naive_ec_step",
@@ -107,6 +109,8 @@ _last: list[Any] = []
 
 #: default catch-up time (s) of the backlog term in λ (DS2-style, ALGORITHMS.md)
 CATCH_UP_S = 30.0
+#: default per-core utilisation bound of executors whose operator has a backlog
+MAX_UTILIZATION = 0.9
 
 
 def external_rate(context: PlanningContext, loads: Mapping[str, ExecutorLoad]) -> float:
@@ -136,16 +140,34 @@ def queueing_allocation(
     arrival: list[float],
     service: list[float],
     lam0: float,
+    backlogged: list[bool] | None = None,
 ) -> tuple[list[int], dict[str, Any]]:
-    """Run §4.1's greedy; an unstable result is trimmed to the cores available."""
+    """Run §4.1's greedy; an unstable result is trimmed to the cores available.
+
+    Entries flagged ``backlogged`` (their operator has a backlog) get at least
+    ``⌈θ · λ/μ / max_utilization⌉`` cores: under back-pressure the observed λ is
+    capped by the bottleneck, and the latency model, which averages over all
+    executors and pools each executor's cores, happily leaves a task at ρ → 1
+    (balancing only guarantees δ ≤ θ, so the hottest task runs at θ·ρ), where
+    it throttles the sources for everyone (DS2-style utilisation band,
+    ALGORITHMS.md "Beyond the papers").
+    """
     t_max = param(context, "latency_target_ms", 10.0)
+    u_max = min(param(context, "max_utilization", MAX_UTILIZATION), 1.0)
+    u_max /= param(context, "theta", 1.2)
     total = context.cluster.total_cores
     max_cores = min(int(param(context, "max_cores", float(total))), total)
     problem = QueueingProblem(tuple(arrival), tuple(service), lam0, t_max / 1000.0, max_cores)
     res = allocate(problem)
     k = list(res.cores)
-    if not res.stable:
-        need = [a / s if math.isfinite(s) else 0.0 for a, s in zip(arrival, service, strict=True)]
+    need = [a / s if math.isfinite(s) else 0.0 for a, s in zip(arrival, service, strict=True)]
+    floored = 0
+    for j, flag in enumerate(backlogged or ()):
+        low = math.ceil(need[j] / u_max - 1e-9) if flag else 0
+        if low > k[j]:
+            floored += low - k[j]
+            k[j] = low
+    if not res.stable or floored:
         k = trim_cores(k, need, max_cores)
     figures: dict[str, Any] = {
         "status": res.status,
@@ -154,6 +176,7 @@ def queueing_allocation(
         "cores_total": int(sum(k)),
         "cores_available": max_cores,
         "shortfall": res.shortfall,
+        "utilization_floor_cores": floored,
         "cores": dict(zip(names, k, strict=True)),
     }
     return k, figures
@@ -170,6 +193,7 @@ def queueing_step(context: PlanningContext, plan: Plan) -> StepResult:
         [loads[n].arrival for n in names],
         [loads[n].service for n in names],
         external_rate(context, loads),
+        [loads[n].backlog_rate > 0 for n in names],
     )
     cores = {**others(plan.allocation.cores, execs), **dict(zip(names, k, strict=True))}
     new = Plan(Allocation(cores, plan.allocation.slots), plan.placement, plan.routing)
