@@ -33,8 +33,8 @@ import pandas as pd
 from streamscale.errors import StreamscaleError
 from streamscale.runtime.spark.job import Job
 from streamscale.runtime.spark.metrics import BatchRecord, MetricsWriter, imbalance
-from streamscale.runtime.spark.runner import RunResult
-from streamscale.runtime.spark.sources import expected_cost_ms, register_sources
+from streamscale.runtime.spark.runner import RunResult, summarize_run
+from streamscale.runtime.spark.sources import register_sources
 
 __all__ = ["NATIVE_POLICY", "group_function", "run_native"]
 
@@ -104,38 +104,6 @@ def group_function(
         )
 
     return run
-
-
-def _summarize(
-    records: list[BatchRecord], samples: list[np.ndarray], job: Job, cores: int, dead: int
-) -> RunResult:
-    # The same definitions as the elastic runner, so results compare side by side.
-    steady = records[1:] if len(records) > 1 else records
-    if len(records) > 1 and records[-1].time > records[0].time:
-        throughput = sum(r.rows for r in steady) / (records[-1].time - records[0].time)
-    elif records and records[0].duration_s > 0:
-        throughput = records[0].rows / records[0].duration_s
-    else:
-        throughput = 0.0
-    lat = samples[1:] if len(samples) > 1 else samples
-    allv = np.concatenate(lat) if lat else np.empty(0)
-    p50 = float(np.percentile(allv, 50)) if len(allv) else math.nan
-    p99 = float(np.percentile(allv, 99)) if len(allv) else math.nan
-    cost = job.cost_ms
-    if cost and job.source_format == "streamscale_generator":
-        cost = expected_cost_ms(cost)  # N(μ, 0.5μ) truncated at 0 has a mean above μ
-    limit = cores / (cost / 1000.0) if cost else math.nan
-    return RunResult(
-        records=records,
-        throughput=throughput,
-        p50_ms=p50,
-        p99_ms=p99,
-        efficiency=throughput / limit if cost else math.nan,
-        dead_letters=dead,
-        physical_limit=limit,
-        cores=cores,
-        plan=None,
-    )
 
 
 def run_native(
@@ -290,4 +258,4 @@ def run_native(
     if failure is not None:
         line = next((ln for ln in str(failure).splitlines() if ln.strip()), type(failure).__name__)
         raise StreamscaleError(f"batch failed: {line.strip()}", item=f"operator {job.keyed}")
-    return _summarize(records, samples, job, cores, dead_total[0])
+    return summarize_run(records, samples, job, cores, dead_letters=dead_total[0], plan=None)

@@ -12,7 +12,6 @@ last committed batch ended.
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import json
 import math
 import re
@@ -28,6 +27,7 @@ import numpy as np
 
 from streamscale.control import Controller, ControllerConfig, Policy
 from streamscale.control.loop import step
+from streamscale.control.policies import initial_plan, make_policy
 from streamscale.errors import StreamscaleError
 from streamscale.model import Cluster, Node, Plan
 from streamscale.runtime.spark.collector import SparkCollector
@@ -42,7 +42,7 @@ from streamscale.runtime.spark.operator import (
 from streamscale.runtime.spark.realizer import SparkRealizer, default_plan
 from streamscale.runtime.spark.state import LocalStateBackend, VersionIndex
 
-__all__ = ["BatchRecord", "RunResult", "run_job"]
+__all__ = ["BatchRecord", "RunResult", "run_job", "summarize_run"]
 
 _CONTROLLER_KEYS = {f.name for f in dataclasses.fields(ControllerConfig)}
 # Planning slots per core when no cluster is given: a unit is a Spark task, and
@@ -78,31 +78,11 @@ class RunResult:
 def _register_source(spark: Any, job: Job) -> None:
     if job.source_class is not None:
         spark.dataSource.register(job.source_class)
-        return
-    if job.source_format != "streamscale_generator":
-        return  # a built-in or already registered Spark source
-    try:
-        mod = importlib.import_module("streamscale.runtime.spark.sources")
-    except ImportError:
-        raise StreamscaleError(
-            "the streamscale_generator source is not available", item=f"operator {job.source}"
-        ) from None
-    reg = getattr(mod, "register", None)
-    if callable(reg):
-        reg(spark)
-        return
-    from pyspark.sql.datasource import DataSource
+    elif job.source_format in ("streamscale_generator", "streamscale_trace"):
+        from streamscale.runtime.spark.sources import register_sources
 
-    for obj in vars(mod).values():
-        if (
-            isinstance(obj, type)
-            and issubclass(obj, DataSource)
-            and obj is not DataSource
-            and obj.name() == job.source_format
-        ):
-            spark.dataSource.register(obj)
-            return
-    raise StreamscaleError("no streamscale_generator data source found", item=job.source)
+        register_sources(spark)
+    # anything else is a built-in or already registered Spark source
 
 
 def _resolve_policy(
@@ -114,12 +94,8 @@ def _resolve_policy(
 ) -> tuple[Policy, Plan]:
     if not isinstance(policy, str):
         return policy, default_plan(job.topology, job.keyed, cluster)
-    try:
-        policies = importlib.import_module("streamscale.control.policies")
-    except ImportError:
-        raise StreamscaleError("policies are not available", item=f"policy {policy}") from None
-    pol = policies.make_policy(policy, job.topology, cluster, params=params, seed=seed)
-    return pol, policies.initial_plan(policy, job.topology, cluster)
+    pol = make_policy(policy, job.topology, cluster, params=params, seed=seed)
+    return pol, initial_plan(policy, job.topology, cluster)
 
 
 def _failure_message(exc: BaseException) -> str:
@@ -381,17 +357,29 @@ def run_job(
         raise StreamscaleError(
             f"batch failed: {_failure_message(failure)}", item=f"operator {job.keyed}"
         )
-    return _result(records, samples, job, cores, dead_dir, realizer.active)
+    return summarize_run(
+        records,
+        samples,
+        job,
+        cores,
+        dead_letters=count_dead_letters(dead_dir),
+        plan=realizer.active,
+    )
 
 
-def _result(
+def summarize_run(
     records: list[BatchRecord],
     samples: list[np.ndarray],
     job: Job,
     cores: int,
-    dead_dir: str,
-    plan: Plan,
+    *,
+    dead_letters: int,
+    plan: Plan | None,
 ) -> RunResult:
+    """Throughput, latency percentiles and efficiency of a run (the first batch is warm-up).
+
+    Shared by the elastic runner and the Spark-native baseline so both report alike.
+    """
     steady = records[1:] if len(records) > 1 else records
     if len(records) > 1 and records[-1].time > records[0].time:
         throughput = sum(r.rows for r in steady) / (records[-1].time - records[0].time)
@@ -415,7 +403,7 @@ def _result(
         p50_ms=p50,
         p99_ms=p99,
         efficiency=throughput / limit if cost else math.nan,
-        dead_letters=count_dead_letters(dead_dir),
+        dead_letters=dead_letters,
         physical_limit=limit,
         cores=cores,
         plan=plan,

@@ -47,6 +47,13 @@ def build_session(
     readable. ``master`` may be ``local[N]`` or a cluster URL (``spark://…``).
     """
     check_java()
+    # Local and loopback masters bind the driver to loopback (no hostname warning, no
+    # exposure); a remote cluster must reach the driver, so Spark picks the address there.
+    loopback = master.startswith("local") or any(
+        h in master for h in ("//127.0.0.1", "//localhost")
+    )
+    if loopback:
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
     from pyspark.sql import SparkSession
@@ -59,10 +66,12 @@ def build_session(
         .config("spark.sql.shuffle.partitions", str(shuffle_partitions))
         .config("spark.sql.execution.arrow.pyspark.enabled", "true")
         .config("spark.python.worker.reuse", "true")
-        .config("spark.driver.bindAddress", "127.0.0.1")
-        .config("spark.driver.host", "127.0.0.1")
         .config("spark.executorEnv.PYSPARK_PYTHON", sys.executable)
     )
+    if loopback:
+        builder = builder.config("spark.driver.bindAddress", "127.0.0.1").config(
+            "spark.driver.host", "127.0.0.1"
+        )
     for k, v in (conf or {}).items():
         builder = builder.config(k, v)
     spark = builder.getOrCreate()
