@@ -60,6 +60,7 @@ __all__ = [
     "GeneratorSpec",
     "GeneratorStreamReader",
     "SeqRange",
+    "SeqStreamReader",
     "expected_cost_ms",
     "generate",
     "register",
@@ -357,13 +358,21 @@ class SeqRange(InputPartition):
         return f"SeqRange({self.start}, {self.end})"
 
 
-class GeneratorStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
-    """Rate-paced reader; ``clock`` (epoch seconds) is read only to pace the stream."""
+class SeqStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    """A paced reader over rows numbered 0, 1, 2, …; offsets are ``{"seq", "t0"}``.
 
-    def __init__(self, spec: GeneratorSpec, clock: Callable[[], float] = time.time) -> None:
+    Subclasses say how many rows exist ``elapsed_s`` seconds after the stream's
+    start (:meth:`available`) and how to read a range. ``clock`` (epoch seconds)
+    is read only to pace the stream; a restarted query re-reads the same rows.
+    """
+
+    def __init__(self, spec: Any, clock: Callable[[], float] = time.time) -> None:
         self.spec = spec
         self.clock = clock
         self._until: float | None = None
+
+    def available(self, elapsed_s: float) -> int:
+        raise NotImplementedError
 
     def initialOffset(self) -> dict:
         t0 = self.spec.start_time if self.spec.start_time is not None else self.clock()
@@ -380,7 +389,7 @@ class GeneratorStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
     def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
         now = self.clock() if self._until is None else self._until
         seq, t0 = int(start["seq"]), float(start["t0"])
-        end = max(self.spec.available(now - t0), seq)
+        end = max(self.available(now - t0), seq)
         if isinstance(limit, ReadMaxRows):
             end = min(end, seq + limit.max_rows)
         elif isinstance(limit, ReadMinRows) and end - seq < limit.min_rows:
@@ -395,6 +404,18 @@ class GeneratorStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         cuts = [a + (b - a) * i // n for i in range(n + 1)]
         return [SeqRange(cuts[i], cuts[i + 1], t0) for i in range(n)]
 
+    def commit(self, end: dict) -> None:
+        """Nothing to release: rows are recomputed (or re-read) from offsets, never buffered."""
+
+
+class GeneratorStreamReader(SeqStreamReader):
+    """Rate-paced generator reader."""
+
+    spec: GeneratorSpec
+
+    def available(self, elapsed_s: float) -> int:
+        return self.spec.available(elapsed_s)
+
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:  # type: ignore[override]
         from pyspark.sql.pandas.types import to_arrow_schema
 
@@ -407,9 +428,6 @@ class GeneratorStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
             df = _rows(self.spec, lo, hi, p.t0)
             yield pa.RecordBatch.from_pandas(df, schema=schema, preserve_index=False)
             lo = hi
-
-    def commit(self, end: dict) -> None:
-        """Nothing to release: tuples are recomputed from offsets, never buffered."""
 
 
 class GeneratorSource(DataSource):

@@ -21,7 +21,6 @@ from __future__ import annotations
 import glob
 import math
 import os
-import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
@@ -31,13 +30,6 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
-from pyspark.sql.streaming.datasource import (
-    ReadAllAvailable,
-    ReadLimit,
-    ReadMaxRows,
-    ReadMinRows,
-    SupportsTriggerAvailableNow,
-)
 from pyspark.sql.types import (
     BooleanType,
     DataType,
@@ -50,7 +42,7 @@ from pyspark.sql.types import (
 )
 
 from streamscale.errors import StreamscaleError
-from streamscale.runtime.spark.sources import SeqRange
+from streamscale.runtime.spark.sources import SeqRange, SeqStreamReader
 
 __all__ = ["TraceSource", "TraceSpec", "TraceStreamReader", "load_trace", "trace_schema"]
 
@@ -205,51 +197,16 @@ def trace_schema(spec: TraceSpec) -> StructType:
     return StructType(fields)
 
 
-class TraceStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
-    """Replays rows at ``speed`` × their recorded pace; ``clock`` is read only for pacing."""
+class TraceStreamReader(SeqStreamReader):
+    """Replays rows at ``speed`` × their recorded pace (speed 0: everything at once)."""
 
-    def __init__(self, spec: TraceSpec, clock: Callable[[], float] = time.time) -> None:
-        self.spec = spec
-        self.clock = clock
-        self._until: float | None = None
+    spec: TraceSpec
 
-    def _rel(self) -> np.ndarray:
-        return load_trace(self.spec)["__rel"].to_numpy()
-
-    def initialOffset(self) -> dict:
-        t0 = self.spec.start_time if self.spec.start_time is not None else self.clock()
-        return {"seq": 0, "t0": t0}
-
-    def getDefaultReadLimit(self) -> ReadLimit:
-        if self.spec.max_rows_per_batch is not None:
-            return ReadMaxRows(self.spec.max_rows_per_batch)
-        return ReadAllAvailable()
-
-    def prepareForTriggerAvailableNow(self) -> None:
-        self._until = self.clock()
-
-    def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
-        now = self.clock() if self._until is None else self._until
-        seq, t0 = int(start["seq"]), float(start["t0"])
-        rel = self._rel()
+    def available(self, elapsed_s: float) -> int:
+        rel = load_trace(self.spec)["__rel"].to_numpy()
         if self.spec.speed == 0:
-            avail = len(rel)
-        else:
-            avail = int(np.searchsorted(rel, (now - t0) * self.spec.speed, side="right"))
-        end = max(avail, seq)
-        if isinstance(limit, ReadMaxRows):
-            end = min(end, seq + limit.max_rows)
-        elif isinstance(limit, ReadMinRows) and end - seq < limit.min_rows:
-            end = seq
-        return {"seq": end, "t0": t0}
-
-    def partitions(self, start: dict, end: dict) -> list[InputPartition]:
-        a, b, t0 = int(start["seq"]), int(end["seq"]), float(end["t0"])
-        if b <= a:
-            return []
-        n = min(self.spec.partitions, b - a)
-        cuts = [a + (b - a) * i // n for i in range(n + 1)]
-        return [SeqRange(cuts[i], cuts[i + 1], t0) for i in range(n)]
+            return len(rel)
+        return int(np.searchsorted(rel, elapsed_s * self.spec.speed, side="right"))
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:  # type: ignore[override]
         from pyspark.sql.pandas.types import to_arrow_schema
@@ -258,9 +215,6 @@ class TraceStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         df = replay_rows(self.spec, p.start, p.end, p.t0)
         schema = to_arrow_schema(trace_schema(self.spec), timezone="UTC")
         yield pa.RecordBatch.from_pandas(df, schema=schema, preserve_index=False)
-
-    def commit(self, end: dict) -> None:
-        """Nothing to release: rows are re-read from the trace files."""
 
 
 def replay_rows(spec: TraceSpec, start: int, end: int, t0: float) -> pd.DataFrame:
