@@ -75,6 +75,29 @@ def test_partition_map_follows_the_routing_tables() -> None:
     assert [part(g) for g in range(8)] == list(pm.shard_partition)
 
 
+def test_by_load_numbers_the_heaviest_unit_first_and_keeps_the_grouping() -> None:
+    topo = _topo()
+    plan = Plan(
+        Allocation({"op[0]": 2, "op[1]": 1}),
+        Placement({"op[0]#0": "n", "op[0]#1": "n", "op[1]#0": "n"}),
+        Routing(
+            {
+                "op[0]": ("op[0]#0", "op[0]#1", "op[0]#1", "op[0]#0"),
+                "op[1]": ("op[1]#0",) * 4,
+            }
+        ),
+    )
+    pm = PartitionMap.from_plan(plan, topo, "op")
+    # unit loads: op[0]#0 = 0.1 + 0.2, op[0]#1 = 0.5 + 0.5, op[1]#0 = 0.4
+    ordered = pm.by_load({0: 0.1, 3: 0.2, 1: 0.5, 2: 0.5, 4: 0.4})
+    assert ordered.units == ("op[0]#1", "op[1]#0", "op[0]#0")
+    assert ordered.shard_partition == (2, 0, 0, 2, 1, 1, 1, 1)
+    for p in range(ordered.partitions):
+        unit = ordered.units[p]
+        assert ordered.shards_of(p) == pm.shards_of(pm.units.index(unit))
+    assert pm.by_load({}) == pm  # no loads yet: plan order
+
+
 def test_resource_centric_tables_may_name_any_unit() -> None:
     topo = _topo()
     plan = Plan(routing=Routing({"op[0]": ("op#1",) * 4, "op[1]": ("op#0", "op#1") * 2}))

@@ -10,6 +10,8 @@ placement is advisory, Spark schedules the tasks.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from streamscale.model import Allocation, Cluster, Placement, Plan, Routing, Topology, unit_id
 from streamscale.runtime.spark.routing import PartitionMap, executor_instance
 
@@ -49,6 +51,7 @@ class SparkRealizer:
         self._active_map = PartitionMap.from_plan(plan, topology, operator)
         self._active = plan
         self._pending: Plan | None = None
+        self._shard_load: dict[int, float] = {}
         self.applied = 0
 
     def current(self) -> Plan:
@@ -66,9 +69,14 @@ class SparkRealizer:
         self._pending = plan
         self.applied += 1
 
+    def observe(self, shard_load: Mapping[int, float]) -> None:
+        """Busy seconds per global shard in the last batch: the order of the next batch's tasks."""
+        self._shard_load = dict(shard_load)
+
     def begin_batch(self) -> PartitionMap:
-        """Switch to the pending plan, if any; the partition map for the batch about to run."""
+        """Switch to the pending plan, if any; the partition map for the batch about to run,
+        its partitions numbered heaviest first (see :meth:`PartitionMap.by_load`)."""
         if self._pending is not None:
             self._active_map = PartitionMap.from_plan(self._pending, self.topology, self.operator)
             self._active, self._pending = self._pending, None
-        return self._active_map
+        return self._active_map.by_load(self._shard_load)

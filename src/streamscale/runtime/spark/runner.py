@@ -280,6 +280,7 @@ def run_job(
             index.committed(batch_id, attempt, (g for t in stats.tasks for g in t.shards), hints)
             taken[0] = stats.rows + stats.dead_letters
             collector.observe(stats)
+            realizer.observe({g: v[1] for t in stats.tasks for g, v in t.shards.items()})
             now = clock() - t0
             extra: dict[str, Any] = {"units": list(pmap.units), "backlog": collector.backlog}
             try:
