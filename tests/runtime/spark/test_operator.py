@@ -68,11 +68,12 @@ def test_counts_match_pandas_and_tasks_get_exactly_their_shards(spark, tmp_path:
     for rec in res.records:
         units = rec.extra["units"]
         pmap = PartitionMap.from_plan(maps[len(units)], job.topology, "count")
-        assert tuple(units) == pmap.units
+        # Partitions are numbered by load each batch; the unit -> shards grouping is the plan's.
+        assert sorted(units) == sorted(pmap.units)
         seen_plans.add(len(units))
         assert rec.tasks == len(units)
         for unit, task in rec.extra["per_task"].items():
-            assert set(task["shards"]) <= set(pmap.shards_of(units.index(unit)))
+            assert set(task["shards"]) <= set(pmap.shards_of(pmap.units.index(unit)))
     assert seen_plans == {2, 4}
     # Sinks and metrics are written, one JSONL line per batch.
     lines = (tmp_path / "out" / "metrics.jsonl").read_text().splitlines()
