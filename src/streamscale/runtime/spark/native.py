@@ -33,7 +33,7 @@ import pandas as pd
 from streamscale.errors import StreamscaleError
 from streamscale.runtime.spark.job import Job
 from streamscale.runtime.spark.metrics import BatchRecord, MetricsWriter, imbalance
-from streamscale.runtime.spark.runner import RunResult, summarize_run
+from streamscale.runtime.spark.runner import RunResult, drive_query, summarize_run
 from streamscale.runtime.spark.sources import register_sources
 
 __all__ = ["NATIVE_POLICY", "group_function", "run_native"]
@@ -236,26 +236,13 @@ def run_native(
         query = ws.start()
     finally:
         spark.conf.set("spark.sql.shuffle.partitions", previous)
-    failure: BaseException | None = None
-    try:
-        while True:
-            try:
-                if query.awaitTermination(0.1):
-                    break
-            except Exception as exc:  # a batch failed and the query died
-                failure = exc
-                break
-            if done.is_set() or clock() - t_start >= duration_s:
-                wait_until = clock() + 30.0
-                while in_batch.is_set() and clock() < wait_until:
-                    time.sleep(0.01)
-                query.stop()
-                break
-    finally:
-        if query.isActive:
-            query.stop()
-    failure = failure or query.exception()
-    if failure is not None:
-        line = next((ln for ln in str(failure).splitlines() if ln.strip()), type(failure).__name__)
-        raise StreamscaleError(f"batch failed: {line.strip()}", item=f"operator {job.keyed}")
+    drive_query(
+        query,
+        stop_at=t_start + duration_s,
+        done=done,
+        in_batch=in_batch,
+        records=records,
+        item=f"operator {job.keyed}",
+        clock=clock,
+    )
     return summarize_run(records, samples, job, cores, dead_letters=dead_total[0], plan=None)

@@ -42,7 +42,7 @@ from streamscale.runtime.spark.operator import (
 from streamscale.runtime.spark.realizer import SparkRealizer, default_plan
 from streamscale.runtime.spark.state import LocalStateBackend, VersionIndex
 
-__all__ = ["BatchRecord", "RunResult", "run_job", "summarize_run"]
+__all__ = ["BatchRecord", "RunResult", "drive_query", "run_job", "summarize_run"]
 
 _CONTROLLER_KEYS = {f.name for f in dataclasses.fields(ControllerConfig)}
 # Planning slots per core when no cluster is given: a unit is a Spark task, and
@@ -331,6 +331,40 @@ def run_job(
         writer_stream = writer_stream.trigger(processingTime=f"{job.trigger_s} seconds")
     query = writer_stream.start()
     query_ref.append(query)
+    drive_query(
+        query,
+        stop_at=t0 + duration_s,
+        done=done,
+        in_batch=in_batch,
+        records=records,
+        item=f"operator {job.keyed}",
+    )
+    return summarize_run(
+        records,
+        samples,
+        job,
+        cores,
+        dead_letters=count_dead_letters(dead_dir),
+        plan=realizer.active,
+    )
+
+
+def drive_query(
+    query: Any,
+    *,
+    stop_at: float,
+    done: threading.Event,
+    in_batch: threading.Event,
+    records: list[BatchRecord],
+    item: str,
+    clock: Callable[[], float] = time.monotonic,
+) -> None:
+    """Run a streaming query until ``done`` or ``stop_at`` (on ``clock``), then stop it.
+
+    Stops between batches when possible; an interrupted batch is simply not
+    committed and is replayed by the next run. A failed batch raises a
+    :class:`StreamscaleError` naming ``item`` with the operator's own message.
+    """
     failure: BaseException | None = None
     try:
         while True:
@@ -340,9 +374,7 @@ def run_job(
             except Exception as exc:  # the query died: a batch failed
                 failure = exc
                 break
-            if done.is_set() or clock() - t0 >= duration_s:
-                # Stop between batches when possible; an interrupted batch is
-                # simply not committed and is replayed by the next run.
+            if done.is_set() or clock() >= stop_at:
                 longest = max((r.duration_s for r in records), default=0.0)
                 wait_until = clock() + max(30.0, 3.0 * longest)
                 while in_batch.is_set() and clock() < wait_until:
@@ -352,20 +384,9 @@ def run_job(
     finally:
         if query.isActive:
             query.stop()
-    if failure is None:
-        failure = query.exception()
+    failure = failure or query.exception()
     if failure is not None:
-        raise StreamscaleError(
-            f"batch failed: {_failure_message(failure)}", item=f"operator {job.keyed}"
-        )
-    return summarize_run(
-        records,
-        samples,
-        job,
-        cores,
-        dead_letters=count_dead_letters(dead_dir),
-        plan=realizer.active,
-    )
+        raise StreamscaleError(f"batch failed: {_failure_message(failure)}", item=item)
 
 
 def summarize_run(
