@@ -17,6 +17,7 @@ can be evaluated in any order.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -162,25 +163,8 @@ class MicroBenchmark:
     def rate_at(self, now: float) -> float:
         return self.rate
 
-    def demand(self) -> _MicroDemand:
-        return _MicroDemand(self)
-
-
-class _MicroDemand:
-    def __init__(self, wl: MicroBenchmark) -> None:
-        self.wl = wl
-        self._freq: tuple[int, np.ndarray] = (0, wl.frequencies(0))
-
-    def rate(self, source: str, now: float) -> float:
-        return self.wl.rate
-
-    def weights(
-        self, operator: str, executors: int, shards: int, now: float
-    ) -> tuple[int, np.ndarray]:
-        v = self.wl.version(now)
-        if v != self._freq[0]:
-            self._freq = (v, self.wl.frequencies(v))
-        return v, self.wl._w.shard_weights(executors, shards, v, self._freq[1])
+    def demand(self) -> _Demand:
+        return _Demand(self, self.frequencies)
 
 
 _STATS = ("volume", "vwap", "moving_avg", "index", "turnover", "spread")
@@ -315,14 +299,20 @@ class StockExchange:
         w = np.exp(out - out.max())
         return w / w.sum()
 
-    def demand(self) -> _SseDemand:
-        return _SseDemand(self)
+    def demand(self) -> _Demand:
+        return _Demand(self, self.shares)
 
 
-class _SseDemand:
-    def __init__(self, wl: StockExchange) -> None:
+class _Demand:
+    """A workload's demand: its rate and shard weights, recomputed only when the
+    key frequencies change version (a shuffle or a popularity epoch)."""
+
+    def __init__(
+        self, wl: MicroBenchmark | StockExchange, freq: Callable[[int], np.ndarray]
+    ) -> None:
         self.wl = wl
-        self._freq: tuple[int, np.ndarray] = (0, wl.shares(0))
+        self._freq_of = freq
+        self._freq: tuple[int, np.ndarray] = (0, freq(0))
 
     def rate(self, source: str, now: float) -> float:
         return self.wl.rate
@@ -332,5 +322,5 @@ class _SseDemand:
     ) -> tuple[int, np.ndarray]:
         v = self.wl.version(now)
         if v != self._freq[0]:
-            self._freq = (v, self.wl.shares(v))
+            self._freq = (v, self._freq_of(v))
         return v, self.wl._w.shard_weights(executors, shards, v, self._freq[1])
