@@ -105,10 +105,18 @@ def _params(cost_ms: float) -> dict[str, float]:
     return {"latency_target_ms": 0.5 * cost_ms}
 
 
-def _micro(wl: MicroBenchmark, policy: str, s: Setup, duration: float, seed: int) -> SimResult:
+def _simulate(
+    wl: MicroBenchmark | StockExchange,
+    policy: str,
+    s: Setup,
+    *,
+    cost_ms: float,
+    duration: float,
+    seed: int,
+) -> SimResult:
     topo = wl.static_topology() if policy == "static" else wl.topology()
     cluster = wl.cluster()
-    pol = make_policy(policy, topo, cluster, params=_params(wl.cost_ms), seed=seed)
+    pol = make_policy(policy, topo, cluster, params=_params(cost_ms), seed=seed)
     return simulate(
         topo,
         cluster,
@@ -116,24 +124,6 @@ def _micro(wl: MicroBenchmark, policy: str, s: Setup, duration: float, seed: int
         pol,
         initial_plan(policy, topo, cluster),
         duration_s=duration,
-        warmup_s=s.warmup_s,
-        config=SimConfig(queue_capacity=s.queue_capacity),
-        controller=ControllerConfig(interval_s=1.0, stabilization_s=1.0, scale_down_delay_s=5.0),
-        seed=seed,
-    )
-
-
-def _sse(wl: StockExchange, policy: str, s: Setup, seed: int) -> SimResult:
-    topo = wl.static_topology() if policy == "static" else wl.topology()
-    cluster = wl.cluster()
-    pol = make_policy(policy, topo, cluster, params=_params(wl.event_ms), seed=seed)
-    return simulate(
-        topo,
-        cluster,
-        wl.demand(),
-        pol,
-        initial_plan(policy, topo, cluster),
-        duration_s=s.sse_s,
         warmup_s=s.warmup_s,
         config=SimConfig(queue_capacity=s.queue_capacity),
         controller=ControllerConfig(interval_s=1.0, stabilization_s=1.0, scale_down_delay_s=5.0),
@@ -168,9 +158,9 @@ def _job(spec: tuple[Any, ...]) -> SimResult:
     """One simulation of the plan below (module level so worker processes can run it)."""
     if spec[0] == "micro":
         _, wl, policy, s, duration, seed = spec
-        return _micro(wl, policy, s, duration, seed)
+        return _simulate(wl, policy, s, cost_ms=wl.cost_ms, duration=duration, seed=seed)
     _, wl, policy, s, seed = spec
-    return _sse(wl, policy, s, seed)
+    return _simulate(wl, policy, s, cost_ms=wl.event_ms, duration=s.sse_s, seed=seed)
 
 
 def _run_all(
