@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 
@@ -15,22 +13,8 @@ from streamscale.model import (
     ShardStats,
     Snapshot,
     Topology,
-    load_cluster,
-    load_topology,
 )
 from streamscale.planning.elastic_plan import backlog_rates, executor_loads, executors
-
-EXAMPLES = Path(__file__).parents[2] / "examples"
-
-
-@pytest.fixture(scope="module")
-def topo() -> Topology:
-    return load_topology(EXAMPLES / "microbench.yaml")
-
-
-@pytest.fixture(scope="module")
-def cluster() -> Cluster:
-    return load_cluster(EXAMPLES / "cluster.yaml")
 
 
 def _snapshot(loads: np.ndarray, *, backlog: float = 0.0, source_backlog: float = 0.0) -> Snapshot:
