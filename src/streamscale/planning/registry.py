@@ -31,12 +31,13 @@ __all__ = [
 Family = Literal["allocator", "placer", "balancer"]
 FAMILIES: tuple[Family, ...] = ("allocator", "placer", "balancer")
 
-# Modules whose import registers adapters; each family adds its module here.
+# Modules whose import registers adapters; each family adds its module here. Most-used
+# first: ``get`` imports them in order only until the name it wants is registered.
 _ADAPTER_MODULES: tuple[str, ...] = (
-    "streamscale.planning.adapters.elastic_allocator",
-    "streamscale.planning.adapters.model_driven",
     "streamscale.planning.adapters.elasticutor",
     "streamscale.planning.adapters.elasticutor_rc",
+    "streamscale.planning.adapters.elastic_allocator",
+    "streamscale.planning.adapters.model_driven",
     "streamscale.planning.adapters.task_allocation",
     "streamscale.planning.adapters.albic",
 )
@@ -77,7 +78,6 @@ class Entry:
 
 
 _REGISTRY: dict[tuple[Family, str], Entry] = {}
-_loaded = False
 
 
 def register(family: Family, name: str, description: str) -> Callable[[Adapter], Adapter]:
@@ -95,12 +95,16 @@ def register(family: Family, name: str, description: str) -> Callable[[Adapter],
     return deco
 
 
-def _load() -> None:
-    global _loaded
-    if not _loaded:
-        for mod in _ADAPTER_MODULES:
-            importlib.import_module(mod)
-        _loaded = True
+def _load(until: tuple[Family, str] | None = None) -> None:
+    """Import adapter modules in order, stopping once ``until`` is registered.
+
+    Run-time policies need only their own family; importing every planner (OR-Tools,
+    SciPy, METIS) would put about a second on a job's first decision.
+    """
+    for mod in _ADAPTER_MODULES:
+        if until is not None and until in _REGISTRY:
+            return
+        importlib.import_module(mod)
 
 
 def entries(family: Family | None = None) -> list[Entry]:
@@ -113,7 +117,7 @@ def entries(family: Family | None = None) -> list[Entry]:
 
 
 def get(family: Family, name: str) -> Entry:
-    _load()
+    _load(until=(family, name))
     try:
         return _REGISTRY[(family, name)]
     except KeyError:
