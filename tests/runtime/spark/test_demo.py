@@ -71,3 +71,12 @@ def test_tiny_demo_writes_summary_for_each_policy(spark, tmp_path: Path) -> None
     assert set(seen) == {"static", "spark-native"}
     assert "| static |" in (tmp_path / "summary.md").read_text()
     assert (tmp_path / "timeline.png").stat().st_size > 0
+
+
+def test_zero_cost_report_has_no_physical_limit(tmp_path: Path) -> None:
+    cfg = DemoConfig(policies=("static",), cost_ms=0.0, rate=60000)
+    outcomes = [PolicyOutcome("static", error="stopped")]
+    summary = summarize(outcomes, cfg, cores=2, master="local[2]")
+    write_report(tmp_path, summary, outcomes)
+    assert json.loads((tmp_path / "summary.json").read_text())["physical_limit"] is None
+    assert "no physical limit" in (tmp_path / "summary.md").read_text()

@@ -248,11 +248,11 @@ def _markdown(summary: Mapping[str, Any]) -> str:
         rows.append(
             [
                 name,
-                float(f["throughput"]),
+                _num(f["throughput"]),
                 _pct(f["efficiency"]),
-                float(f["p50_ms"]),
-                float(f["p99_ms"]),
-                float(f["mean_delta"]),
+                _num(f["p50_ms"]),
+                _num(f["p99_ms"]),
+                _num(f["mean_delta"]),
                 f"{f['batches']} batches, max {f['max_tasks']} tasks",
             ]
         )
@@ -262,13 +262,23 @@ def _markdown(summary: Mapping[str, Any]) -> str:
         f"{cfg['cost_ms']} ms mean cost per tuple, {cfg['payload_bytes']} B payload, "
         f"offered {cfg['rate']:.0f} tuples/s, {cfg['duration_s']:.0f} s per policy, "
         f"{cfg['instances']} executors × {cfg['shards']} shards, {summary['cores']} cores "
-        f"(physical limit {summary['physical_limit']:.0f} tuples/s).\n\n"
+        f"({_limit(summary['physical_limit'])}).\n\n"
     )
     table = markdown_table(
         ["policy", "throughput (t/s)", "efficiency", "p50 (ms)", "p99 (ms)", "mean δ", "notes"],
         rows,
     )
     return head + table + "\n\n![throughput and p99 over time](timeline.png)\n"
+
+
+def _limit(limit: float | None) -> str:
+    if limit is None:
+        return "no physical limit: the per-tuple cost is 0"
+    return f"physical limit {limit:.0f} tuples/s"
+
+
+def _num(x: Any) -> float:
+    return math.nan if x is None else float(x)
 
 
 def _pct(x: Any) -> str:
