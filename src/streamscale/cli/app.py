@@ -40,6 +40,7 @@ def _version(value: bool) -> None:
 def _root(
     ctx: typer.Context,
     json_out: bool = typer.Option(False, "--json", help="Machine-readable JSON on stdout."),
+    debug: bool = typer.Option(False, "--debug", help="Show the traceback of an unexpected error."),
     version: bool = typer.Option(
         False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
     ),
@@ -51,10 +52,23 @@ for _m in _COMMAND_MODULES:
     importlib.import_module(f"streamscale.cli.{_m}").register(app)
 
 
+def _usage_line(exc: typer.TyperException) -> str:
+    ctx = getattr(exc, "ctx", None)
+    where = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
+    msg = " ".join(exc.format_message().split())
+    return f"streamscale: error: {msg}{where}"
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Entry point: run the app, turning user errors into one line and an exit code."""
+    """Entry point: run the app, turning every error into one line and an exit code.
+
+    Usage errors, unreadable or malformed files and bad values exit 2 (3: infeasible);
+    anything else prints one line and exits 1, with the traceback under ``--debug``.
+    """
+    args = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in args
     try:
-        app(args=argv, prog_name="streamscale", standalone_mode=False)
+        app(args=args, prog_name="streamscale", standalone_mode=False)
     except StreamscaleError as exc:
         print(f"streamscale: error: {exc}", file=sys.stderr)
         return exc.exit_code
@@ -66,13 +80,29 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("streamscale: interrupted", file=sys.stderr)
         return 130
-    except Exception as exc:  # click usage errors and the like
-        import click
-
-        if isinstance(exc, click.ClickException):
-            exc.show()
-            return exc.exit_code
-        raise
+    except typer.TyperException as exc:  # usage errors: typer's own exception types
+        if type(exc).__name__ == "NoArgsIsHelpError":
+            print(exc.format_message())
+            return 0
+        print(_usage_line(exc), file=sys.stderr)
+        return exc.exit_code
+    except (OSError, UnicodeError) as exc:
+        if debug:
+            raise
+        name = getattr(exc, "filename", None)
+        what = getattr(exc, "strerror", None) or str(exc)
+        print(f"streamscale: error: {name + ': ' if name else ''}{what}", file=sys.stderr)
+        return 2
+    except Exception as exc:
+        if debug:
+            raise
+        msg = " ".join(str(exc).split())[:300] or "no message"
+        print(
+            f"streamscale: internal error: {type(exc).__name__}: {msg} "
+            "(run with --debug for the traceback)",
+            file=sys.stderr,
+        )
+        return 1
     return 0
 
 

@@ -22,7 +22,9 @@ from streamscale.model.snapshot import NodeStats, OperatorStats, ShardStats, Sna
 from streamscale.model.topology import Edge, Operator, Topology
 
 __all__ = [
+    "TOP_LEVEL_KEYS",
     "FileKind",
+    "check_keys",
     "detect_kind",
     "dump",
     "load",
@@ -43,9 +45,13 @@ def read_document(path: str | Path) -> dict[str, Any]:
     """Parse a YAML or JSON file into a mapping."""
     p = Path(path)
     try:
-        text = p.read_text()
+        text = p.read_text(encoding="utf-8")
+    except IsADirectoryError:
+        raise ModelError("is a directory, not a file", item=str(p)) from None
     except OSError as exc:
         raise ModelError(exc.strerror or "cannot read", item=str(p)) from None
+    except UnicodeDecodeError as exc:
+        raise ModelError(f"not UTF-8 text (byte {exc.start})", item=str(p)) from None
     try:
         doc = json.loads(text) if p.suffix == ".json" else yaml.safe_load(text)
     except (yaml.YAMLError, json.JSONDecodeError) as exc:
@@ -54,8 +60,37 @@ def read_document(path: str | Path) -> dict[str, Any]:
             f"not valid {'JSON' if p.suffix == '.json' else 'YAML'}: {first}", item=str(p)
         ) from None
     if not isinstance(doc, dict):
-        raise ModelError("expected a mapping at the top level", item=str(p))
+        what = "empty" if doc is None else f"a {type(doc).__name__}"
+        raise ModelError(f"expected a mapping at the top level, found {what}", item=str(p))
     return doc
+
+
+#: The top-level keys each kind of file may hold (anything else is a typo and an error).
+TOP_LEVEL_KEYS: dict[str, frozenset[str]] = {
+    "topology": frozenset({"kind", "name", "operators", "edges", "description"}),
+    "cluster": frozenset({"kind", "name", "nodes", "vm_types", "description"}),
+    "models": frozenset({"kind", "models", "task", "points", "approximate", "source"}),
+    "snapshot": frozenset({"kind", "time", "operators", "shards", "edges", "traffic", "nodes"}),
+    "plan": frozenset({"kind", "allocation", "placement", "routing"}),
+}
+_ARTICLE = {
+    "topology": "a topology",
+    "cluster": "a cluster",
+    "models": "a models",
+    "snapshot": "a snapshot",
+    "plan": "a plan",
+}
+
+
+def check_keys(doc: Mapping[str, Any], kind: FileKind, where: str) -> None:
+    """Reject top-level keys a ``kind`` file cannot hold, naming the first and the known ones."""
+    for key in doc:
+        if key not in TOP_LEVEL_KEYS[kind]:
+            known = ", ".join(sorted(TOP_LEVEL_KEYS[kind]))
+            raise ModelError(
+                f"unknown top-level key {key!r} in {_ARTICLE[kind]} file (known: {known})",
+                item=where,
+            )
 
 
 def detect_kind(doc: Mapping[str, Any]) -> FileKind:
@@ -229,12 +264,31 @@ _FROM = {
 
 
 def load(path: str | Path, kind: FileKind | None = None) -> Any:
-    """Load any model file; ``kind`` forces the kind, else it is detected."""
+    """Load any model file; ``kind`` is what the caller needs, else the kind is detected.
+
+    A file whose own kind (its ``kind`` field, else its keys) differs from ``kind`` is refused
+    with one line saying what it is and what was expected.
+    """
     doc = read_document(path)
     try:
-        k = kind or detect_kind(doc)
+        found: FileKind | None = detect_kind(doc)
     except ModelError as exc:
-        raise ModelError(str(exc), item=str(path)) from None
+        if kind is None:
+            raise ModelError(str(exc), item=str(path)) from None
+        found = None
+    explicit = doc.get("kind") is not None
+    if (
+        kind is not None
+        and found is not None
+        and found != kind
+        and (explicit or not doc.keys() <= TOP_LEVEL_KEYS[kind])
+    ):
+        raise ModelError(
+            f"is {_ARTICLE[found]} file; this needs {_ARTICLE[kind]} file", item=str(path)
+        )
+    k = kind or found
+    assert k is not None
+    check_keys(doc, k, str(path))
     return _FROM[k](doc, where=str(path))
 
 
@@ -294,6 +348,10 @@ def save(obj: Any, path: str | Path) -> None:
     """Write ``obj`` as YAML or JSON (by extension)."""
     p = Path(path)
     doc = dump(obj)
-    p.write_text(
+    text = (
         json.dumps(doc, indent=2) if p.suffix == ".json" else yaml.safe_dump(doc, sort_keys=False)
     )
+    try:
+        p.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise ModelError(f"cannot write: {exc.strerror or exc}", item=str(p)) from None

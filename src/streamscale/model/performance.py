@@ -15,6 +15,9 @@ from dataclasses import dataclass
 
 from streamscale.errors import ModelError
 
+_MODEL_KEYS = frozenset({"task", "points", "approximate", "source"})
+_POINT_KEYS = frozenset({"threads", "rate", "cpu", "memory"})
+
 __all__ = ["ModelPoint", "PerformanceModel"]
 
 
@@ -124,11 +127,19 @@ class PerformanceModel:
         task = str(d.get("task") or "")
         if not task:
             raise ModelError("model has no task name", item="model")
+        for k in d:
+            if k not in _MODEL_KEYS and k != "kind":
+                raise ModelError(f"unknown field {k!r}", item=f"model {task}")
         raw = d.get("points")
         if not isinstance(raw, list):
             raise ModelError("points must be a list", item=f"model {task}")
         pts = []
         for i, p in enumerate(raw):
+            if isinstance(p, Mapping) and (extra := set(p) - _POINT_KEYS):
+                raise ModelError(
+                    f"point {i} has unknown field {sorted(map(str, extra))[0]!r}",
+                    item=f"model {task}",
+                )
             try:
                 pts.append(
                     ModelPoint(
