@@ -3,14 +3,19 @@ PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
+LOCK   := requirements.lock
+LATEST := .venv-latest
 
-.PHONY: demo test lint env check-java clean
+.PHONY: demo test test-latest lint lock env check-java check-python clean
 
-$(STAMP): pyproject.toml
+check-python:
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "streamscale needs Python >= 3.11 (found %s)" % sys.version.split()[0])'
+
+# Reproducible: every install takes the exact versions of the lock file.
+$(STAMP): pyproject.toml $(LOCK) | check-python
 	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev]'
+	$(PY) -m pip install --quiet -c $(LOCK) pip
+	$(PY) -m pip install --quiet -c $(LOCK) -e '.[dev]'
 	touch $(STAMP)
 
 env: $(STAMP)
@@ -24,9 +29,25 @@ demo: env check-java
 test: env check-java
 	$(PY) -m pytest -q -p no:cacheprovider
 
+# Drift, on purpose: the newest versions pyproject.toml allows, in a separate environment,
+# against the fast tests. A failure here is a dependency to bound or a fix to make.
+test-latest: check-python
+	rm -rf $(LATEST)
+	$(PYTHON) -m venv $(LATEST)
+	$(LATEST)/bin/python -m pip install --quiet --upgrade pip
+	$(LATEST)/bin/python -m pip install --quiet --upgrade --upgrade-strategy eager -e '.[dev]'
+	$(LATEST)/bin/python -m pip list --format=freeze > $(LATEST)/versions.txt
+	$(LATEST)/bin/python -m pytest -q -p no:cacheprovider -m "not spark and not slow"
+
+# Rewrite the lock from the current environment after a deliberate upgrade.
+lock: env
+	{ sed -n '1,3p' $(LOCK); echo "pip==$$($(PY) -m pip --version | cut -d' ' -f2)"; \
+	  $(PY) -m pip freeze --exclude-editable | grep -v '^-e'; } > $(LOCK).new
+	mv $(LOCK).new $(LOCK)
+
 lint: env
 	$(VENV)/bin/ruff check src tests benchmarks
 	$(VENV)/bin/ruff format --check src tests benchmarks
 
 clean:
-	rm -rf $(VENV) report build *.egg-info
+	rm -rf $(VENV) $(LATEST) report build *.egg-info
