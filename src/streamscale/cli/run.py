@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import dataclasses
 import math
+import re
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -11,37 +11,51 @@ from typing import Any
 import typer
 
 from streamscale.cli.output import Output
-from streamscale.control.controller import ControllerConfig
-from streamscale.control.policies import PARAMS, POLICIES
+from streamscale.control.controller import CONTROLLER_SETTINGS
+from streamscale.control.policies import POLICIES, POLICY_SETTINGS, check_params, check_policy
 from streamscale.errors import StreamscaleError
+from streamscale.settings import parse_pairs, split_params
 
-__all__ = ["register", "run"]
+__all__ = ["check_run_options", "ensure_dir", "register", "run"]
 
 
 _PARAM_HELP = (
-    "KEY=VALUE, repeatable. Policy: "
-    + ", ".join(PARAMS)
-    + "; controller: "
-    + ", ".join(f.name for f in dataclasses.fields(ControllerConfig))
+    "KEY=VALUE, repeatable. Policy settings: "
+    + POLICY_SETTINGS.help()
+    + ". Controller settings: "
+    + CONTROLLER_SETTINGS.help()
     + "."
 )
+
+_MASTER = re.compile(r"^(local(\[(\*|[1-9]\d*)(,\d+)?\])?|(spark|k8s|mesos)://\S+|yarn)$")
 
 
 def register(app: typer.Typer) -> None:
     app.command("run")(run)
 
 
-def _params(pairs: list[str]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for p in pairs:
-        key, sep, value = p.partition("=")
-        if not sep or not key:
-            raise StreamscaleError("expected KEY=VALUE", item=f"--param {p}")
-        try:
-            out[key] = float(value)
-        except ValueError:
-            out[key] = value
-    return out
+def check_run_options(policy: str, pairs: list[str], master: str) -> dict[str, Any]:
+    """Policy, ``--param`` values and master checked before anything starts; typed params."""
+    check_policy(policy)
+    raw = parse_pairs(pairs)
+    pol, ctl = split_params(raw, POLICY_SETTINGS, CONTROLLER_SETTINGS)
+    check_params(pol)
+    if not _MASTER.match(master):
+        raise StreamscaleError(
+            "expected local, local[N], local[*], spark://HOST:PORT, yarn or k8s://URL",
+            item=f"--master {master}",
+        )
+    return {**pol, **ctl}
+
+
+def ensure_dir(path: Path, option: str) -> None:
+    """Create ``path`` (a directory a command writes to) or fail naming it."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise StreamscaleError(
+            f"cannot create: {exc.strerror or exc}", item=f"{option} {path}"
+        ) from None
 
 
 def run(
@@ -79,11 +93,16 @@ def run(
     from streamscale.runtime.spark.runner import run_job
     from streamscale.runtime.spark.session import build_session
 
-    if not duration > 0:
-        raise StreamscaleError("must be > 0", item="--duration")
+    if not (duration > 0 and math.isfinite(duration)):
+        raise StreamscaleError(f"must be > 0, got {duration}", item="--duration")
+    if max_batches is not None and max_batches < 1:
+        raise StreamscaleError(f"must be >= 1, got {max_batches}", item="--max-batches")
+    params = check_run_options(policy, param, master)
     job = Job.from_yaml(job_file)
     cluster = load_cluster(cluster_file) if cluster_file else None
-    params = _params(param)
+    for path, option in ((out_dir, "--out"), (checkpoint, "--checkpoint")):
+        if path is not None:
+            ensure_dir(path, option)
     ckpt = checkpoint or (
         out_dir / "checkpoint" if out_dir else Path(tempfile.mkdtemp(prefix="streamscale-ckpt-"))
     )

@@ -16,8 +16,10 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from streamscale.model import Plan, PlanDiff, Snapshot
+from streamscale.settings import Schema, Setting
 
 __all__ = [
+    "CONTROLLER_SETTINGS",
     "Action",
     "Apply",
     "Collect",
@@ -88,11 +90,33 @@ class Policy(Protocol):
     def shard_bytes(self, instance: str, shard: int) -> int: ...
 
 
+#: The controller's settings, declared once; :class:`ControllerConfig` takes its defaults here.
+CONTROLLER_SETTINGS = Schema(
+    "controller",
+    Setting("interval_s", float, 1.0, "seconds between decisions", low=0.0, low_open=True),
+    Setting("stabilization_s", float, 2.0, "no decision this long after a change (s)", low=0.0),
+    Setting(
+        "scale_down_delay_s",
+        float,
+        10.0,
+        "no scale-down this long after a scale-up (s)",
+        low=0.0,
+    ),
+)
+
+
 @dataclass(frozen=True, slots=True)
 class ControllerConfig:
-    interval_s: float = 1.0
-    stabilization_s: float = 2.0
-    scale_down_delay_s: float = 10.0
+    """Damping of the controller (see :data:`CONTROLLER_SETTINGS` for meaning and bounds)."""
+
+    interval_s: float = CONTROLLER_SETTINGS["interval_s"].default
+    stabilization_s: float = CONTROLLER_SETTINGS["stabilization_s"].default
+    scale_down_delay_s: float = CONTROLLER_SETTINGS["scale_down_delay_s"].default
+
+    @classmethod
+    def from_params(cls, params: Mapping[str, Any] | None) -> ControllerConfig:
+        """Checked settings (unknown names and out-of-range values raise, naming the item)."""
+        return cls(**CONTROLLER_SETTINGS.parse(params))
 
 
 @dataclass

@@ -65,8 +65,17 @@ from streamscale.planning.elastic_plan import (
     trim_cores,
 )
 from streamscale.planning.registry import Family, PlanningContext, compose
+from streamscale.settings import Schema, Setting
 
-__all__ = ["PARAMS", "POLICIES", "initial_plan", "make_policy"]
+__all__ = [
+    "PARAMS",
+    "POLICIES",
+    "POLICY_SETTINGS",
+    "check_params",
+    "check_policy",
+    "initial_plan",
+    "make_policy",
+]
 
 POLICIES: dict[str, str] = {
     "elastic": "Elasticutor: queueing-model cores, migration-aware assignment, shard balancing",
@@ -76,39 +85,99 @@ POLICIES: dict[str, str] = {
     "proportional": "cores = ceil(load / target utilization) per executor, no queueing model",
 }
 
+#: The policies' settings, declared once (``--param`` parsing, validation and ``--help``).
+POLICY_SETTINGS = Schema(
+    "policy",
+    Setting(
+        "latency_target_ms",
+        float,
+        10.0,
+        "latency target T_max of the queueing model (ms)",
+        low=0.0,
+        low_open=True,
+    ),
+    Setting("theta", float, 1.2, "shard-balancing threshold on δ = max/mean task load", low=1.0),
+    Setting(
+        "theta_low",
+        float,
+        None,
+        "δ an 'rc' repartitioning aims at (default: 1 + (theta - 1) / 2)",
+        low=1.0,
+    ),
+    Setting(
+        "max_cores",
+        int,
+        None,
+        "cores the policy may use (default: all cores of the cluster)",
+        low=1,
+    ),
+    Setting(
+        "target_utilization",
+        float,
+        0.7,
+        "per-core utilisation aimed at by 'proportional'",
+        low=0.0,
+        high=1.0,
+        low_open=True,
+    ),
+    Setting(
+        "max_utilization",
+        float,
+        0.9,
+        "while backlogged, no task is sized above this utilisation",
+        low=0.0,
+        high=1.0,
+        low_open=True,
+    ),
+    Setting(
+        "catch_up_s",
+        float,
+        30.0,
+        "arrival rates include backlog / catch_up_s (s), DS2-style",
+        low=0.0,
+        low_open=True,
+    ),
+    Setting(
+        "phi0_kbps",
+        float,
+        512.0,
+        "initial data-intensity threshold of core assignment (KB/s per core)",
+        low=0.0,
+        low_open=True,
+    ),
+)
+
+#: ``name → (default, description)``, derived from :data:`POLICY_SETTINGS`.
 PARAMS: dict[str, tuple[float | None, str]] = {
-    "latency_target_ms": (10.0, "latency target T_max of the queueing model (ms)"),
-    "theta": (1.2, "shard-balancing threshold on δ = max/mean task load"),
-    "theta_low": (None, "δ an 'rc' repartitioning aims at (default: 1 + (theta - 1) / 2)"),
-    "max_cores": (None, "cores the policy may use (default: all cores of the cluster)"),
-    "target_utilization": (0.7, "per-core utilisation aimed at by 'proportional'"),
-    "max_utilization": (0.9, "while backlogged, no task is sized above this utilisation"),
-    "catch_up_s": (30.0, "arrival rates include backlog / catch_up_s (s), DS2-style"),
-    "phi0_kbps": (512.0, "initial data-intensity threshold of core assignment (KB/s per core)"),
+    s.name: (s.default, s.description) for s in POLICY_SETTINGS.settings
 }
 
 
+def check_params(params: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The given policy settings, typed and checked (no defaults filled); no cluster needed."""
+    out = POLICY_SETTINGS.parse(params, defaults=False)
+    theta = out.get("theta", POLICY_SETTINGS["theta"].default)
+    if out.get("theta_low") is not None and out["theta_low"] > theta:
+        raise StreamscaleError(f"must be <= theta ({theta:g})", item="theta_low")
+    return out
+
+
+def check_policy(name: str) -> None:
+    """Raise naming ``name`` and the known policies when it is not one of them."""
+    if name not in POLICIES:
+        raise StreamscaleError(f"unknown policy (known: {', '.join(POLICIES)})", item=name)
+
+
 def _params(params: Mapping[str, Any] | None, cluster: Cluster) -> dict[str, float]:
+    given = check_params(params)
     out: dict[str, float] = {}
-    for key, value in (params or {}).items():
-        if key not in PARAMS:
-            known = ", ".join(PARAMS)
-            raise StreamscaleError(f"unknown policy parameter (known: {known})", item=key)
-        try:
-            out[key] = float(value)
-        except (TypeError, ValueError):
-            raise StreamscaleError(f"must be a number, got {value!r}", item=key) from None
-        if not out[key] > 0:
-            raise StreamscaleError(f"must be > 0, got {value!r}", item=key)
-    for key, (default, _) in PARAMS.items():
-        if key not in out and key != "theta_low":
-            out[key] = float(cluster.total_cores) if default is None else default
+    for s in POLICY_SETTINGS.settings:
+        v = given.get(s.name, s.default)
+        if v is None and s.name == "max_cores":
+            v = cluster.total_cores
+        if v is not None:
+            out[s.name] = float(v)
     out.setdefault("theta_low", 1.0 + (out["theta"] - 1.0) / 2.0)
-    if out["theta_low"] > out["theta"]:
-        raise StreamscaleError("must be <= theta", item="theta_low")
-    for key in ("target_utilization", "max_utilization"):
-        if out[key] > 1:
-            raise StreamscaleError("must be <= 1", item=key)
     return out
 
 
