@@ -10,9 +10,10 @@ from typing import Any
 import typer
 
 from streamscale.cli.output import Output
+from streamscale.cli.run import ensure_dir
 from streamscale.errors import StreamscaleError
 
-__all__ = ["demo", "register"]
+__all__ = ["check_values", "demo", "register"]
 
 
 def register(app: typer.Typer) -> None:
@@ -82,6 +83,13 @@ def demo(
     out: Output = ctx.obj
     names = tuple(p.strip() for p in policies.split(",") if p.strip())
     _check_policies(names)
+    check_values(
+        {"--duration": duration, "--trigger": trigger, "--rate": rate},
+        {"--cost-ms": cost_ms, "--alpha": alpha, "--omega": omega},
+    )
+    if keys < 1:
+        raise StreamscaleError(f"must be >= 1, got {keys}", item="--keys")
+    ensure_dir(out_dir, "--out")
     config = DemoConfig(
         duration_s=duration,
         policies=names,
@@ -104,7 +112,22 @@ def demo(
         raise StreamscaleError(f"{len(failed)} polic(ies) failed: {', '.join(failed)}", item="demo")
 
 
+def check_values(positive: dict[str, float | None], non_negative: dict[str, float | None]) -> None:
+    """Finite numbers, > 0 (``positive``) or >= 0 (``non_negative``); ``None`` = unset."""
+    for option, v in (*positive.items(), *non_negative.items()):
+        if v is None:
+            continue
+        if not math.isfinite(v):
+            raise StreamscaleError(f"must be finite, got {v}", item=option)
+        if option in positive and not v > 0:
+            raise StreamscaleError(f"must be > 0, got {v:g}", item=option)
+        if v < 0:
+            raise StreamscaleError(f"must be >= 0, got {v:g}", item=option)
+
+
 def _check_policies(names: tuple[str, ...]) -> None:
+    if not names:
+        raise StreamscaleError("no policy given", item="--policies")
     from streamscale.control.policies import POLICIES
     from streamscale.runtime.spark.native import NATIVE_POLICY
 
