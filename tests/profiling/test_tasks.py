@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from streamscale.errors import StreamscaleError
-from streamscale.profiling.tasks import TASKS, make_task, viete_pi
+from streamscale.profiling.tasks import TASKS, check_task, make_task, viete_pi
 
 
 def test_viete_fifteen_iterations() -> None:
@@ -20,12 +20,11 @@ def test_viete_fifteen_iterations() -> None:
 @pytest.mark.parametrize("name", sorted(TASKS))
 def test_task_runs_concurrently(name: str, tmp_path: Path) -> None:
     params = {
-        "directory": str(tmp_path),
-        "window": 10,
-        "service_ms": 1,
-        "elements": 20,
-        "digits": 40,
-    }
+        "batch_write": {"directory": str(tmp_path), "window": 10},
+        "service_lookup": {"service_ms": 1},
+        "xml_parse": {"elements": 20},
+        "pi": {"digits": 40},
+    }[name]
     task = make_task(name, params)
     with ThreadPoolExecutor(4) as pool:
         out = list(pool.map(lambda i: task(i, 0.0), range(40)))
@@ -42,3 +41,11 @@ def test_task_runs_concurrently(name: str, tmp_path: Path) -> None:
 def test_unknown_task() -> None:
     with pytest.raises(StreamscaleError, match="nope"):
         make_task("nope")
+
+
+def test_task_parameters_are_checked_by_name_and_bounds() -> None:
+    with pytest.raises(StreamscaleError, match="digitz: unknown pi task setting"):
+        make_task("pi", {"digitz": 3})
+    with pytest.raises(StreamscaleError, match="window: must be >= 1"):
+        make_task("batch_write", {"window": 0})
+    assert check_task("pi", {"digits": "40"}) == {"digits": 40, "iterations": 15}

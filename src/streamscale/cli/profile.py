@@ -7,10 +7,18 @@ from typing import Any
 
 import typer
 
+from streamscale.cli.demo import check_values
 from streamscale.cli.output import Output
 from streamscale.errors import StreamscaleError
+from streamscale.profiling.tasks import TASK_SETTINGS
+from streamscale.settings import parse_pairs
 
 __all__ = ["profile_command", "register"]
+
+
+_PARAM_HELP = "Task parameter KEY=VALUE (repeatable). " + " ".join(
+    f"{name}: {schema.help()}." for name, schema in TASK_SETTINGS.items()
+)
 
 
 def register(app: typer.Typer) -> None:
@@ -30,16 +38,6 @@ def _numbers(text: str | None, what: str, conv: type = float) -> list[Any] | Non
         ) from None
     if not out:
         raise StreamscaleError("empty list", item=what)
-    return out
-
-
-def _params(items: list[str]) -> dict[str, str]:
-    out = {}
-    for it in items:
-        k, sep, v = it.partition("=")
-        if not sep or not k.strip():
-            raise StreamscaleError(f"expected KEY=VALUE, got {it!r}", item="--param")
-        out[k.strip()] = v.strip()
     return out
 
 
@@ -71,7 +69,7 @@ def profile_command(
         "--min-slope",
         help="λ_ω^min: stop adding threads below this relative gain per thread.",
     ),
-    param: list[str] = typer.Option([], "--param", help="Task parameter KEY=VALUE (repeatable)."),
+    param: list[str] = typer.Option([], "--param", help=_PARAM_HELP),
     master: str = typer.Option("local[2]", "--master", help="Spark master URL."),
     out_file: Path | None = typer.Option(
         None, "--out", help="Write the model file here (YAML/JSON)."
@@ -79,14 +77,20 @@ def profile_command(
 ) -> None:
     """Run Algorithm 1 of paper 004 with real trials on Spark and print (and save) the model."""
     from streamscale.model import save
-    from streamscale.profiling.profiler import TrialResult, profile
-    from streamscale.profiling.tasks import make_task
+    from streamscale.profiling.profiler import TrialResult, check_inputs, profile
+    from streamscale.profiling.tasks import check_task
 
     out: Output = ctx.obj
     ts = _numbers(threads, "--threads", int)
     ladder = _numbers(rates, "--rates")
-    task_params = _params(param)
-    make_task(task, task_params)  # an unknown task fails before Spark starts
+    task_params = check_task(task, parse_pairs(param))
+    check_inputs(ts, ladder, start_rate, growth, max_rate)  # all before Spark starts
+    check_values(
+        {"--trial-seconds": trial_seconds},
+        {"--warmup": warmup, "--max-latency-slope": max_latency_slope, "--min-slope": min_slope},
+    )
+    if out_file is not None and not out_file.parent.is_dir():
+        raise StreamscaleError("its directory does not exist", item=f"--out {out_file}")
 
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 

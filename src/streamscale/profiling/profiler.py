@@ -11,6 +11,7 @@ backend-free: :mod:`streamscale.profiling.spark_trial` runs trials on Spark.
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -79,6 +80,30 @@ def _ladder(
     return out
 
 
+def check_inputs(
+    threads: Sequence[int],
+    rates: Sequence[float] | None,
+    start_rate: float,
+    growth: float,
+    max_rate: float,
+) -> tuple[list[int], list[float]]:
+    """The thread counts and the rate ladder :func:`profile` will use, checked (no trial runs)."""
+    ts = [int(t) for t in threads]
+    if not ts or ts[0] != 1 or any(b <= a for a, b in itertools.pairwise(ts)):
+        raise StreamscaleError("threads must be ascending and start at 1", item="threads")
+    for name, v in (("start rate", start_rate), ("growth", growth), ("max rate", max_rate)):
+        if not math.isfinite(v):
+            raise StreamscaleError(f"must be finite, got {v}", item=name)
+    if rates and not all(math.isfinite(r) for r in rates):
+        raise StreamscaleError("rates must be finite", item="rates")
+    ladder = _ladder(rates, start_rate, growth, max_rate)
+    if not ladder:
+        raise StreamscaleError(
+            f"empty ladder: start rate {start_rate:g} is above max rate {max_rate:g}", item="rates"
+        )
+    return ts, ladder
+
+
 def profile(
     task: str,
     run_trial: Callable[[int, float, Sequence[float]], TrialResult],
@@ -120,10 +145,7 @@ def profile(
     up while stable, or down until stable — Algorithm 1 restarts ω at 1 for
     every τ, which costs trials without changing the peak found.
     """
-    ts = [int(t) for t in threads]
-    if not ts or ts[0] != 1 or any(b <= a for a, b in itertools.pairwise(ts)):
-        raise StreamscaleError("threads must be ascending and start at 1", item="threads")
-    ladder = _ladder(rates, start_rate, growth, max_rate)
+    ts, ladder = check_inputs(threads, rates, start_rate, growth, max_rate)
     trials: list[TrialResult] = []
     points: list[ModelPoint] = []
     stopped = "all thread counts tried"

@@ -32,7 +32,7 @@ import numpy as np
 
 from streamscale.errors import StreamscaleError
 from streamscale.profiling.profiler import TrialResult, latency_slope
-from streamscale.profiling.tasks import Task, make_task
+from streamscale.profiling.tasks import Task, check_task, make_task
 
 __all__ = ["SparkTrials", "default_core", "run_partition", "summarize"]
 
@@ -150,7 +150,7 @@ class SparkTrials:
         from streamscale.runtime.spark.sources import register_sources
 
         register_sources(self.spark)
-        make_task(self.task, self.task_params)  # fail early on an unknown task
+        check_task(self.task, self.task_params)  # fail early on an unknown task or parameter
         self._tmp = self.workdir or Path(tempfile.mkdtemp(prefix="streamscale-profile-"))
         self._n = 0
         self._query: Any = None

@@ -31,8 +31,9 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from streamscale.errors import StreamscaleError
+from streamscale.settings import Schema, Setting
 
-__all__ = ["TASKS", "Task", "make_task", "viete_pi"]
+__all__ = ["TASKS", "TASK_SETTINGS", "Task", "check_task", "make_task", "viete_pi"]
 
 Task = Callable[[int, float], object]
 
@@ -165,10 +166,41 @@ TASKS: dict[str, tuple[Callable[[Mapping[str, Any]], Task], str]] = {
 }
 
 
+#: Each task's parameters, declared once (``--param`` parsing, validation, ``--help``).
+TASK_SETTINGS: dict[str, Schema] = {
+    "pi": Schema(
+        "pi task",
+        Setting("digits", int, 400, "decimal digits of the computation", low=1, high=100_000),
+        Setting("iterations", int, 15, "factors of Viète's product", low=1, high=10_000),
+    ),
+    "xml_parse": Schema(
+        "xml_parse task",
+        Setting("elements", int, 400, "elements in the parsed document", low=1, high=1_000_000),
+    ),
+    "service_lookup": Schema(
+        "service_lookup task",
+        Setting("service_ms", float, 20.0, "service time of one lookup (ms)", low=0.0),
+        Setting(
+            "service_concurrency", int, 16, "lookups the service serves at once", low=1, high=4096
+        ),
+    ),
+    "batch_write": Schema(
+        "batch_write task",
+        Setting("window", int, 10_000, "records appended per fsync", low=1),
+        Setting("record_bytes", int, 100, "bytes per record", low=2, high=1 << 20),
+        Setting("directory", str, None, "where to write (default: a new temporary directory)"),
+    ),
+}
+
+
+def check_task(name: str, params: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """Task ``name``'s parameters, typed and checked, without building the task."""
+    if name not in TASKS:
+        raise StreamscaleError(f"unknown task (known: {', '.join(TASKS)})", item=name)
+    return TASK_SETTINGS[name].parse(params)
+
+
 def make_task(name: str, params: Mapping[str, Any] | None = None) -> Task:
     """Build task ``name`` (one of :data:`TASKS`) with its parameters."""
-    try:
-        factory = TASKS[name][0]
-    except KeyError:
-        raise StreamscaleError(f"unknown task (known: {', '.join(TASKS)})", item=name) from None
-    return factory(dict(params or {}))
+    checked = check_task(name, params)
+    return TASKS[name][0](checked)
