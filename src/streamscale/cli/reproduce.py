@@ -8,6 +8,7 @@ from pathlib import Path
 import typer
 
 from streamscale.cli.output import Output
+from streamscale.cli.run import ensure_dir
 from streamscale.errors import StreamscaleError
 from streamscale.experiments import REPRODUCTIONS
 
@@ -33,8 +34,11 @@ def reproduce(
         raise StreamscaleError(
             f"unknown reproduction (known: {', '.join(REPRODUCTIONS)})", item=name
         )
-    module = importlib.import_module(REPRODUCTIONS[name][0])
+    if seed < 0:
+        raise StreamscaleError(f"must be >= 0, got {seed}", item="--seed")
     target = out_dir or Path("results") / name
+    ensure_dir(target, "--out")
+    module = importlib.import_module(REPRODUCTIONS[name][0])
     results = module.run(target, quick=quick, seed=seed)
     if out.json:
         out.emit(results)
