@@ -81,7 +81,7 @@ def test_list(capsys: pytest.CaptureFixture[str]) -> None:
         ([TOPO], "--cluster"),
         ([], "TOPOLOGY"),
         ([TOPO, "--cluster", CLUSTER, "--param", "theta"], "key=value"),
-        ([TOPO, "--cluster", CLUSTER, "--param", "theta=x"], "param theta"),
+        ([TOPO, "--cluster", CLUSTER, "--param", "theta=x"], "theta: must be a number"),
         ([TOPO, "--cluster", CLUSTER, "--placer", "nope"], "nope"),
     ],
 )

@@ -8,6 +8,7 @@ each step's figures and what the new plan changes against ``--current``.
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +29,7 @@ from streamscale.model import (
     save,
 )
 from streamscale.model.io import dump
-from streamscale.planning.registry import Family, PlanningContext, compose, entries
+from streamscale.planning.registry import Family, PlanningContext, check_params, compose, entries
 
 __all__ = ["parse_params", "plan", "register", "shard_sizes"]
 
@@ -94,11 +95,14 @@ def _steps(
 
 
 def _list(out: Output) -> None:
-    rows = [[e.family, e.name, e.description] for e in entries()]
+    rows = [
+        [e.family, e.name, e.description, "-" if e.params is None else e.params.help()]
+        for e in entries()
+    ]
     if out.json:
-        out.emit([{"family": f, "name": n, "description": d} for f, n, d in rows])
+        out.emit([{"family": f, "name": n, "description": d, "settings": p} for f, n, d, p in rows])
     else:
-        out.table("planners", ["family", "name", "description"], rows)
+        out.table("planners", ["family", "name", "description", "settings (--param)"], rows)
 
 
 def _show_figures(out: Output, step: str, figures: dict[str, Any]) -> None:
@@ -152,8 +156,12 @@ def plan(
         raise StreamscaleError("missing TOPOLOGY (or use --list)", item="plan")
     if cluster is None:
         raise StreamscaleError("missing --cluster FILE", item="plan")
-    if rate is not None and not rate > 0:
-        raise StreamscaleError(f"must be > 0, got {rate}", item="--rate")
+    if rate is not None and not (rate > 0 and math.isfinite(rate)):
+        raise StreamscaleError(f"must be a finite number > 0, got {rate}", item="--rate")
+    steps = _steps(allocator, placer, balancer)
+    params = check_params(steps, parse_params(param))
+    if save_to is not None and not save_to.parent.is_dir():
+        raise StreamscaleError("its directory does not exist", item=f"--save {save_to}")
     topo = load_topology(topology)
     snap = load_snapshot(snapshot) if snapshot else None
     start = load_plan(current) if current else Plan()
@@ -163,11 +171,10 @@ def plan(
         snapshot=snap,
         models=load_models(models) if models else {},
         rate=rate,
-        params=parse_params(param),
+        params=params,
         seed=seed,
         now=snap.time if snap else 0.0,
     )
-    steps = _steps(allocator, placer, balancer)
     new, figures, notes = compose(context, start, steps=steps)
     diff = start.diff(new, shard_bytes=shard_sizes(topo, snap))
     summary = {

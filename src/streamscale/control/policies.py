@@ -56,7 +56,7 @@ from streamscale.planning.adapters.elasticutor import (
     planning_inputs,
     queueing_allocation,
 )
-from streamscale.planning.adapters.elasticutor_rc import rc_plan
+from streamscale.planning.adapters.elasticutor_rc import RC_SETTINGS, rc_plan
 from streamscale.planning.elastic_plan import (
     ExecutorInfo,
     ExecutorLoad,
@@ -86,65 +86,20 @@ POLICIES: dict[str, str] = {
 }
 
 #: The policies' settings, declared once (``--param`` parsing, validation and ``--help``).
-POLICY_SETTINGS = Schema(
-    "policy",
-    Setting(
-        "latency_target_ms",
-        float,
-        10.0,
-        "latency target T_max of the queueing model (ms)",
-        low=0.0,
-        low_open=True,
+POLICY_SETTINGS = RC_SETTINGS.merged(
+    Schema(
+        "proportional",
+        Setting(
+            "target_utilization",
+            float,
+            0.7,
+            "per-core utilisation aimed at by 'proportional'",
+            low=0.0,
+            high=1.0,
+            low_open=True,
+        ),
     ),
-    Setting("theta", float, 1.2, "shard-balancing threshold on δ = max/mean task load", low=1.0),
-    Setting(
-        "theta_low",
-        float,
-        None,
-        "δ an 'rc' repartitioning aims at (default: 1 + (theta - 1) / 2)",
-        low=1.0,
-    ),
-    Setting(
-        "max_cores",
-        int,
-        None,
-        "cores the policy may use (default: all cores of the cluster)",
-        low=1,
-    ),
-    Setting(
-        "target_utilization",
-        float,
-        0.7,
-        "per-core utilisation aimed at by 'proportional'",
-        low=0.0,
-        high=1.0,
-        low_open=True,
-    ),
-    Setting(
-        "max_utilization",
-        float,
-        0.9,
-        "while backlogged, no task is sized above this utilisation",
-        low=0.0,
-        high=1.0,
-        low_open=True,
-    ),
-    Setting(
-        "catch_up_s",
-        float,
-        30.0,
-        "arrival rates include backlog / catch_up_s (s), DS2-style",
-        low=0.0,
-        low_open=True,
-    ),
-    Setting(
-        "phi0_kbps",
-        float,
-        512.0,
-        "initial data-intensity threshold of core assignment (KB/s per core)",
-        low=0.0,
-        low_open=True,
-    ),
+    group="policy",
 )
 
 #: ``name → (default, description)``, derived from :data:`POLICY_SETTINGS`.

@@ -16,12 +16,14 @@ from typing import Any, Literal
 
 from streamscale.errors import StreamscaleError
 from streamscale.model import Cluster, PerformanceModel, Plan, Snapshot, Topology
+from streamscale.settings import Schema
 
 __all__ = [
     "Entry",
     "Family",
     "PlanningContext",
     "StepResult",
+    "check_params",
     "compose",
     "entries",
     "get",
@@ -71,17 +73,27 @@ Adapter = Callable[[PlanningContext, Plan], StepResult]
 
 @dataclass(frozen=True, slots=True)
 class Entry:
+    """A registered planner; ``params`` declares the settings it reads (``None``: undeclared)."""
+
     family: Family
     name: str
     description: str
     adapter: Adapter
+    params: Schema | None = None
 
 
 _REGISTRY: dict[tuple[Family, str], Entry] = {}
 
 
-def register(family: Family, name: str, description: str) -> Callable[[Adapter], Adapter]:
-    """Decorator registering ``adapter`` under ``family``/``name`` with a one-line description."""
+def register(
+    family: Family, name: str, description: str, *, params: Schema | None = None
+) -> Callable[[Adapter], Adapter]:
+    """Decorator registering ``adapter`` under ``family``/``name`` with a one-line description.
+
+    ``params`` declares the settings the adapter reads from ``context.params`` (name, type,
+    default, bounds, description): ``streamscale plan --param`` checks against it and its
+    ``--list`` prints it.
+    """
     if family not in FAMILIES:
         raise ValueError(f"unknown family {family!r}")
 
@@ -89,7 +101,7 @@ def register(family: Family, name: str, description: str) -> Callable[[Adapter],
         key = (family, name)
         if key in _REGISTRY and _REGISTRY[key].adapter is not fn:
             raise ValueError(f"{family} {name!r} registered twice")
-        _REGISTRY[key] = Entry(family, name, description, fn)
+        _REGISTRY[key] = Entry(family, name, description, fn, params)
         return fn
 
     return deco
@@ -123,6 +135,31 @@ def get(family: Family, name: str) -> Entry:
     except KeyError:
         known = ", ".join(e.name for e in entries(family)) or "none"
         raise StreamscaleError(f"unknown {family} (known: {known})", item=name) from None
+
+
+def check_params(steps: Iterable[tuple[Family, str]], params: Mapping[str, Any]) -> dict[str, Any]:
+    """``params`` typed and checked against the settings the chosen planners declare.
+
+    A name no chosen planner declares is an error listing the known ones, unless a chosen
+    planner has not declared its settings (then it passes through unchecked).
+    """
+    chosen = [get(f, n) for f, n in steps]
+    schemas = [e.params for e in chosen if e.params is not None]
+    open_ended = len(schemas) < len(chosen)
+    out: dict[str, Any] = {}
+    for key, raw in params.items():
+        owners = [s for s in schemas if key in s]
+        if owners:
+            out[key] = owners[0][key].coerce(raw)
+            for other in owners[1:]:
+                other[key].coerce(raw)
+        elif open_ended:
+            out[key] = raw
+        else:
+            known = ", ".join(sorted({n for s in schemas for n in s.names})) or "none"
+            names = ", ".join(f"{e.family} {e.name}" for e in chosen)
+            raise StreamscaleError(f"not a setting of {names} (known: {known})", item=key)
+    return out
 
 
 def compose(

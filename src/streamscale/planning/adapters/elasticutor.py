@@ -47,6 +47,7 @@ from streamscale.planning.placement.core_assignment import (
     naive_ec,
 )
 from streamscale.planning.registry import PlanningContext, StepResult, register
+from streamscale.settings import Schema, Setting
 
 __all__ = [
     "CATCH_UP_S",
@@ -63,8 +64,60 @@ __all__ = [
 ]
 
 
-def param(context: PlanningContext, name: str, default: float) -> float:
-    """A positive number from ``context.params`` (strings from the CLI are accepted)."""
+#: The settings the Elasticutor steps read, declared once (policies and ``plan`` use them).
+SETTINGS = Schema(
+    "elasticutor",
+    Setting(
+        "latency_target_ms",
+        float,
+        10.0,
+        "latency target T_max of the queueing model (ms)",
+        low=0.0,
+        low_open=True,
+    ),
+    Setting("theta", float, 1.2, "shard-balancing threshold on δ = max/mean task load", low=1.0),
+    Setting(
+        "max_cores",
+        int,
+        None,
+        "cores the policy may use (default: all cores of the cluster)",
+        low=1,
+    ),
+    Setting(
+        "max_utilization",
+        float,
+        0.9,
+        "while backlogged, no task is sized above this utilisation",
+        low=0.0,
+        high=1.0,
+        low_open=True,
+    ),
+    Setting(
+        "catch_up_s",
+        float,
+        30.0,
+        "arrival rates include backlog / catch_up_s (s), DS2-style",
+        low=0.0,
+        low_open=True,
+    ),
+    Setting(
+        "phi0_kbps",
+        float,
+        512.0,
+        "initial data-intensity threshold of core assignment (KB/s per core)",
+        low=0.0,
+        low_open=True,
+    ),
+)
+
+
+def param(context: PlanningContext, name: str, default: float | None = None) -> float:
+    """A positive number from ``context.params`` (strings from the CLI are accepted).
+
+    ``default`` None: the declared default of setting ``name`` (:data:`SETTINGS`).
+    """
+    if default is None:
+        default = float(SETTINGS[name].default)
     raw = context.params.get(name, default)
     try:
         value = float(raw)
@@ -108,9 +161,9 @@ def planning_inputs(
 _last: list[Any] = []
 
 #: default catch-up time (s) of the backlog term in λ (DS2-style, ALGORITHMS.md)
-CATCH_UP_S = 30.0
+CATCH_UP_S: float = SETTINGS["catch_up_s"].default
 #: default per-core utilisation bound of executors whose operator has a backlog
-MAX_UTILIZATION = 0.9
+MAX_UTILIZATION: float = SETTINGS["max_utilization"].default
 
 
 def external_rate(context: PlanningContext, loads: Mapping[str, ExecutorLoad]) -> float:
@@ -152,9 +205,9 @@ def queueing_allocation(
     it throttles the sources for everyone (DS2-style utilisation band,
     ALGORITHMS.md "Beyond the papers").
     """
-    t_max = param(context, "latency_target_ms", 10.0)
+    t_max = param(context, "latency_target_ms")
     u_max = min(param(context, "max_utilization", MAX_UTILIZATION), 1.0)
-    u_max /= param(context, "theta", 1.2)
+    u_max /= param(context, "theta")
     total = context.cluster.total_cores
     max_cores = min(int(param(context, "max_cores", float(total))), total)
     problem = QueueingProblem(tuple(arrival), tuple(service), lam0, t_max / 1000.0, max_cores)
@@ -182,7 +235,12 @@ def queueing_allocation(
     return k, figures
 
 
-@register("allocator", "queueing", "Elasticutor M/M/k queueing model: fewest cores meeting T_max")
+@register(
+    "allocator",
+    "queueing",
+    "Elasticutor M/M/k queueing model: fewest cores meeting T_max",
+    params=SETTINGS,
+)
 def queueing_step(context: PlanningContext, plan: Plan) -> StepResult:
     """Cores per executor from the Jackson-network model (paper 000, §4.1)."""
     execs, loads = planning_inputs(context)
@@ -270,22 +328,34 @@ def _place(
     return StepResult(new, figures)
 
 
-@register("placer", "elasticutor", "Elasticutor Algorithm 1: migration-aware, locality-aware cores")
+@register(
+    "placer",
+    "elasticutor",
+    "Elasticutor Algorithm 1: migration-aware, locality-aware cores",
+    params=SETTINGS,
+)
 def elasticutor_step(context: PlanningContext, plan: Plan) -> StepResult:
     """Assign cores to executors minimising state migration (paper 000, §4.2)."""
     execs, loads, problem = _assignment_problem(context, plan)
-    res = assign_cores(problem, phi0=param(context, "phi0_kbps", 512.0) * 1024.0)
+    res = assign_cores(problem, phi0=param(context, "phi0_kbps") * 1024.0)
     return _place(context, plan, execs, loads, res)
 
 
-@register("placer", "naive-ec", "naive-EC: the same cores per executor, taken at random")
+@register(
+    "placer", "naive-ec", "naive-EC: the same cores per executor, taken at random", params=SETTINGS
+)
 def naive_ec_step(context: PlanningContext, plan: Plan) -> StepResult:
     """Assign cores obliviously of migration cost and locality (paper 000, §5)."""
     execs, loads, problem = _assignment_problem(context, plan)
     return _place(context, plan, execs, loads, naive_ec(problem, seed=context.seed))
 
 
-@register("balancer", "shard", "Elasticutor intra-executor shard balancing (delta <= theta)")
+@register(
+    "balancer",
+    "shard",
+    "Elasticutor intra-executor shard balancing (delta <= theta)",
+    params=SETTINGS,
+)
 def shard_step(context: PlanningContext, plan: Plan) -> StepResult:
     """Rebalance every executor's shards over its tasks (paper 000, §3.1).
 
@@ -303,7 +373,7 @@ def shard_step(context: PlanningContext, plan: Plan) -> StepResult:
         mine, renames = realize_units(plan, execs, x, nodes)
         placement = {**others(plan.placement.nodes, execs), **mine}
     cores = {ex.instance: k[j] for j, ex in enumerate(execs)}
-    theta = param(context, "theta", 1.2)
+    theta = param(context, "theta")
     before = []
     for ex in execs:
         cur = table_to_tasks(plan.routing.tables.get(ex.instance), ex.instance, ex.shards, None)

@@ -23,6 +23,7 @@ from streamscale.errors import StreamscaleError
 from streamscale.model import Plan
 from streamscale.model.plan import unit_id
 from streamscale.planning.adapters.elasticutor import (
+    SETTINGS,
     others,
     param,
     planning_inputs,
@@ -31,6 +32,7 @@ from streamscale.planning.balancing.rc import place_units, rc_rebalance
 from streamscale.planning.balancing.shard_balance import imbalance, task_loads
 from streamscale.planning.elastic_plan import ExecutorInfo, ExecutorLoad, assemble
 from streamscale.planning.registry import PlanningContext, StepResult, register
+from streamscale.settings import Schema, Setting
 
 __all__ = ["operator_cores", "rc_plan", "rc_step", "rc_target"]
 
@@ -71,7 +73,7 @@ def rc_plan(
     repartitioning that stays above θ is applied only if it lowers δ by at least
     ``θ − theta_low`` (a core-count change or orphaned shards always apply).
     """
-    theta = param(context, "theta", 1.2)
+    theta = param(context, "theta")
     low = rc_target(context, theta)
     order = list(context.cluster.names)
     by_op: dict[str, list[ExecutorInfo]] = {}
@@ -156,7 +158,28 @@ def rc_target(context: PlanningContext, theta: float) -> float:
     return max(low, 1.0)
 
 
-@register("balancer", "rc", "resource-centric: operator-level units, shards repartitioned")
+#: RC's settings: Elasticutor's plus the δ a repartitioning aims at.
+RC_SETTINGS = SETTINGS.merged(
+    Schema(
+        "rc",
+        Setting(
+            "theta_low",
+            float,
+            None,
+            "δ an 'rc' repartitioning aims at (default: 1 + (theta - 1) / 2)",
+            low=1.0,
+        ),
+    ),
+    group="rc",
+)
+
+
+@register(
+    "balancer",
+    "rc",
+    "resource-centric: operator-level units, shards repartitioned",
+    params=RC_SETTINGS,
+)
 def rc_step(context: PlanningContext, plan: Plan) -> StepResult:
     """Operator-level repartitioning across all of an operator's units (paper 000, §5)."""
     execs, loads = planning_inputs(context)
