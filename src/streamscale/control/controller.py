@@ -11,6 +11,7 @@ cool-down before giving cores back than before taking more.
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
@@ -20,6 +21,7 @@ from streamscale.settings import Schema, Setting
 
 __all__ = [
     "CONTROLLER_SETTINGS",
+    "HISTORY_LIMIT",
     "Action",
     "Apply",
     "Collect",
@@ -119,12 +121,18 @@ class ControllerConfig:
         return cls(**CONTROLLER_SETTINGS.parse(params))
 
 
+#: Decisions the controller remembers (a ring buffer: a long run's memory stays bounded).
+HISTORY_LIMIT = 1024
+
+
 @dataclass
 class Controller:
     """Decides when to observe and whether to apply the policy's plan.
 
     States: ``idle`` (waiting for the next interval), ``collecting``
-    (a ``Collect`` is outstanding).
+    (a ``Collect`` is outstanding). ``history`` keeps the last :data:`HISTORY_LIMIT`
+    decisions. The controller keeps no other state across a restart: a new one decides at
+    its first observation, with no stabilization or scale-down delay carried over.
     """
 
     policy: Policy
@@ -133,7 +141,9 @@ class Controller:
     last_decision: float = float("-inf")
     last_change: float = float("-inf")
     last_scale_up: float = float("-inf")
-    history: list[tuple[float, Action]] = field(default_factory=list)
+    history: deque[tuple[float, Action]] = field(
+        default_factory=lambda: deque(maxlen=HISTORY_LIMIT)
+    )
 
     def handle(self, events: Iterable[Event]) -> list[Action]:
         out: list[Action] = []
