@@ -65,7 +65,7 @@ def test_snapshot_plan_models_round_trip(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("text", "needle"),
     [
-        ("nodes: [{name: a, cores: 0}]", "node a: cores must be >= 1"),
+        ("nodes: [{name: a, cores: 0}]", "node a: cores must be in \\[1, 4096\\]"),
         ("nodes: [{name: a, cores: two}]", "'cores' must be a number"),
         ("nodes: [{name: a, corez: 2}]", "unknown field 'corez'"),
         ("operators: [{name: s, kind: source}]\nedges: []", "no sink"),
@@ -91,3 +91,33 @@ def test_missing_file() -> None:
 def test_uniform_cluster() -> None:
     c = Cluster.uniform(3, cores=4)
     assert c.names == ("n1", "n2", "n3") and c.total_cores == 12
+
+
+@pytest.mark.parametrize(
+    ("text", "kind", "needle"),
+    [
+        ("nodes: [{name: a, cores: 2}]\nvm_type: x", None, "unknown top-level key 'vm_type'"),
+        ("nodes: [{name: a, cores: 2}]", "topology", "is a cluster file; this needs a topology"),
+        ("kind: snapshot\ntime: 1.0", "plan", "is a snapshot file; this needs a plan"),
+        ("nodes: [{name: a, cores: null}]", None, "'cores' needs a value"),
+        ("nodes: [{name: [a], cores: 2}]", None, "'name' must be a string"),
+        ("nodes: [{name: a, cores: .nan}]", None, "'cores' must be finite"),
+        ("", None, "found empty"),
+    ],
+)
+def test_files_are_checked_for_kind_keys_and_types(
+    tmp_path: Path, text: str, kind: str | None, needle: str
+) -> None:
+    p = tmp_path / "f.yaml"
+    p.write_text(text)
+    with pytest.raises(ModelError, match=needle):
+        load(p, kind)  # type: ignore[arg-type]
+
+
+def test_unreadable_and_unwritable_files_name_the_path(tmp_path: Path) -> None:
+    p = tmp_path / "bytes.yaml"
+    p.write_bytes(b"\xff\xfe\x00garbage")
+    with pytest.raises(ModelError, match=r"bytes\.yaml: not UTF-8 text"):
+        load(p)
+    with pytest.raises(ModelError, match="cannot write"):
+        save(load(EXAMPLES / "cluster.yaml"), tmp_path / "missing" / "c.yaml")

@@ -10,6 +10,11 @@ from streamscale.errors import ModelError
 __all__ = ["Cluster", "Node", "VmType"]
 
 
+#: Sizes a cluster may declare: far above any real cluster, low enough that planning terminates.
+MAX_CORES = 4096
+MAX_NODES = 100_000
+
+
 @dataclass(frozen=True, slots=True)
 class Node:
     """A worker host.
@@ -79,6 +84,8 @@ class Cluster:
     def validate(self) -> None:
         if not self.nodes and not self.vm_types:
             raise ModelError("cluster has neither nodes nor vm_types", item="cluster")
+        if len(self.nodes) > MAX_NODES:
+            raise ModelError(f"more than {MAX_NODES} nodes", item="cluster")
         seen: set[str] = set()
         for n in self.nodes:
             item = f"node {n.name or '?'}"
@@ -87,8 +94,8 @@ class Cluster:
             if n.name in seen:
                 raise ModelError("duplicate node name", item=item)
             seen.add(n.name)
-            if n.cores < 1:
-                raise ModelError("cores must be >= 1", item=item)
+            if not 1 <= n.cores <= MAX_CORES:
+                raise ModelError(f"cores must be in [1, {MAX_CORES}]", item=item)
             if n.cpu_capacity is not None and not n.cpu_capacity > 0:
                 raise ModelError("cpu_capacity must be > 0", item=item)
             if not n.memory_gb > 0:
@@ -105,8 +112,8 @@ class Cluster:
             if v.name in vseen:
                 raise ModelError("duplicate vm type name", item=item)
             vseen.add(v.name)
-            if v.slots < 1:
-                raise ModelError("slots must be >= 1", item=item)
+            if not 1 <= v.slots <= MAX_CORES:
+                raise ModelError(f"slots must be in [1, {MAX_CORES}]", item=item)
             if not v.memory_gb > 0:
                 raise ModelError("memory_gb must be > 0", item=item)
             if v.price_per_hour < 0:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal, TypeVar
@@ -130,12 +131,24 @@ def _make(cls: type[T], raw: Any, item: str, **rename: str) -> T:
     for f in dataclasses.fields(cls):  # type: ignore[arg-type]
         v = getattr(obj, f.name)
         want = f.type if isinstance(f.type, str) else getattr(f.type, "__name__", "")
-        if v is None or not isinstance(want, str):
+        if not isinstance(want, str):
+            continue
+        if v is None:
+            if "None" not in want:
+                raise ModelError(f"field {f.name!r} needs a value, got null", item=item)
             continue
         if want.startswith(("float", "int")) and (
             isinstance(v, bool) or not isinstance(v, int | float)
         ):
             raise ModelError(f"field {f.name!r} must be a number, got {v!r}", item=item)
+        if want.startswith(("float", "int")) and not math.isfinite(v):
+            raise ModelError(f"field {f.name!r} must be finite, got {v!r}", item=item)
+        if want.startswith("str") and not isinstance(v, str):
+            raise ModelError(f"field {f.name!r} must be a string, got {v!r}", item=item)
+        if want.startswith("bool") and not isinstance(v, bool):
+            raise ModelError(f"field {f.name!r} must be true or false, got {v!r}", item=item)
+        if want.startswith(("Mapping", "dict")) and not isinstance(v, Mapping):
+            raise ModelError(f"field {f.name!r} must be a mapping, got {v!r}", item=item)
         if want.startswith("int") and isinstance(v, float):
             if not v.is_integer():
                 raise ModelError(f"field {f.name!r} must be an integer, got {v!r}", item=item)

@@ -240,6 +240,13 @@ class Topology:
         return Topology.build(self.name, ops, self.edges)
 
 
+#: Sizes a model may declare: far above any real job, low enough that planning terminates.
+MAX_INSTANCES = 10_000
+MAX_SHARDS = 100_000
+MAX_TOTAL_SHARDS = 4_000_000
+MAX_BYTES = 1 << 50
+
+
 def _check_operator(op: Operator) -> None:
     item = f"operator {op.name or '?'}"
     if not op.name:
@@ -252,9 +259,13 @@ def _check_operator(op: Operator) -> None:
         raise ModelError("state_bytes must be >= 0", item=item)
     if op.tuple_bytes < 0:
         raise ModelError("tuple_bytes must be >= 0", item=item)
-    if op.instances < 1:
-        raise ModelError("instances must be >= 1", item=item)
-    if op.shards < 1:
-        raise ModelError("shards must be >= 1", item=item)
+    if not 1 <= op.instances <= MAX_INSTANCES:
+        raise ModelError(f"instances must be in [1, {MAX_INSTANCES}]", item=item)
+    if not 1 <= op.shards <= MAX_SHARDS:
+        raise ModelError(f"shards must be in [1, {MAX_SHARDS}]", item=item)
+    if op.instances * op.shards > MAX_TOTAL_SHARDS:
+        raise ModelError(f"instances × shards must be <= {MAX_TOTAL_SHARDS}", item=item)
+    if op.state_bytes > MAX_BYTES or op.tuple_bytes > MAX_BYTES:
+        raise ModelError(f"byte sizes must be <= {MAX_BYTES} (1 PiB)", item=item)
     if op.rate is not None and not op.rate > 0:
         raise ModelError("rate must be > 0", item=item)
