@@ -129,7 +129,7 @@ def test_history_is_a_bounded_ring() -> None:
 @pytest.mark.parametrize(
     ("params", "message"),
     [
-        ({"interval_s": 0}, "interval_s: must be > 0"),
+        ({"interval_s": -1}, "interval_s: must be >= 0"),
         ({"stabilization_s": -1}, "stabilization_s: must be >= 0"),
         ({"scale_down_delay_s": "soon"}, "scale_down_delay_s: must be a number"),
         ({"cooldown": 3}, "cooldown: unknown controller setting"),

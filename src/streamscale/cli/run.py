@@ -145,8 +145,8 @@ def run(
     summary = {
         "job": job.topology.name,
         "policy": policy,
-        "batches": len(res.records),
-        "rows": sum(r.rows for r in res.records),
+        "batches": res.batches,
+        "rows": res.rows,
         "throughput": res.throughput,
         "physical_limit": res.physical_limit,
         "efficiency": res.efficiency,

@@ -95,7 +95,7 @@ class Policy(Protocol):
 #: The controller's settings, declared once; :class:`ControllerConfig` takes its defaults here.
 CONTROLLER_SETTINGS = Schema(
     "controller",
-    Setting("interval_s", float, 1.0, "seconds between decisions", low=0.0, low_open=True),
+    Setting("interval_s", float, 1.0, "seconds between decisions (0: at every batch)", low=0.0),
     Setting("stabilization_s", float, 2.0, "no decision this long after a change (s)", low=0.0),
     Setting(
         "scale_down_delay_s",

@@ -210,10 +210,10 @@ def _policy_figures(o: PolicyOutcome) -> dict[str, Any]:
         "p50_ms": r.p50_ms,
         "p99_ms": r.p99_ms,
         "physical_limit": r.physical_limit,
-        "batches": len(r.records),
-        "rows": sum(x.rows for x in r.records),
+        "batches": r.batches,
+        "rows": r.rows,
         "mean_delta": float(np.mean(deltas)) if deltas else math.nan,
-        "max_tasks": max((x.tasks for x in r.records), default=0),
+        "max_tasks": r.max_tasks,
         "dead_letters": r.dead_letters,
     }
 

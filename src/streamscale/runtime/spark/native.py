@@ -31,6 +31,7 @@ import numpy as np
 import pandas as pd
 
 from streamscale.errors import StreamscaleError
+from streamscale.runtime.spark.history import RunHistory
 from streamscale.runtime.spark.job import Job
 from streamscale.runtime.spark.metrics import BatchRecord, MetricsWriter, imbalance
 from streamscale.runtime.spark.runner import RunResult, drive_query, summarize_run
@@ -156,8 +157,7 @@ def run_native(
     if job.source_class is not None:
         spark.dataSource.register(job.source_class)
     writer = MetricsWriter(Path(out) / "metrics.jsonl") if out is not None else None
-    records: list[BatchRecord] = []
-    samples: list[np.ndarray] = []
+    history = RunHistory()
     dead_total = [0]
     done = threading.Event()
     in_batch = threading.Event()
@@ -199,15 +199,14 @@ def run_native(
                 },
             )
             last_end[0] = now
-            records.append(rec)
-            samples.append(lat)
+            history.add(rec, lat)
             if writer is not None:
                 writer.write(rec)
             if on_state is not None:
                 on_state({k: json.loads(s) for k, s in zip(res["key"], res["state"], strict=True)})
             if on_batch is not None:
                 on_batch(rec)
-            if max_batches is not None and len(records) >= max_batches:
+            if max_batches is not None and len(history) >= max_batches:
                 done.set()
         finally:
             in_batch.clear()
@@ -241,8 +240,8 @@ def run_native(
         stop_at=t_start + duration_s,
         done=done,
         in_batch=in_batch,
-        records=records,
+        records=history.recent,
         item=f"operator {job.keyed}",
         clock=clock,
     )
-    return summarize_run(records, samples, job, cores, dead_letters=dead_total[0], plan=None)
+    return summarize_run(history, job, cores, dead_letters=dead_total[0], plan=None)

@@ -18,12 +18,10 @@ import re
 import threading
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-
-import numpy as np
 
 from streamscale.control import Controller, ControllerConfig, Policy
 from streamscale.control.loop import step
@@ -31,6 +29,7 @@ from streamscale.control.policies import initial_plan, make_policy
 from streamscale.errors import StreamscaleError
 from streamscale.model import Cluster, Node, Plan
 from streamscale.runtime.spark.collector import SparkCollector
+from streamscale.runtime.spark.history import RunHistory
 from streamscale.runtime.spark.job import Job
 from streamscale.runtime.spark.metrics import BatchRecord, MetricsWriter, build_record
 from streamscale.runtime.spark.operator import (
@@ -60,6 +59,9 @@ class RunResult:
     throughput ÷ the physical limit, ``cores ÷ mean per-tuple cost``.
     ``busy_s`` and ``cpu_s`` sum the keyed tasks' wall and CPU seconds: on a
     shared machine ``cpu_s`` far below ``busy_s`` means the cores were not ours.
+    ``batches``, ``rows`` and ``max_tasks`` cover the whole run; ``records`` holds only
+    the most recent batches (:data:`~streamscale.runtime.spark.history.RECENT_BATCHES`),
+    and the percentiles come from a sketch of every latency (1 % relative error).
     """
 
     records: list[BatchRecord]
@@ -73,6 +75,9 @@ class RunResult:
     plan: Plan | None = None
     busy_s: float = 0.0
     cpu_s: float = 0.0
+    batches: int = 0
+    rows: int = 0
+    max_tasks: int = 0
 
 
 def _register_source(spark: Any, job: Job) -> None:
@@ -202,7 +207,9 @@ def run_job(
     else:
         cores = cluster.total_cores
     all_params = dict(params or {})
-    ctl_cfg = ControllerConfig(**{k: v for k, v in all_params.items() if k in _CONTROLLER_KEYS})
+    ctl_cfg = ControllerConfig.from_params(
+        {k: v for k, v in all_params.items() if k in _CONTROLLER_KEYS}
+    )
     pol_params = {k: v for k, v in all_params.items() if k not in _CONTROLLER_KEYS}
     pol, initial = _resolve_policy(policy, job, cluster, pol_params, seed)
     _register_source(spark, job)
@@ -234,8 +241,7 @@ def run_job(
         backlog=lambda: _backlog_of(query_ref[0], job, taken[0]) if query_ref else 0.0,
     )
     controller = Controller(pol, ctl_cfg)
-    records: list[BatchRecord] = []
-    samples: list[np.ndarray] = []
+    history = RunHistory()
     in_batch = threading.Event()
     done = threading.Event()
     last_end = [0.0]
@@ -304,8 +310,7 @@ def run_job(
                 extra=extra,
             )
             last_end[0] = now
-            records.append(rec)
-            samples.append(lat)
+            history.add(rec, lat)
             if writer is not None:
                 writer.write(rec)
             for t in stats.tasks if console else ():
@@ -313,7 +318,7 @@ def run_job(
                     print(f"[{job.keyed} batch {batch_id}] {json.dumps(row, default=str)}")
             if on_batch is not None:
                 on_batch(rec)
-            if max_batches is not None and len(records) >= max_batches:
+            if max_batches is not None and len(history) >= max_batches:
                 done.set()
         finally:
             in_batch.clear()
@@ -336,12 +341,11 @@ def run_job(
         stop_at=t0 + duration_s,
         done=done,
         in_batch=in_batch,
-        records=records,
+        records=history.recent,
         item=f"operator {job.keyed}",
     )
     return summarize_run(
-        records,
-        samples,
+        history,
         job,
         cores,
         dead_letters=count_dead_letters(dead_dir),
@@ -355,7 +359,7 @@ def drive_query(
     stop_at: float,
     done: threading.Event,
     in_batch: threading.Event,
-    records: list[BatchRecord],
+    records: Iterable[BatchRecord],
     item: str,
     clock: Callable[[], float] = time.monotonic,
 ) -> None:
@@ -390,8 +394,7 @@ def drive_query(
 
 
 def summarize_run(
-    records: list[BatchRecord],
-    samples: list[np.ndarray],
+    history: RunHistory,
     job: Job,
     cores: int,
     *,
@@ -402,33 +405,26 @@ def summarize_run(
 
     Shared by the elastic runner and the Spark-native baseline so both report alike.
     """
-    steady = records[1:] if len(records) > 1 else records
-    if len(records) > 1 and records[-1].time > records[0].time:
-        throughput = sum(r.rows for r in steady) / (records[-1].time - records[0].time)
-    elif records and records[0].duration_s > 0:
-        throughput = records[0].rows / records[0].duration_s
-    else:
-        throughput = 0.0
-    lat = samples[1:] if len(samples) > 1 else samples
-    allv = np.concatenate(lat) if lat else np.empty(0)
-    p50 = float(np.percentile(allv, 50)) if len(allv) else math.nan
-    p99 = float(np.percentile(allv, 99)) if len(allv) else math.nan
     cost = job.cost_ms
     if cost and job.source_format == "streamscale_generator":
         from streamscale.runtime.spark.sources import expected_cost_ms
 
         cost = expected_cost_ms(cost)  # N(μ, 0.5μ) truncated at 0 has a mean above μ
     limit = cores / (cost / 1000.0) if cost else math.nan
+    throughput = history.throughput()
     return RunResult(
-        records=records,
+        records=list(history.recent),
         throughput=throughput,
-        p50_ms=p50,
-        p99_ms=p99,
+        p50_ms=history.quantile(0.50),
+        p99_ms=history.quantile(0.99),
         efficiency=throughput / limit if cost else math.nan,
         dead_letters=dead_letters,
         physical_limit=limit,
         cores=cores,
         plan=plan,
-        busy_s=sum(r.busy_s for r in records),
-        cpu_s=sum(float(r.extra.get("cpu_s", 0.0)) for r in records),
+        busy_s=history.busy_s,
+        cpu_s=history.cpu_s,
+        batches=history.batches,
+        rows=history.rows,
+        max_tasks=history.max_tasks,
     )
