@@ -27,7 +27,7 @@ app = typer.Typer(
 )
 
 # Each module defines ``register(app)``; a module appears here once it exists.
-_COMMAND_MODULES = ("validate", "reproduce", "plan", "demo", "profile", "run")
+_COMMAND_MODULES = ("validate", "reproduce", "plan", "demo", "profile", "run", "cluster")
 
 
 def _version(value: bool) -> None:
@@ -68,7 +68,9 @@ def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in args
     try:
-        app(args=args, prog_name="streamscale", standalone_mode=False)
+        rc = app(args=args, prog_name="streamscale", standalone_mode=False)
+        if isinstance(rc, int) and not isinstance(rc, bool):  # typer.Exit(code), caught inside
+            return rc
     except StreamscaleError as exc:
         print(f"streamscale: error: {exc}", file=sys.stderr)
         return exc.exit_code

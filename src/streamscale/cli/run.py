@@ -84,12 +84,30 @@ def run(
         None, "--max-batches", help="Stop after this many batches."
     ),
     seed: int | None = typer.Option(None, "--seed", help="Seed passed to the policy."),
+    executor_cores: int = typer.Option(
+        1, "--executor-cores", help="Cores per executor (cluster masters)."
+    ),
+    max_executors: int = typer.Option(
+        8, "--max-executors", help="Most executors the job may hold (cluster masters)."
+    ),
+    min_executors: int = typer.Option(
+        1, "--min-executors", help="Fewest executors the job keeps (cluster masters)."
+    ),
 ) -> None:
-    """Run JOB_FILE on Spark with elastic keyed operators; print a live table and a summary."""
+    """Run JOB_FILE on Spark with elastic keyed operators; print a live table and a summary.
+
+    On a cluster master (spark://, k8s://, yarn) the plan's cores become executors,
+    requested and released at batch boundaries (Spark's dynamic allocation stays off).
+    """
     out: Output = ctx.obj
     from streamscale.model.io import load_cluster
     from streamscale.runtime.spark.job import Job
     from streamscale.runtime.spark.metrics import BatchRecord, live_table
+    from streamscale.runtime.spark.resources import (
+        ExecutorResources,
+        executor_conf,
+        is_cluster_master,
+    )
     from streamscale.runtime.spark.runner import run_job
     from streamscale.runtime.spark.session import build_session
 
@@ -98,6 +116,11 @@ def run(
     if max_batches is not None and max_batches < 1:
         raise StreamscaleError(f"must be >= 1, got {max_batches}", item="--max-batches")
     params = check_run_options(policy, param, master)
+    if not 1 <= min_executors <= max_executors <= 1024 or not 1 <= executor_cores <= 256:
+        raise StreamscaleError(
+            "need 1 <= --min-executors <= --max-executors <= 1024 and 1 <= --executor-cores <= 256",
+            item="executors",
+        )
     job = Job.from_yaml(job_file)
     cluster = load_cluster(cluster_file) if cluster_file else None
     for path, option in ((out_dir, "--out"), (checkpoint, "--checkpoint")):
@@ -109,7 +132,18 @@ def run(
     from pyspark.sql import SparkSession
 
     owned = SparkSession.getActiveSession() is None
-    spark = build_session(master, app_name=f"streamscale-{job.topology.name}")
+    elastic = is_cluster_master(master) and cluster is None
+    conf = executor_conf(executor_cores, max_executors) if elastic else None
+    spark = build_session(master, app_name=f"streamscale-{job.topology.name}", conf=conf)
+    resources = None
+    if elastic:
+        resources = ExecutorResources(
+            spark.sparkContext,
+            cores_per_executor=executor_cores,
+            max_executors=max_executors,
+            min_executors=min_executors,
+        )
+        resources.wait_for(min_executors, 120.0)
     records: list[BatchRecord] = []
     live = None
     if not out.json:
@@ -136,6 +170,7 @@ def run(
             max_batches=max_batches,
             seed=seed,
             cluster=cluster,
+            resources=resources,
         )
     finally:
         if live is not None:

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-__all__ = ["burn", "calculator", "counter", "identity"]
+__all__ = ["COST_KINDS", "Waiter", "burn", "calculator", "counter", "identity"]
 
 
 def burn(ms: float) -> None:
@@ -25,25 +25,57 @@ def burn(ms: float) -> None:
         pass
 
 
-def calculator(rows: pd.DataFrame, state: dict[Any, Any]) -> pd.DataFrame:
-    """Paper 000's calculator (§5): burn each tuple's ``cost_ms`` of CPU, keep a per-key count and sum.
+#: Per-tuple cost modes: ``cpu`` burns the cost on the CPU (real-CPU figures); ``wall`` waits
+#: it (an I/O-bound operator), so N executor slots behave like N cores on a smaller machine.
+COST_KINDS = ("cpu", "wall")
+
+
+class Waiter:
+    """Waits accumulated per-tuple costs in slices of at least ``slice_ms`` (fewer syscalls)."""
+
+    def __init__(self, slice_ms: float = 2.0) -> None:
+        self.slice_ms = slice_ms
+        self.pending_ms = 0.0
+
+    def __call__(self, ms: float) -> None:
+        if ms > 0:
+            self.pending_ms += ms
+            if self.pending_ms >= self.slice_ms:
+                self.flush()
+
+    def flush(self) -> None:
+        if self.pending_ms > 0:
+            time.sleep(self.pending_ms / 1000.0)
+            self.pending_ms = 0.0
+
+
+def calculator(
+    rows: pd.DataFrame, state: dict[Any, Any], *, cost_kind: str = "cpu"
+) -> pd.DataFrame:
+    """Paper 000's calculator (§5): spend each tuple's ``cost_ms``, keep a per-key count and sum.
 
     ``state[key] = [count, sum]``; one output tuple per input tuple with the
-    key's running count and sum.
+    key's running count and sum. ``cost_kind`` (:data:`COST_KINDS`): ``cpu`` burns the
+    cost, ``wall`` waits it.
     """
+    if cost_kind not in COST_KINDS:
+        raise ValueError(f"cost_kind must be one of {', '.join(COST_KINDS)}, got {cost_kind!r}")
     keys = rows["key"].to_numpy()
     values = rows["value"].to_numpy(dtype=float) if "value" in rows else np.zeros(len(rows))
     costs = rows["cost_ms"].to_numpy(dtype=float)
     counts = np.empty(len(rows), dtype=np.int64)
     sums = np.empty(len(rows), dtype=float)
+    spend = Waiter() if cost_kind == "wall" else burn
     for i in range(len(rows)):
-        burn(costs[i])
+        spend(costs[i])
         acc = state.get(keys[i])
         if acc is None:
             acc = state[keys[i]] = [0, 0.0]
         acc[0] += 1
         acc[1] += values[i]
         counts[i], sums[i] = acc
+    if isinstance(spend, Waiter):
+        spend.flush()
     return pd.DataFrame({"key": keys, "count": counts, "sum": sums})
 
 

@@ -88,6 +88,11 @@ class Job:
         return self.topology.operator(self.keyed)
 
     @property
+    def cost_kind(self) -> str:
+        """How the keyed operator spends its per-tuple cost: ``cpu`` (burned) or ``wall``."""
+        return str(self.operator.params.get("cost_kind", "cpu"))
+
+    @property
     def cost_ms(self) -> float | None:
         """Mean per-tuple CPU cost (ms): the source's ``cost_ms`` option, else the operator's."""
         raw = self.source_options.get("cost_ms")

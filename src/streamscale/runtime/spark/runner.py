@@ -39,6 +39,7 @@ from streamscale.runtime.spark.operator import (
     warm_up,
 )
 from streamscale.runtime.spark.realizer import SparkRealizer, default_plan
+from streamscale.runtime.spark.resources import Resources
 from streamscale.runtime.spark.state import LocalStateBackend, VersionIndex
 
 __all__ = ["BatchRecord", "RunResult", "drive_query", "run_job", "summarize_run"]
@@ -158,6 +159,7 @@ def run_job(
     max_batches: int | None = None,
     seed: int | None = None,
     cluster: Cluster | None = None,
+    resources: Resources | None = None,
 ) -> RunResult:
     """Run ``job`` for ``duration_s`` seconds (or ``max_batches`` batches) under ``policy``.
 
@@ -190,6 +192,10 @@ def run_job(
         ``max(parallelism, executors) × 2`` slots (units are Spark tasks that
         queue on the cores); the physical limit uses Spark's default
         parallelism as the core count.
+    resources
+        Executors that follow the plan (:mod:`streamscale.runtime.spark.resources`):
+        planning uses its capacity model, and at each batch boundary, after the
+        batch's state committed, the plan's cores become executors.
 
     Raises
     ------
@@ -200,7 +206,10 @@ def run_job(
     checkpoint = Path(checkpoint)
     sc = spark.sparkContext
     physical = int(sc.defaultParallelism)
-    if cluster is None:
+    if resources is not None:
+        cluster = resources.cluster()
+        cores = cluster.total_cores
+    elif cluster is None:
         slots = max(physical, job.operator.instances) * _SLOTS_PER_CORE
         cluster = Cluster.build([Node("local", cores=slots)])
         cores = physical
@@ -297,6 +306,9 @@ def run_job(
                 applied = []
                 extra["control_error"] = str(exc)
             extra["applied"] = [a.reason for a in applied]
+            if resources is not None:  # between batches: the state of this one committed
+                extra.update(resources.apply(realizer.current(), now))
+                extra["cost_kind"] = job.cost_kind
             if controller.history and controller.history[-1][0] == now:
                 extra["decision"] = getattr(controller.history[-1][1], "reason", "")
             for a in applied:

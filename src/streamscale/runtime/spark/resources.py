@@ -1,0 +1,239 @@
+"""Resources: the cores a plan asks for become Spark executors (the realizer's I/O shell).
+
+:class:`FixedResources` is the embedded default: one ``local`` node whose slots are
+Spark tasks queueing on ``local[N]``'s cores; nothing is requested or released.
+
+:class:`ExecutorResources` drives a cluster manager that accepts executor requests
+(Spark standalone — tested on a loopback cluster —, and wherever Spark's
+``CoarseGrainedSchedulerBackend`` serves ``requestTotalExecutors``/``killExecutors``:
+YARN and Kubernetes, untested here). Spark's own dynamic allocation must be off. At
+each batch boundary — after the batch's state has committed and before the next batch
+starts — :meth:`ExecutorResources.apply` turns the plan's cores into
+``⌈Σ cores ÷ cores per executor⌉`` executors (within ``[min_executors,
+max_executors]``):
+
+* more wanted than alive or pending: ``requestTotalExecutors(wanted)``;
+* fewer wanted than alive: the newest executors beyond ``wanted`` are killed. Between
+  batches no task runs, and every shard's state of the committed batch is in the
+  durable state store, so releasing an executor loses nothing; the next batch's
+  tasks read their shards from the store wherever they run.
+
+Executors requested but not alive after ``timeout_s`` are reported
+(``executors_missing``) and the job runs on with the executors that exist. The live
+model (:meth:`cluster`) lists the executors alive now, from Spark's own scheduler.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from streamscale.errors import StreamscaleError
+from streamscale.model import Cluster, Node, Plan
+
+__all__ = [
+    "ExecutorResources",
+    "FixedResources",
+    "Resources",
+    "capacity_cluster",
+    "executor_conf",
+    "is_cluster_master",
+]
+
+
+class Resources(Protocol):
+    """What the runner calls at batch boundaries to make the plan's cores exist."""
+
+    def cluster(self) -> Cluster:
+        """The nodes planning may use (for executors: one node per executor slot)."""
+        ...
+
+    def cores(self) -> int:
+        """Cores alive now (the physical limit's numerator)."""
+        ...
+
+    def apply(self, plan: Plan, now: float) -> Mapping[str, Any]:
+        """Request or release resources for ``plan`` (the next batch's); figures to report."""
+        ...
+
+    def close(self) -> None: ...
+
+
+@dataclass
+class FixedResources:
+    """A fixed cluster model: nothing to request or release (``local[N]`` or a given file)."""
+
+    model: Cluster
+    physical_cores: int
+
+    def cluster(self) -> Cluster:
+        return self.model
+
+    def cores(self) -> int:
+        return self.physical_cores
+
+    def apply(self, plan: Plan, now: float) -> Mapping[str, Any]:
+        return {}
+
+    def close(self) -> None:
+        return None
+
+
+def capacity_cluster(max_executors: int, cores_per_executor: int) -> Cluster:
+    """The planning model of an elastic cluster: one node per executor that may exist."""
+    return Cluster.build(
+        [Node(f"executor-{i}", cores=cores_per_executor) for i in range(max_executors)]
+    )
+
+
+def _ids(seq: Any) -> list[str]:
+    return [str(seq.apply(i)) for i in range(seq.size())]
+
+
+@dataclass
+class ExecutorResources:
+    """Executors requested and released through Spark's executor allocation client.
+
+    Parameters
+    ----------
+    sc
+        The job's SparkContext (on a cluster master, dynamic allocation off).
+    cores_per_executor
+        ``spark.executor.cores``.
+    max_executors, min_executors
+        Bounds on the executors the job may hold.
+    initial_executors
+        Executors to hold before the first batch (default ``min_executors``).
+    timeout_s
+        How long requested executors may take to arrive before they are reported missing.
+    """
+
+    sc: Any
+    cores_per_executor: int
+    max_executors: int
+    min_executors: int = 1
+    initial_executors: int | None = None
+    timeout_s: float = 60.0
+    clock: Callable[[], float] = time.monotonic
+    target: int = 0
+    requested_at: float | None = None
+    added: int = 0
+    released: int = 0
+    _seen: set[str] = field(default_factory=set)
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.min_executors <= self.max_executors or self.cores_per_executor < 1:
+            raise StreamscaleError(
+                "need 1 <= min_executors <= max_executors and cores_per_executor >= 1",
+                item="executors",
+            )
+        jsc = self.sc._jsc.sc()
+        if str(self.sc.getConf().get("spark.dynamicAllocation.enabled", "false")) == "true":
+            raise StreamscaleError(
+                "Spark's dynamic allocation must be off for streamscale to size executors",
+                item="spark.dynamicAllocation.enabled",
+            )
+        if not hasattr(jsc, "requestTotalExecutors"):
+            raise StreamscaleError("this Spark cannot request executors", item=self.sc.master)
+        start = self.initial_executors or self.min_executors
+        self._set(max(self.min_executors, min(self.max_executors, start)))
+        self._seen = set(self.alive())
+
+    # -- reading the live cluster ------------------------------------------------------
+    def alive(self) -> list[str]:
+        """Executor ids alive now, oldest first (Spark's scheduler, driver excluded)."""
+        ids = _ids(self.sc._jsc.sc().getExecutorIds())
+        return sorted(ids, key=lambda x: (len(x), x))
+
+    def cores(self) -> int:
+        return len(self.alive()) * self.cores_per_executor
+
+    def cluster(self) -> Cluster:
+        return capacity_cluster(self.max_executors, self.cores_per_executor)
+
+    def settle(self, timeout_s: float) -> bool:
+        """Block until exactly the requested executors are alive (arrived, and released ones
+        gone); ``False`` on timeout. For start-up, tests and benchmarks; the runner never
+        waits."""
+        end = self.clock() + timeout_s
+        while self.clock() < end:
+            if len(self.alive()) == self.target:
+                return True
+            time.sleep(0.25)
+        return False
+
+    def wait_for(self, n: int, timeout_s: float) -> bool:
+        """Block until at least ``n`` executors are alive (start-up); ``False`` on timeout."""
+        end = self.clock() + timeout_s
+        while self.clock() < end:
+            if len(self.alive()) >= n:
+                return True
+            time.sleep(0.25)
+        return False
+
+    # -- acting -------------------------------------------------------------------------
+    def wanted(self, plan: Plan) -> int:
+        cores = plan.allocation.total
+        n = math.ceil(cores / self.cores_per_executor) if cores > 0 else self.min_executors
+        return max(self.min_executors, min(self.max_executors, n))
+
+    def _set(self, n: int) -> None:
+        jvm = self.sc._jvm
+        empty = jvm.PythonUtils.toScalaMap(jvm.java.util.HashMap())
+        if not self.sc._jsc.sc().requestTotalExecutors(int(n), 0, empty):
+            raise StreamscaleError(f"the cluster manager refused {n} executors", item="executors")
+        self.target = n
+        self.requested_at = self.clock()
+
+    def apply(self, plan: Plan, now: float) -> Mapping[str, Any]:
+        alive = self.alive()
+        new = [e for e in alive if e not in self._seen]
+        self._seen.update(alive)
+        self.added += len(new)
+        want = self.wanted(plan)
+        figures: dict[str, Any] = {"executors_wanted": want}
+        excess = alive[want:] if len(alive) > want else []
+        if excess:  # newest first out; killing lowers Spark's target by as many
+            ok = self.sc._jsc.sc().killExecutors(self.sc._jvm.PythonUtils.toSeq(excess))
+            figures["executors_released"] = excess if ok else []
+            if ok:
+                self.released += len(excess)
+                alive = alive[:want]
+        if want != self.target or excess:
+            self._set(want)
+        missing = max(0, self.target - len(alive))
+        late = self.requested_at is not None and self.clock() - self.requested_at > self.timeout_s
+        figures.update(
+            executors_alive=len(alive),
+            executors_requested=self.target,
+            executors_added=new,
+            cores_alive=len(alive) * self.cores_per_executor,
+        )
+        if missing and late:
+            figures["executors_missing"] = missing
+        return figures
+
+    def close(self) -> None:
+        return None
+
+
+def executor_conf(
+    cores_per_executor: int, max_executors: int, *, memory: str = "512m"
+) -> dict[str, str]:
+    """Spark settings for a job whose executors :class:`ExecutorResources` sizes."""
+    return {
+        "spark.dynamicAllocation.enabled": "false",
+        "spark.executor.cores": str(cores_per_executor),
+        "spark.cores.max": str(cores_per_executor * max_executors),
+        "spark.executor.memory": memory,
+        # a released executor's shuffle files go with it; batches never read old shuffles
+        "spark.shuffle.service.enabled": "false",
+    }
+
+
+def is_cluster_master(master: str) -> bool:
+    """Whether ``master`` is a cluster manager that can add and remove executors."""
+    return master.startswith(("spark://", "k8s://", "yarn"))

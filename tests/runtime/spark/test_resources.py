@@ -1,0 +1,145 @@
+"""Executors follow the plan on a real loopback standalone cluster, and no state is lost.
+
+A scripted policy alternates between plans of 2 and 4 cores; with one core per
+executor the job must grow to 4 executors and shrink back to 2, batch after batch,
+while every key's count and sum stay exactly what pandas computes from the same
+generated tuples. Spark's own scheduler (executor ids) and the master's JSON status
+are the witnesses; the job runs in a subprocess because this test session already
+owns a local SparkContext.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from streamscale.runtime.spark.cluster import (
+    cluster_down,
+    cluster_status,
+    cluster_up,
+    java_available,
+)
+
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
+
+_JOB = r"""
+import json, sys
+from pathlib import Path
+sys.path.insert(0, sys.argv[4])
+from _policies import split_plan
+from streamscale.control.controller import Decision
+from streamscale.runtime.spark.cluster import master_json
+from streamscale.runtime.spark.functions import calculator
+from streamscale.runtime.spark.job import Job
+from streamscale.runtime.spark.resources import ExecutorResources, executor_conf
+from streamscale.runtime.spark.runner import run_job
+from streamscale.runtime.spark.session import build_session
+from streamscale.runtime.spark.state import LocalStateBackend
+
+master, work, opts, webui = sys.argv[1], Path(sys.argv[2]), json.loads(sys.argv[3]), int(sys.argv[5])
+spark = build_session(master, app_name="streamscale-resources-test", conf=executor_conf(1, 4))
+sc = spark.sparkContext
+res = ExecutorResources(sc, cores_per_executor=1, max_executors=4, min_executors=1,
+                        initial_executors=2)
+res.settle(120)
+job = Job.simple("calc", calculator, source_options=opts, instances=2, shards=8, trigger_s=0,
+                 params={"cost_kind": "wall"})
+class Steps:
+    # cores per decision: 2 (one per executor instance), then 4 (3 + 1), then 2 again
+    name = "steps"
+    def __init__(self, topology):
+        self.plans = [split_plan(topology, "calc", k) for k in (1, 1, 3, 3, 1, 1, 1, 1)]
+        self.i = 0
+    def decide(self, snapshot, current, now):
+        plan = self.plans[min(self.i, len(self.plans) - 1)]
+        self.i += 1
+        return Decision(plan, "step", {}, "none")
+    def shard_bytes(self, instance, shard):
+        return 0
+
+seen = []
+def on_batch(rec):
+    res.settle(90)  # requested executors arrive and released ones go before the next batch
+    apps = [a for a in master_json(webui)["activeapps"] if a["name"] == "streamscale-resources-test"]
+    seen.append({"alive": len(res.alive()), "extra": {k: rec.extra.get(k) for k in
+                 ("executors_alive", "executors_wanted", "executors_released")},
+                 "master_cores": apps[0]["cores"] if apps else None, "rows": rec.rows})
+out = run_job(spark, job, policy=Steps(job.topology), duration_s=400,
+              checkpoint=work / "ckpt", max_batches=7, resources=res, on_batch=on_batch,
+              params={"interval_s": 0, "stabilization_s": 0, "scale_down_delay_s": 0})
+state = {}
+for shard_state in LocalStateBackend(work / "ckpt" / "state").load_all("calc").values():
+    state.update(shard_state)
+print("RESULT " + json.dumps({"seen": seen, "added": res.added, "released": res.released,
+                              "state": {k: list(v) for k, v in state.items()}}))
+spark.stop()
+"""
+
+
+@pytest.fixture(scope="module")
+def loopback(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, int]]:
+    if not java_available():
+        pytest.skip("Java is not available")
+    d = tmp_path_factory.mktemp("cluster")
+    info = cluster_up(2, 2, memory="2g", directory=d)
+    try:
+        yield info.master_url, info.webui_port
+    finally:
+        cluster_down(d)
+        assert not cluster_status(d)["running"]
+
+
+def test_executors_follow_the_plan_and_state_stays_exact(
+    loopback: tuple[str, int], tmp_path: Path
+) -> None:
+    from streamscale.runtime.spark.sources import generate
+
+    url, webui = loopback
+    opts = {
+        "keys": "50",
+        "alpha": "1.0",
+        "cost_ms": "0.2",
+        "start_time": "0",
+        "total": "1400",
+        "max_rows_per_batch": "200",
+        "seed": "3",
+    }
+    script = tmp_path / "job.py"
+    script.write_text(_JOB)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(script),
+            url,
+            str(tmp_path),
+            json.dumps(opts),
+            str(Path(__file__).parent),
+            str(webui),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "PYSPARK_PYTHON": sys.executable},
+    )
+    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")]
+    assert proc.returncode == 0 and lines, proc.stderr[-3000:]
+    got = json.loads(lines[-1][len("RESULT ") :])
+    alive = [s["alive"] for s in got["seen"]]
+    # grew to 4 executors and was shrunk back to 2 at a later boundary (Spark's own count)
+    assert 4 in alive, got["seen"]
+    grew = alive.index(4)
+    assert 2 in alive[grew + 1 :], got["seen"]
+    assert got["added"] >= 2 and got["released"] >= 2
+    assert max(s["master_cores"] or 0 for s in got["seen"]) == 4  # the master saw it too
+    assert sum(s["rows"] for s in got["seen"]) == 1400
+    want = generate(opts, 0, 1400).groupby("key")["value"].agg(["count", "sum"])
+    assert set(got["state"]) == set(want.index)
+    for key, (count, total) in got["state"].items():
+        assert count == want.loc[key, "count"]
+        assert total == pytest.approx(want.loc[key, "sum"])
