@@ -1,0 +1,518 @@
+"""The keyed stage of one elastic keyed operator on a DataFrame data path (paper 000, §3).
+
+One call runs one batch of one keyed operator as a single Spark job of two
+stages, with columnar (Arrow) batches on both sides of the shuffle:
+
+* map side (``mapInPandas``): malformed tuples go to the dead-letter files
+  (one file per batch, operator and map partition, so a retried task or a
+  replayed batch overwrites instead of duplicating); every other tuple gets
+  its global shard ``e·Z + s``, the partition of the unit serving that shard
+  (the plan's routing table, :class:`~streamscale.runtime.spark.routing.PartitionMap`)
+  and a *native partition key*: an integer chosen so that Spark's own hash
+  partitioning, ``pmod(murmur3(key), n)``, sends the row to exactly that
+  partition (:func:`partition_keys`);
+* ``repartition(n, key)`` then ``sortWithinPartitions(shard, arrival order)``
+  (a shuffle fetches map outputs in no fixed order; ``seq`` is the arrival
+  order when present);
+* reduce side (``mapInPandas``): per shard, the keyed function runs against the
+  shard's state version ``upto`` and writes version ``batch_id``; it never
+  commits (the caller commits every keyed operator once the whole batch
+  succeeded). Each task checks it runs the partition its rows were routed to.
+
+The task emits its outputs and one statistics row; the result is cached and the
+statistics are collected in the same job, so the returned outputs are already
+computed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import glob
+import json
+import os
+import pickle
+import socket
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from streamscale.errors import StreamscaleError
+from streamscale.runtime.spark.routing import PartitionMap, global_shards
+from streamscale.runtime.spark.state import Hint, StateBackend
+
+__all__ = [
+    "BatchStats",
+    "KeyedSpec",
+    "TaskStats",
+    "count_dead_letters",
+    "murmur3_long",
+    "partition_keys",
+    "release",
+    "run_keyed",
+]
+
+_LATENCY_SAMPLE = 4000
+_SHARD, _PART, _PK, _ORDER = "__ss_shard", "__ss_part", "__ss_pk", "__ss_order"
+_STATS, _OUT = "__ss_stats", "__ss_out"
+_INTERNAL = (_SHARD, _PART, _PK, _ORDER)
+_NUMERIC = {"byte", "short", "integer", "long", "float", "double", "decimal"}
+
+
+@dataclass(frozen=True, slots=True)
+class KeyedSpec:
+    """A keyed operator, static for a run (built once)."""
+
+    operator: str
+    key: str
+    executors: int
+    shards: int
+    fn: Callable[..., Any]
+    fn_params: Mapping[str, Any]
+    required: tuple[str, ...]
+    backend: StateBackend
+    output_schema: Any | None = None  # pyspark StructType, or None: derived per batch
+
+
+@dataclass(frozen=True, slots=True)
+class TaskStats:
+    """What one reduce task (one unit) did in a batch."""
+
+    partition: int
+    unit: str
+    host: str
+    busy_s: float
+    rows: int
+    out_rows: int
+    shards: Mapping[int, tuple[int, float, int, int]]  # shard -> (rows, busy_s, bytes, out)
+    latencies_ms: np.ndarray
+    sample: list[dict[str, Any]] = field(default_factory=list)
+    cpu_s: float = 0.0
+    executor: str = ""  # host:pid of the executor's Python worker daemon
+    out_schema: bytes = b""  # Arrow schema of the outputs when the operator declares none
+
+
+@dataclass(frozen=True, slots=True)
+class BatchStats:
+    """One batch: per-task statistics, wall duration and dead-letter count."""
+
+    batch_id: int
+    duration_s: float
+    tasks: tuple[TaskStats, ...]
+    dead_letters: int
+    partitions: int
+
+    @property
+    def rows(self) -> int:
+        return sum(t.rows for t in self.tasks)
+
+
+# --- Spark's hash partitioning, reproduced --------------------------------------------------
+
+_M32 = 0xFFFFFFFF
+
+
+def _rotl(x: int, r: int) -> int:
+    return ((x << r) | (x >> (32 - r))) & _M32
+
+
+def _mix(h1: int, k1: int) -> int:
+    k1 = (k1 * 0xCC9E2D51) & _M32
+    k1 = (_rotl(k1, 15) * 0x1B873593) & _M32
+    h1 ^= k1
+    return (_rotl(h1, 13) * 5 + 0xE6546B64) & _M32
+
+
+def murmur3_long(value: int, seed: int = 42) -> int:
+    """Spark's ``hash()`` of a ``long`` (``Murmur3_x86_32.hashLong``), as a signed 32-bit int."""
+    v = value & 0xFFFFFFFFFFFFFFFF
+    h = _mix(_mix(seed & _M32, v & _M32), v >> 32)
+    h ^= 8
+    h ^= h >> 16
+    h = (h * 0x85EBCA6B) & _M32
+    h ^= h >> 13
+    h = (h * 0xC2B2AE35) & _M32
+    h ^= h >> 16
+    return h - (1 << 32) if h >= 1 << 31 else h
+
+
+@lru_cache(maxsize=256)
+def partition_keys(n: int) -> tuple[int, ...]:
+    """For each partition ``p < n``, the smallest ``long`` that Spark hash-partitions to ``p``.
+
+    ``repartition(n, col)`` places a row in ``pmod(murmur3(col), n)``; tagging a
+    row with ``partition_keys(n)[p]`` therefore lands it in partition ``p``.
+    """
+    keys: list[int | None] = [None] * n
+    missing, i = n, 0
+    while missing:
+        p = murmur3_long(i) % n
+        if keys[p] is None:
+            keys[p] = i
+            missing -= 1
+        i += 1
+    return tuple(int(k) for k in keys if k is not None)
+
+
+# --- files ----------------------------------------------------------------------------------
+
+
+def _write_jsonl(path: str, records: Iterable[Mapping[str, Any]]) -> None:
+    tmp = f"{path}.{os.getpid()}.tmp"
+    with open(tmp, "w") as f:
+        for r in records:
+            f.write(json.dumps(r, default=str) + "\n")
+    os.replace(tmp, path)
+
+
+def count_dead_letters(directory: str, batch_id: int | None = None, operator: str = "") -> int:
+    """Dead letters written for ``batch_id`` (or every batch), of ``operator`` (or all)."""
+    b = "*" if batch_id is None else str(batch_id)
+    pattern = f"batch-{b}-{operator}-*.jsonl" if operator else f"batch-{b}-*.jsonl"
+    n = 0
+    for f in glob.glob(os.path.join(directory, pattern)):
+        with open(f) as fh:
+            n += sum(1 for _ in fh)
+    return n
+
+
+def _clear(directory: str, batch_id: int, operator: str) -> None:
+    """Remove what an earlier attempt at this batch wrote (its partitioning may differ)."""
+    for f in glob.glob(os.path.join(directory, f"batch-{batch_id}-{operator}-*")):
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(f)
+
+
+# --- map side -------------------------------------------------------------------------------
+
+
+def dead_letter_reasons(df: pd.DataFrame, key: str, required: tuple[str, ...]) -> pd.Series:
+    """Per row, why it cannot be routed (``None``: routable)."""
+    reasons = pd.Series(None, index=df.index, dtype=object)
+    if key not in df.columns:
+        reasons[:] = f"missing key field {key!r}"
+    else:
+        k = df[key]
+        reasons[k.isna() | (k.astype(str).str.len() == 0)] = f"missing key {key!r}"
+    for col in required:
+        if col not in df.columns:
+            reasons[reasons.isna()] = f"missing field {col!r}"
+            continue
+        num = pd.to_numeric(df[col], errors="coerce").astype(float)
+        reasons[reasons.isna() & (num.isna() | ~np.isfinite(num))] = f"unparsable field {col!r}"
+    return reasons
+
+
+def _map_side(
+    spec: KeyedSpec, batch_id: int, pmap: PartitionMap, dead_dir: str, numeric: tuple[str, ...]
+) -> Callable[[Iterator[pd.DataFrame]], Iterator[pd.DataFrame]]:
+    table = np.asarray(pmap.shard_partition, dtype=np.int64)
+    pkeys = np.asarray(partition_keys(pmap.partitions), dtype=np.int64)
+
+    def run(frames: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
+        from pyspark import TaskContext
+
+        index = TaskContext.get().partitionId()
+        letters: list[dict[str, Any]] = []
+        offset = 0
+        for df in frames:
+            reasons = dead_letter_reasons(df, spec.key, spec.required)
+            bad = reasons.notna().to_numpy()
+            for i in np.flatnonzero(bad).tolist():
+                # Dead letters keep the tuple as it arrived, not its parsed form.
+                tup = {c: (None if pd.isna(v) else v) for c, v in df.iloc[i].items()}
+                letters.append({"batch": batch_id, "reason": reasons.iat[i], "tuple": tup})
+            pos = offset + np.arange(len(df), dtype=np.int64)
+            offset += len(df)
+            if bad.any():
+                df, pos = df[~bad].reset_index(drop=True), pos[~bad]
+            if df.empty:
+                continue
+            for col in numeric:
+                df[col] = pd.to_numeric(df[col]).astype(float)
+            order = (
+                df["seq"].to_numpy(dtype=np.int64)
+                if "seq" in df.columns
+                else (np.int64(index) << 40) + pos
+            )
+            shards = global_shards(df[spec.key].tolist(), spec.executors, spec.shards)
+            parts = table[shards]
+            yield df.assign(
+                **{_SHARD: shards, _PART: parts.astype(np.int32), _PK: pkeys[parts], _ORDER: order}
+            )
+        if letters:
+            os.makedirs(dead_dir, exist_ok=True)
+            name = f"batch-{batch_id}-{spec.operator}-map-{index}.jsonl"
+            _write_jsonl(os.path.join(dead_dir, name), letters)
+
+    return run
+
+
+# --- reduce side ----------------------------------------------------------------------------
+
+
+def _epoch_s(col: pd.Series) -> np.ndarray:
+    ts = pd.to_datetime(col, utc=True, errors="coerce")
+    return (ts.astype("int64").to_numpy() / 1e9).astype(float)
+
+
+def _arrow_blob(out: pd.DataFrame) -> bytes:
+    import pyarrow as pa
+
+    table = pa.Table.from_pandas(out, preserve_index=False)
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as w:
+        w.write_table(table)
+    return sink.getvalue().to_pybytes()
+
+
+def _schema_bytes(blob: bytes | None) -> bytes:
+    import pyarrow as pa
+
+    return b"" if blob is None else pa.ipc.open_stream(blob).schema.serialize().to_pybytes()
+
+
+def _reduce_side(
+    spec: KeyedSpec,
+    batch_id: int,
+    upto: int,
+    pmap: PartitionMap,
+    attempt: str | None,
+    hints: tuple[Hint, ...],
+    drops: tuple[tuple[int, ...], ...],
+    out_cols: tuple[str, ...] | None,
+) -> Callable[[Iterator[pd.DataFrame]], Iterator[pd.DataFrame]]:
+    def emit_stats(stats: TaskStats) -> pd.DataFrame:
+        row: dict[str, Any] = {c: [None] for c in (out_cols if out_cols is not None else (_OUT,))}
+        row[_STATS] = [pickle.dumps(stats)]
+        return pd.DataFrame(row)
+
+    def run(frames: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
+        from pyspark import TaskContext
+
+        index = TaskContext.get().partitionId()
+        chunks = [f for f in frames if len(f)]
+        df = pd.concat(chunks, ignore_index=True) if chunks else pd.DataFrame()
+        t_task, cpu0 = time.perf_counter(), time.process_time()
+        if len(df) and not (df[_PART].to_numpy() == index).all():
+            raise StreamscaleError(
+                "rows reached a partition other than their unit's", item=f"partition {index}"
+            )
+        shards = df[_SHARD].to_numpy(dtype=np.int64) if len(df) else np.empty(0, np.int64)
+        rows_df = df.drop(columns=list(_INTERNAL)) if len(df) else df
+        shard_stats: dict[int, tuple[int, float, int, int]] = {}
+        outputs: list[pd.DataFrame] = []
+        done_at = np.empty(len(df))
+        uniq, starts = np.unique(shards, return_index=True)
+        ends = [*starts[1:].tolist(), len(df)]
+        for g, a, b in zip(uniq.tolist(), starts.tolist(), ends, strict=False):
+            t0 = time.perf_counter()
+            rows = rows_df.iloc[a:b].reset_index(drop=True)
+            state, _ = spec.backend.read(spec.operator, g, upto, hints[g] if hints else None)
+            res = spec.fn(rows, state, **spec.fn_params)
+            if isinstance(res, tuple):
+                res, state = res
+            nbytes = spec.backend.write(
+                spec.operator,
+                g,
+                batch_id,
+                state,
+                attempt=attempt,
+                drop=drops[g] if drops else (),
+            )
+            done_at[a:b] = time.time()
+            out_n = 0 if res is None else len(res)
+            if out_n:
+                outputs.append(res)
+            shard_stats[g] = (b - a, time.perf_counter() - t0, nbytes, out_n)
+        out = pd.concat(outputs, ignore_index=True) if outputs else pd.DataFrame()
+        busy = time.perf_counter() - t_task
+        if "event_time" in rows_df.columns and len(df):
+            lat = (done_at - _epoch_s(rows_df["event_time"])) * 1000.0
+            lat = lat[np.isfinite(lat)]
+        else:
+            lat = np.empty(0)
+        if len(lat) > _LATENCY_SAMPLE:
+            lat = np.random.default_rng(index).choice(lat, _LATENCY_SAMPLE)
+        blob = _arrow_blob(out) if out_cols is None and not out.empty else None
+        yield emit_stats(
+            TaskStats(
+                partition=index,
+                unit=pmap.units[index],
+                host=socket.gethostname(),
+                busy_s=busy,
+                rows=len(df),
+                out_rows=len(out),
+                shards=shard_stats,
+                latencies_ms=lat.astype(np.float32),
+                cpu_s=time.process_time() - cpu0,
+                executor=f"{socket.gethostname()}:{os.getppid()}",
+                out_schema=_schema_bytes(blob),
+            )
+        )
+        if out.empty:
+            return
+        if blob is not None:
+            yield pd.DataFrame({_OUT: [blob], _STATS: [None]})
+            return
+        missing = [c for c in out_cols if c not in out.columns]
+        if missing:
+            raise StreamscaleError(
+                f"output lacks column {missing[0]!r} of the declared schema",
+                item=f"operator {spec.operator}",
+            )
+        yield out[list(out_cols)].assign(**{_STATS: None})
+
+    return run
+
+
+def _decoder(schema: Any) -> Callable[[Iterator[Any]], Iterator[Any]]:
+    def run(batches: Iterator[Any]) -> Iterator[Any]:
+        import pyarrow as pa
+
+        for batch in batches:
+            for blob in batch.column(0).to_pylist():
+                table = pa.ipc.open_stream(blob).read_all()
+                cols = [
+                    table.column(f.name).cast(f.type)
+                    if f.name in table.column_names
+                    else pa.nulls(table.num_rows, f.type)
+                    for f in schema
+                ]
+                yield from pa.Table.from_arrays(cols, schema=schema).to_batches()
+
+    return run
+
+
+# Cached frames of the last batch of each operator, released at its next batch.
+_LIVE: dict[str, list[Any]] = {}
+
+
+def release(operator: str) -> None:
+    """Unpersist what :func:`run_keyed` cached for ``operator``'s last batch."""
+    for df in _LIVE.pop(operator, []):
+        with contextlib.suppress(Exception):
+            df.unpersist()
+
+
+def run_keyed(
+    df: Any,
+    spec: KeyedSpec,
+    *,
+    batch_id: int,
+    upto: int,
+    pmap: PartitionMap,
+    attempt: str | None,
+    hints: tuple[Hint, ...],
+    drops: tuple[tuple[int, ...], ...],
+    dead_letter_dir: str,
+) -> tuple[Any, BatchStats]:
+    """Run one batch of ``spec``'s keyed operator over ``df``; write state, never commit.
+
+    Parameters
+    ----------
+    df
+        The operator's whole input for the batch (a non-streaming DataFrame).
+    spec
+        The operator.
+    batch_id, upto
+        State version written, and newest version read.
+    pmap
+        Partition of every global shard this batch (the plan's routing tables).
+    attempt, hints, drops
+        As produced by :class:`~streamscale.runtime.spark.state.VersionIndex`.
+    dead_letter_dir
+        Directory of the dead-letter files (``batch-<b>-<operator>-map-<i>.jsonl``).
+
+    Returns
+    -------
+    The function's outputs (a DataFrame already computed and cached; released at
+    the operator's next batch or by :func:`release`) and the batch statistics.
+    An exception in the keyed function fails the Spark job; nothing is committed.
+    """
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    t0 = time.perf_counter()
+    release(spec.operator)
+    _clear(dead_letter_dir, batch_id, spec.operator)
+    numeric = tuple(
+        f.name
+        for f in df.schema.fields
+        if f.name in spec.required and f.dataType.typeName() not in _NUMERIC
+    )
+    fields = [
+        T.StructField(f.name, T.DoubleType(), True) if f.name in numeric else f
+        for f in df.schema.fields
+    ]
+    mapped_schema = T.StructType(
+        [
+            *fields,
+            T.StructField(_SHARD, T.LongType()),
+            T.StructField(_PART, T.IntegerType()),
+            T.StructField(_PK, T.LongType()),
+            T.StructField(_ORDER, T.LongType()),
+        ]
+    )
+    out_cols = None if spec.output_schema is None else tuple(spec.output_schema.fieldNames())
+    out_fields = (
+        list(spec.output_schema.fields)
+        if spec.output_schema is not None
+        else [T.StructField(_OUT, T.BinaryType())]
+    )
+    reduced_schema = T.StructType([*out_fields, T.StructField(_STATS, T.BinaryType())])
+    mapped = df.mapInPandas(
+        _map_side(spec, batch_id, pmap, dead_letter_dir, numeric), mapped_schema
+    )
+    reduced = (
+        mapped.repartition(pmap.partitions, F.col(_PK))
+        .sortWithinPartitions(_SHARD, _ORDER)
+        .mapInPandas(
+            _reduce_side(spec, batch_id, upto, pmap, attempt, hints, drops, out_cols),
+            reduced_schema,
+        )
+        .persist()
+    )
+    _LIVE[spec.operator] = [reduced]
+    tasks = [
+        pickle.loads(r[0])
+        for r in reduced.filter(F.col(_STATS).isNotNull()).select(_STATS).collect()
+    ]
+    outputs = reduced.filter(F.col(_STATS).isNull()).drop(_STATS)
+    if out_cols is None:
+        outputs = _decode(df.sparkSession, reduced, tasks)
+        _LIVE[spec.operator].append(outputs)
+    stats = BatchStats(
+        batch_id=batch_id,
+        duration_s=time.perf_counter() - t0,
+        tasks=tuple(sorted(tasks, key=lambda t: t.partition)),
+        dead_letters=count_dead_letters(dead_letter_dir, batch_id, spec.operator),
+        partitions=pmap.partitions,
+    )
+    return outputs, stats
+
+
+def _decode(spark: Any, reduced: Any, tasks: list[TaskStats]) -> Any:
+    """The outputs carried as Arrow blobs, as a DataFrame whose schema is their union."""
+    import pyarrow as pa
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    blobs = reduced.filter(F.col(_OUT).isNotNull()).select(_OUT)
+    heads = [t.out_schema for t in tasks if t.out_schema]
+    if not heads:
+        return spark.createDataFrame([], T.StructType([]))
+    schemas = [pa.ipc.read_schema(pa.py_buffer(b)).remove_metadata() for b in heads]
+    schema = pa.unify_schemas(schemas, promote_options="permissive")
+    schema = pa.schema(
+        [
+            pa.field(f.name, pa.string() if pa.types.is_large_string(f.type) else f.type)
+            for f in schema
+        ]
+    )
+    return blobs.mapInArrow(_decoder(schema), from_arrow_schema(schema)).persist()
