@@ -25,13 +25,19 @@ import math
 import os
 import socket
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from streamscale.runtime.spark.keyed import (
+    BatchStats,
+    TaskStats,
+    _write_jsonl,
+    count_dead_letters,
+)
 from streamscale.runtime.spark.routing import PartitionMap, global_shards
 from streamscale.runtime.spark.state import Hint, StateBackend
 
@@ -67,37 +73,6 @@ class BatchContext:
     drops: tuple[tuple[int, ...], ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
-class TaskStats:
-    """What one reduce task (one unit) did in a batch."""
-
-    partition: int
-    unit: str
-    host: str
-    busy_s: float
-    rows: int
-    out_rows: int
-    shards: Mapping[int, tuple[int, float, int, int]]  # shard -> (rows, busy_s, bytes, out)
-    latencies_ms: np.ndarray
-    sample: list[dict[str, Any]] = field(default_factory=list)
-    cpu_s: float = 0.0
-
-
-@dataclass(frozen=True, slots=True)
-class BatchStats:
-    """One batch: per-task statistics, wall duration and dead-letter count."""
-
-    batch_id: int
-    duration_s: float
-    tasks: tuple[TaskStats, ...]
-    dead_letters: int
-    partitions: int
-
-    @property
-    def rows(self) -> int:
-        return sum(t.rows for t in self.tasks)
-
-
 def _apply(
     df: pd.DataFrame, ops: tuple[tuple[Callable[..., Any], Mapping[str, Any]], ...]
 ) -> pd.DataFrame:
@@ -105,14 +80,6 @@ def _apply(
         res = fn(df, **params)
         df = res if res is not None else df.iloc[0:0]
     return df
-
-
-def _write_jsonl(path: str, records: Iterable[Mapping[str, Any]]) -> None:
-    tmp = f"{path}.{os.getpid()}.tmp"
-    with open(tmp, "w") as f:
-        for r in records:
-            f.write(json.dumps(r, default=str) + "\n")
-    os.replace(tmp, path)
 
 
 def _dead_letters(ctx: BatchContext, df: pd.DataFrame) -> tuple[pd.DataFrame, list[dict[str, Any]]]:
@@ -280,16 +247,6 @@ def _clear_batch_files(ctx: BatchContext) -> None:
         for f in glob.glob(os.path.join(d, f"batch-{ctx.batch_id}-*")):
             with contextlib.suppress(FileNotFoundError):
                 os.remove(f)
-
-
-def count_dead_letters(directory: str, batch_id: int | None = None) -> int:
-    """Dead letters written for ``batch_id`` (or for every batch) under ``directory``."""
-    pattern = f"batch-{batch_id}-*.jsonl" if batch_id is not None else "batch-*.jsonl"
-    n = 0
-    for f in glob.glob(os.path.join(directory, pattern)):
-        with open(f) as fh:
-            n += sum(1 for _ in fh)
-    return n
 
 
 def run_batch(batch_df: Any, ctx: BatchContext, pmap: PartitionMap) -> BatchStats:
