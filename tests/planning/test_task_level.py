@@ -83,3 +83,32 @@ def test_tl_fuses_nodes_of_a_pair_placed_apart() -> None:
     assert res.node_counts() == {"a": {"n1": 1}, "b": {"n1": 1}, "c": {"n1": 1}, "d": {"n1": 1}}
     assert res.complete and res.respects_capacities()
     assert res.gain == pytest.approx(91.0)
+
+
+def test_storm_order_is_task_id_order() -> None:
+    pairs = list(task_pairs(range(2), range(10, 13), "storm", None))
+    assert pairs == [(0, 10), (0, 11), (0, 12), (1, 10), (1, 11), (1, 12)]
+
+
+def test_example2_literal_storm_order_collocates_36_links() -> None:
+    # Hand trace of Algorithms 1–3 in task-id order on four 40 % nodes (v1 and v3
+    # tasks 4 %, v2 tasks 2 %): (t1, v2…) fills n1 with t1 and 18 v2 tasks
+    # (4 + 36); the pairs of t2…t10 with those v2 tasks break (n1 full), and
+    # (t2, t29) opens n2, where t2…t10 join t29 and t30 (36 + 4). ⟨v1,v2⟩ keeps
+    # 1·18 + 9·2 = 36 links; v3 and v4 share n3 and n4 the same way (1·9 + 9·1).
+    res = task_level(example2(), order="storm")
+    assert res.complete and res.respects_capacities()
+    assert [list(r) for r in res.counts] == [
+        [1, 9, 0, 0],
+        [18, 2, 0, 0],
+        [0, 0, 1, 9],
+        [0, 0, 9, 1],
+    ]
+    assert links(res, 0, 1) == 36
+    # The tuned diagonal order does better than the paper's own run (84).
+    assert links(task_level(example2()), 0, 1) == 96
+
+
+def test_unknown_pair_order_is_refused() -> None:
+    with pytest.raises(ValueError, match="pair order"):
+        list(task_pairs(range(2), range(2), "zigzag", None))  # type: ignore[arg-type]

@@ -20,7 +20,7 @@ capacity — capacity minus ``reserved_cpu`` — the job may use), ``alpha``
 fit, retry with the GCD task granularity of §5, which changes task counts),
 ``skew`` (True: split skewed instances as above), ``skew_margin`` (0.2:
 relative cost spread within a subgroup), ``singles`` (td: ``least-loaded`` | ``affinity``), ``order`` (tl, tl-imc,
-naive: ``diagonal`` | ``random``), ``time_limit_s`` (optimal, 10), ``work_limit``
+naive: ``diagonal`` | ``storm`` — task-id order, the literal reading — | ``random``), ``time_limit_s`` (optimal, 10), ``work_limit``
 (optimal: CP-SAT deterministic time limit).
 A placement that still leaves a task without a node raises
 :class:`InfeasibleError` naming the group.

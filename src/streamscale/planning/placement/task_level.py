@@ -30,7 +30,7 @@ __all__ = [
 ]
 
 Priority = Literal["significance", "imc"]
-PairOrder = Literal["diagonal", "random"]
+PairOrder = Literal["diagonal", "storm", "random"]
 
 
 def top_node(cap: Sequence[float]) -> int:
@@ -72,11 +72,22 @@ def task_pairs(
 ) -> Iterator[tuple[int, int]]:
     """Every (t_m, t_n) of a group pair once.
 
-    The paper fixes no order within a group pair; ``diagonal`` walks
-    (m, (m + s) mod |second|) for s = 0, 1, … so that consecutive pairs share
-    no task, and ``random`` shuffles with ``rng``.
+    The paper fixes no order within a group pair ("There is no ordering
+    within task pairs", paper 001, §3.2, Example 1). ``storm`` is the literal
+    reading: pairs sorted by task id, i.e. row-major (t_m, t_n) with t_m the
+    outer loop, as Storm numbers tasks component by component. ``diagonal``
+    walks (m, (m + s) mod |second|) for s = 0, 1, … so that consecutive pairs
+    share no task (a tuned order that favours TL), and ``random`` shuffles
+    with ``rng``.
     """
     nf, ns = len(first), len(second)
+    if order == "storm":
+        for m in range(nf):
+            for n in range(ns):
+                yield first[m], second[n]
+        return
+    if order not in ("diagonal", "random"):
+        raise ValueError(f"unknown pair order {order!r}")
     if order == "random":
         assert rng is not None
         for idx in rng.permutation(nf * ns):
@@ -141,8 +152,9 @@ def task_level(
     priority
         ``significance`` (TL) or ``imc`` (TL-IMC, the variant §7 evaluates).
     order
-        Order of the task pairs within one group pair (``diagonal`` or a
-        seeded ``random`` permutation).
+        Order of the task pairs within one group pair: ``storm`` (task-id
+        order, the literal reading), ``diagonal`` (tuned) or a seeded
+        ``random`` permutation.
     seed
         Seed for ``order="random"``.
 
