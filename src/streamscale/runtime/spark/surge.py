@@ -1,0 +1,279 @@
+"""The surge scenario: load rises to a multiple of its base and falls back, on a cluster.
+
+The micro-benchmark (generator → keyed calculator) offers ``base`` tuples/s, then
+``peak_factor × base``, then ``base`` again, each for ``phase_s`` seconds, with the
+per-tuple cost *waited* (``cost_kind: wall``, an I/O-bound operator) so that a
+loopback cluster of N one-core executors behaves like N cores on a small machine.
+Each policy runs in its own SparkSession on the same cluster:
+
+* ``elastic`` — Elasticutor's queueing-model cores; the cores become executors
+  (:class:`~streamscale.runtime.spark.resources.ExecutorResources`);
+* ``static-peak`` / ``static-base`` — one core per executor instance, instances
+  sized for the peak / the base load, never changed;
+* ``spark-dynamic`` — Spark's own dynamic allocation (shuffle tracking on, Spark's
+  default timeouts: executors idle 60 s are removed, pending tasks add executors)
+  over the peak-sized job.
+
+Per policy: SLO attainment (batches whose p99 latency ≤ the target), core-seconds
+(executors alive × cores × time, from Spark's own executor list at each batch
+boundary), peak executors, scale-ups and scale-downs, throughput, p99, the largest
+source backlog, and a per-batch timeline.
+"""
+
+from __future__ import annotations
+
+import math
+import shutil
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from streamscale.errors import StreamscaleError
+
+__all__ = ["SURGE_POLICIES", "SurgeConfig", "SurgeOutcome", "run_surge", "summarize_surge"]
+
+SURGE_POLICIES = ("elastic", "static-peak", "static-base", "spark-dynamic")
+
+
+@dataclass(frozen=True)
+class SurgeConfig:
+    """The scenario (defaults: base 150 t/s, 3× peak, 60 s phases, 10 ms waited per tuple)."""
+
+    base_rate: float = 150.0
+    peak_factor: float = 3.0
+    phase_s: float = 60.0
+    cost_ms: float = 10.0
+    keys: int = 1000
+    alpha: float = 0.5
+    omega: float = 2.0
+    shards: int = 16
+    trigger_s: float = 2.0
+    latency_target_ms: float = 10_000.0
+    executor_cores: int = 1
+    max_executors: int = 8
+    elastic_instances: int = 2
+    seed: int = 7
+
+    @property
+    def duration_s(self) -> float:
+        return 3 * self.phase_s
+
+    def cores_for(self, rate: float) -> int:
+        """Cores that serve ``rate`` at the mean per-tuple cost (no headroom)."""
+        return max(1, math.ceil(rate * self.cost_ms / 1000.0))
+
+    def schedule(self) -> str:
+        p = self.phase_s
+        peak = self.base_rate * self.peak_factor
+        return f"0:{self.base_rate},{p}:{peak},{2 * p}:{self.base_rate}"
+
+
+@dataclass
+class SurgeOutcome:
+    policy: str
+    timeline: list[dict[str, Any]] = field(default_factory=list)
+    throughput: float = math.nan
+    p99_ms: float = math.nan
+    error: str | None = None
+
+
+def _job(cfg: SurgeConfig, instances: int) -> Any:
+    from streamscale.runtime.spark.functions import calculator
+    from streamscale.runtime.spark.job import Job
+
+    opts = {
+        "keys": str(cfg.keys),
+        "alpha": str(cfg.alpha),
+        "omega": str(cfg.omega),
+        "cost_ms": str(cfg.cost_ms),
+        "payload_bytes": "64",
+        "rate": str(cfg.base_rate),
+        "schedule": cfg.schedule(),
+        "seed": str(cfg.seed),
+    }
+    return Job.simple(
+        "calc",
+        calculator,
+        source_options=opts,
+        instances=instances,
+        shards=cfg.shards,
+        cost_ms=cfg.cost_ms,
+        trigger_s=cfg.trigger_s,
+        params={"cost_kind": "wall"},
+    )
+
+
+def _executor_ids(sc: Any) -> list[str]:
+    seq = sc._jsc.sc().getExecutorIds()
+    return [str(seq.apply(i)) for i in range(seq.size())]
+
+
+def run_policy(
+    master: str, cfg: SurgeConfig, policy: str, *, on_batch: Callable[[dict[str, Any]], None]
+) -> SurgeOutcome:
+    """One policy through the scenario in a fresh SparkSession on ``master``."""
+    from streamscale.runtime.spark.resources import (
+        ExecutorResources,
+        capacity_cluster,
+        executor_conf,
+    )
+    from streamscale.runtime.spark.runner import run_job
+    from streamscale.runtime.spark.session import build_session
+
+    peak = cfg.cores_for(cfg.base_rate * cfg.peak_factor)
+    peak_instances = min(cfg.max_executors * cfg.executor_cores, max(peak + 1, 2))
+    base_instances = cfg.cores_for(cfg.base_rate)
+    conf = executor_conf(cfg.executor_cores, cfg.max_executors)
+    if policy == "spark-dynamic":
+        conf.update(
+            {
+                "spark.dynamicAllocation.enabled": "true",
+                "spark.dynamicAllocation.shuffleTracking.enabled": "true",
+                "spark.dynamicAllocation.minExecutors": "1",
+                "spark.dynamicAllocation.maxExecutors": str(cfg.max_executors),
+            }
+        )
+    instances = {
+        "elastic": cfg.elastic_instances,
+        "static-peak": peak_instances,
+        "static-base": base_instances,
+        "spark-dynamic": peak_instances,
+    }[policy]
+    job = _job(cfg, instances)
+    spark = build_session(master, app_name=f"streamscale-surge-{policy}", conf=conf)
+    sc = spark.sparkContext
+    scratch = Path(tempfile.mkdtemp(prefix="streamscale-surge-"))
+    outcome = SurgeOutcome(policy)
+    try:
+        resources = None
+        if policy != "spark-dynamic":
+            resources = ExecutorResources(
+                sc,
+                cores_per_executor=cfg.executor_cores,
+                max_executors=cfg.max_executors,
+                initial_executors=max(1, math.ceil(instances / cfg.executor_cores)),
+            )
+            resources.settle(120.0)
+        t0 = time.monotonic()
+
+        def record(rec: Any) -> None:
+            alive = len(_executor_ids(sc))
+            row = {
+                "policy": policy,
+                "t": time.monotonic() - t0,
+                "batch": rec.batch_id,
+                "rows": rec.rows,
+                "input_rate": rec.input_rate,
+                "p99_ms": rec.latency_p99_ms,
+                "executors": alive,
+                "cores": alive * cfg.executor_cores,
+                "tasks": rec.tasks,
+                "backlog": rec.extra.get("backlog", 0.0),
+            }
+            outcome.timeline.append(row)
+            on_batch(row)
+
+        res = run_job(
+            spark,
+            job,
+            policy="static" if policy != "elastic" else "elastic",
+            duration_s=cfg.duration_s,
+            checkpoint=scratch / "ckpt",
+            params={"latency_target_ms": cfg.trigger_s * 1000.0},
+            on_batch=record,
+            seed=cfg.seed,
+            cluster=capacity_cluster(cfg.max_executors, cfg.executor_cores)
+            if resources is None
+            else None,
+            resources=resources,
+        )
+        outcome.throughput, outcome.p99_ms = res.throughput, res.p99_ms
+    except StreamscaleError as exc:
+        outcome.error = str(exc)
+    finally:
+        spark.stop()
+        shutil.rmtree(scratch, ignore_errors=True)
+    return outcome
+
+
+def summarize_surge(o: SurgeOutcome, cfg: SurgeConfig) -> dict[str, Any]:
+    """The figures of one policy's run (BENCHMARKS.md names)."""
+    rows = o.timeline[1:] if len(o.timeline) > 1 else o.timeline  # first batch: start-up
+    if o.error is not None or not rows:
+        return {"policy": o.policy, "error": o.error or "no batches"}
+    ok = [r for r in rows if r["p99_ms"] is not None and r["p99_ms"] <= cfg.latency_target_ms]
+    core_s = 0.0
+    for prev, cur in zip(o.timeline, o.timeline[1:], strict=False):
+        core_s += prev["cores"] * (cur["t"] - prev["t"])
+    ex = [r["executors"] for r in o.timeline]
+    ups = sum(1 for a, b in zip(ex, ex[1:], strict=False) if b > a)
+    downs = sum(1 for a, b in zip(ex, ex[1:], strict=False) if b < a)
+    return {
+        "policy": o.policy,
+        "slo_attainment": len(ok) / len(rows),
+        "core_seconds": core_s,
+        "peak_executors": max(ex),
+        "scale_ups": ups,
+        "scale_downs": downs,
+        "throughput": o.throughput,
+        "p99_ms": o.p99_ms,
+        "max_backlog": max(float(r["backlog"] or 0.0) for r in o.timeline),
+        "batches": len(o.timeline),
+    }
+
+
+def run_surge(
+    master: str,
+    cfg: SurgeConfig,
+    policies: Sequence[str],
+    *,
+    on_batch: Callable[[dict[str, Any]], None] = lambda row: None,
+) -> list[SurgeOutcome]:
+    """Every policy in turn on the same cluster."""
+    for p in policies:
+        if p not in SURGE_POLICIES:
+            raise StreamscaleError(f"unknown policy (known: {', '.join(SURGE_POLICIES)})", item=p)
+    return [run_policy(master, cfg, p, on_batch=on_batch) for p in policies]
+
+
+def plot_surge(path: Path, outcomes: Sequence[SurgeOutcome], cfg: SurgeConfig) -> None:
+    """Executors, offered vs processed rate and p99 over time, one line per policy."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(3, 1, figsize=(9, 9), sharex=True)
+    for o in outcomes:
+        if not o.timeline:
+            continue
+        t = [r["t"] for r in o.timeline]
+        axes[0].step(t, [r["executors"] for r in o.timeline], where="post", label=o.policy)
+        axes[1].plot(t, [r["input_rate"] for r in o.timeline], marker=".", label=o.policy)
+        axes[2].plot(t, [r["p99_ms"] for r in o.timeline], marker=".", label=o.policy)
+    p, base = cfg.phase_s, cfg.base_rate
+    offered = ([0, p, p, 2 * p, 2 * p, 3 * p], [base, base, base * cfg.peak_factor,
+               base * cfg.peak_factor, base, base])  # fmt: skip
+    axes[1].plot(*offered, color="grey", linestyle="--", label="offered")
+    axes[2].axhline(cfg.latency_target_ms, color="red", linestyle=":", label="latency target")
+    axes[0].set_ylabel("executors alive")
+    axes[1].set_ylabel("tuples/s")
+    axes[2].set_ylabel("p99 latency (ms)")
+    axes[2].set_yscale("log")
+    axes[2].set_xlabel("seconds since the policy's first batch")
+    axes[0].set_title(
+        f"surge {base:g} → {base * cfg.peak_factor:g} → {base:g} t/s, "
+        f"{cfg.cost_ms:g} ms per tuple waited (cost_kind wall: emulated cores)"
+    )
+    for ax in axes:
+        ax.legend(loc="best", fontsize="small")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def config_dict(cfg: SurgeConfig) -> dict[str, Any]:
+    return {**asdict(cfg), "cost_kind": "wall", "schedule": cfg.schedule()}
