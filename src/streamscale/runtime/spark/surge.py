@@ -22,6 +22,7 @@ source backlog, and a per-batch timeline.
 
 from __future__ import annotations
 
+import itertools
 import math
 import shutil
 import tempfile
@@ -209,8 +210,8 @@ def summarize_surge(o: SurgeOutcome, cfg: SurgeConfig) -> dict[str, Any]:
     for prev, cur in zip(o.timeline, o.timeline[1:], strict=False):
         core_s += prev["cores"] * (cur["t"] - prev["t"])
     ex = [r["executors"] for r in o.timeline]
-    ups = sum(1 for a, b in zip(ex, ex[1:], strict=False) if b > a)
-    downs = sum(1 for a, b in zip(ex, ex[1:], strict=False) if b < a)
+    ups = sum(1 for a, b in itertools.pairwise(ex) if b > a)
+    downs = sum(1 for a, b in itertools.pairwise(ex) if b < a)
     return {
         "policy": o.policy,
         "slo_attainment": len(ok) / len(rows),
