@@ -27,7 +27,16 @@ app = typer.Typer(
 )
 
 # Each module defines ``register(app)``; a module appears here once it exists.
-_COMMAND_MODULES = ("validate", "reproduce", "plan", "demo", "profile", "run", "cluster")
+_COMMAND_MODULES = (
+    "validate",
+    "reproduce",
+    "plan",
+    "demo",
+    "surge",
+    "profile",
+    "run",
+    "cluster",
+)
 
 
 def _version(value: bool) -> None:

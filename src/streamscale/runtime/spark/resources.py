@@ -159,9 +159,16 @@ class ExecutorResources:
         gone); ``False`` on timeout. For start-up, tests and benchmarks; the runner never
         waits."""
         end = self.clock() + timeout_s
+        killed: set[str] = set()
         while self.clock() < end:
-            if len(self.alive()) == self.target:
+            alive = self.alive()
+            if len(alive) == self.target:
                 return True
+            excess = [e for e in alive[self.target :] if e not in killed]
+            if excess:  # the cluster manager launched more before the request arrived
+                self.sc._jsc.sc().killExecutors(self.sc._jvm.PythonUtils.toSeq(excess))
+                killed.update(excess)
+                self._set(self.target)
             time.sleep(0.25)
         return False
 

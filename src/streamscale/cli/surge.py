@@ -1,0 +1,147 @@
+"""``streamscale surge``: the elasticity demo — cores follow a load surge on a real cluster."""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from streamscale.cli.demo import check_values
+from streamscale.cli.output import Output
+from streamscale.cli.run import ensure_dir
+from streamscale.errors import StreamscaleError
+
+__all__ = ["register", "surge"]
+
+
+def register(app: typer.Typer) -> None:
+    app.command("surge", help="Elasticity demo: executors follow a load surge on a cluster.")(surge)
+
+
+def surge(
+    ctx: typer.Context,
+    out_dir: Path = typer.Option(Path("report"), "--out", help="Report directory."),
+    policies: str = typer.Option(
+        "elastic,static-base",
+        "--policies",
+        help="Comma-separated: elastic, static-peak, static-base, spark-dynamic.",
+    ),
+    phase: float = typer.Option(30.0, "--phase", help="Seconds of base, peak, base load."),
+    base_rate: float = typer.Option(150.0, "--base-rate", help="Base offered load (tuples/s)."),
+    peak_factor: float = typer.Option(3.0, "--peak-factor", help="Peak load ÷ base load."),
+    cost_ms: float = typer.Option(
+        10.0, "--cost-ms", help="Per-tuple cost, waited (cost_kind wall: emulated cores)."
+    ),
+    latency_target_ms: float = typer.Option(
+        10_000.0, "--latency-target-ms", help="p99 latency a batch must meet (SLO)."
+    ),
+    workers: int = typer.Option(4, "--workers", help="Loopback workers to start."),
+    worker_cores: int = typer.Option(2, "--worker-cores", help="Executor slots per worker."),
+    master: str | None = typer.Option(
+        None, "--master", help="Use this running cluster (spark://…) instead of starting one."
+    ),
+) -> None:
+    """Start a loopback cluster, run the surge under each policy, write summary and timeline."""
+    from streamscale.runtime.spark.surge import SURGE_POLICIES, SurgeConfig
+
+    out: Output = ctx.obj
+    names = [p.strip() for p in policies.split(",") if p.strip()]
+    if not names:
+        raise StreamscaleError("no policy given", item="--policies")
+    for n in names:
+        if n not in SURGE_POLICIES:
+            raise StreamscaleError(f"unknown policy (known: {', '.join(SURGE_POLICIES)})", item=n)
+    check_values(
+        {"--phase": phase, "--base-rate": base_rate, "--cost-ms": cost_ms,
+         "--latency-target-ms": latency_target_ms},
+        {},
+    )  # fmt: skip
+    if not (math.isfinite(peak_factor) and peak_factor >= 1):
+        raise StreamscaleError(f"must be >= 1, got {peak_factor}", item="--peak-factor")
+    if not (1 <= workers <= 32 and 1 <= worker_cores <= 16):
+        raise StreamscaleError("need 1 <= --workers <= 32, 1 <= --worker-cores <= 16", item="surge")
+    if master is not None and not master.startswith("spark://"):
+        raise StreamscaleError("expected spark://HOST:PORT", item=f"--master {master}")
+    ensure_dir(out_dir, "--out")
+    cfg = SurgeConfig(
+        base_rate=base_rate,
+        peak_factor=peak_factor,
+        phase_s=phase,
+        cost_ms=cost_ms,
+        latency_target_ms=latency_target_ms,
+        max_executors=workers * worker_cores,
+    )
+    summary = _run(out, cfg, names, master, workers, worker_cores, out_dir)
+    if out.json:
+        out.emit(summary)
+    else:
+        out.console.print((out_dir / "summary.md").read_text(), markup=False)
+        out.line(f"report written to {out_dir}/")
+
+
+def _run(
+    out: Output,
+    cfg: Any,
+    names: list[str],
+    master: str | None,
+    workers: int,
+    cores: int,
+    out_dir: Path,
+) -> dict[str, Any]:
+    from streamscale.runtime.spark.cluster import cluster_down, cluster_up
+    from streamscale.runtime.spark.surge import config_dict, plot_surge, run_surge, summarize_surge
+
+    def show(row: dict[str, Any]) -> None:
+        if not out.json:
+            p99 = row["p99_ms"]
+            print(
+                f"{row['policy']:>13}  t={row['t']:6.1f}s  executors={row['executors']:2d}  "
+                f"rate={row['input_rate']:7.1f} t/s  p99={'-' if p99 is None else f'{p99:.0f}'} ms",
+                file=sys.stderr,
+                flush=True,
+            )
+
+    d = None
+    if master is None:
+        d = Path(tempfile.mkdtemp(prefix="streamscale-surge-cluster-"))
+        print(f"starting a loopback cluster: {workers} workers × {cores} slots", file=sys.stderr)
+        master = cluster_up(workers, cores, memory=f"{cores}g", directory=d).master_url
+    try:
+        outcomes = run_surge(master, cfg, names, on_batch=show)
+    finally:
+        if d is not None:
+            cluster_down(d)
+    figures = {o.policy: summarize_surge(o, cfg) for o in outcomes}
+    summary = {"policies": figures, "config": config_dict(cfg), "master": master}
+    (out_dir / "summary.json").write_text(json.dumps(summary, indent=2, default=str))
+    (out_dir / "timeline.json").write_text(json.dumps({o.policy: o.timeline for o in outcomes}))
+    plot_surge(out_dir / "timeline.png", outcomes, cfg)
+    (out_dir / "summary.md").write_text(_markdown(figures, cfg))
+    return summary
+
+
+def _markdown(figures: dict[str, dict[str, Any]], cfg: Any) -> str:
+    head = (
+        f"# streamscale surge: {cfg.base_rate:g} → {cfg.base_rate * cfg.peak_factor:g} → "
+        f"{cfg.base_rate:g} tuples/s, {cfg.phase_s:g} s each\n\n"
+        f"{cfg.cost_ms:g} ms per tuple *waited* (cost_kind wall: {cfg.max_executors} one-core "
+        f"executor slots emulate cores), SLO: p99 ≤ {cfg.latency_target_ms:g} ms per batch.\n\n"
+        "| policy | SLO attainment | core-seconds | peak executors | scale-ups | scale-downs "
+        "| tuples/s | p99 ms |\n|---|---|---|---|---|---|---|---|\n"
+    )
+    rows = []
+    for name, f in figures.items():
+        if "error" in f:
+            rows.append(f"| {name} | failed: {f['error']} | | | | | | |")
+            continue
+        rows.append(
+            f"| {name} | {100 * f['slo_attainment']:.0f} % | {f['core_seconds']:.0f} | "
+            f"{f['peak_executors']} | {f['scale_ups']} | {f['scale_downs']} | "
+            f"{f['throughput']:.0f} | {f['p99_ms']:.0f} |"
+        )
+    return head + "\n".join(rows) + "\n\n![executors, rate and p99 over time](timeline.png)\n"
