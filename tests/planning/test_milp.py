@@ -162,3 +162,45 @@ def test_greedy_fallback_when_the_solver_returns_nothing(monkeypatch: pytest.Mon
     assert "greedy fallback" in res.notes[0]
     assert res.assignment[0] == res.assignment[6] == 3
     assert migrations(p, res.assignment) <= 3
+
+
+def _small_scale_in(seed: int) -> tuple[KeyGroupProblem, int]:
+    rng = np.random.default_rng(seed)
+    k, n = 6, 4
+    load = rng.integers(1, 6, k).astype(float)
+    asg = rng.integers(0, n, k)
+    p = KeyGroupProblem.build(
+        [f"g{i}" for i in range(k)], [f"n{j}" for j in range(n)], load, asg, removing=["n3"]
+    )
+    return p, int(rng.integers(1, 4))
+
+
+def _brute_scale_in(p: KeyGroupProblem, budget: int) -> float:
+    """Least δ over every allocation within the budget that moves nothing into N_r."""
+    best = np.inf
+    for a in itertools.product(range(p.n), repeat=p.k):
+        arr = np.array(a)
+        moved = arr != p.assignment
+        if moved.sum() <= budget and not (moved & p.removing[arr]).any():
+            best = min(best, load_distance(p, arr))
+    return best
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_scale_in_round_reaches_the_brute_force_optimum(seed: int) -> None:
+    p, budget = _small_scale_in(seed)
+    res = solve_milp(p, max_migrations=budget)
+    assert migrations(p, res.assignment) <= budget
+    assert load_distance(p, res.assignment) == pytest.approx(_brute_scale_in(p, budget))
+
+
+def test_finish_drain_trades_balance_for_a_drained_node() -> None:
+    # Seed 0: budget 2, the best round keeps δ at 5/3; forcing both groups off
+    # n3 (finish_drain) ends at 19/3, hence off by default.
+    p, budget = _small_scale_in(0)
+    assert budget == 2
+    assert _brute_scale_in(p, budget) == pytest.approx(5 / 3)
+    forced = solve_milp(p, max_migrations=budget, finish_drain=True)
+    assert not p.removing[forced.assignment].any()
+    assert load_distance(p, forced.assignment) == pytest.approx(19 / 3)
+    assert load_distance(p, solve_milp(p, max_migrations=budget).assignment) == pytest.approx(5 / 3)
