@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from streamscale.errors import ModelError
 from streamscale.planning.placement.groups import GroupJob
-from streamscale.planning.placement.relaxations import (
-    gcd_granularity,
-    normalize_capacities,
-    split_skewed,
-)
+from streamscale.planning.placement.relaxations import gcd_granularity, split_skewed
+from streamscale.planning.placement.task_level import task_level
 from streamscale.planning.placement.top_down import top_down
 
 
@@ -28,23 +26,36 @@ def test_gcd_granularity_makes_coarse_tasks_fit() -> None:
     assert res.complete and res.respects_capacities()
 
 
-def test_gcd_keeps_finer_tasks_and_caps() -> None:
+def test_gcd_cuts_every_task_to_size_d() -> None:
+    # gcd(50, 100) = 50: fifty 1 % tasks become one task of d = 50 %.
     job = GroupJob.build([("a", 50, 50.0)], [], {"n1": 100.0})
-    assert gcd_granularity(job).tasks == (50,)
+    assert gcd_granularity(job).tasks == (1,)
     odd = GroupJob.build([("a", 1, 37.0), ("b", 1, 41.0)], [], {"n1": 100.0})
-    assert gcd_granularity(odd).tasks == (37, 41)
-    assert gcd_granularity(odd, max_tasks=10).tasks == (10, 10)
+    finer = gcd_granularity(odd)
+    assert finer.tasks == (37, 41)
+    assert finer.task_cost == pytest.approx((1.0, 1.0))
+    # 41 one-percent tasks exceed max_tasks = 10: no relaxation within the bound.
+    assert gcd_granularity(odd, max_tasks=10) is odd
     with pytest.raises(ModelError):
         gcd_granularity(odd, quantum=0.0)
 
 
-def test_normalize_capacities_scales_to_weakest_node() -> None:
-    job = GroupJob.build([("a", 2, 50.0)], [], {"big": 400.0, "small": 200.0})
-    norm, scale = normalize_capacities(job)
-    assert scale == pytest.approx(0.5)
-    assert norm.capacities == pytest.approx((200.0, 100.0))
-    assert norm.groups[0].cost == pytest.approx(25.0)
-    assert top_down(norm).counts == top_down(job).counts
+@pytest.mark.parametrize("seed", range(40))
+def test_gcd_jobs_always_fit_when_capacity_holds_them(seed: int) -> None:
+    # §5: equal tasks of size d pack nodes exactly, so TL and TD place every
+    # task whenever Σ capacity ≥ Σ cost (whole percentages, coarse tasks).
+    rng = np.random.default_rng(seed)
+    ng, nn = int(rng.integers(2, 5)), int(rng.integers(2, 4))
+    caps = {f"n{i}": float(rng.integers(3, 11) * 10) for i in range(nn)}
+    total = sum(caps.values())
+    costs = rng.dirichlet(np.ones(ng)) * total * rng.uniform(0.6, 1.0)
+    groups = [(f"g{i}", 1, float(max(1, int(c)))) for i, c in enumerate(costs)]
+    edges = [(f"g{i}", f"g{i + 1}", float(rng.uniform(1, 10))) for i in range(ng - 1)]
+    finer = gcd_granularity(GroupJob.build(groups, edges, caps))
+    d = finer.task_cost[0]
+    assert finer.task_cost == pytest.approx((d,) * ng)
+    for res in (top_down(finer), task_level(finer), task_level(finer, order="storm")):
+        assert res.complete and res.respects_capacities()
 
 
 def test_split_skewed_groups_and_map_back() -> None:

@@ -3,8 +3,6 @@
 * :func:`gcd_granularity` — tasks too coarse to fit: re-cut every group into
   tasks of the greatest common divisor d of the group costs and node
   capacities, so tasks of all groups are equal and pack nodes exactly.
-* :func:`normalize_capacities` — heterogeneous hardware: express capacities
-  (and costs) relative to the least capable node.
 * :func:`split_skewed` — skewed groups: cut a group whose tasks cost unequal
   amounts into subgroups of near-equal task cost (within a margin), so Eq. 1
   holds within each; :meth:`SkewSplit.assignment` maps the subgroup tasks of
@@ -22,15 +20,19 @@ from streamscale.errors import ModelError
 from streamscale.model import unit_id
 from streamscale.planning.placement.groups import Group, GroupEdge, GroupJob, TaskAllocation
 
-__all__ = ["SkewSplit", "gcd_granularity", "normalize_capacities", "split_skewed"]
+__all__ = ["SkewSplit", "gcd_granularity", "split_skewed"]
 
 
 def gcd_granularity(job: GroupJob, *, quantum: float = 1.0, max_tasks: int = 1000) -> GroupJob:
-    """The job with each group cut into tasks of the cost GCD (paper 001, §5).
+    """The job with every group cut into tasks of the cost GCD d (paper 001, §5).
 
-    Costs and capacities are taken in whole multiples of ``quantum`` (% of a
-    core; the paper's worst case is d = 1 %, one-percent tasks). A group gets
-    ⌈pc_v/d⌉ tasks — never fewer than it has — capped at ``max_tasks``.
+    Group costs and node capacities are taken in whole multiples of
+    ``quantum`` (% of a core; the paper's worst case is d = 1 %, one-percent
+    tasks), d is their greatest common divisor and a group of cost pc_v gets
+    pc_v/d tasks, so every task of every group costs d and tasks pack nodes
+    exactly: the allocation succeeds whenever the cluster's capacity holds the
+    job. When some group would need more than ``max_tasks`` tasks the job is
+    returned unchanged (no relaxation within the bound).
     """
     if not quantum > 0:
         raise ModelError(f"quantum must be > 0, got {quantum}", item="quantum")
@@ -40,28 +42,11 @@ def gcd_granularity(job: GroupJob, *, quantum: float = 1.0, max_tasks: int = 100
     if not values:
         return job
     d = reduce(math.gcd, values) * quantum
-    groups = tuple(
-        Group(g.name, min(max_tasks, max(g.tasks, math.ceil(g.cost / d - 1e-9))), g.cost)
-        for g in job.groups
-    )
+    tasks = [max(1, round(g.cost / d)) if g.cost > 0 else g.tasks for g in job.groups]
+    if max(tasks) > max_tasks:
+        return job
+    groups = tuple(Group(g.name, k, g.cost) for g, k in zip(job.groups, tasks, strict=True))
     return GroupJob(groups, job.edges, job.nodes, job.capacities)
-
-
-def normalize_capacities(job: GroupJob) -> tuple[GroupJob, float]:
-    """The job in units of the least capable node (paper 001, §5), and the scale applied.
-
-    The least capable node (with capacity > 0) gets 100; every capacity and
-    cost is multiplied by the same factor, so feasibility and the IMC gain of
-    any allocation are unchanged while costs measured in different units
-    become comparable.
-    """
-    positive = [c for c in job.capacities if c > 0]
-    if not positive:
-        raise ModelError("no node has capacity", item="cluster")
-    scale = 100.0 / min(positive)
-    groups = tuple(Group(g.name, g.tasks, g.cost * scale) for g in job.groups)
-    caps = tuple(c * scale for c in job.capacities)
-    return GroupJob(groups, job.edges, job.nodes, caps), scale
 
 
 @dataclass(frozen=True, slots=True)
