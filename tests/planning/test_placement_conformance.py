@@ -39,6 +39,7 @@ PLACERS: list[tuple[str, dict[str, Any]]] = [
     ("tl", {"order": "storm"}),
     ("td", {}),
     ("td", {"singles": "affinity", "relax": False}),
+    ("td", {"literal": True}),
     ("optimal", {"time_limit_s": 60.0, "work_limit": 2.0}),
     ("gma", {}),
     ("gma", {"search": False}),
@@ -57,6 +58,7 @@ ALLOCATORS: dict[str, Callable[[GroupJob], TaskAllocation]] = {
     "td-imc": lambda j: top_down(j, priority="imc"),
     "td-affinity": lambda j: top_down(j, singles="affinity"),
     "td-max-links": lambda j: top_down(j, split="max-links"),
+    "td-literal": lambda j: top_down(j, literal=True),
     "optimal": lambda j: optimal(j, time_limit_s=60.0, work_limit=2.0).allocation,
 }
 

@@ -121,3 +121,40 @@ def test_max_links_split_gives_a_node_its_best_slice() -> None:
     assert most.collocated_links == 24 > balanced.collocated_links == 20
     with pytest.raises(ValueError):
         top_down(job, split="nope")  # type: ignore[arg-type]
+
+
+def test_literal_second_mode_fills_only_the_best_partner_node() -> None:
+    # ⟨a,b⟩ splits into (a1, b1) on n1 and n2 (90 % each); c (4 tasks of 5 %)
+    # then joins a's nodes, 2 tasks fit on each. Algorithm 5 as written fills
+    # only the first (n1) and leaves the other 2 to R, which puts them on the
+    # empty n3; the default also fills n2.
+    job = GroupJob.build(
+        [("a", 2, 60.0), ("b", 2, 120.0), ("c", 4, 20.0)],
+        [("a", "b", 100.0), ("a", "c", 10.0)],
+        {"n1": 100.0, "n2": 100.0, "n3": 100.0},
+    )
+    tuned, literal = top_down(job), top_down(job, literal=True)
+    assert [list(r) for r in tuned.counts] == [[1, 1, 0], [1, 1, 0], [2, 2, 0]]
+    assert [list(r) for r in literal.counts] == [[1, 1, 0], [1, 1, 0], [2, 0, 2]]
+    assert links(tuned, 0, 2) == 4 and links(literal, 0, 2) == 2
+
+
+def test_literal_both_mode_leaves_a_pair_no_split_fits_to_r() -> None:
+    # σ = 10 + 10·12 = 130 > 100: k = 0. Literally the pair goes to R, where
+    # Algorithm 3 alternates b's tasks between the nodes (a1 on n1, b 6 + 6);
+    # the default puts a1 with 9 b tasks on n1.
+    job = GroupJob.build(
+        [("a", 1, 10.0), ("b", 12, 120.0)],
+        [("a", "b", 10.0)],
+        {
+            "n1": 100.0,
+            "n2": 100.0,
+        },
+    )
+    assert [list(r) for r in top_down(job).counts] == [[1, 0], [9, 3]]
+    assert [list(r) for r in top_down(job, literal=True).counts] == [[1, 0], [6, 6]]
+
+
+def test_literal_example2_matches_the_paper() -> None:
+    res = top_down(example2(), literal=True)
+    assert res.complete and links(res, 0, 1) == 100 and links(res, 2, 3) == 50

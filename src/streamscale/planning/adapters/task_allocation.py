@@ -19,7 +19,7 @@ capacity — capacity minus ``reserved_cpu`` — the job may use), ``alpha``
 (balance: μ_n = α·Σpc/|N|), ``relax`` (True: when tasks are too coarse to
 fit, retry with the GCD task granularity of §5, which changes task counts),
 ``skew`` (True: split skewed instances as above), ``skew_margin`` (0.2:
-relative cost spread within a subgroup), ``singles`` (td: ``least-loaded`` | ``affinity``), ``order`` (tl, tl-imc,
+relative cost spread within a subgroup), ``singles`` (td: ``least-loaded`` | ``affinity``), ``literal`` (td: False; True runs Algorithm 5 as written), ``order`` (tl, tl-imc,
 naive: ``diagonal`` | ``storm`` — task-id order, the literal reading — | ``random``), ``time_limit_s`` (optimal, 10), ``work_limit``
 (optimal: CP-SAT deterministic time limit).
 A placement that still leaves a task without a node raises
@@ -216,7 +216,8 @@ def tl_imc_placer(context: PlanningContext, plan: Plan) -> StepResult:
 @register("placer", "td", "paper 001 §4: top-down group-aware allocation (TD)")
 def td_placer(context: PlanningContext, plan: Plan) -> StepResult:
     singles = context.params.get("singles", "least-loaded")
-    return _run("td", context, plan, lambda j: top_down(j, singles=singles))
+    literal = bool(context.params.get("literal", False))
+    return _run("td", context, plan, lambda j: top_down(j, singles=singles, literal=literal))
 
 
 @register("placer", "optimal", "paper 001 §7.3: maximum IMC gain with CP-SAT (small jobs)")
