@@ -114,3 +114,89 @@ def test_native_counts_equal_pandas_over_the_same_tuples(spark, tmp_path: Path) 
     assert all(r.policy == NATIVE_POLICY and r.tasks == 2 for r in res.records)
     assert res.throughput > 0 and res.dead_letters == 0
     assert len((tmp_path / "out" / "metrics.jsonl").read_text().splitlines()) == 2
+
+
+def _running_totals(
+    key: tuple[Any, ...], frames: Any, state: Any
+) -> Any:  # written for applyInPandasWithState, unchanged below
+    n, total = state.get if state.exists else (0, 0.0)
+    for f in frames:
+        n += len(f)
+        total += float(f["value"].sum())
+    state.update((n, total))
+    yield pd.DataFrame({"key": [key[0]], "n": [n], "total": [total]})
+
+
+@pytest.mark.spark
+def test_apply_in_pandas_with_state_function_same_under_streamscale_and_spark(
+    spark, tmp_path: Path
+) -> None:
+    from streamscale.runtime.spark.keyed import KeyedSpec, run_keyed
+    from streamscale.runtime.spark.native import from_group_state
+    from streamscale.runtime.spark.routing import PartitionMap
+    from streamscale.runtime.spark.sources import register_sources
+    from streamscale.runtime.spark.state import LocalStateBackend
+
+    opts = {
+        "keys": "40",
+        "alpha": "1.0",
+        "cost_ms": "0",
+        "rate": "1e6",
+        "start_time": "0",
+        "total": "600",
+        "max_rows_per_batch": "300",
+        "seed": "5",
+    }
+    out_schema, state_schema = "key string, n long, total double", "n long, total double"
+    # Spark: the function as written, on Spark's state store.
+    register_sources(spark)
+    seen: list[pd.DataFrame] = []
+    query = (
+        spark.readStream.format("streamscale_generator")
+        .options(**opts)
+        .load()
+        .groupBy("key")
+        .applyInPandasWithState(_running_totals, out_schema, state_schema, "update", "NoTimeout")
+        .writeStream.outputMode("update")
+        .foreachBatch(lambda df, _: seen.append(df.toPandas()))
+        .option("checkpointLocation", str(tmp_path / "spark"))
+        .trigger(availableNow=True)
+        .start()
+    )
+    query.awaitTermination(300)
+    assert query.exception() is None
+    # streamscale: the same function as a keyed operator, state moved between two plans.
+    backend = LocalStateBackend(tmp_path / "state")
+    spec = KeyedSpec("op", "key", 2, 4, from_group_state(_running_totals, "key"), {}, (), backend)
+    ours: list[pd.DataFrame] = []
+    for b, parts in enumerate(([0, 0, 1, 1, 0, 0, 1, 1], [1, 0, 1, 0, 2, 2, 0, 1])):
+        pmap = PartitionMap("op", 2, 4, tuple(f"u{p}" for p in range(max(parts) + 1)), tuple(parts))
+        df = spark.createDataFrame(generate(opts, 300 * b, 300 * (b + 1)))
+        out, _ = run_keyed(
+            df,
+            spec,
+            batch_id=b,
+            upto=b - 1,
+            pmap=pmap,
+            attempt=None,
+            hints=(),
+            drops=(),
+            dead_letter_dir=str(tmp_path / "dl"),
+        )
+        ours.append(out.toPandas())
+        backend.commit("op", b)
+
+    def last(frames: list[pd.DataFrame]) -> dict[str, tuple[int, float]]:
+        df = pd.concat(frames).sort_values("n")
+        return {
+            k: (int(r.n), round(float(r.total), 9)) for k, r in df.groupby("key").last().iterrows()
+        }
+
+    spark_final, ours_final = last(seen), last(ours)
+    want = generate(opts, 0, 600).groupby("key")["value"].agg(["count", "sum"])
+    assert len(seen) >= 2 and spark_final == ours_final
+    assert ours_final == {
+        k: (int(r["count"]), round(float(r["sum"]), 9)) for k, r in want.iterrows()
+    }
+    stored = {k: v for st in backend.load_all("op").values() for k, v in st.items()}
+    assert {k: (n, round(t, 9)) for k, (n, t) in stored.items()} == ours_final

@@ -197,7 +197,8 @@ def dead_letter_reasons(df: pd.DataFrame, key: str, required: tuple[str, ...]) -
         reasons[:] = f"missing key field {key!r}"
     else:
         k = df[key]
-        reasons[k.isna() | (k.astype(str).str.len() == 0)] = f"missing key {key!r}"
+        empty = k.eq("") if k.dtype == object or pd.api.types.is_string_dtype(k) else False
+        reasons[k.isna() | empty] = f"missing key {key!r}"
     for col in required:
         if col not in df.columns:
             reasons[reasons.isna()] = f"missing field {col!r}"
@@ -239,7 +240,9 @@ def _map_side(
                 if "seq" in df.columns
                 else (np.int64(index) << 40) + pos
             )
-            shards = global_shards(df[spec.key].tolist(), spec.executors, spec.shards)
+            # Hash each distinct key once (a batch repeats keys many times).
+            codes, uniq = pd.factorize(df[spec.key])
+            shards = global_shards(uniq.tolist(), spec.executors, spec.shards)[codes]
             parts = table[shards]
             yield df.assign(
                 **{_SHARD: shards, _PART: parts.astype(np.int32), _PK: pkeys[parts], _ORDER: order}
@@ -256,7 +259,13 @@ def _map_side(
 
 
 def _epoch_s(col: pd.Series) -> np.ndarray:
-    ts = pd.to_datetime(col, utc=True, errors="coerce")
+    ts = (
+        col
+        if isinstance(col.dtype, pd.DatetimeTZDtype)
+        else pd.to_datetime(col, utc=True, errors="coerce")
+    )
+    if ts.dt.unit != "ns":
+        ts = ts.dt.as_unit("ns")
     return (ts.astype("int64").to_numpy() / 1e9).astype(float)
 
 
