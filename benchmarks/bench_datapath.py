@@ -1,0 +1,157 @@
+"""The keyed data path at zero per-tuple cost: streamscale's keyed stage against Spark's own.
+
+Same generator (10 K keys, Zipf α ∈ {0.5, 1.0}, ``cost_ms`` 0), one run, local
+Spark with 2 cores. One JSON line per path with ``"bench": "datapath"``,
+``path``, ``alpha``, ``rows_per_s`` (and ``rows``, ``seconds``):
+
+* ``elastic``: :func:`streamscale.runtime.spark.keyed.run_keyed` with the
+  calculator, ``E = 2`` executors of ``Z = 64`` shards, shards placed on one
+  unit per core by longest-processing-time first on the batch's shard loads
+  (what the elastic planner's routing tables do), state read and written
+  per shard every batch;
+* ``static``: the same stage with each executor's shards on its own unit
+  (no rebalancing);
+* ``spark-sql``: Spark's own ``groupBy(key).agg(count, sum)`` over the same rows
+  (no state kept between batches), written to the ``noop`` sink;
+* ``spark-native``: ``applyInPandasWithState`` (:func:`~streamscale.runtime.spark.native.run_native`)
+  over the streaming generator source, throughput after its first batch.
+
+``elastic``, ``static`` and ``spark-sql`` time ``--repeat`` batches of ``--rows``
+cached input rows after one warm-up batch (median batch time); the keyed stage
+also returns every output row cached (one per input tuple).
+
+Run: ``.venv/bin/python benchmarks/bench_datapath.py [--rows N] [--repeat R]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from streamscale.runtime.spark.functions import calculator
+from streamscale.runtime.spark.keyed import KeyedSpec, release, run_keyed
+from streamscale.runtime.spark.routing import PartitionMap, global_shards
+from streamscale.runtime.spark.sources import generate
+from streamscale.runtime.spark.state import LocalStateBackend
+
+E, Z, CORES = 2, 64, 2
+
+
+def _emit(**line: Any) -> None:
+    print(json.dumps({"bench": "datapath", **line}), flush=True)
+
+
+def _lpt(loads: np.ndarray, units: int) -> tuple[int, ...]:
+    """Shards onto ``units`` partitions, heaviest first onto the least-loaded one."""
+    acc = [0.0] * units
+    parts = [0] * len(loads)
+    for g in np.argsort(-loads, kind="stable").tolist():
+        p = min(range(units), key=acc.__getitem__)
+        parts[g] = p
+        acc[p] += float(loads[g])
+    return tuple(parts)
+
+
+def _keyed(df: Any, n: int, pmap: PartitionMap, root: Path, repeat: int) -> list[float]:
+    from pyspark.sql import types as T
+
+    schema = T.StructType(
+        [
+            T.StructField("key", T.StringType()),
+            T.StructField("count", T.LongType()),
+            T.StructField("sum", T.DoubleType()),
+        ]
+    )
+    backend = LocalStateBackend(root / "state")
+    spec = KeyedSpec("calc", "key", E, Z, calculator, {}, ("cost_ms",), backend, schema)
+    times = []
+    for b in range(repeat + 1):
+        t0 = time.perf_counter()
+        _, stats = run_keyed(
+            df,
+            spec,
+            batch_id=b,
+            upto=b - 1,
+            pmap=pmap,
+            attempt=uuid.uuid4().hex,
+            hints=(),
+            drops=(),
+            dead_letter_dir=str(root / "dead"),
+        )
+        backend.commit("calc", b)
+        if b:
+            times.append(time.perf_counter() - t0)
+        if stats.rows != n:
+            raise SystemExit(f"keyed stage processed {stats.rows} rows of {n}")
+    release("calc")
+    return times
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rows", type=int, default=200_000)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--native-rows", type=int, default=20_000, help="rows per native batch")
+    args = ap.parse_args()
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from pyspark.sql import functions as F
+
+    from streamscale.runtime.spark.job import Job
+    from streamscale.runtime.spark.native import run_native
+    from streamscale.runtime.spark.session import build_session
+
+    spark = build_session(f"local[{CORES}]", shuffle_partitions=CORES)
+    for alpha in (0.5, 1.0):
+        opts = {"keys": "10000", "alpha": str(alpha), "cost_ms": "0", "seed": "7"}
+        pdf = generate(opts, 0, args.rows)
+        df = spark.createDataFrame(pdf).repartition(CORES).cache()
+        n = df.count()
+        loads = np.bincount(global_shards(pdf["key"].tolist(), E, Z), minlength=E * Z)
+        units = tuple(f"u{p}" for p in range(CORES))
+        paths = {
+            "elastic": PartitionMap("calc", E, Z, units, _lpt(loads.astype(float), CORES)),
+            "static": PartitionMap("calc", E, Z, units, tuple(g // Z for g in range(E * Z))),
+        }
+        for name, pmap in paths.items():
+            with tempfile.TemporaryDirectory() as tmp:
+                t = statistics.median(_keyed(df, n, pmap, Path(tmp), args.repeat))
+            _emit(path=name, alpha=alpha, rows=n, seconds=round(t, 3), rows_per_s=round(n / t))
+        agg = df.groupBy("key").agg(F.count("*").alias("count"), F.sum("value").alias("sum"))
+        times = []
+        for i in range(args.repeat + 1):
+            t0 = time.perf_counter()
+            agg.write.format("noop").mode("overwrite").save()
+            if i:
+                times.append(time.perf_counter() - t0)
+        t = statistics.median(times)
+        _emit(path="spark-sql", alpha=alpha, rows=n, seconds=round(t, 3), rows_per_s=round(n / t))
+        df.unpersist()
+        m = args.native_rows
+        nopts = {**opts, "rate": "1e9", "start_time": "0", "total": str(3 * m)}
+        nopts["max_rows_per_batch"] = str(m)
+        job = Job.simple(
+            "calc", calculator, source_options=nopts, instances=E, shards=Z, trigger_s=0
+        )
+        with tempfile.TemporaryDirectory() as tmp:
+            res = run_native(spark, job, duration_s=600, checkpoint=Path(tmp) / "ck", max_batches=3)
+        _emit(
+            path="spark-native",
+            alpha=alpha,
+            rows=res.rows,
+            rows_per_s=round(res.throughput),
+        )
+    spark.stop()
+
+
+if __name__ == "__main__":
+    main()
