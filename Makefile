@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 LOCK   := requirements.lock
 LATEST := .venv-latest
 
-.PHONY: demo test test-latest lint lock env check-java check-python clean
+.PHONY: demo demo-saturation test test-latest lint lock env check-java check-python clean
 
 check-python:
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "streamscale needs Python >= 3.11 (found %s)" % sys.version.split()[0])'
@@ -24,6 +24,9 @@ check-java:
 	@command -v java >/dev/null 2>&1 || { echo "streamscale: Java 17+ is required by Spark and was not found; install it (e.g. 'apt-get install openjdk-17-jre-headless') or set JAVA_HOME" >&2; exit 1; }
 
 demo: env check-java
+	$(VENV)/bin/streamscale surge --out report
+
+demo-saturation: env check-java
 	$(VENV)/bin/streamscale demo
 
 test: env check-java
