@@ -1,0 +1,83 @@
+"""The exporter serves, over real HTTP on loopback, the figures of the batches it was fed."""
+
+from __future__ import annotations
+
+import socket
+import urllib.request
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from streamscale.errors import StreamscaleError
+from streamscale.runtime.spark.exporter import MetricsExporter
+from streamscale.runtime.spark.metrics import BatchRecord
+
+
+def _rec(batch: int, units: list[str], **extra: object) -> BatchRecord:
+    return BatchRecord(
+        batch_id=batch,
+        time=float(batch),
+        rows=100 * (batch + 1),
+        duration_s=0.5,
+        input_rate=200.0,
+        processing_rate=180.0,
+        latency_p50_ms=12.0,
+        latency_p99_ms=90.0 + batch,
+        delta=0.25,
+        tasks=len(units),
+        cores=len(units),
+        busy_s=0.4,
+        policy="elastic",
+        extra={"units": units, **extra},
+    )
+
+
+def _scrape(url: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    with urllib.request.urlopen(url, timeout=10) as resp:
+        text = resp.read().decode()
+    return {
+        (s.name, tuple(sorted((k, v) for k, v in s.labels.items() if k != "job"))): s.value
+        for fam in text_string_to_metric_families(text)
+        for s in fam.samples
+    }
+
+
+def test_metrics_follow_the_batches() -> None:
+    ex = MetricsExporter(0, job="t")
+    try:
+        assert ex.host == "127.0.0.1"
+        ex.observe(
+            _rec(0, ["calc[0]#0", "calc[0]#1", "calc[1]#0", "sink[0]#0"],
+                 backlog=40, executors_alive=3, executors_requested=4,
+                 executors_added=["1", "2", "3"], applied=["scale-out"])
+        )  # fmt: skip
+        ex.observe(
+            _rec(1, ["calc[0]#0", "calc[1]#0"], backlog=5, executors_alive=2,
+                 executors_requested=2, executors_added=[], executors_released=["3"],
+                 applied=["scale-in", "scale-out"])
+        )  # fmt: skip
+        m = _scrape(ex.url)
+    finally:
+        ex.close()
+    assert m[("streamscale_operator_cores", (("operator", "calc"),))] == 2
+    assert m[("streamscale_operator_cores", (("operator", "sink"),))] == 0  # gone from the plan
+    assert m[("streamscale_executors_alive", ())] == 2
+    assert m[("streamscale_executors_requested", ())] == 2
+    assert m[("streamscale_backlog_rows", ())] == 5
+    assert m[("streamscale_latency_ms", (("quantile", "0.99"),))] == 91.0
+    assert m[("streamscale_rows_total", ())] == 100 + 200
+    assert m[("streamscale_batches_total", ())] == 2
+    assert m[("streamscale_decisions_total", (("reason", "scale-out"),))] == 2
+    assert m[("streamscale_decisions_total", (("reason", "scale-in"),))] == 1
+    assert m[("streamscale_executor_changes_total", (("change", "added"),))] == 3
+    assert m[("streamscale_executor_changes_total", (("change", "released"),))] == 1
+
+
+def test_port_in_use_is_one_line_error() -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        port = s.getsockname()[1]
+        with pytest.raises(StreamscaleError) as err:
+            MetricsExporter(port)
+    assert err.value.item == "--metrics-port"
