@@ -26,3 +26,13 @@ def test_tiny_reproduction_writes_results(tmp_path: Path) -> None:
     assert "93.1" in md and "Fig. 4(b)" in md
     for png in ("optimality.png", "micro.png", "throughput.png"):
         assert (tmp_path / png).stat().st_size > 0
+    # One JSON line per headline figure and variant, on stdout and in headline.jsonl.
+    lines = (tmp_path / "headline.jsonl").read_text().splitlines()
+    heads = [json.loads(x) for x in lines]
+    assert heads == saved["headline"]
+    assert {h["variant"] for h in heads} == {"literal", "tuned"}
+    assert all(set(h) == {"figure", "variant", "paper", "measured"} for h in heads)
+    ex2 = {h["variant"]: h["measured"] for h in heads if h["figure"].startswith("001 Example 2 TL")}
+    assert ex2 == {"literal": 36, "tuned": 96}  # hand-traced in tests/planning/test_task_level.py
+    for name in ("td-literal", "tl-imc-storm"):
+        assert 0.0 < opt["detail"]["pct_of_optimal"][name] <= 100.0 + 1e-9
