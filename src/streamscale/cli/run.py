@@ -93,6 +93,10 @@ def run(
     min_executors: int = typer.Option(
         1, "--min-executors", help="Fewest executors the job keeps (cluster masters)."
     ),
+    metrics_port: int | None = typer.Option(
+        None, "--metrics-port", help="Serve Prometheus /metrics on 127.0.0.1:PORT."
+    ),
+    spark_ui: bool = typer.Option(True, "--spark-ui/--no-spark-ui", help="Spark's web UI."),
 ) -> None:
     """Run JOB_FILE on Spark with elastic keyed operators; print a live table and a summary.
 
@@ -115,6 +119,8 @@ def run(
         raise StreamscaleError(f"must be > 0, got {duration}", item="--duration")
     if max_batches is not None and max_batches < 1:
         raise StreamscaleError(f"must be >= 1, got {max_batches}", item="--max-batches")
+    if metrics_port is not None and not 1 <= metrics_port <= 65535:
+        raise StreamscaleError(f"must be 1..65535, got {metrics_port}", item="--metrics-port")
     params = check_run_options(policy, param, master)
     if not 1 <= min_executors <= max_executors <= 1024 or not 1 <= executor_cores <= 256:
         raise StreamscaleError(
@@ -131,10 +137,18 @@ def run(
     )
     from pyspark.sql import SparkSession
 
+    exporter = None
+    if metrics_port is not None:
+        from streamscale.runtime.spark.exporter import MetricsExporter
+
+        exporter = MetricsExporter(metrics_port, job=job.topology.name)
+
     owned = SparkSession.getActiveSession() is None
     elastic = is_cluster_master(master) and cluster is None
     conf = executor_conf(executor_cores, max_executors) if elastic else None
-    spark = build_session(master, app_name=f"streamscale-{job.topology.name}", conf=conf)
+    spark = build_session(
+        master, app_name=f"streamscale-{job.topology.name}", conf=conf, ui=spark_ui
+    )
     resources = None
     if elastic:
         resources = ExecutorResources(
@@ -154,6 +168,8 @@ def run(
 
     def on_batch(rec: BatchRecord) -> None:
         records.append(rec)
+        if exporter is not None:
+            exporter.observe(rec)
         if live is not None:
             live.update(live_table(records, title=f"{job.topology.name} · {policy}"))
 
@@ -173,6 +189,8 @@ def run(
             resources=resources,
         )
     finally:
+        if exporter is not None:
+            exporter.close()
         if live is not None:
             live.stop()
         if owned:

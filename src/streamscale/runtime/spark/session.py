@@ -39,12 +39,14 @@ def build_session(
     shuffle_partitions: int = 4,
     conf: Mapping[str, str] | None = None,
     log_level: str = "ERROR",
+    ui: bool = False,
 ):  # -> pyspark.sql.SparkSession (typed loosely so importing this module stays cheap)
     """A SparkSession for streamscale jobs.
 
     Python workers must run the same interpreter as the driver, or they time
-    out at start-up; the UI is off and logs are quiet so a terminal stays
-    readable. ``master`` may be ``local[N]`` or a cluster URL (``spark://…``).
+    out at start-up; logs are quiet so a terminal stays readable, and Spark's web UI is
+    off unless ``ui`` (``streamscale run`` turns it on; tests leave it off). ``master``
+    may be ``local[N]`` or a cluster URL (``spark://…``).
     """
     check_java()
     # Local and loopback masters bind the driver to loopback (no hostname warning, no
@@ -61,7 +63,7 @@ def build_session(
     builder = (
         SparkSession.builder.master(master)
         .appName(app_name)
-        .config("spark.ui.enabled", "false")
+        .config("spark.ui.enabled", "true" if ui else "false")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.shuffle.partitions", str(shuffle_partitions))
         .config("spark.sql.execution.arrow.pyspark.enabled", "true")
