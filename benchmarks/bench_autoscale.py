@@ -63,8 +63,15 @@ def main(argv: list[str] | None = None) -> int:
         cluster_down(d)
     figures = {o.policy: summarize_surge(o, cfg) for o in outcomes}
     common = {"cost_kind": "wall", "emulated_cores": slots, "config": config_dict(cfg)}
+    dyn_defaults = {  # Spark's defaults, left unchanged for the spark-dynamic policy
+        "executorIdleTimeout": "60s",
+        "schedulerBacklogTimeout": "1s",
+        "sustainedSchedulerBacklogTimeout": "1s",
+        "shuffleTracking.timeout": "infinity",
+    }
     for f in figures.values():
-        _emit(bench="autoscale", **f, **common)
+        more = {"spark_dynamic_defaults": dyn_defaults} if f["policy"] == "spark-dynamic" else {}
+        _emit(bench="autoscale", **f, **common, **more)
     (args.out / "timeline.json").write_text(
         json.dumps({o.policy: o.timeline for o in outcomes}, indent=1)
     )
