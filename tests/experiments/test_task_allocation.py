@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from streamscale.experiments.task_allocation import run
+from streamscale.experiments.task_allocation import HEADLINE_FILE, readme_block, run
 
 
 @pytest.mark.slow
@@ -36,3 +36,25 @@ def test_tiny_reproduction_writes_results(tmp_path: Path) -> None:
     assert ex2 == {"literal": 36, "tuned": 96}  # hand-traced in tests/planning/test_task_level.py
     for name in ("td-literal", "tl-imc-storm"):
         assert 0.0 < opt["detail"]["pct_of_optimal"][name] <= 100.0 + 1e-9
+
+
+def _committed() -> list[dict[str, object]]:
+    return [json.loads(x) for x in HEADLINE_FILE.read_text().splitlines()]
+
+
+def test_readme_quotes_the_committed_headline_figures() -> None:
+    readme = (Path(__file__).parents[2] / "README.md").read_text()
+    start = readme.index("<!-- headline:task-allocation -->") + len(
+        "<!-- headline:task-allocation -->"
+    )
+    end = readme.index("<!-- /headline:task-allocation -->")
+    assert readme[start:end].strip() == readme_block(_committed()).strip()
+
+
+@pytest.mark.slow
+def test_committed_headline_is_what_reproduce_quick_prints(tmp_path: Path) -> None:
+    # ``streamscale reproduce task-allocation --quick`` (seed 1) regenerates the file.
+    run(tmp_path, quick=True, seed=1, window_s=0.02)
+    assert [json.loads(x) for x in (tmp_path / "headline.jsonl").read_text().splitlines()] == (
+        _committed()
+    )

@@ -26,10 +26,10 @@ from streamscale.planning.placement.groups import GroupJob
 from streamscale.planning.placement.task_level import task_level
 from streamscale.planning.placement.top_down import top_down
 
-__all__ = ["HEADLINE_FILE", "PAPER", "example2", "headline", "run"]
+__all__ = ["HEADLINE_FILE", "PAPER", "example2", "headline", "readme_block", "run"]
 
 # The committed copy of the headline figures the README quotes (``--quick``, seed 1).
-HEADLINE_FILE = Path(__file__).with_name("task_allocation_headline.json")
+HEADLINE_FILE = Path(__file__).with_name("task_allocation_headline.jsonl")
 
 PAPER = {
     "td_pct": 93.1,
@@ -316,3 +316,12 @@ def _plots(out: Path, r: dict[str, Any]) -> None:
     fig.tight_layout()
     fig.savefig(out / "throughput.png", dpi=120)
     plt.close(fig)
+
+
+def readme_block(heads: list[dict[str, Any]]) -> str:
+    """The README's table of headline figures (paper, literal, tuned per figure)."""
+    by: dict[str, dict[str, Any]] = {}
+    for h in heads:
+        by.setdefault(h["figure"], {"paper": h["paper"]})[h["variant"]] = h["measured"]
+    rows = [[f, v["paper"], v.get("literal"), v.get("tuned")] for f, v in by.items()]
+    return markdown_table(["figure", "paper", "literal", "tuned"], rows)

@@ -190,21 +190,28 @@ def _run(
     )
 
 
+def _order(context: PlanningContext) -> Any:
+    order = context.params.get("order", "diagonal")
+    if order not in ("diagonal", "storm", "random"):
+        raise ModelError(f"must be diagonal, storm or random, got {order!r}", item="--param order")
+    return order
+
+
 @register("placer", "naive", "paper 001 §3.1: task pairs by IMC onto nodes by capacity")
 def naive_placer(context: PlanningContext, plan: Plan) -> StepResult:
-    order = context.params.get("order", "diagonal")
+    order = _order(context)
     return _run("naive", context, plan, lambda j: naive_pairs(j, order=order, seed=context.seed))
 
 
 @register("placer", "tl", "paper 001 §3.2: task-level, pairs by relative significance")
 def tl_placer(context: PlanningContext, plan: Plan) -> StepResult:
-    order = context.params.get("order", "diagonal")
+    order = _order(context)
     return _run("tl", context, plan, lambda j: task_level(j, order=order, seed=context.seed))
 
 
 @register("placer", "tl-imc", "paper 001 §3.2: task-level, pairs by IMC")
 def tl_imc_placer(context: PlanningContext, plan: Plan) -> StepResult:
-    order = context.params.get("order", "diagonal")
+    order = _order(context)
     return _run(
         "tl-imc",
         context,
