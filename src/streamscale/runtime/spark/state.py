@@ -12,6 +12,13 @@ never split between two tasks.
 
 Each shard keeps two versions (the newest committed one and the one being
 written), so a replay of the last committed batch still finds its input.
+
+A shard's state is never silently empty: a version the driver knows to be
+committed that cannot be read (deleted, truncated, on another host's disk)
+fails the batch with one line naming the operator, the shard and the path.
+Versions and the commit marker are written to a temporary file renamed into
+place (optionally fsynced, with their directory), so a crash between writing
+state and committing leaves the previous version readable.
 """
 
 from __future__ import annotations
@@ -22,8 +29,11 @@ import pickle
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
+from urllib.parse import parse_qs, urlsplit
 
-__all__ = ["Hint", "LocalStateBackend", "StateBackend", "VersionIndex"]
+from streamscale.errors import StreamscaleError
+
+__all__ = ["Hint", "LocalStateBackend", "StateBackend", "VersionIndex", "state_backend"]
 
 #: The driver's view of a shard's input version: (version, or -1 for none;
 #: the attempt that wrote it, or ``None`` when unknown, e.g. after a restart).
@@ -89,18 +99,64 @@ class LocalStateBackend:
     Tasks on one node share the directory, so moving a shard between tasks of
     one node moves no bytes (paper 000, §3, intra-process state sharing).
     Writes go to a temporary file renamed into place, so a killed process never
-    leaves a half-written version behind.
+    leaves a half-written version behind; with ``fsync`` the data and the
+    directory entry are flushed to the disk before a write or commit returns.
     """
 
-    def __init__(self, root: str | Path) -> None:
+    def __init__(self, root: str | Path, *, fsync: bool = False) -> None:
         self.root = str(root)
+        self.fsync = fsync
         self._stale: dict[str, list[int]] = {}
 
     def __repr__(self) -> str:
-        return f"LocalStateBackend({self.root!r})"
+        return f"LocalStateBackend({self.root!r}, fsync={self.fsync})"
 
-    def __reduce__(self) -> tuple[type[LocalStateBackend], tuple[str]]:
-        return (LocalStateBackend, (self.root,))
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_local, (self.root, self.fsync))
+
+    def _put(self, path: str, name: str, data: bytes) -> None:
+        """Atomically place ``data`` at ``path/name`` (temporary file renamed into place)."""
+        tmp = os.path.join(path, f".{name}.{os.getpid()}.tmp")
+        try:
+            f = open(tmp, "wb")  # noqa: SIM115
+        except FileNotFoundError:
+            os.makedirs(path, exist_ok=True)
+            f = open(tmp, "wb")  # noqa: SIM115
+        with f:
+            f.write(data)
+            if self.fsync:
+                f.flush()
+                os.fsync(f.fileno())
+        os.replace(tmp, os.path.join(path, name))
+        if self.fsync:
+            fd = os.open(path, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+
+    def _load(self, operator: str, shard: int, v: int) -> dict[Any, Any]:
+        """Version ``v`` of a shard, known to exist: a failure to read it is an error."""
+        file = os.path.join(self._dir(operator, shard), f"{v}.pkl")
+        try:
+            with open(file, "rb") as f:
+                state = pickle.load(f)
+        except FileNotFoundError:
+            raise StreamscaleError(
+                f"state of operator {operator!r} shard {shard}: committed version {v} is missing",
+                item=file,
+            ) from None
+        except (pickle.UnpicklingError, EOFError, ValueError) as e:
+            raise StreamscaleError(
+                f"state of operator {operator!r} shard {shard}: version {v} is unreadable ({e})",
+                item=file,
+            ) from None
+        if not isinstance(state, dict):
+            raise StreamscaleError(
+                f"state of operator {operator!r} shard {shard}: version {v} is not a state",
+                item=file,
+            )
+        return state
 
     def _dir(self, operator: str, shard: int) -> str:
         return os.path.join(self.root, operator, str(shard))
@@ -127,11 +183,8 @@ class LocalStateBackend:
                 return {}, None
             if cached is not None and attempt is not None and cached[:2] == (v, attempt):
                 return cached[2], v
-            try:
-                with open(os.path.join(path, f"{v}.pkl"), "rb") as f:
-                    return pickle.load(f), v
-            except FileNotFoundError:
-                pass  # a stale hint: fall back to listing
+            # The driver knows v committed: if it is gone the batch fails (never empty).
+            return self._load(operator, shard, v), v
         versions = self._versions(path)
         usable = [v for v in versions if v <= upto]
         if not usable:
@@ -140,8 +193,7 @@ class LocalStateBackend:
         # Versions older than the one read are never needed again (a replay
         # reads this same one): the next write of this shard removes them.
         self._stale[path] = [x for x in versions if x < v]
-        with open(os.path.join(path, f"{v}.pkl"), "rb") as f:
-            return pickle.load(f), v
+        return self._load(operator, shard, v), v
 
     def write(
         self,
@@ -155,15 +207,7 @@ class LocalStateBackend:
     ) -> int:
         path = self._dir(operator, shard)
         data = pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL)
-        tmp = os.path.join(path, f".{version}.{os.getpid()}.tmp")
-        try:
-            f = open(tmp, "wb")  # noqa: SIM115
-        except FileNotFoundError:
-            os.makedirs(path, exist_ok=True)
-            f = open(tmp, "wb")  # noqa: SIM115
-        with f:
-            f.write(data)
-        os.replace(tmp, os.path.join(path, f"{version}.pkl"))
+        self._put(path, f"{version}.pkl", data)
         if attempt is not None:
             _CACHE[path] = (version, attempt, state)
             while len(_CACHE) > _CACHE_MAX:
@@ -175,12 +219,7 @@ class LocalStateBackend:
         return len(data)
 
     def commit(self, operator: str, version: int) -> None:
-        path = os.path.join(self.root, operator)
-        os.makedirs(path, exist_ok=True)
-        tmp = os.path.join(path, f"._committed.{os.getpid()}.tmp")
-        with open(tmp, "w") as f:
-            f.write(str(version))
-        os.replace(tmp, os.path.join(path, "_committed"))
+        self._put(os.path.join(self.root, operator), "_committed", str(version).encode())
 
     def committed(self, operator: str) -> int:
         try:
@@ -203,6 +242,34 @@ class LocalStateBackend:
                 if v is not None:
                     out[int(n)] = state
         return out
+
+
+def _local(root: str, fsync: bool) -> LocalStateBackend:
+    return LocalStateBackend(root, fsync=fsync)
+
+
+_TRUE = {"1", "true", "yes", "on"}
+
+
+def state_backend(url: str | Path) -> StateBackend:
+    """The state backend a URL names: a local path or ``file://`` URL (the default).
+
+    Query options: ``fsync=1`` flushes every version and commit marker to the
+    disk before returning (e.g. ``file:///data/state?fsync=1``).
+    """
+    text = str(url)
+    parts = urlsplit(text)
+    if parts.scheme in ("", "file"):
+        opts = parse_qs(parts.query)
+        unknown = sorted(set(opts) - {"fsync"})
+        if unknown:
+            raise StreamscaleError(f"unknown state backend option {unknown[0]!r}", item=text)
+        root = parts.path if parts.scheme == "file" else text.split("?", 1)[0]
+        if not root:
+            raise StreamscaleError("state backend URL names no path", item=text)
+        fsync = opts.get("fsync", ["0"])[-1].lower() in _TRUE
+        return LocalStateBackend(root, fsync=fsync)
+    raise StreamscaleError(f"unsupported state backend scheme {parts.scheme!r}", item=text)
 
 
 class VersionIndex:
