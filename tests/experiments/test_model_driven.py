@@ -33,6 +33,15 @@ def test_reproduction_writes_results(tmp_path: Path) -> None:
         assert row["mba_slots"] < row["lsa_slots"]  # MBA needs clearly fewer slots
     pairs = {r["pair"]: r for r in res["fixed_cluster"] if r["dag"] == "linear"}
     assert pairs["mba+sam"]["planned_rate"] > pairs["lsa+rsm"]["planned_rate"]
+    heads = [json.loads(x) for x in (tmp_path / "headline.jsonl").read_text().splitlines()]
+    assert heads == saved["headline"]
+    assert all(set(h) == {"figure", "variant", "paper", "measured"} for h in heads)
+    sam = {h["variant"]: h["measured"] for h in heads if "where SAM" in h["figure"]}
+    # Counted from the rows independently of the headline code.
+    assert sam == {
+        "literal": sum(1 for r in res["micro"] if r["sam_literal_extra"] > 0),
+        "tuned": sum(1 for r in res["micro"] if r["sam_extra"] > 0),
+    }
 
 
 def test_scenario_tiny() -> None:
@@ -40,3 +49,6 @@ def test_scenario_tiny() -> None:
     row = model_driven.scenario(model_driven.load_dag("linear"), models, 50)
     assert (row["lsa_slots"], row["mba_slots"]) == (7, 4)
     assert 0 < row["mba_sam_predicted_rate"] <= row["mba_sam_weighted_rate"] <= 50 + 1e-9
+    # Algorithm 6 as written maps a whole bundle whenever τ̂ threads remain: here it
+    # needs at least the slots of the bundle-count reading.
+    assert row["sam_literal_extra"] >= row["sam_extra"]
