@@ -3,7 +3,7 @@
 One call runs one batch of one keyed operator as a single Spark job of two
 stages, with columnar (Arrow) batches on both sides of the shuffle:
 
-* map side (``mapInPandas``): malformed tuples go to the dead-letter files
+* map side (``mapInArrow``): malformed tuples go to the dead-letter files
   (one file per batch, operator and map partition, so a retried task or a
   replayed batch overwrites instead of duplicating); every other tuple gets
   its global shard ``e·Z + s``, the partition of the unit serving that shard
@@ -172,7 +172,7 @@ def _write_jsonl(path: str, records: Iterable[Mapping[str, Any]]) -> None:
 def count_dead_letters(directory: str, batch_id: int | None = None, operator: str = "") -> int:
     """Dead letters written for ``batch_id`` (or every batch), of ``operator`` (or all)."""
     b = "*" if batch_id is None else str(batch_id)
-    pattern = f"batch-{b}-{operator}-*.jsonl" if operator else f"batch-{b}-*.jsonl"
+    pattern = f"batch-{b}-{operator}-map-*.jsonl" if operator else f"batch-{b}-*.jsonl"
     n = 0
     for f in glob.glob(os.path.join(directory, pattern)):
         with open(f) as fh:
@@ -182,7 +182,7 @@ def count_dead_letters(directory: str, batch_id: int | None = None, operator: st
 
 def _clear(directory: str, batch_id: int, operator: str) -> None:
     """Remove what an earlier attempt at this batch wrote (its partitioning may differ)."""
-    for f in glob.glob(os.path.join(directory, f"batch-{batch_id}-{operator}-*")):
+    for f in glob.glob(os.path.join(directory, f"batch-{batch_id}-{operator}-map-*")):
         with contextlib.suppress(FileNotFoundError):
             os.remove(f)
 
@@ -210,31 +210,39 @@ def dead_letter_reasons(df: pd.DataFrame, key: str, required: tuple[str, ...]) -
 
 def _map_side(
     spec: KeyedSpec, batch_id: int, pmap: PartitionMap, dead_dir: str, numeric: tuple[str, ...]
-) -> Callable[[Iterator[pd.DataFrame]], Iterator[pd.DataFrame]]:
+) -> Callable[[Iterator[Any]], Iterator[Any]]:
+    """Arrow record batches in and out; only the key, required and ``seq`` columns become pandas."""
     table = np.asarray(pmap.shard_partition, dtype=np.int64)
     pkeys = np.asarray(partition_keys(pmap.partitions), dtype=np.int64)
 
-    def run(frames: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
+    def run(batches: Iterator[Any]) -> Iterator[Any]:
+        import pyarrow as pa
         from pyspark import TaskContext
 
         index = TaskContext.get().partitionId()
         letters: list[dict[str, Any]] = []
         offset = 0
-        for df in frames:
+        for rb in batches:
+            names = rb.schema.names
+            small = rb.select([c for c in (spec.key, *spec.required, "seq") if c in names])
+            df = small.to_pandas()
             reasons = dead_letter_reasons(df, spec.key, spec.required)
             bad = reasons.notna().to_numpy()
-            for i in np.flatnonzero(bad).tolist():
-                # Dead letters keep the tuple as it arrived, not its parsed form.
-                tup = {c: (None if pd.isna(v) else v) for c, v in df.iloc[i].items()}
-                letters.append({"batch": batch_id, "reason": reasons.iat[i], "tuple": tup})
-            pos = offset + np.arange(len(df), dtype=np.int64)
-            offset += len(df)
+            pos = offset + np.arange(rb.num_rows, dtype=np.int64)
+            offset += rb.num_rows
             if bad.any():
+                # Dead letters keep the tuple as it arrived, not its parsed form.
+                full = rb.filter(pa.array(bad)).to_pandas()
+                for i, why in enumerate(reasons[bad].tolist()):
+                    tup = {c: (None if pd.isna(v) else v) for c, v in full.iloc[i].items()}
+                    letters.append({"batch": batch_id, "reason": why, "tuple": tup})
+                rb = rb.filter(pa.array(~bad))
                 df, pos = df[~bad].reset_index(drop=True), pos[~bad]
-            if df.empty:
+            if rb.num_rows == 0:
                 continue
+            cols = list(rb.columns)
             for col in numeric:
-                df[col] = pd.to_numeric(df[col]).astype(float)
+                cols[names.index(col)] = pa.array(pd.to_numeric(df[col]).to_numpy(dtype=float))
             order = (
                 df["seq"].to_numpy(dtype=np.int64)
                 if "seq" in df.columns
@@ -244,8 +252,15 @@ def _map_side(
             codes, uniq = pd.factorize(df[spec.key])
             shards = global_shards(uniq.tolist(), spec.executors, spec.shards)[codes]
             parts = table[shards]
-            yield df.assign(
-                **{_SHARD: shards, _PART: parts.astype(np.int32), _PK: pkeys[parts], _ORDER: order}
+            yield pa.RecordBatch.from_arrays(
+                [
+                    *cols,
+                    pa.array(shards),
+                    pa.array(parts.astype(np.int32)),
+                    pa.array(pkeys[parts]),
+                    pa.array(order),
+                ],
+                names=[*names, _SHARD, _PART, _PK, _ORDER],
             )
         if letters:
             os.makedirs(dead_dir, exist_ok=True)
@@ -474,9 +489,7 @@ def run_keyed(
         else [T.StructField(_OUT, T.BinaryType())]
     )
     reduced_schema = T.StructType([*out_fields, T.StructField(_STATS, T.BinaryType())])
-    mapped = df.mapInPandas(
-        _map_side(spec, batch_id, pmap, dead_letter_dir, numeric), mapped_schema
-    )
+    mapped = df.mapInArrow(_map_side(spec, batch_id, pmap, dead_letter_dir, numeric), mapped_schema)
     reduced = (
         mapped.repartition(pmap.partitions, F.col(_PK))
         .sortWithinPartitions(_SHARD, _ORDER)
