@@ -12,15 +12,30 @@ from streamscale.experiments.elastic_allocator import ALGORITHMS, METRICS, run_c
 from streamscale.experiments.elastic_allocator_feasibility import (
     cp_sat_feasible,
     exhaustive_feasible,
+    exhaustive_optimum,
+    objective_gap,
     random_instance,
 )
 from streamscale.experiments.elastic_allocator_setup import setting
+from streamscale.planning.placement.elastic_allocator import (
+    AllocatorNode,
+    AllocatorOperator,
+    AllocatorProblem,
+)
+from streamscale.planning.placement.gma import gma
 
 
 @pytest.mark.slow
 def test_tiny_reproduction_writes_results(tmp_path: Path) -> None:
     res = run_config(
-        tmp_path, seed=2, rates=(200, 1200), repetitions=2, tiny=6, medium=2, time_limit_s=2.0
+        tmp_path,
+        seed=2,
+        rates=(200, 1200),
+        repetitions=2,
+        tiny=6,
+        medium=2,
+        time_limit_s=2.0,
+        gap=4,
     )
     saved = json.loads((tmp_path / "results.json").read_text())
     assert len(saved["runs"]) == 2 * len(ALGORITHMS)
@@ -33,6 +48,9 @@ def test_tiny_reproduction_writes_results(tmp_path: Path) -> None:
     assert (tmp_path / "utilization.png").stat().st_size > 0
     assert (tmp_path / "deviation.png").stat().st_size > 0
     assert "Fig. 4" in (tmp_path / "results.md").read_text()
+    heads = [json.loads(x) for x in (tmp_path / "headline.jsonl").read_text().splitlines()]
+    assert heads == saved["headline"]
+    assert {h["variant"] for h in heads} == {"literal", "tuned"}
 
 
 def test_setting_carries_running_queries() -> None:
@@ -49,3 +67,27 @@ def test_oracles_agree_on_small_instances() -> None:
     for _ in range(15):
         p = random_instance(rng, 3, 4)
         assert cp_sat_feasible(p, time_limit_s=5.0) == exhaustive_feasible(p)
+
+
+def test_exhaustive_optimum_hand_checked() -> None:
+    # Two equal idle nodes, two 30 % operators, no flows: one per node gives
+    # loads 0.3, 0.3 (R_dev 0); both on one node 0.6, 0 (R_dev ≈ 0.42).
+    nodes = tuple(AllocatorNode(f"n{i}", 100.0, bandwidth_mbps=100.0) for i in range(2))
+    ops = (AllocatorOperator("a", 30.0), AllocatorOperator("b", 30.0))
+    p = AllocatorProblem(nodes, ops, ())
+    assert exhaustive_optimum(p) == pytest.approx(0.0)
+
+
+def test_gma_never_beats_the_exhaustive_optimum() -> None:
+    rng = np.random.default_rng(7)
+    for _ in range(12):
+        p = random_instance(rng, 2, 4)
+        opt = exhaustive_optimum(p)
+        res = gma(p)
+        assert (opt is None) <= (not res.feasible)  # no feasible placement: GMA finds none
+        if res.feasible:
+            ev = res.evaluation
+            assert opt is not None and ev.cpu_deviation + ev.bw_deviation >= opt - 1e-9
+    g = objective_gap(6, 3)
+    for v in ("gma", "gma-literal"):
+        assert g[v]["at_optimum"] <= g[v]["feasible"] <= g["with_feasible_placement"]
