@@ -161,9 +161,9 @@ def test_bad_backend_urls_are_one_line_errors(url: str) -> None:
 # batch; batches are deterministic, so the reference is a plain dict replay.
 _DRIVER = r"""
 import os, signal, sys
-from streamscale.runtime.spark.state import LocalStateBackend, VersionIndex
-root, kill_batch, point, batches = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4])
-be, shards = LocalStateBackend(root, fsync=True), 3
+from streamscale.runtime.spark.state import VersionIndex, state_backend
+url, kill_batch, point, batches = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4])
+be, shards = state_backend(url), 3
 def die(at, b):
     if b == kill_batch and at == point:
         os.kill(os.getpid(), signal.SIGKILL)
@@ -197,14 +197,22 @@ def _reference(batches: int, shards: int = 3) -> dict[int, dict[int, int]]:
     return ref
 
 
-@pytest.mark.parametrize("point", ["before_write", "mid_write", "after_write", "after_commit"])
-def test_state_is_exact_across_sigkill_at_each_point_of_a_batch(tmp_path: Path, point: str) -> None:
-    cmd = [sys.executable, "-c", _DRIVER, str(tmp_path), "3", point, "6"]
+KILL_POINTS = ("before_write", "mid_write", "after_write", "after_commit")
+
+
+def check_sigkill(url: str, point: str) -> None:
+    """Kill the driver loop at ``point`` of batch 3, check, restart, check again."""
+    cmd = [sys.executable, "-c", _DRIVER, url, "3", point, "6"]
     killed = subprocess.run(cmd, check=False)
     assert killed.returncode == -signal.SIGKILL
-    committed = LocalStateBackend(tmp_path).committed("op")
+    committed = state_backend(url).committed("op")
     assert committed == (3 if point == "after_commit" else 2)
     # What was committed is readable and exact; the uncommitted batch left no trace.
-    assert LocalStateBackend(tmp_path).load_all("op") == _reference(committed + 1)
+    assert state_backend(url).load_all("op") == _reference(committed + 1)
     subprocess.run([*cmd[:4], "-1", "never", "6"], check=True)  # restart: replay, go on
-    assert LocalStateBackend(tmp_path).load_all("op") == _reference(6)
+    assert state_backend(url).load_all("op") == _reference(6)
+
+
+@pytest.mark.parametrize("point", KILL_POINTS)
+def test_state_is_exact_across_sigkill_at_each_point_of_a_batch(tmp_path: Path, point: str) -> None:
+    check_sigkill(f"file://{tmp_path}?fsync=1", point)

@@ -135,12 +135,26 @@ class LocalStateBackend:
             finally:
                 os.close(fd)
 
+    # File primitives: an object-store backend overrides these four.
+    def _get(self, file: str) -> bytes:
+        with open(file, "rb") as f:
+            return f.read()
+
+    def _list(self, path: str) -> list[str]:
+        try:
+            return os.listdir(path)
+        except FileNotFoundError:
+            return []
+
+    def _remove(self, file: str) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(file)
+
     def _load(self, operator: str, shard: int, v: int) -> dict[Any, Any]:
         """Version ``v`` of a shard, known to exist: a failure to read it is an error."""
         file = os.path.join(self._dir(operator, shard), f"{v}.pkl")
         try:
-            with open(file, "rb") as f:
-                state = pickle.load(f)
+            state = pickle.loads(self._get(file))
         except FileNotFoundError:
             raise StreamscaleError(
                 f"state of operator {operator!r} shard {shard}: committed version {v} is missing",
@@ -161,12 +175,8 @@ class LocalStateBackend:
     def _dir(self, operator: str, shard: int) -> str:
         return os.path.join(self.root, operator, str(shard))
 
-    @staticmethod
-    def _versions(path: str) -> list[int]:
-        try:
-            names = os.listdir(path)
-        except FileNotFoundError:
-            return []
+    def _versions(self, path: str) -> list[int]:
+        names = self._list(path)
         return sorted(int(n[:-4]) for n in names if n.endswith(".pkl") and n[:-4].isdigit())
 
     def versions(self, operator: str, shard: int) -> list[int]:
@@ -214,8 +224,7 @@ class LocalStateBackend:
                 del _CACHE[next(iter(_CACHE))]
         for v in {*self._stale.pop(path, ()), *drop}:
             if v < version:
-                with contextlib.suppress(FileNotFoundError):
-                    os.remove(os.path.join(path, f"{v}.pkl"))
+                self._remove(os.path.join(path, f"{v}.pkl"))
         return len(data)
 
     def commit(self, operator: str, version: int) -> None:
@@ -223,18 +232,13 @@ class LocalStateBackend:
 
     def committed(self, operator: str) -> int:
         try:
-            with open(os.path.join(self.root, operator, "_committed")) as f:
-                return int(f.read().strip() or -1)
+            return int(self._get(os.path.join(self.root, operator, "_committed")).strip() or -1)
         except FileNotFoundError:
             return -1
 
     def load_all(self, operator: str) -> dict[int, dict[Any, Any]]:
         upto = self.committed(operator)
-        base = os.path.join(self.root, operator)
-        try:
-            names = os.listdir(base)
-        except FileNotFoundError:
-            return {}
+        names = self._list(os.path.join(self.root, operator))
         out: dict[int, dict[Any, Any]] = {}
         for n in names:
             if n.isdigit():
@@ -254,6 +258,10 @@ _TRUE = {"1", "true", "yes", "on"}
 def state_backend(url: str | Path) -> StateBackend:
     """The state backend a URL names: a local path or ``file://`` URL (the default).
 
+    ``s3://bucket/prefix?endpoint=http://host:port`` (and other ``pyarrow.fs``
+    schemes) name a :class:`~streamscale.runtime.spark.state_fs.FsStateBackend`,
+    which every executor of a cluster reads alike.
+
     Query options: ``fsync=1`` flushes every version and commit marker to the
     disk before returning (e.g. ``file:///data/state?fsync=1``).
     """
@@ -269,6 +277,10 @@ def state_backend(url: str | Path) -> StateBackend:
             raise StreamscaleError("state backend URL names no path", item=text)
         fsync = opts.get("fsync", ["0"])[-1].lower() in _TRUE
         return LocalStateBackend(root, fsync=fsync)
+    if parts.scheme in ("s3", "hdfs", "gs", "abfs"):
+        from streamscale.runtime.spark.state_fs import FsStateBackend
+
+        return FsStateBackend(text)
     raise StreamscaleError(f"unsupported state backend scheme {parts.scheme!r}", item=text)
 
 
