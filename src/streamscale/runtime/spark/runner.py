@@ -40,7 +40,7 @@ from streamscale.runtime.spark.operator import (
 )
 from streamscale.runtime.spark.realizer import SparkRealizer, default_plan
 from streamscale.runtime.spark.resources import Resources
-from streamscale.runtime.spark.state import LocalStateBackend, VersionIndex
+from streamscale.runtime.spark.state import VersionIndex, state_backend
 
 __all__ = ["BatchRecord", "RunResult", "drive_query", "run_job", "summarize_run"]
 
@@ -160,6 +160,7 @@ def run_job(
     seed: int | None = None,
     cluster: Cluster | None = None,
     resources: Resources | None = None,
+    state_url: str | None = None,
 ) -> RunResult:
     """Run ``job`` for ``duration_s`` seconds (or ``max_batches`` batches) under ``policy``.
 
@@ -224,7 +225,7 @@ def run_job(
     _register_source(spark, job)
 
     op = job.operator
-    backend = LocalStateBackend(checkpoint / "state")
+    backend = state_backend(state_url or checkpoint / "state")  # e.g. s3://bucket/prefix
     index = VersionIndex(backend, job.keyed, op.instances * op.shards)
     base = Path(out) if out is not None else checkpoint
     dead_dir = str((base / "dead_letters").resolve())
