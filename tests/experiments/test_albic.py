@@ -53,3 +53,18 @@ def test_tiny_reproduction_writes_results(tmp_path: Path) -> None:
     for png in ("milp_vs_flux.png", "scale_in.png", "albic_vs_cola.png"):
         assert (tmp_path / png).stat().st_size > 0
     assert set(res) >= {"milp_vs_flux", "albic_vs_cola", "scale_in"}
+    heads = [json.loads(x) for x in (tmp_path / "headline.jsonl").read_text().splitlines()]
+    assert heads == data["headline"]
+    assert all(set(h) == {"figure", "variant", "paper", "measured"} for h in heads)
+
+
+def test_albic_starts_low_and_builds_collocation_up() -> None:
+    from streamscale.experiments.albic import albic_vs_cola
+
+    row, series = albic_vs_cola(100.0, 2, nodes=4, key_groups=32, operators=4, time_limit_s=0.3)
+    # Dealt round-robin over 4 nodes: about a quarter of the traffic is collocated at
+    # the start; COLA's own allocation serves as the contrast.
+    assert row["albic_start"] == "spread"
+    assert row["albic_start_collocation_pct"] < 50.0
+    assert row["albic_final_collocation_pct"] == series["albic_coll"][-1]
+    assert row["albic_final_collocation_pct"] > row["albic_start_collocation_pct"]
