@@ -32,6 +32,7 @@ from typing import Any, Protocol, runtime_checkable
 from urllib.parse import parse_qs, urlsplit
 
 from streamscale.errors import StreamscaleError
+from streamscale.runtime.spark.state_log import Chain, TrackedDict, apply_log, is_log, log_record
 
 __all__ = ["Hint", "LocalStateBackend", "StateBackend", "VersionIndex", "state_backend"]
 
@@ -44,7 +45,7 @@ Hint = tuple[int, str | None]
 # the driver's hint (a failed attempt's state never matches a committed one),
 # and it is popped before use, so a function that fails half-way through
 # mutating a state leaves nothing behind.
-_CACHE: dict[str, tuple[int, str, dict[Any, Any]]] = {}
+_CACHE: dict[str, tuple[int, str, TrackedDict, Chain]] = {}
 # Shards that moved to another worker leave stale entries: bound the cache
 # (oldest first out) so a worker never holds every shard's state forever.
 _CACHE_MAX = 4096
@@ -103,16 +104,27 @@ class LocalStateBackend:
     directory entry are flushed to the disk before a write or commit returns.
     """
 
-    def __init__(self, root: str | Path, *, fsync: bool = False) -> None:
+    def __init__(
+        self,
+        root: str | Path,
+        *,
+        fsync: bool = False,
+        snapshot_every: int = 16,
+        snapshot_ratio: float = 0.5,
+    ) -> None:
         self.root = str(root)
         self.fsync = fsync
+        self.snapshot_every = max(1, int(snapshot_every))
+        self.snapshot_ratio = float(snapshot_ratio)
+        self.bytes_written = 0  # by this process: what a batch costs the store
         self._stale: dict[str, list[int]] = {}
+        self._open: dict[str, tuple[Chain, dict[Any, Any]]] = {}
 
     def __repr__(self) -> str:
         return f"LocalStateBackend({self.root!r}, fsync={self.fsync})"
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (_local, (self.root, self.fsync))
+        return (_local, (self.root, self.fsync, self.snapshot_every, self.snapshot_ratio))
 
     def _put(self, path: str, name: str, data: bytes) -> None:
         """Atomically place ``data`` at ``path/name`` (temporary file renamed into place)."""
@@ -150,11 +162,32 @@ class LocalStateBackend:
         with contextlib.suppress(FileNotFoundError):
             os.remove(file)
 
-    def _load(self, operator: str, shard: int, v: int) -> dict[Any, Any]:
-        """Version ``v`` of a shard, known to exist: a failure to read it is an error."""
+    def _load(self, operator: str, shard: int, v: int) -> tuple[TrackedDict, Chain]:
+        """Version ``v`` of a shard (snapshot + changelogs), known to exist, and its chain."""
+        obj, n = self._obj(operator, shard, v)
+        if isinstance(obj, dict):
+            return TrackedDict(obj), Chain((v,), n, len(obj), 0)
+        files: tuple[int, ...] = obj[1]
+        snap, _ = self._obj(operator, shard, files[0])
+        if not isinstance(snap, dict):
+            raise StreamscaleError(
+                f"state of operator {operator!r} shard {shard}: version {files[0]} is not a "
+                "snapshot",
+                item=os.path.join(self._dir(operator, shard), f"{files[0]}.pkl"),
+            )
+        state = TrackedDict(snap)
+        for c in files[1:]:
+            rec, _ = self._obj(operator, shard, c)
+            apply_log(state, rec)
+        apply_log(state, obj)
+        return state, Chain((*files, v), obj[2], obj[3], obj[4] + n)
+
+    def _obj(self, operator: str, shard: int, v: int) -> tuple[Any, int]:
+        """One stored version (snapshot dict or changelog record) and its bytes."""
         file = os.path.join(self._dir(operator, shard), f"{v}.pkl")
         try:
-            state = pickle.loads(self._get(file))
+            raw = self._get(file)
+            state = pickle.loads(raw)
         except FileNotFoundError:
             raise StreamscaleError(
                 f"state of operator {operator!r} shard {shard}: committed version {v} is missing",
@@ -165,12 +198,12 @@ class LocalStateBackend:
                 f"state of operator {operator!r} shard {shard}: version {v} is unreadable ({e})",
                 item=file,
             ) from None
-        if not isinstance(state, dict):
+        if not (isinstance(state, dict) or is_log(state)):
             raise StreamscaleError(
                 f"state of operator {operator!r} shard {shard}: version {v} is not a state",
                 item=file,
             )
-        return state
+        return state, len(raw)
 
     def _dir(self, operator: str, shard: int) -> str:
         return os.path.join(self.root, operator, str(shard))
@@ -192,9 +225,10 @@ class LocalStateBackend:
             if v < 0:
                 return {}, None
             if cached is not None and attempt is not None and cached[:2] == (v, attempt):
+                self._open[path] = (cached[3], cached[2])
                 return cached[2], v
             # The driver knows v committed: if it is gone the batch fails (never empty).
-            return self._load(operator, shard, v), v
+            return self._opened(path, self._load(operator, shard, v)), v
         versions = self._versions(path)
         usable = [v for v in versions if v <= upto]
         if not usable:
@@ -203,7 +237,11 @@ class LocalStateBackend:
         # Versions older than the one read are never needed again (a replay
         # reads this same one): the next write of this shard removes them.
         self._stale[path] = [x for x in versions if x < v]
-        return self._load(operator, shard, v), v
+        return self._opened(path, self._load(operator, shard, v)), v
+
+    def _opened(self, path: str, loaded: tuple[TrackedDict, Chain]) -> TrackedDict:
+        self._open[path] = (loaded[1], loaded[0])
+        return loaded[0]
 
     def write(
         self,
@@ -216,16 +254,47 @@ class LocalStateBackend:
         drop: Iterable[int] = (),
     ) -> int:
         path = self._dir(operator, shard)
-        data = pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL)
+        opened = self._open.pop(path, None)
+        data: bytes | None = None
+        if opened is not None and opened[1] is state and opened[0].files[-1] < version:
+            base = opened[0]
+            if (
+                isinstance(state, TrackedDict)
+                and not state.opaque
+                and len(base.files) < self.snapshot_every
+            ):
+                data = pickle.dumps(log_record(base, state, state.dirty), protocol=_PROTOCOL)
+                if base.log_bytes + len(data) > self.snapshot_ratio * base.snap_bytes:
+                    data = None  # compact: the changelogs outgrew their snapshot
+                else:
+                    chain = Chain((*base.files, version), *_sizes(base), base.log_bytes + len(data))
+        if data is None:
+            plain = dict(state)
+            data = pickle.dumps(plain, protocol=_PROTOCOL)
+            chain = Chain((version,), len(data), len(plain), 0)
         self._put(path, f"{version}.pkl", data)
+        self.bytes_written += len(data)
+        tracked = state if isinstance(state, TrackedDict) else TrackedDict(state)
+        tracked.reset()
         if attempt is not None:
-            _CACHE[path] = (version, attempt, state)
+            _CACHE[path] = (version, attempt, tracked, chain)
             while len(_CACHE) > _CACHE_MAX:
                 del _CACHE[next(iter(_CACHE))]
-        for v in {*self._stale.pop(path, ()), *drop}:
-            if v < version:
+        self._collect(path, version, opened[0] if opened else None, drop)
+        if chain.snap_keys:
+            return int(chain.snap_bytes * max(len(state), 1) / chain.snap_keys)
+        return chain.snap_bytes + chain.log_bytes
+
+    def _collect(self, path: str, version: int, base: Chain | None, drop: Iterable[int]) -> None:
+        """Remove versions below the input version that its chain does not need."""
+        candidates = {*self._stale.pop(path, ()), *drop}
+        limit = version if base is None else base.files[-1]
+        if base is not None and len(base.files) == 1:  # a snapshot input: list once per cycle
+            candidates.update(self._versions(path))
+        keep = set(base.files) if base is not None else set()
+        for v in candidates:
+            if v < limit and v not in keep:
                 self._remove(os.path.join(path, f"{v}.pkl"))
-        return len(data)
 
     def commit(self, operator: str, version: int) -> None:
         self._put(os.path.join(self.root, operator), "_committed", str(version).encode())
@@ -248,8 +317,15 @@ class LocalStateBackend:
         return out
 
 
-def _local(root: str, fsync: bool) -> LocalStateBackend:
-    return LocalStateBackend(root, fsync=fsync)
+def _local(root: str, fsync: bool, every: int = 16, ratio: float = 0.5) -> LocalStateBackend:
+    return LocalStateBackend(root, fsync=fsync, snapshot_every=every, snapshot_ratio=ratio)
+
+
+def _sizes(c: Chain) -> tuple[int, int]:
+    return c.snap_bytes, c.snap_keys
+
+
+_PROTOCOL = pickle.HIGHEST_PROTOCOL
 
 
 _TRUE = {"1", "true", "yes", "on"}
