@@ -110,3 +110,13 @@ def test_worker_cache_round_trip_keeps_changelogs_exact(tmp_path: Path) -> None:
     _run(be, dict(ref), range(1, 6), seed=7)
     # the same process read its cached state; a fresh reader agrees byte for byte
     assert LocalStateBackend(tmp_path).load_all("op") == be.load_all("op")
+
+
+def test_snapshot_options_come_from_the_url(tmp_path: Path) -> None:
+    from streamscale.runtime.spark.state import state_backend
+
+    be = state_backend(f"{tmp_path}?snapshot_every=3&snapshot_ratio=0.25")
+    assert isinstance(be, LocalStateBackend)
+    assert (be.snapshot_every, be.snapshot_ratio) == (3, 0.25)
+    again = pickle.loads(pickle.dumps(be))
+    assert (again.snapshot_every, again.snapshot_ratio) == (3, 0.25)

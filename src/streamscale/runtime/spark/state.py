@@ -331,6 +331,18 @@ _PROTOCOL = pickle.HIGHEST_PROTOCOL
 _TRUE = {"1", "true", "yes", "on"}
 
 
+def _snapshot_opts(opts: dict[str, list[str]], url: str) -> dict[str, Any]:
+    """``snapshot_every`` (versions per snapshot) and ``snapshot_ratio`` from a URL query."""
+    out: dict[str, Any] = {}
+    for name, kind in (("snapshot_every", int), ("snapshot_ratio", float)):
+        if name in opts:
+            try:
+                out[name] = kind(opts[name][-1])
+            except ValueError:
+                raise StreamscaleError(f"{name} must be a number", item=url) from None
+    return out
+
+
 def state_backend(url: str | Path) -> StateBackend:
     """The state backend a URL names: a local path or ``file://`` URL (the default).
 
@@ -339,20 +351,23 @@ def state_backend(url: str | Path) -> StateBackend:
     which every executor of a cluster reads alike.
 
     Query options: ``fsync=1`` flushes every version and commit marker to the
-    disk before returning (e.g. ``file:///data/state?fsync=1``).
+    disk before returning (e.g. ``file:///data/state?fsync=1``);
+    ``snapshot_every=N`` and ``snapshot_ratio=R`` set when changelogs are
+    compacted into a snapshot (every ``N`` versions, or when they outgrow ``R``
+    times the snapshot; defaults 16 and 0.5).
     """
     text = str(url)
     parts = urlsplit(text)
     if parts.scheme in ("", "file"):
         opts = parse_qs(parts.query)
-        unknown = sorted(set(opts) - {"fsync"})
+        unknown = sorted(set(opts) - {"fsync", "snapshot_every", "snapshot_ratio"})
         if unknown:
             raise StreamscaleError(f"unknown state backend option {unknown[0]!r}", item=text)
         root = parts.path if parts.scheme == "file" else text.split("?", 1)[0]
         if not root:
             raise StreamscaleError("state backend URL names no path", item=text)
         fsync = opts.get("fsync", ["0"])[-1].lower() in _TRUE
-        return LocalStateBackend(root, fsync=fsync)
+        return LocalStateBackend(root, fsync=fsync, **_snapshot_opts(opts, text))
     if parts.scheme in ("s3", "hdfs", "gs", "abfs"):
         from streamscale.runtime.spark.state_fs import FsStateBackend
 

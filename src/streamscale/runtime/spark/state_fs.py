@@ -22,11 +22,11 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from streamscale.errors import StreamscaleError
-from streamscale.runtime.spark.state import LocalStateBackend
+from streamscale.runtime.spark.state import LocalStateBackend, _snapshot_opts
 
 __all__ = ["FsStateBackend"]
 
-_OPTIONS = {"endpoint", "region"}
+_OPTIONS = {"endpoint", "region", "snapshot_every", "snapshot_ratio"}
 
 
 class FsStateBackend(LocalStateBackend):
@@ -36,7 +36,8 @@ class FsStateBackend(LocalStateBackend):
     ----------
     url
         ``s3://bucket/prefix`` with optional ``endpoint`` (an S3-compatible
-        server; ``http://`` selects plain HTTP) and ``region`` query options;
+        server; ``http://`` selects plain HTTP), ``region``, ``snapshot_every``
+        and ``snapshot_ratio`` query options;
         credentials come from the usual ``AWS_*`` environment variables. Other
         schemes (``hdfs://``, ``gs://``, ``abfs://``) go to
         ``pyarrow.fs.FileSystem.from_uri``.
@@ -57,7 +58,7 @@ class FsStateBackend(LocalStateBackend):
         root = f"{parts.netloc}{parts.path}".rstrip("/")
         if parts.scheme != "s3":
             root = parts.path.rstrip("/") or "/"
-        super().__init__(root)
+        super().__init__(root, **_snapshot_opts(parse_qs(parts.query), url))
 
     def __repr__(self) -> str:
         return f"FsStateBackend({self.url!r})"
