@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from streamscale.planning.balancing.adaptation import adapt
 from streamscale.planning.balancing.albic import albic, collocation_candidates, split_sets
 from streamscale.planning.balancing.keygroups import KeyGroupProblem
-from streamscale.planning.balancing.metrics import collocation_factor, migrations
+from streamscale.planning.balancing.metrics import collocation_factor, load_distance, migrations
 from streamscale.planning.balancing.milp import solve_milp
 
 
@@ -86,3 +87,26 @@ def test_adapt_scales_out_only_when_balancing_cannot_fix_overload() -> None:
     out2 = adapt(p2, bal, node_capacity=1.0, spare_nodes=["x"])
     assert out2.added == ("x",)
     assert (out2.result.assignment == 2).any()
+
+
+def _chance_pair() -> KeyGroupProblem:
+    # s0→t0 and s1→t1 carry the traffic (qualifying pairs), each pair on one node
+    # by chance. A = 2.2, B = 2.0: moving s0 or t0 alone balances exactly.
+    return KeyGroupProblem.build(
+        ["s0", "t0", "s1", "t1", "f0", "f1", "f2", "f3"],
+        ["A", "B"],
+        [0.1, 0.1, 0.1, 0.1, 1.0, 1.0, 1.0, 0.8],
+        [0, 0, 1, 1, 0, 0, 1, 1],
+        operators=["s", "t", "s", "t", "f", "f", "f", "f"],
+        traffic=[(0, 1, 10.0), (2, 3, 10.0), (0, 3, 0.1), (2, 1, 0.1)],
+    )
+
+
+def test_chance_collocations_are_protected() -> None:
+    p = _chance_pair()
+    kept = albic(p, max_migrations=1, new_pairs=0)
+    assert kept.assignment[0] == kept.assignment[1] and kept.assignment[2] == kept.assignment[3]
+    # Unprotected, the exact MILP balances by splitting the pair on A.
+    split = albic(p, max_migrations=1, new_pairs=0, protect_existing=False)
+    assert split.assignment[0] != split.assignment[1]
+    assert load_distance(p, split.assignment) == pytest.approx(0.0)

@@ -113,6 +113,7 @@ def albic(
     partition_load_step_pct: float = 5.0,
     max_resolves: int = 5,
     new_pairs: int = 1,
+    protect_existing: bool = True,
     time_limit_s: float = 2.0,
     deterministic_limit: float | None = None,
     seed: int | None = None,
@@ -137,6 +138,10 @@ def albic(
         Most re-solves with a smaller maxPartitionLoad.
     new_pairs
         New collocation constraints per round (the paper adds one).
+    protect_existing
+        Qualifying pairs (step 1) already on one node, by chance or from
+        earlier rounds, join ``collocated`` so the round does not split them
+        (step 2 still splits sets over maxPartitionLoad).
     time_limit_s, deterministic_limit, seed
         Passed to the MILP.
 
@@ -148,6 +153,10 @@ def albic(
     """
     mean = problem.mean_load
     pairs = collocation_candidates(problem, score_factor=score_factor)
+    if protect_existing:
+        asg = problem.assignment
+        together = [[a, b] for _, a, b in pairs if asg[a] == asg[b] and asg[a] >= 0]
+        collocated = [*map(list, collocated), *together]
     mpl = max_partition_load_pct
     result: BalanceResult | None = None
     resolves = 0
