@@ -120,3 +120,22 @@ def test_snapshot_options_come_from_the_url(tmp_path: Path) -> None:
     assert (be.snapshot_every, be.snapshot_ratio) == (3, 0.25)
     again = pickle.loads(pickle.dumps(be))
     assert (again.snapshot_every, again.snapshot_ratio) == (3, 0.25)
+
+
+def test_a_moved_shard_reads_its_chain_from_the_store_a_kept_one_reads_nothing(
+    tmp_path: Path,
+) -> None:
+    be = LocalStateBackend(tmp_path)
+    be.write("op", 0, 0, TrackedDict(_big(2000)), attempt="a0")
+    be.commit("op", 0)
+    state, _ = be.read("op", 0, 0, (0, "a0"))
+    state[1] = -1
+    be.write("op", 0, 1, state, attempt="a1")
+    be.commit("op", 1)
+    before = be.bytes_read
+    be.read("op", 0, 1, (1, "a1"))  # the same worker keeps the shard: cache hit
+    assert be.bytes_read == before
+    elsewhere = LocalStateBackend(tmp_path)  # the shard moved to another executor
+    state, _ = elsewhere.read("op", 0, 1, (1, "a1"))
+    files = sum(p.stat().st_size for p in (tmp_path / "op" / "0").glob("*.pkl"))
+    assert elsewhere.bytes_read == files and state == {**_big(2000), 1: -1}

@@ -117,6 +117,7 @@ class LocalStateBackend:
         self.snapshot_every = max(1, int(snapshot_every))
         self.snapshot_ratio = float(snapshot_ratio)
         self.bytes_written = 0  # by this process: what a batch costs the store
+        self.bytes_read = 0  # from the store, not the worker cache: state moved here
         self._stale: dict[str, list[int]] = {}
         self._open: dict[str, tuple[Chain, dict[Any, Any]]] = {}
 
@@ -187,6 +188,7 @@ class LocalStateBackend:
         file = os.path.join(self._dir(operator, shard), f"{v}.pkl")
         try:
             raw = self._get(file)
+            self.bytes_read += len(raw)
             state = pickle.loads(raw)
         except FileNotFoundError:
             raise StreamscaleError(
