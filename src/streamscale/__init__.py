@@ -11,4 +11,11 @@ from __future__ import annotations
 from streamscale.errors import StreamscaleError
 
 __version__ = "0.1.0"
-__all__ = ["StreamscaleError", "__version__"]
+__all__ = ["StreamscaleError", "__version__", "stream"]
+
+
+def stream(df: object, **kwargs: object) -> object:
+    """A job over a streaming DataFrame: see :func:`streamscale.runtime.spark.api.stream`."""
+    from streamscale.runtime.spark.api import stream as _stream
+
+    return _stream(df, **kwargs)  # type: ignore[arg-type]

@@ -1,0 +1,282 @@
+"""``run_graph``: run a :class:`~streamscale.runtime.spark.graph.JobGraph` on Spark.
+
+Each micro-batch runs the whole DAG inside ``foreachBatch``
+(:func:`~streamscale.runtime.spark.graph.run_graph_batch`); every keyed operator
+runs through :func:`~streamscale.runtime.spark.keyed.run_keyed` with its own
+shards, routing table (a :class:`~streamscale.runtime.spark.realizer.SparkRealizer`
+per keyed operator over one plan covering them all) and state. Only when the
+whole DAG, sinks included, succeeded is the state of every keyed operator
+committed, so a batch that fails or whose driver dies is replayed from the
+checkpoint with the same input and overwrites its own partial output.
+
+The plan is fixed for the run (each keyed operator: one unit per executor,
+:func:`~streamscale.runtime.spark.graph.merged_default_plan`, or the plan
+given).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from streamscale.errors import StreamscaleError
+from streamscale.model import Cluster, Node, Plan
+from streamscale.runtime.spark.graph import JobGraph, SinkOut, merged_default_plan, run_graph_batch
+from streamscale.runtime.spark.keyed import KeyedSpec, count_dead_letters, release, run_keyed
+from streamscale.runtime.spark.realizer import SparkRealizer
+from streamscale.runtime.spark.runner import _register_source, drive_query
+from streamscale.runtime.spark.state import LocalStateBackend, VersionIndex
+
+__all__ = ["GraphBatch", "GraphResult", "run_graph"]
+
+
+@dataclass(frozen=True, slots=True)
+class GraphBatch:
+    """One committed batch: per keyed operator its input rows, and what each sink got."""
+
+    batch_id: int
+    duration_s: float
+    keyed_rows: Mapping[str, int]
+    sinks: Mapping[str, SinkOut]
+    dead_letters: int
+
+
+@dataclass(frozen=True, slots=True)
+class GraphResult:
+    """A finished run: its committed batches (in order) and the plan used."""
+
+    batches: tuple[GraphBatch, ...]
+    plan: Plan
+    dead_letters: int
+
+
+def run_graph(
+    spark: Any,
+    graph: JobGraph,
+    *,
+    duration_s: float,
+    checkpoint: Path,
+    out: Path | None = None,
+    max_batches: int | None = None,
+    plan: Plan | None = None,
+    on_batch: Callable[[GraphBatch], None] | None = None,
+    source_df: Any | None = None,
+) -> GraphResult:
+    """Run ``graph`` for ``duration_s`` seconds (or ``max_batches`` batches).
+
+    Parameters
+    ----------
+    spark
+        A SparkSession.
+    graph
+        The job graph.
+    duration_s
+        Wall seconds until the query is stopped.
+    checkpoint
+        Spark's offsets (``spark/``) and every keyed operator's state (``state/``).
+    out
+        Base of relative sink paths and of ``dead_letters/`` (default: ``checkpoint``).
+    max_batches
+        Stop after this many batches.
+    plan
+        Routing of every keyed operator (default: :func:`merged_default_plan`).
+    on_batch
+        Called in the driver after each batch committed.
+    source_df
+        A streaming DataFrame to read instead of the source operator's format
+        and options (any ``spark.readStream`` source).
+
+    Raises
+    ------
+    StreamscaleError
+        A batch failed (the message names the operator's error); nothing of it
+        was committed and running again on ``checkpoint`` retries it.
+    """
+    if type(spark).__module__.startswith("pyspark.sql.connect"):
+        raise StreamscaleError(
+            "Spark Connect is not supported (the keyed stages need the driver's "
+            "SparkContext); use a classic SparkSession",
+            item="session",
+        )
+    checkpoint = Path(checkpoint)
+    base = Path(out) if out is not None else checkpoint
+    dead_dir = str((base / "dead_letters").resolve())
+    slots = max(2, int(spark.sparkContext.defaultParallelism)) * 2
+    cluster = Cluster.build([Node("local", cores=slots)])
+    plan = plan if plan is not None else merged_default_plan(graph, cluster)
+    backend = LocalStateBackend(checkpoint / "state")
+    specs: dict[str, KeyedSpec] = {}
+    indexes: dict[str, VersionIndex] = {}
+    realizers: dict[str, SparkRealizer] = {}
+    for name in graph.keyed:
+        op = graph.topology.operator(name)
+        node = graph.nodes[name]
+        assert node.fn is not None and node.key is not None
+        specs[name] = KeyedSpec(
+            operator=name,
+            key=node.key,
+            executors=op.instances,
+            shards=op.shards,
+            fn=node.fn,
+            fn_params=dict(node.params),
+            required=tuple(getattr(node.fn, "required_fields", ())),
+            backend=backend,
+        )
+        indexes[name] = VersionIndex(backend, name, op.instances * op.shards)
+        realizers[name] = SparkRealizer(graph.topology, name, plan)
+    if source_df is None:
+        _register_source(spark, graph)
+    schemas: dict[str, Any] = {}
+    batches: list[GraphBatch] = []
+    in_batch = threading.Event()
+    done = threading.Event()
+
+    def on_micro_batch(batch_df: Any, batch_id: int) -> None:
+        in_batch.set()
+        t0 = time.perf_counter()
+        try:
+            written: dict[str, tuple[str, list[int], Any]] = {}
+            rows: dict[str, int] = {}
+
+            def keyed_op(name: str, df: Any) -> Any:
+                upto = min(batch_id - 1, backend.committed(name))
+                hints, drops = indexes[name].hints(upto)
+                attempt = uuid.uuid4().hex
+                outputs, stats = run_keyed(
+                    df,
+                    specs[name],
+                    batch_id=batch_id,
+                    upto=upto,
+                    pmap=realizers[name].begin_batch(),
+                    attempt=attempt,
+                    hints=hints,
+                    drops=drops,
+                    dead_letter_dir=dead_dir,
+                )
+                written[name] = (attempt, [g for t in stats.tasks for g in t.shards], hints)
+                rows[name] = stats.rows
+                realizers[name].observe({g: v[1] for t in stats.tasks for g, v in t.shards.items()})
+                return outputs
+
+            sinks = run_graph_batch(
+                batch_df,
+                graph,
+                batch_id=batch_id,
+                run_keyed_op=keyed_op,
+                out_dir=base,
+                schemas=schemas,
+            )
+            # The barrier: the whole DAG succeeded, so every keyed operator commits.
+            for name, (attempt, shards, hints) in written.items():
+                backend.commit(name, batch_id)
+                indexes[name].committed(batch_id, attempt, shards, hints)
+            for name in graph.keyed:
+                release(name)
+            rec = GraphBatch(
+                batch_id=batch_id,
+                duration_s=time.perf_counter() - t0,
+                keyed_rows=rows,
+                sinks=sinks,
+                dead_letters=count_dead_letters(dead_dir, batch_id),
+            )
+            batches.append(rec)
+            if on_batch is not None:
+                on_batch(rec)
+            if max_batches is not None and len(batches) >= max_batches:
+                done.set()
+        finally:
+            in_batch.clear()
+
+    if source_df is None:
+        reader = spark.readStream.format(graph.source_format)
+        if graph.source_options:
+            reader = reader.options(**dict(graph.source_options))
+        source_df = reader.load()
+    elif not getattr(source_df, "isStreaming", False):
+        raise StreamscaleError(
+            "stream() needs a streaming DataFrame (spark.readStream...)",
+            item=f"operator {graph.source}",
+        )
+    stream = (
+        source_df.writeStream.foreachBatch(on_micro_batch)
+        .option("checkpointLocation", str((checkpoint / "spark").resolve()))
+        .queryName(f"streamscale-graph-{graph.topology.name}-{uuid.uuid4().hex[:8]}")
+    )
+    if graph.trigger_s > 0:
+        stream = stream.trigger(processingTime=f"{graph.trigger_s} seconds")
+    query = stream.start()
+    drive_query(
+        query,
+        stop_at=time.monotonic() + duration_s,
+        done=done,
+        in_batch=in_batch,
+        records=(),
+        item=f"topology {graph.topology.name}",
+    )
+    return GraphResult(tuple(batches), plan, count_dead_letters(dead_dir))
+
+
+def needs_graph(topology: Any) -> bool:
+    """Whether ``topology`` is beyond ``run_job``'s linear one-keyed-operator shape."""
+    from streamscale.runtime.spark.job import Job
+
+    try:
+        Job.build(topology, {op.name: _unused for op in topology.operators})
+    except StreamscaleError:
+        return True
+    return False
+
+
+def _unused(*_: Any, **__: Any) -> None:
+    return None
+
+
+def run_graph_command(
+    job_file: Path,
+    *,
+    master: str,
+    duration_s: float,
+    max_batches: int | None,
+    checkpoint: Path | None,
+    out_dir: Path | None,
+) -> dict[str, Any]:
+    """``streamscale run`` on a DAG topology: run it with a fixed plan; a summary dict."""
+    import tempfile
+
+    from streamscale.runtime.spark.session import build_session
+
+    graph = JobGraph.from_yaml(job_file)
+    ckpt = checkpoint or (
+        out_dir / "checkpoint" if out_dir else Path(tempfile.mkdtemp(prefix="streamscale-ckpt-"))
+    )
+    spark = build_session(master, app_name=f"streamscale-{graph.topology.name}")
+    t0 = time.monotonic()
+    try:
+        res = run_graph(
+            spark,
+            graph,
+            duration_s=duration_s,
+            checkpoint=ckpt,
+            out=out_dir,
+            max_batches=max_batches,
+        )
+    finally:
+        spark.stop()
+    return {
+        "job": graph.topology.name,
+        "policy": "static",
+        "batches": len(res.batches),
+        "keyed_rows": {k: sum(b.keyed_rows.get(k, 0) for b in res.batches) for k in graph.keyed},
+        "sink_rows": {
+            s: sum(b.sinks[s].rows for b in res.batches if s in b.sinks) for s in graph.sinks
+        },
+        "wall_s": time.monotonic() - t0,
+        "dead_letters": res.dead_letters,
+        "checkpoint": str(ckpt),
+        "out": str(out_dir) if out_dir else None,
+    }

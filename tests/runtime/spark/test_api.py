@@ -1,0 +1,48 @@
+"""The Python API builds the same graph as the topology and gives the same results."""
+
+from __future__ import annotations
+
+import pytest
+
+from streamscale.errors import StreamscaleError
+from streamscale.runtime.spark import functions_dag as fd
+from streamscale.runtime.spark.api import stream
+from tests.runtime.spark._seq_source import SeqSource
+from tests.runtime.spark.test_graph import OPTS, check_against_pandas, dag_topology
+
+
+def _build(df):
+    s = stream(df, name="dag")
+    e = s.map_batches(fd.enrich, name="enrich", buckets=5)
+    ranked = e.key_by("key", executors=2, shards=4).process(fd.rank_in_key, name="rank")
+    odd = e.map_batches(fd.odd_only, name="odd")
+    ranked.to("parquet", path="ranked", name="ranked")
+    totals = (
+        ranked.union(odd)
+        .key_by("bucket", executors=2, shards=2)
+        .process(fd.bucket_totals, name="totals")
+    )
+    totals.to("none", name="out")
+    return totals
+
+
+@pytest.mark.spark
+def test_api_dag_equals_yaml_graph_and_pandas(spark, tmp_path) -> None:
+    spark.dataSource.register(SeqSource)
+    df = spark.readStream.format(SeqSource.name()).options(**OPTS).load()
+    job = _build(df)
+    topo, want = job.topology(), dag_topology(OPTS)
+    assert [o.name for o in topo.operators] == [o.name for o in want.operators]
+    assert {(e.src, e.dst) for e in topo.edges} == {(e.src, e.dst) for e in want.edges}
+    for a in topo.operators:
+        b = want.operator(a.name)
+        assert (a.kind, a.key, a.instances, a.shards) == (b.kind, b.key, b.instances, b.shards)
+    res = job.run(checkpoint=tmp_path / "ck", out=tmp_path, max_batches=2, duration_s=240)
+    assert len(res.batches) == 2
+    assert check_against_pandas(tmp_path / "ck", tmp_path, OPTS) == 240
+
+
+@pytest.mark.spark
+def test_stream_refuses_a_batch_dataframe(spark) -> None:
+    with pytest.raises(StreamscaleError, match="streaming DataFrame"):
+        stream(spark.range(3))

@@ -1,0 +1,155 @@
+"""DAG jobs on Spark: two keyed operators on different keys, fan-out and a union, against pandas."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from streamscale.errors import StreamscaleError
+from streamscale.model import Edge, Operator, Topology
+from streamscale.runtime.spark.graph import JobGraph
+from streamscale.runtime.spark.state import LocalStateBackend
+from tests.runtime.spark._seq_source import SeqSource, expected_rows
+
+F = "streamscale.runtime.spark.functions_dag"
+OPTS = {"keys": "20", "step": "120", "partitions": "2", "total": "600"}
+
+
+def dag_topology(opts: dict[str, str], sink_path: str = "ranked") -> Topology:
+    """source → enrich ⇒ {rank (keyed by key), odd}; rank ∪ odd → totals (keyed by bucket)."""
+    src = {**opts, "format": SeqSource.name(), "trigger_s": 0}
+    return Topology.build(
+        "dag",
+        [
+            Operator(name="source", kind="source", params=src),
+            Operator(name="enrich", function=f"{F}:enrich", params={"buckets": 5}),
+            Operator(name="rank", key="key", instances=2, shards=4, function=f"{F}:rank_in_key"),
+            Operator(name="odd", function=f"{F}:odd_only"),
+            Operator(
+                name="totals", key="bucket", instances=2, shards=2, function=f"{F}:bucket_totals"
+            ),
+            Operator(name="ranked", kind="sink", params={"format": "parquet", "path": sink_path}),
+            Operator(name="out", kind="sink", params={"format": "none"}),
+        ],
+        [
+            Edge("source", "enrich"),
+            Edge("enrich", "rank", grouping="key"),
+            Edge("enrich", "odd"),
+            Edge("rank", "ranked"),
+            Edge("rank", "totals", grouping="key"),
+            Edge("odd", "totals", grouping="key"),
+            Edge("totals", "out"),
+        ],
+    )
+
+
+def expected(opts: dict[str, str], n: int) -> tuple[pd.DataFrame, dict[int, tuple[int, int]]]:
+    """pandas: every row's rank within its key, and per bucket (rows, sum of n)."""
+    df = expected_rows(opts, n)
+    df["bucket"] = df["seq"] % 5
+    df["n"] = df.groupby("key").cumcount() + 1
+    odd = df[df["seq"] % 2 == 1].assign(n=0)
+    both = pd.concat([df, odd])
+    g = both.groupby("bucket")["n"].agg(["size", "sum"])
+    return df, {int(b): (int(r["size"]), int(r["sum"])) for b, r in g.iterrows()}
+
+
+def check_against_pandas(ckpt: Path, out: Path, opts: dict[str, str]) -> int:
+    """Sink rows and both operators' committed state equal pandas; returns tuples processed."""
+    spark_rows = pd.read_parquet(out / "ranked")
+    n = int(spark_rows["seq"].max()) + 1
+    want_rows, want_buckets = expected(opts, n)
+    got = spark_rows[["key", "seq", "n"]].sort_values("seq").reset_index(drop=True)
+    want = want_rows[["key", "seq", "n"]].sort_values("seq").reset_index(drop=True)
+    assert len(got) == len(want)  # nothing lost or duplicated
+    pd.testing.assert_frame_equal(got, want, check_dtype=False)
+    backend = LocalStateBackend(ckpt / "state")
+    counts: dict[str, int] = {}
+    for st in backend.load_all("rank").values():
+        counts.update(st["count"])
+    assert counts == want_rows["key"].value_counts().to_dict()
+    buckets: dict[int, tuple[int, int]] = {}
+    for st in backend.load_all("totals").values():
+        for b, r in st["rows"].items():
+            buckets[int(b)] = (r, st["n"][b])
+    assert buckets == want_buckets
+    return n
+
+
+@pytest.mark.spark
+def test_dag_with_two_keyed_operators_fan_out_and_union_matches_pandas(spark, tmp_path) -> None:
+    from streamscale.runtime.spark.dag import run_graph
+
+    graph = JobGraph.build(dag_topology(OPTS), source_class=SeqSource)
+    assert graph.keyed == ("rank", "totals")
+    res = run_graph(
+        spark, graph, duration_s=240, checkpoint=tmp_path / "ck", out=tmp_path, max_batches=3
+    )
+    assert len(res.batches) == 3
+    assert check_against_pandas(tmp_path / "ck", tmp_path, OPTS) == 360
+    # a second run on the checkpoint continues exactly where the first stopped
+    res = run_graph(
+        spark, graph, duration_s=240, checkpoint=tmp_path / "ck", out=tmp_path, max_batches=2
+    )
+    assert check_against_pandas(tmp_path / "ck", tmp_path, OPTS) == 600
+
+
+def test_graph_refuses_what_cannot_run_naming_the_operator() -> None:
+    topo = dag_topology(OPTS)
+    no_sink = Topology.build(
+        "x",
+        [Operator(name="source", kind="source"), Operator(name="m", function=f"{F}:enrich")],
+        [Edge("source", "m")],
+    )
+    with pytest.raises(StreamscaleError, match="goes nowhere") as exc:
+        JobGraph.build(no_sink)
+    assert exc.value.item == "operator m"
+    with pytest.raises(StreamscaleError) as exc:
+        JobGraph.build(topo, {"odd": "nope.module:fn"})
+    assert exc.value.item == "operator odd"
+
+
+def _batches(path: Path) -> list[int]:
+    if not path.exists():
+        return []
+    return [json.loads(x)["batch_id"] for x in path.read_text().splitlines() if x.strip()]
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+def test_dag_after_sigkilled_driver_matches_pandas(spark, tmp_path) -> None:
+    from streamscale.runtime.spark.dag import run_graph
+    from tests.runtime.spark._dag_driver import OPTS as KOPTS
+
+    ckpt, out = tmp_path / "ck", tmp_path / "out"
+    driver = Path(__file__).with_name("_dag_driver.py")
+    proc = subprocess.Popen(
+        [sys.executable, str(driver), str(ckpt), str(out), "1000"],
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 300
+        while len(_batches(out / "batches.jsonl")) < 2:
+            assert proc.poll() is None, "driver exited early"
+            assert time.monotonic() < deadline, "driver made no progress"
+            time.sleep(0.1)
+        time.sleep(0.5)  # most likely inside the next batch
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(30)
+    first = _batches(out / "batches.jsonl")
+    graph = JobGraph.build(dag_topology(KOPTS), source_class=SeqSource)
+    res = run_graph(spark, graph, duration_s=240, checkpoint=ckpt, out=out, max_batches=2)
+    assert res.batches[0].batch_id in (first[-1] + 1, first[-1] + 2)
+    n = check_against_pandas(ckpt, out, KOPTS)
+    assert n == 100 * (res.batches[-1].batch_id + 1)
