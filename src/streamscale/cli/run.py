@@ -127,6 +127,23 @@ def run(
             "need 1 <= --min-executors <= --max-executors <= 1024 and 1 <= --executor-cores <= 256",
             item="executors",
         )
+    from streamscale.model.io import load_topology
+    from streamscale.runtime.spark.dag import needs_graph, run_graph_command
+
+    if needs_graph(load_topology(job_file)):  # a DAG: every operator in one batch, fixed plan
+        summary = run_graph_command(
+            job_file,
+            master=master,
+            duration_s=duration,
+            max_batches=max_batches,
+            checkpoint=checkpoint,
+            out_dir=out_dir,
+        )
+        if out.json:
+            out.emit(summary)
+        else:
+            out.line(" · ".join(f"{k}: {v}" for k, v in summary.items()))
+        return
     job = Job.from_yaml(job_file)
     cluster = load_cluster(cluster_file) if cluster_file else None
     for path, option in ((out_dir, "--out"), (checkpoint, "--checkpoint")):
