@@ -118,6 +118,7 @@ class LocalStateBackend:
         self.snapshot_ratio = float(snapshot_ratio)
         self.bytes_written = 0  # by this process: what a batch costs the store
         self.bytes_read = 0  # from the store, not the worker cache: state moved here
+        self._load_workers = 1
         self._stale: dict[str, list[int]] = {}
         self._open: dict[str, tuple[Chain, dict[Any, Any]]] = {}
 
@@ -309,14 +310,15 @@ class LocalStateBackend:
 
     def load_all(self, operator: str) -> dict[int, dict[Any, Any]]:
         upto = self.committed(operator)
-        names = self._list(os.path.join(self.root, operator))
-        out: dict[int, dict[Any, Any]] = {}
-        for n in names:
-            if n.isdigit():
-                state, v = self.read(operator, int(n), upto)
-                if v is not None:
-                    out[int(n)] = state
-        return out
+        shards = [int(n) for n in self._list(os.path.join(self.root, operator)) if n.isdigit()]
+        if self._load_workers > 1 and len(shards) > 1:  # a remote store: overlap the requests
+            from concurrent.futures import ThreadPoolExecutor
+
+            with ThreadPoolExecutor(min(self._load_workers, len(shards))) as pool:
+                got = list(pool.map(lambda g: self.read(operator, g, upto), shards))
+        else:
+            got = [self.read(operator, g, upto) for g in shards]
+        return {g: state for g, (state, v) in zip(shards, got, strict=True) if v is not None}
 
 
 def _local(root: str, fsync: bool, every: int = 16, ratio: float = 0.5) -> LocalStateBackend:

@@ -59,6 +59,7 @@ class FsStateBackend(LocalStateBackend):
         if parts.scheme != "s3":
             root = parts.path.rstrip("/") or "/"
         super().__init__(root, **_snapshot_opts(parse_qs(parts.query), url))
+        self._load_workers = 8  # recovery overlaps the store's round trips
 
     def __repr__(self) -> str:
         return f"FsStateBackend({self.url!r})"
