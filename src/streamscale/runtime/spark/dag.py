@@ -215,7 +215,7 @@ def run_graph(
         stop_at=time.monotonic() + duration_s,
         done=done,
         in_batch=in_batch,
-        records=(),
+        records=batches,
         item=f"topology {graph.topology.name}",
     )
     return GraphResult(tuple(batches), plan, count_dead_letters(dead_dir))
