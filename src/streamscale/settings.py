@@ -179,6 +179,19 @@ class Schema:
             out[key] = self[key].coerce(raw)
         return out
 
+    def read(self, values: Mapping[str, Any] | None) -> dict[str, Any]:
+        """This schema's settings out of ``values``, which may hold other components' too.
+
+        Defaults fill what is unset; names this schema does not declare are left to the
+        schemas that do (:func:`streamscale.planning.registry.check_params` rejects names
+        no chosen component declares).
+        """
+        out = self.defaults()
+        for key, raw in (values or {}).items():
+            if key in self:
+                out[key] = self[key].coerce(raw)
+        return out
+
     def help(self) -> str:
         return "; ".join(s.help() for s in self.settings)
 

@@ -96,7 +96,7 @@ def _steps(
 
 def _list(out: Output) -> None:
     rows = [
-        [e.family, e.name, e.description, "-" if e.params is None else e.params.help()]
+        [e.family, e.name, e.description, "-" if e.params is None else (e.params.help() or "none")]
         for e in entries()
     ]
     if out.json:

@@ -41,6 +41,7 @@ from streamscale.planning.balancing.metrics import collocation_factor, evaluate,
 from streamscale.planning.balancing.milp import solve_milp
 from streamscale.planning.balancing.potc import potc
 from streamscale.planning.registry import PlanningContext, StepResult, register
+from streamscale.settings import Schema, Setting
 
 __all__ = [
     "albic_step",
@@ -93,23 +94,56 @@ def to_plan(
     return Plan(Allocation(cores, plan.allocation.slots), Placement(placement), Routing(tables))
 
 
-def _budget(params: dict[str, Any]) -> tuple[int | None, float | None]:
-    try:
-        mm = int(params.get("max_migrations", 20))
-        mc = params.get("max_migration_bytes")
-        cost = float(mc) if mc is not None else None
-    except (TypeError, ValueError) as exc:
-        raise StreamscaleError(
-            f"not a number: {exc}", item="max_migrations/max_migration_bytes"
-        ) from None
-    return (mm if mm > 0 else None), cost
+BUDGET = (
+    Setting("max_migrations", int, 20, "most key groups moved per round (0: no limit)", low=0),
+    Setting(
+        "max_migration_bytes",
+        float,
+        None,
+        "most state bytes moved per round (unset: no limit)",
+        low=0.0,
+    ),
+)
+SOLVE = (
+    Setting("time_limit_s", float, 2.0, "solver time limit per round (s)", low=0.0, low_open=True),
+    Setting(
+        "deterministic_limit",
+        float,
+        None,
+        "solver work limit (deterministic units; unset: none) for repeatable plans",
+        low=0.0,
+        low_open=True,
+    ),
+)
+SPREAD = Setting(
+    "max_load_distance_pct", float, 5.0, "load distance (% of mean) the result may keep", low=0.0
+)
+MILP_SETTINGS = Schema(
+    "balancer milp",
+    *BUDGET,
+    *SOLVE,
+    Setting("solver", str, "highs", "the MILP solver", choices=("highs", "cpsat")),
+)
+ALBIC_SETTINGS = Schema(
+    "balancer albic",
+    *BUDGET,
+    *SOLVE,
+    SPREAD,
+    Setting("score_factor", float, 1.0, "weight of a collocation's score (§4.3.2)", low=0.0),
+)
+FLUX_SETTINGS = Schema("balancer flux", *BUDGET)
+POTC_SETTINGS = Schema(
+    "balancer potc",
+    Setting(
+        "merge_factor", float, 0.1, "merge overhead per split key (share of its load)", low=0.0
+    ),
+)
+COLA_SETTINGS = Schema("balancer cola", SPREAD)
 
 
-def _float(params: dict[str, Any], key: str, default: float) -> float:
-    try:
-        return float(params.get(key, default))
-    except (TypeError, ValueError):
-        raise StreamscaleError(f"not a number: {params.get(key)!r}", item=key) from None
+def _budget(p: dict[str, Any]) -> tuple[int | None, float | None]:
+    mm = p["max_migrations"]
+    return (mm if mm > 0 else None), p["max_migration_bytes"]
 
 
 def _step(
@@ -134,27 +168,22 @@ def _step(
     return StepResult(to_plan(context, plan, problem, res.assignment), figures, res.notes)
 
 
-def _milp_kwargs(params: dict[str, Any]) -> dict[str, Any]:
-    dl = params.get("deterministic_limit")
-    return {
-        "time_limit_s": _float(params, "time_limit_s", 2.0),
-        "deterministic_limit": float(dl) if dl is not None else None,
-    }
+def _milp_kwargs(p: dict[str, Any]) -> dict[str, Any]:
+    return {"time_limit_s": p["time_limit_s"], "deterministic_limit": p["deterministic_limit"]}
 
 
 @register(
     "balancer",
     "milp",
     "ALBIC's MILP: key groups to nodes, min load distance within a migration budget",
+    params=MILP_SETTINGS,
 )
 def milp_step(context: PlanningContext, plan: Plan) -> StepResult:
     """Paper 003, §4.3.1: MILP load balancing with migration budget and scale-in."""
-    params = dict(context.params)
+    params = MILP_SETTINGS.read(context.params)
     problem = build_problem(context, plan)
     mm, mc = _budget(params)
-    solver = str(params.get("solver", "highs"))
-    if solver not in ("cpsat", "highs"):
-        raise StreamscaleError(f"must be cpsat or highs, got {solver!r}", item="solver")
+    solver = params["solver"]
     res = solve_milp(
         problem,
         max_migrations=mm,
@@ -170,13 +199,14 @@ def milp_step(context: PlanningContext, plan: Plan) -> StepResult:
     "balancer",
     "albic",
     "ALBIC: MILP balancing plus incremental collocation of communicating key groups",
+    params=ALBIC_SETTINGS,
 )
 def albic_step(context: PlanningContext, plan: Plan) -> StepResult:
     """Paper 003, §4.3.2: one ALBIC round (collocation sets rebuilt from the current plan)."""
-    params = dict(context.params)
+    params = ALBIC_SETTINGS.read(context.params)
     problem = build_problem(context, plan)
     mm, mc = _budget(params)
-    sf = _float(params, "score_factor", 1.0)
+    sf = params["score_factor"]
     existing = [
         [a, b]
         for _, a, b in collocation_candidates(problem, score_factor=sf)
@@ -188,7 +218,7 @@ def albic_step(context: PlanningContext, plan: Plan) -> StepResult:
         max_migrations=mm,
         max_cost=mc,
         score_factor=sf,
-        max_load_distance_pct=_float(params, "max_load_distance_pct", 5.0),
+        max_load_distance_pct=params["max_load_distance_pct"],
         seed=context.seed,
         **_milp_kwargs(params),
     )
@@ -196,24 +226,29 @@ def albic_step(context: PlanningContext, plan: Plan) -> StepResult:
 
 
 @register(
-    "balancer", "flux", "Flux baseline: largest suitable key group from most to least loaded node"
+    "balancer",
+    "flux",
+    "Flux baseline: largest suitable key group from most to least loaded node",
+    params=FLUX_SETTINGS,
 )
 def flux_step(context: PlanningContext, plan: Plan) -> StepResult:
     """Flux (Shah et al. 2003) as the baseline of paper 003, §5."""
-    params = dict(context.params)
     problem = build_problem(context, plan)
-    mm, mc = _budget(params)
+    mm, mc = _budget(FLUX_SETTINGS.read(context.params))
     return _step(context, plan, problem, flux(problem, max_migrations=mm, max_cost=mc))
 
 
 @register(
-    "balancer", "potc", "Power of two choices: keys split over two nodes, periodic merge overhead"
+    "balancer",
+    "potc",
+    "Power of two choices: keys split over two nodes, periodic merge overhead",
+    params=POTC_SETTINGS,
 )
 def potc_step(context: PlanningContext, plan: Plan) -> StepResult:
     """PoTC (paper 003, §2, §5.2): the plan keeps each key group's primary node."""
     problem = build_problem(context, plan)
     res = potc(
-        problem, merge_factor=_float(dict(context.params), "merge_factor", 0.1), seed=context.seed
+        problem, merge_factor=POTC_SETTINGS.read(context.params)["merge_factor"], seed=context.seed
     )
     step = _step(context, plan, problem, res)
     figures = dict(step.figures)
@@ -222,15 +257,17 @@ def potc_step(context: PlanningContext, plan: Plan) -> StepResult:
 
 
 @register(
-    "balancer", "cola", "COLA baseline: recursive METIS partitioning from scratch (many migrations)"
+    "balancer",
+    "cola",
+    "COLA baseline: recursive METIS partitioning from scratch (many migrations)",
+    params=COLA_SETTINGS,
 )
 def cola_step(context: PlanningContext, plan: Plan) -> StepResult:
     """COLA (Khandekar et al. 2009) as the collocation baseline of paper 003, §5.3."""
-    params = dict(context.params)
     problem = build_problem(context, plan)
     res = cola(
         problem,
-        max_load_distance_pct=_float(params, "max_load_distance_pct", 5.0),
+        max_load_distance_pct=COLA_SETTINGS.read(context.params)["max_load_distance_pct"],
         seed=context.seed,
     )
     return _step(context, plan, problem, res)

@@ -45,6 +45,7 @@ from streamscale.planning.placement.elastic_allocator import (
 )
 from streamscale.planning.placement.gma import gma
 from streamscale.planning.registry import PlanningContext, StepResult, register
+from streamscale.settings import Schema, Setting
 
 __all__ = ["build_problem", "even_placer", "figures", "gma_placer", "random_placer"]
 
@@ -96,9 +97,60 @@ def _unit_shares(
     return {u: v / total for u, v in got.items()}
 
 
+PROBLEM = (
+    Setting(
+        "usage",
+        str,
+        "declared",
+        "nodes' CPU and bandwidth already in use: declared in the cluster file or observed",
+        choices=("declared", "observed"),
+    ),
+    Setting(
+        "d_cpu",
+        float,
+        0.9,
+        "D_CPU: most CPU share a node may carry (§IV)",
+        low=0.0,
+        low_open=True,
+        high=1.0,
+    ),
+    Setting(
+        "d_bw",
+        float,
+        0.9,
+        "D_BW: most bandwidth share a node may carry (§IV)",
+        low=0.0,
+        low_open=True,
+        high=1.0,
+    ),
+    Setting("strict", bool, False, "fail when no placement within D_CPU and D_BW is found"),
+)
+PROBLEM_SETTINGS = Schema("placement problem", *PROBLEM)
+GMA_SETTINGS = Schema(
+    "placer gma",
+    *PROBLEM,
+    Setting(
+        "objective",
+        str,
+        "deviation",
+        "GMA's objective (§IV.E)",
+        choices=("deviation", "utilization"),
+    ),
+    Setting("max_operations", int, 100_000, "search budget in placement operations", low=1),
+    Setting("search", bool, True, "backtrack and repair beyond Algorithm 1 when it gets stuck"),
+)
+RANDOM_SETTINGS = Schema("placer random", *PROBLEM)
+EVEN_SETTINGS = Schema(
+    "placer even",
+    *PROBLEM,
+    Setting("workers", int, None, "Storm workers to spread over (default: every slot)", low=1),
+)
+
+
 def build_problem(context: PlanningContext, plan: Plan) -> tuple[AllocatorProblem, Allocation]:
     """Paper 002's problem for ``context`` (see the module docstring for every rule)."""
-    topo, snap, params = context.topology, context.snapshot, context.params
+    topo, snap = context.topology, context.snapshot
+    params = PROBLEM_SETTINGS.read(context.params)
     per_op, alloc = _units(topo, plan)
     observed = snap is not None and all(o.name in snap.operators for o in topo.operators)
     omega = {} if observed else topo.rates(context.rate)
@@ -142,9 +194,7 @@ def build_problem(context: PlanningContext, plan: Plan) -> tuple[AllocatorProble
             flows.extend(Flow(s, d, mbps * ws[s]) for s in src for d in dst)
         else:
             flows.extend(Flow(s, d, mbps * ws[s] * wd[d]) for s in src for d in dst)
-    usage = params.get("usage", "declared")
-    if usage not in ("declared", "observed"):
-        raise ModelError("usage must be 'declared' or 'observed'", item=str(usage))
+    usage = params["usage"]
     nodes: list[AllocatorNode] = []
     for n in context.cluster.nodes:
         c0, b0 = n.reserved_cpu, n.reserved_bandwidth_mbps
@@ -155,8 +205,8 @@ def build_problem(context: PlanningContext, plan: Plan) -> tuple[AllocatorProble
         tuple(nodes),
         tuple(ops),
         tuple(flows),
-        d_cpu=float(params.get("d_cpu", 0.9)),
-        d_bw=float(params.get("d_bw", 0.9)),
+        d_cpu=params["d_cpu"],
+        d_bw=params["d_bw"],
     )
     return problem, alloc
 
@@ -193,23 +243,28 @@ def _finish(
             msg += " (no placement within them exists)"
         elif result.exhausted:
             msg += " (none found within the budget)"
-        if context.params.get("strict", False):
+        if PROBLEM_SETTINGS.read(context.params)["strict"]:
             raise InfeasibleError(msg, item=f"placer {name}")
         notes = (f"{name}: {msg}; best-effort placement returned",)
     new = replace(plan, allocation=alloc, placement=Placement(nodes=dict(result.assignment)))
     return StepResult(new, figures(result, problem), notes)
 
 
-@register("placer", "gma", "paper 002: greedy matching under CPU and bandwidth limits (GMA)")
+@register(
+    "placer",
+    "gma",
+    "paper 002: greedy matching under CPU and bandwidth limits (GMA)",
+    params=GMA_SETTINGS,
+)
 def gma_placer(context: PlanningContext, plan: Plan) -> StepResult:
     """GMA (paper 002, §IV.E, Algorithm 1) with an operation budget."""
     problem, alloc = build_problem(context, plan)
-    p = context.params
+    p = GMA_SETTINGS.read(context.params)
     result = gma(
         problem,
-        objective=p.get("objective", "deviation"),
-        max_operations=int(p.get("max_operations", 100_000)),
-        search=bool(p.get("search", True)),
+        objective=p["objective"],
+        max_operations=p["max_operations"],
+        search=p["search"],
     )
     out = _finish("gma", context, plan, problem, alloc, result)
     figs = dict(
@@ -221,7 +276,12 @@ def gma_placer(context: PlanningContext, plan: Plan) -> StepResult:
     return replace(out, figures=figs)
 
 
-@register("placer", "random", "paper 002 baseline: every unit on a random node (seeded)")
+@register(
+    "placer",
+    "random",
+    "paper 002 baseline: every unit on a random node (seeded)",
+    params=RANDOM_SETTINGS,
+)
 def random_placer(context: PlanningContext, plan: Plan) -> StepResult:
     """Random baseline (paper 002, §V)."""
     problem, alloc = build_problem(context, plan)
@@ -229,10 +289,15 @@ def random_placer(context: PlanningContext, plan: Plan) -> StepResult:
     return _finish("random", context, plan, problem, alloc, result)
 
 
-@register("placer", "even", "paper 002 baseline: Storm's even scheduler, round-robin over slots")
+@register(
+    "placer",
+    "even",
+    "paper 002 baseline: Storm's even scheduler, round-robin over slots",
+    params=EVEN_SETTINGS,
+)
 def even_placer(context: PlanningContext, plan: Plan) -> StepResult:
     """Even baseline (paper 002, §V): Storm's even scheduler."""
     problem, alloc = build_problem(context, plan)
-    workers = context.params.get("workers")
-    result = even_placement(problem, workers=None if workers is None else int(workers))
+    workers = EVEN_SETTINGS.read(context.params)["workers"]
+    result = even_placement(problem, workers=workers)
     return _finish("even", context, plan, problem, alloc, result)

@@ -9,7 +9,7 @@ VMs (``params["vms"]``): ``acquire`` (default when the cluster has
 ``vm_types``) buys VMs for ρ slots from the catalog (§7.1) and, when a
 resource-aware mapping fails, adds one slot at a time (§8.4); ``nodes`` (default
 otherwise) maps onto the cluster's nodes as they are and fails when they are
-too small. Other params: ``rsm_weights`` (``{cpu, memory, network}``, all 1),
+too small. Other params: ``rsm_weight_cpu``/``_memory``/``_network`` (all 1),
 ``resource_limits`` (true: predictions also respect per-VM CPU and per-slot
 memory), ``literal_bundles`` (false: see :func:`map_sam`).
 """
@@ -40,6 +40,7 @@ from streamscale.planning.placement.slots import (
 )
 from streamscale.planning.prediction import predict
 from streamscale.planning.registry import PlanningContext, StepResult, register
+from streamscale.settings import Schema, Setting
 
 __all__ = [
     "allocation_figures",
@@ -76,6 +77,25 @@ def allocation_figures(res: AllocationResult) -> dict[str, Any]:
     }
 
 
+MAPPING_SETTINGS = Schema(
+    "placer dsm/rsm/sam",
+    Setting(
+        "vms",
+        str,
+        None,
+        "acquire VMs from the cluster's VM types, or map onto its nodes "
+        "(default: acquire when VM types are given)",
+        choices=("acquire", "nodes"),
+    ),
+    Setting("resource_limits", bool, True, "predictions respect per-VM CPU and per-slot memory"),
+    Setting("literal_bundles", bool, False, "SAM's bundles exactly as Algorithm 6 prints them"),
+    Setting("rsm_weight_cpu", float, 1.0, "R-Storm distance weight w_C (§7.3)", low=0.0),
+    Setting("rsm_weight_memory", float, 1.0, "R-Storm distance weight w_M (§7.3)", low=0.0),
+    Setting("rsm_weight_network", float, 1.0, "R-Storm distance weight w_N (§7.3)", low=0.0),
+)
+ALLOCATOR_SETTINGS = Schema("allocator lsa/mba")
+
+
 def _allocate(name: str, context: PlanningContext, plan: Plan) -> StepResult:
     _need_models(context)
     res = allocate(name, context.topology, context.models, context.rate)
@@ -87,6 +107,7 @@ def _allocate(name: str, context: PlanningContext, plan: Plan) -> StepResult:
     "allocator",
     "lsa",
     "paper 004 Linear Scaling Allocation: threads and slots from 1-thread figures",
+    params=ALLOCATOR_SETTINGS,
 )
 def lsa_allocator(context: PlanningContext, plan: Plan) -> StepResult:
     """Algorithm 2 of paper 004 (§6.1) on the context's DAG, models and rate."""
@@ -97,6 +118,7 @@ def lsa_allocator(context: PlanningContext, plan: Plan) -> StepResult:
     "allocator",
     "mba",
     "paper 004 Model Based Allocation: full-slot thread bundles at the model's peak",
+    params=ALLOCATOR_SETTINGS,
 )
 def mba_allocator(context: PlanningContext, plan: Plan) -> StepResult:
     """Algorithm 3 of paper 004 (§6.2) on the context's DAG, models and rate."""
@@ -174,22 +196,24 @@ def map_plan(algorithm: str, context: PlanningContext, plan: Plan) -> MappingRes
         raise ModelError(
             "the plan has no threads: run an allocator (lsa or mba) first", item=algorithm
         )
-    params = context.params
+    params = MAPPING_SETTINGS.read(context.params)
     d = demands(
         context.topology,
         context.models,
         threads,
         context.rate,
-        literal_bundles=bool(params.get("literal_bundles", False)),
+        literal_bundles=params["literal_bundles"],
     )
     mapper = _MAPPERS[algorithm]
-    if algorithm == "rsm" and params.get("rsm_weights"):
-        w = RsmWeights(**dict(params["rsm_weights"]))
+    if algorithm == "rsm":
+        w = RsmWeights(
+            params["rsm_weight_cpu"], params["rsm_weight_memory"], params["rsm_weight_network"]
+        )
 
         def mapper(dd, vv):  # type: ignore[no-untyped-def]
             return map_rsm(dd, vv, weights=w)
 
-    mode = params.get("vms", "acquire" if context.cluster.vm_types else "nodes")
+    mode = params["vms"] or ("acquire" if context.cluster.vm_types else "nodes")
     if mode == "acquire":
         rho = plan.allocation.slots
         if rho is None:
@@ -204,7 +228,7 @@ def map_plan(algorithm: str, context: PlanningContext, plan: Plan) -> MappingRes
 
 def placement_figures(context: PlanningContext, res: MappingResult) -> dict[str, Any]:
     """JSON-able figures of a mapping: VMs bought, slot map, predicted rate and usage."""
-    limits = bool(context.params.get("resource_limits", True))
+    limits = MAPPING_SETTINGS.read(context.params)["resource_limits"]
     vm_slots = {v.name: v.slots for v in res.vms}
     kw: dict[str, Any] = {"slots": res.slots, "vm_slots": vm_slots, "resource_limits": limits}
     shuffle = predict(context.topology, context.models, res.assignment, **kw)
@@ -241,14 +265,22 @@ def _place(name: str, context: PlanningContext, plan: Plan) -> StepResult:
     return StepResult(Plan(alloc, Placement(dict(res.assignment)), plan.routing), figures, notes)
 
 
-@register("placer", "dsm", "paper 004 Default Storm Mapping: threads round-robin over slots")
+@register(
+    "placer",
+    "dsm",
+    "paper 004 Default Storm Mapping: threads round-robin over slots",
+    params=MAPPING_SETTINGS,
+)
 def dsm_placer(context: PlanningContext, plan: Plan) -> StepResult:
     """Algorithm 4 of paper 004 (§7.2)."""
     return _place("dsm", context, plan)
 
 
 @register(
-    "placer", "rsm", "paper 004 R-Storm Mapping: resource- and network-aware, one thread per sweep"
+    "placer",
+    "rsm",
+    "paper 004 R-Storm Mapping: resource- and network-aware, one thread per sweep",
+    params=MAPPING_SETTINGS,
 )
 def rsm_placer(context: PlanningContext, plan: Plan) -> StepResult:
     """Algorithm 5 of paper 004 (§7.3)."""
@@ -256,7 +288,10 @@ def rsm_placer(context: PlanningContext, plan: Plan) -> StepResult:
 
 
 @register(
-    "placer", "sam", "paper 004 Slot Aware Mapping: model-sized thread bundles on exclusive slots"
+    "placer",
+    "sam",
+    "paper 004 Slot Aware Mapping: model-sized thread bundles on exclusive slots",
+    params=MAPPING_SETTINGS,
 )
 def sam_placer(context: PlanningContext, plan: Plan) -> StepResult:
     """Algorithm 6 of paper 004 (§7.4)."""

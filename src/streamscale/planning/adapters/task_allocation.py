@@ -42,6 +42,7 @@ from streamscale.planning.placement.relaxations import gcd_granularity, split_sk
 from streamscale.planning.placement.task_level import task_level
 from streamscale.planning.placement.top_down import top_down
 from streamscale.planning.registry import PlanningContext, StepResult, register
+from streamscale.settings import Schema, Setting
 
 __all__ = ["allocation_figures", "build_job", "task_costs"]
 
@@ -49,9 +50,69 @@ _INSTANCE = re.compile(r"^(?P<op>.+?)(\[\d+\])?$")
 _EXECUTOR = re.compile(r"^(?P<op>.+)\[(?P<e>\d+)\]$")
 
 
+JOB = (
+    Setting(
+        "utilization",
+        float,
+        1.0,
+        "share of each node's spare capacity the job may use (§2.2)",
+        low=0.0,
+        low_open=True,
+    ),
+    Setting(
+        "alpha",
+        float,
+        None,
+        "balance instead: node share α·Σcost/|N| (§2.2; unset: pack)",
+        low=0.0,
+        low_open=True,
+    ),
+    Setting("skew", bool, True, "split skewed groups into near-uniform subgroups (§5)"),
+    Setting("skew_margin", float, 0.2, "relative cost spread a group may keep unsplit", low=0.0),
+    Setting(
+        "relax", bool, True, "retry with task counts set by the cost GCD when tasks do not fit"
+    ),
+)
+ORDER = Setting(
+    "order",
+    str,
+    "diagonal",
+    "task pairing order: diagonal, storm (task-id order, the paper's) or random",
+    choices=("diagonal", "storm", "random"),
+)
+JOB_SETTINGS = Schema("task allocation", *JOB)
+PAIRS_SETTINGS = Schema("placer naive/tl", *JOB, ORDER)
+TD_SETTINGS = Schema(
+    "placer td",
+    *JOB,
+    Setting(
+        "singles",
+        str,
+        "least-loaded",
+        "where tasks without a partner go",
+        choices=("least-loaded", "affinity"),
+    ),
+    Setting("literal", bool, False, "Algorithm 5 exactly as printed (no extra fills)"),
+)
+OPTIMAL_SETTINGS = Schema(
+    "placer optimal",
+    *JOB,
+    Setting("time_limit_s", float, 10.0, "CP-SAT time limit (s)", low=0.0, low_open=True),
+    Setting(
+        "work_limit",
+        float,
+        None,
+        "CP-SAT deterministic work limit (unset: none) for repeatable plans",
+        low=0.0,
+        low_open=True,
+    ),
+)
+
+
 def build_job(context: PlanningContext, plan: Plan) -> GroupJob:
     """The group job of ``context`` (see the module docstring for every rule)."""
-    topo, params = context.topology, context.params
+    topo = context.topology
+    params = JOB_SETTINGS.read(context.params)
     per_op: dict[str, list[tuple[str, int]]] = {op.name: [] for op in topo.operators}
     if plan.allocation.cores:
         for inst, k in plan.allocation.cores.items():
@@ -70,8 +131,8 @@ def build_job(context: PlanningContext, plan: Plan) -> GroupJob:
         context.cluster,
         rate=context.rate,
         snapshot=context.snapshot,
-        utilization=float(params.get("utilization", 1.0)),
-        alpha=None if params.get("alpha") is None else float(params["alpha"]),
+        utilization=params["utilization"],
+        alpha=params["alpha"],
     )
     groups = [
         Group(inst, k, g.cost / len(per_op[g.name]))
@@ -139,13 +200,13 @@ def _run(
     plan: Plan,
     algorithm: Callable[[GroupJob], TaskAllocation],
 ) -> StepResult:
-    params = context.params
+    params = JOB_SETTINGS.read(context.params)
     job = build_job(context, plan)
     notes: list[str] = []
     alloc: TaskAllocation | None = None
     assignment: dict[str, str] | None = None
-    costs = task_costs(context, plan, job) if params.get("skew", True) else {}
-    split = split_skewed(job, costs, margin=float(params.get("skew_margin", 0.2)))
+    costs = task_costs(context, plan, job) if params["skew"] else {}
+    split = split_skewed(job, costs, margin=params["skew_margin"])
     if len(split.job.groups) > len(job.groups):
         # Units keep their identity here, so the GCD re-cut cannot apply, and
         # the uniform model would misjudge node loads: a miss is a failure.
@@ -155,7 +216,7 @@ def _run(
             assignment = split.assignment(alloc)
     else:
         alloc = algorithm(job)
-        if not alloc.complete and params.get("relax", True):
+        if not alloc.complete and params["relax"]:
             finer = gcd_granularity(job)
             if finer.tasks != job.tasks:
                 retry = algorithm(finer)
@@ -191,25 +252,32 @@ def _run(
 
 
 def _order(context: PlanningContext) -> Any:
-    order = context.params.get("order", "diagonal")
-    if order not in ("diagonal", "storm", "random"):
-        raise ModelError(f"must be diagonal, storm or random, got {order!r}", item="--param order")
-    return order
+    return PAIRS_SETTINGS.read(context.params)["order"]
 
 
-@register("placer", "naive", "paper 001 §3.1: task pairs by IMC onto nodes by capacity")
+@register(
+    "placer",
+    "naive",
+    "paper 001 §3.1: task pairs by IMC onto nodes by capacity",
+    params=PAIRS_SETTINGS,
+)
 def naive_placer(context: PlanningContext, plan: Plan) -> StepResult:
     order = _order(context)
     return _run("naive", context, plan, lambda j: naive_pairs(j, order=order, seed=context.seed))
 
 
-@register("placer", "tl", "paper 001 §3.2: task-level, pairs by relative significance")
+@register(
+    "placer",
+    "tl",
+    "paper 001 §3.2: task-level, pairs by relative significance",
+    params=PAIRS_SETTINGS,
+)
 def tl_placer(context: PlanningContext, plan: Plan) -> StepResult:
     order = _order(context)
     return _run("tl", context, plan, lambda j: task_level(j, order=order, seed=context.seed))
 
 
-@register("placer", "tl-imc", "paper 001 §3.2: task-level, pairs by IMC")
+@register("placer", "tl-imc", "paper 001 §3.2: task-level, pairs by IMC", params=PAIRS_SETTINGS)
 def tl_imc_placer(context: PlanningContext, plan: Plan) -> StepResult:
     order = _order(context)
     return _run(
@@ -220,17 +288,22 @@ def tl_imc_placer(context: PlanningContext, plan: Plan) -> StepResult:
     )
 
 
-@register("placer", "td", "paper 001 §4: top-down group-aware allocation (TD)")
+@register("placer", "td", "paper 001 §4: top-down group-aware allocation (TD)", params=TD_SETTINGS)
 def td_placer(context: PlanningContext, plan: Plan) -> StepResult:
-    singles = context.params.get("singles", "least-loaded")
-    literal = bool(context.params.get("literal", False))
+    p = TD_SETTINGS.read(context.params)
+    singles, literal = p["singles"], p["literal"]
     return _run("td", context, plan, lambda j: top_down(j, singles=singles, literal=literal))
 
 
-@register("placer", "optimal", "paper 001 §7.3: maximum IMC gain with CP-SAT (small jobs)")
+@register(
+    "placer",
+    "optimal",
+    "paper 001 §7.3: maximum IMC gain with CP-SAT (small jobs)",
+    params=OPTIMAL_SETTINGS,
+)
 def optimal_placer(context: PlanningContext, plan: Plan) -> StepResult:
-    limit = float(context.params.get("time_limit_s", 10.0))
-    work = context.params.get("work_limit")
+    p = OPTIMAL_SETTINGS.read(context.params)
+    limit, work = p["time_limit_s"], p["work_limit"]
     return _run(
         "optimal",
         context,
@@ -239,7 +312,7 @@ def optimal_placer(context: PlanningContext, plan: Plan) -> StepResult:
             optimal(
                 j,
                 time_limit_s=limit,
-                work_limit=None if work is None else float(work),
+                work_limit=work,
                 seed=context.seed,
             ).allocation
         ),
