@@ -47,6 +47,25 @@ def test_dag_operator_without_function_is_one_line_error(tmp_path: Path, capsys)
     assert "operator c2" in err and "no function given" in err
 
 
+@pytest.mark.parametrize(
+    ("old", "new", "named"),
+    [
+        ("keys: 200,", "keys: 200, rows_per_sec: 5,", "'rows_per_sec'"),
+        ("keys: 200,", "keys: many,", "option 'keys'"),
+        ("alpha: 1.0,", "alpha: -1,", "option 'alpha'"),
+    ],
+)
+def test_bad_source_option_is_one_line_error_before_spark(
+    tmp_path: Path, capsys, old: str, new: str, named: str
+) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(JOB.replace(old, new))
+    # the pipeline (linear) and the DAG path both check the source before any session
+    assert main(["run", str(bad), "--duration", "1", "--master", "spark://127.0.0.1:1"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and named in err
+
+
 @pytest.mark.spark
 def test_run_writes_metrics_and_sink(spark, tmp_path: Path, capsys) -> None:
     job = tmp_path / "tiny.yaml"

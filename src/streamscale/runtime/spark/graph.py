@@ -43,6 +43,7 @@ from streamscale.errors import StreamscaleError
 from streamscale.model import Allocation, Cluster, Placement, Plan, Routing, Topology
 from streamscale.model.io import load_topology
 from streamscale.runtime.spark.job import _option, resolve_function
+from streamscale.runtime.spark.sources import check_source_options
 
 __all__ = ["GraphNode", "JobGraph", "SinkOut", "merged_default_plan", "run_graph_batch"]
 
@@ -161,6 +162,12 @@ class JobGraph:
         options = {k: _option(v) for k, v in params.items() if k not in _SOURCE_KEYS}
         if src.rate is not None and "rate" not in options:
             options["rate"] = _option(src.rate)
+        if source_class is None:
+            check_source_options(
+                str(params.get("format", "streamscale_generator")),
+                options,
+                item=f"operator {source}",
+            )
         return cls(
             topology=topology,
             source=source,

@@ -34,6 +34,7 @@ from typing import Any
 from streamscale.errors import StreamscaleError
 from streamscale.model import Edge, Operator, Topology
 from streamscale.model.io import load_topology
+from streamscale.runtime.spark.sources import check_source_options
 
 __all__ = ["Job", "SinkSpec", "resolve_function"]
 
@@ -153,6 +154,8 @@ class Job:
         options = {k2: _option(v) for k2, v in params.items() if k2 not in _SOURCE_KEYS}
         if src.rate is not None and "rate" not in options:
             options["rate"] = _option(src.rate)
+        if source_class is None:
+            check_source_options(fmt, options, item=f"operator {source}")
         return cls(
             topology=topology,
             source=source,

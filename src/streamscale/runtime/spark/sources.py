@@ -27,7 +27,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from functools import lru_cache
 from typing import Any
 
@@ -234,6 +234,30 @@ class GeneratorSpec:
         with np.errstate(divide="ignore", invalid="ignore"):
             t = self._seg_t[j] + (x - self._seg_c[j]) / r
         return np.where(r > 0, t, np.inf)
+
+
+def check_source_options(fmt: str, options: Mapping[str, Any], *, item: str) -> None:
+    """A bundled source's options checked before Spark starts.
+
+    Unknown names (listing the known ones) and bad values are one-line errors naming the
+    option; other formats are Spark's own sources, which check their options themselves.
+    """
+    spec_cls: Any
+    if fmt == "streamscale_generator":
+        spec_cls = GeneratorSpec
+    elif fmt == "streamscale_trace":
+        from streamscale.runtime.spark.trace import TraceSpec
+
+        spec_cls = TraceSpec
+    else:
+        return
+    known = [f.name for f in fields(spec_cls) if not f.name.startswith("_")]
+    unknown = sorted(set(options) - set(known))
+    if unknown:
+        raise StreamscaleError(
+            f"unknown {fmt} option (known: {', '.join(known)})", item=f"{item}: '{unknown[0]}'"
+        )
+    spec_cls.from_options(options)
 
 
 @lru_cache(maxsize=16)
