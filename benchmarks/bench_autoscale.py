@@ -1,8 +1,8 @@
 """Elastic executors under a load surge, against static sizing and Spark's dynamic allocation.
 
-Starts a loopback Spark standalone cluster (``--workers`` × ``--worker-cores``
-one-core executor slots), runs the surge scenario
-(:mod:`streamscale.runtime.spark.surge`: base → peak → base offered load, per-tuple
+Starts a loopback Spark standalone cluster (``--workers`` × ``--worker-cores`` task
+slots, executors of ``--executor-cores``), runs the surge scenario
+(:mod:`streamscale.runtime.spark.surge`: a warm-up, then base → peak → base offered load, per-tuple
 cost *waited* — ``cost_kind: wall`` — so the slots behave like cores on this small
 machine) under each policy in turn, and prints one JSON line per policy
 (``"bench": "autoscale"``) plus one line of ratios against ``static-peak`` and
@@ -42,12 +42,17 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="30 s phases instead of 60 s.")
     ap.add_argument("--policies", default=",".join(SURGE_POLICIES))
-    ap.add_argument("--workers", type=int, default=4)
-    ap.add_argument("--worker-cores", type=int, default=2)
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--worker-cores", type=int, default=4)
+    ap.add_argument("--executor-cores", type=int, default=2)
     ap.add_argument("--out", type=Path, default=Path("results/autoscale"))
     args = ap.parse_args(argv)
     slots = args.workers * args.worker_cores
-    cfg = SurgeConfig(phase_s=30.0 if args.quick else 60.0, max_executors=slots)
+    cfg = SurgeConfig(
+        phase_s=30.0 if args.quick else 60.0,
+        executor_cores=args.executor_cores,
+        max_executors=args.workers * (args.worker_cores // args.executor_cores),
+    )
     policies = [p.strip() for p in args.policies.split(",") if p.strip()]
     args.out.mkdir(parents=True, exist_ok=True)
     d = Path(tempfile.mkdtemp(prefix="streamscale-autoscale-"))

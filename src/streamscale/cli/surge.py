@@ -32,16 +32,20 @@ def surge(
         help="Comma-separated: elastic, static-peak, static-base, spark-dynamic.",
     ),
     phase: float = typer.Option(30.0, "--phase", help="Seconds of base, peak, base load."),
-    base_rate: float = typer.Option(150.0, "--base-rate", help="Base offered load (tuples/s)."),
+    base_rate: float = typer.Option(75.0, "--base-rate", help="Base offered load (tuples/s)."),
     peak_factor: float = typer.Option(3.0, "--peak-factor", help="Peak load ÷ base load."),
     cost_ms: float = typer.Option(
-        10.0, "--cost-ms", help="Per-tuple cost, waited (cost_kind wall: emulated cores)."
+        20.0, "--cost-ms", help="Per-tuple cost, waited (cost_kind wall: emulated cores)."
+    ),
+    warmup: float = typer.Option(
+        30.0, "--warmup", help="Seconds at the base load before the scenario (not scored)."
     ),
     latency_target_ms: float = typer.Option(
         10_000.0, "--latency-target-ms", help="p99 latency a batch must meet (SLO)."
     ),
-    workers: int = typer.Option(4, "--workers", help="Loopback workers to start."),
-    worker_cores: int = typer.Option(2, "--worker-cores", help="Executor slots per worker."),
+    workers: int = typer.Option(2, "--workers", help="Loopback workers to start."),
+    worker_cores: int = typer.Option(4, "--worker-cores", help="Task slots (cores) per worker."),
+    executor_cores: int = typer.Option(2, "--executor-cores", help="Cores per executor."),
     master: str | None = typer.Option(
         None, "--master", help="Use this running cluster (spark://…) instead of starting one."
     ),
@@ -58,13 +62,18 @@ def surge(
             raise StreamscaleError(f"unknown policy (known: {', '.join(SURGE_POLICIES)})", item=n)
     check_values(
         {"--phase": phase, "--base-rate": base_rate, "--cost-ms": cost_ms,
-         "--latency-target-ms": latency_target_ms},
+         "--latency-target-ms": latency_target_ms, "--warmup": warmup},
         {},
     )  # fmt: skip
     if not (math.isfinite(peak_factor) and peak_factor >= 1):
         raise StreamscaleError(f"must be >= 1, got {peak_factor}", item="--peak-factor")
     if not (1 <= workers <= 32 and 1 <= worker_cores <= 16):
         raise StreamscaleError("need 1 <= --workers <= 32, 1 <= --worker-cores <= 16", item="surge")
+    if not 1 <= executor_cores <= worker_cores:
+        raise StreamscaleError(
+            f"must be between 1 and --worker-cores ({worker_cores})",
+            item=f"--executor-cores {executor_cores}",
+        )
     if master is not None and not master.startswith("spark://"):
         raise StreamscaleError("expected spark://HOST:PORT", item=f"--master {master}")
     ensure_dir(out_dir, "--out")
@@ -74,7 +83,9 @@ def surge(
         phase_s=phase,
         cost_ms=cost_ms,
         latency_target_ms=latency_target_ms,
-        max_executors=workers * worker_cores,
+        executor_cores=executor_cores,
+        max_executors=workers * (worker_cores // executor_cores),
+        warmup_s=warmup,
     )
     summary = _run(out, cfg, names, master, workers, worker_cores, out_dir)
     if out.json:
@@ -128,9 +139,11 @@ def _run(
 def _markdown(figures: dict[str, dict[str, Any]], cfg: Any) -> str:
     head = (
         f"# streamscale surge: {cfg.base_rate:g} → {cfg.base_rate * cfg.peak_factor:g} → "
-        f"{cfg.base_rate:g} tuples/s, {cfg.phase_s:g} s each\n\n"
-        f"{cfg.cost_ms:g} ms per tuple *waited* (cost_kind wall: {cfg.max_executors} one-core "
-        f"executor slots emulate cores), SLO: p99 ≤ {cfg.latency_target_ms:g} ms per batch.\n\n"
+        f"{cfg.base_rate:g} tuples/s, {cfg.phase_s:g} s each after a {cfg.warmup_s:g} s "
+        "warm-up (not scored)\n\n"
+        f"{cfg.cost_ms:g} ms per tuple *waited* (cost_kind wall: up to {cfg.max_executors} "
+        f"executors × {cfg.executor_cores} task slots emulate cores), SLO: p99 ≤ "
+        f"{cfg.latency_target_ms:g} ms per batch.\n\n"
         "| policy | SLO attainment | core-seconds | peak executors | scale-ups | scale-downs "
         "| tuples/s | p99 ms |\n|---|---|---|---|---|---|---|---|\n"
     )

@@ -3,7 +3,10 @@
 The micro-benchmark (generator → keyed calculator) offers ``base`` tuples/s, then
 ``peak_factor × base``, then ``base`` again, each for ``phase_s`` seconds, with the
 per-tuple cost *waited* (``cost_kind: wall``, an I/O-bound operator) so that a
-loopback cluster of N one-core executors behaves like N cores on a small machine.
+loopback cluster of executors with C task slots each behaves like that many cores
+on a small machine. A ``warmup_s`` period at the base load comes first and is not
+scored: each new executor starts its Python workers on its first tasks (seconds of
+CPU on a small machine), which every policy pays once.
 Each policy runs in its own SparkSession on the same cluster:
 
 * ``elastic`` — Elasticutor's queueing-model cores; the cores become executors
@@ -41,35 +44,40 @@ SURGE_POLICIES = ("elastic", "static-peak", "static-base", "spark-dynamic")
 
 @dataclass(frozen=True)
 class SurgeConfig:
-    """The scenario (defaults: base 150 t/s, 3× peak, 60 s phases, 10 ms waited per tuple)."""
+    """The scenario (defaults: base 75 t/s, 3× peak, 60 s phases, 20 ms waited per tuple).
 
-    base_rate: float = 150.0
+    The defaults need 1.5 cores at the base load and 4.5 at the peak, on at most 4
+    executors × 2 cores: few executor JVMs, so a 2-core machine can host the cluster.
+    """
+
+    base_rate: float = 75.0
     peak_factor: float = 3.0
     phase_s: float = 60.0
-    cost_ms: float = 10.0
+    cost_ms: float = 20.0
     keys: int = 1000
     alpha: float = 0.5
     omega: float = 2.0
     shards: int = 16
     trigger_s: float = 2.0
     latency_target_ms: float = 10_000.0
-    executor_cores: int = 1
-    max_executors: int = 8
+    executor_cores: int = 2
+    max_executors: int = 4
     elastic_instances: int = 2
     seed: int = 7
+    warmup_s: float = 30.0
 
     @property
     def duration_s(self) -> float:
-        return 3 * self.phase_s
+        return self.warmup_s + 3 * self.phase_s
 
     def cores_for(self, rate: float) -> int:
         """Cores that serve ``rate`` at the mean per-tuple cost (no headroom)."""
         return max(1, math.ceil(rate * self.cost_ms / 1000.0))
 
     def schedule(self) -> str:
-        p = self.phase_s
+        p, w = self.phase_s, self.warmup_s
         peak = self.base_rate * self.peak_factor
-        return f"0:{self.base_rate},{p}:{peak},{2 * p}:{self.base_rate}"
+        return f"0:{self.base_rate},{w + p}:{peak},{w + 2 * p}:{self.base_rate}"
 
 
 @dataclass
@@ -201,15 +209,16 @@ def run_policy(
 
 
 def summarize_surge(o: SurgeOutcome, cfg: SurgeConfig) -> dict[str, Any]:
-    """The figures of one policy's run (BENCHMARKS.md names)."""
-    rows = o.timeline[1:] if len(o.timeline) > 1 else o.timeline  # first batch: start-up
+    """The figures of one policy's run after the warm-up (BENCHMARKS.md names)."""
+    scored = [r for r in o.timeline if r["t"] >= cfg.warmup_s]
+    rows = [r for r in scored if r["batch"] > 0]  # batch 0: the query's start
     if o.error is not None or not rows:
-        return {"policy": o.policy, "error": o.error or "no batches"}
+        return {"policy": o.policy, "error": o.error or "no batches after the warm-up"}
     ok = [r for r in rows if r["p99_ms"] is not None and r["p99_ms"] <= cfg.latency_target_ms]
     core_s = 0.0
-    for prev, cur in zip(o.timeline, o.timeline[1:], strict=False):
+    for prev, cur in itertools.pairwise(scored):
         core_s += prev["cores"] * (cur["t"] - prev["t"])
-    ex = [r["executors"] for r in o.timeline]
+    ex = [r["executors"] for r in scored]
     ups = sum(1 for a, b in itertools.pairwise(ex) if b > a)
     downs = sum(1 for a, b in itertools.pairwise(ex) if b < a)
     return {
@@ -221,8 +230,9 @@ def summarize_surge(o: SurgeOutcome, cfg: SurgeConfig) -> dict[str, Any]:
         "scale_downs": downs,
         "throughput": o.throughput,
         "p99_ms": o.p99_ms,
-        "max_backlog": max(float(r["backlog"] or 0.0) for r in o.timeline),
-        "batches": len(o.timeline),
+        "max_backlog": max(float(r["backlog"] or 0.0) for r in scored),
+        "batches": len(rows),
+        "scored_s": scored[-1]["t"] - scored[0]["t"],
     }
 
 
@@ -255,9 +265,13 @@ def plot_surge(path: Path, outcomes: Sequence[SurgeOutcome], cfg: SurgeConfig) -
         axes[0].step(t, [r["executors"] for r in o.timeline], where="post", label=o.policy)
         axes[1].plot(t, [r["input_rate"] for r in o.timeline], marker=".", label=o.policy)
         axes[2].plot(t, [r["p99_ms"] for r in o.timeline], marker=".", label=o.policy)
-    p, base = cfg.phase_s, cfg.base_rate
-    offered = ([0, p, p, 2 * p, 2 * p, 3 * p], [base, base, base * cfg.peak_factor,
-               base * cfg.peak_factor, base, base])  # fmt: skip
+    p, base, w = cfg.phase_s, cfg.base_rate, cfg.warmup_s
+    offered = ([0, w + p, w + p, w + 2 * p, w + 2 * p, w + 3 * p], [base, base,
+               base * cfg.peak_factor, base * cfg.peak_factor, base, base])  # fmt: skip
+    for ax in axes:
+        ax.axvspan(
+            0, w, color="grey", alpha=0.12, label="warm-up (not scored)" if ax is axes[0] else None
+        )
     axes[1].plot(*offered, color="grey", linestyle="--", label="offered")
     axes[2].axhline(cfg.latency_target_ms, color="red", linestyle=":", label="latency target")
     axes[0].set_ylabel("executors alive")

@@ -1,0 +1,49 @@
+"""The surge scenario's schedule and figures, hand-checked on a made-up timeline."""
+
+from __future__ import annotations
+
+import pytest
+
+from streamscale.runtime.spark.sources import GeneratorSpec
+from streamscale.runtime.spark.surge import SurgeConfig, SurgeOutcome, summarize_surge
+
+
+def _row(t: float, batch: int, executors: int, p99: float) -> dict:
+    return {"t": t, "batch": batch, "executors": executors, "cores": 2 * executors,
+            "p99_ms": p99, "backlog": 0.0}  # fmt: skip
+
+
+def test_schedule_puts_the_surge_after_the_warmup() -> None:
+    cfg = SurgeConfig(base_rate=10.0, peak_factor=3.0, phase_s=20.0, warmup_s=5.0)
+    spec = GeneratorSpec.from_options({"rate": "10", "schedule": cfg.schedule()})
+    # tuples offered: 25 s at 10/s, then 20 s at 30/s, then 10/s
+    assert spec.available(25.0) == 250
+    assert spec.available(45.0) == 250 + 600
+    assert spec.available(55.0) == 250 + 600 + 100
+    assert cfg.duration_s == 65.0
+
+
+def test_figures_skip_the_warmup_and_count_core_seconds_by_hand() -> None:
+    cfg = SurgeConfig(warmup_s=10.0, latency_target_ms=1000.0)
+    o = SurgeOutcome("elastic")
+    o.timeline = [
+        _row(2.0, 0, 1, float("nan")),  # warm-up: not scored
+        _row(8.0, 1, 1, 5000.0),  # warm-up: not scored
+        _row(10.0, 2, 1, 900.0),
+        _row(12.0, 3, 2, 1500.0),
+        _row(16.0, 4, 3, 800.0),
+        _row(20.0, 5, 1, 700.0),
+    ]
+    f = summarize_surge(o, cfg)
+    assert f["batches"] == 4
+    assert f["slo_attainment"] == pytest.approx(3 / 4)
+    # cores held between scored boundaries: 2·2 s + 4·4 s + 6·4 s
+    assert f["core_seconds"] == pytest.approx(2 * 2 + 4 * 4 + 6 * 4)
+    assert (f["peak_executors"], f["scale_ups"], f["scale_downs"]) == (3, 2, 1)
+    assert f["scored_s"] == pytest.approx(10.0)
+
+
+def test_a_run_with_nothing_after_the_warmup_says_so() -> None:
+    o = SurgeOutcome("static-base")
+    o.timeline = [_row(1.0, 0, 1, 1.0)]
+    assert "warm-up" in summarize_surge(o, SurgeConfig(warmup_s=5.0))["error"]
