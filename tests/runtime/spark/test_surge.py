@@ -20,7 +20,7 @@ def test_schedule_puts_the_surge_after_the_warmup() -> None:
     assert spec.available(25.0) == 250
     assert spec.available(45.0) == 250 + 600
     assert spec.available(55.0) == 250 + 600 + 100
-    assert cfg.duration_s == 65.0
+    assert cfg.duration_s == 85.0  # the last base phase lasts two phases
 
 
 def test_figures_skip_the_warmup_and_count_core_seconds_by_hand() -> None:

@@ -109,6 +109,10 @@ class ExecutorResources:
         Executors to hold before the first batch (default ``min_executors``).
     timeout_s
         How long requested executors may take to arrive before they are reported missing.
+    warm_new
+        Start the Python workers of executors that joined since the last batch boundary
+        (one small task per core, at the boundary) so that no batch waits for a cold
+        executor to fork its workers and import pandas in the middle of a stage.
     """
 
     sc: Any
@@ -117,6 +121,7 @@ class ExecutorResources:
     min_executors: int = 1
     initial_executors: int | None = None
     timeout_s: float = 60.0
+    warm_new: bool = True
     clock: Callable[[], float] = time.monotonic
     target: int = 0
     requested_at: float | None = None
@@ -198,10 +203,17 @@ class ExecutorResources:
     def apply(self, plan: Plan, now: float) -> Mapping[str, Any]:
         alive = self.alive()
         new = [e for e in alive if e not in self._seen]
+        joined_later = bool(new) and bool(self._seen)
         self._seen.update(alive)
         self.added += len(new)
         want = self.wanted(plan)
         figures: dict[str, Any] = {"executors_wanted": want}
+        if joined_later and self.warm_new:
+            from streamscale.runtime.spark.operator import warm_up
+
+            t = self.clock()
+            warm_up(self.sc, len(alive) * self.cores_per_executor)
+            figures["warm_up_s"] = self.clock() - t
         excess = alive[want:] if len(alive) > want else []
         if excess:  # newest first out; killing lowers Spark's target by as many
             ok = self.sc._jsc.sc().killExecutors(self.sc._jvm.PythonUtils.toSeq(excess))

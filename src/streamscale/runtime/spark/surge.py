@@ -68,7 +68,8 @@ class SurgeConfig:
 
     @property
     def duration_s(self) -> float:
-        return self.warmup_s + 3 * self.phase_s
+        """Warm-up, base, peak, then base for two phases (time to release executors)."""
+        return self.warmup_s + 4 * self.phase_s
 
     def cores_for(self, rate: float) -> int:
         """Cores that serve ``rate`` at the mean per-tuple cost (no headroom)."""
@@ -191,7 +192,11 @@ def run_policy(
             policy="static" if policy != "elastic" else "elastic",
             duration_s=cfg.duration_s,
             checkpoint=scratch / "ckpt",
-            params={"latency_target_ms": cfg.trigger_s * 1000.0},
+            # the backlog a surge leaves must drain well within the SLO (DS2's catch-up)
+            params={
+                "latency_target_ms": cfg.trigger_s * 1000.0,
+                "catch_up_s": cfg.latency_target_ms / 2000.0,
+            },
             on_batch=record,
             seed=cfg.seed,
             cluster=capacity_cluster(cfg.max_executors, cfg.executor_cores)
@@ -266,7 +271,7 @@ def plot_surge(path: Path, outcomes: Sequence[SurgeOutcome], cfg: SurgeConfig) -
         axes[1].plot(t, [r["input_rate"] for r in o.timeline], marker=".", label=o.policy)
         axes[2].plot(t, [r["p99_ms"] for r in o.timeline], marker=".", label=o.policy)
     p, base, w = cfg.phase_s, cfg.base_rate, cfg.warmup_s
-    offered = ([0, w + p, w + p, w + 2 * p, w + 2 * p, w + 3 * p], [base, base,
+    offered = ([0, w + p, w + p, w + 2 * p, w + 2 * p, w + 4 * p], [base, base,
                base * cfg.peak_factor, base * cfg.peak_factor, base, base])  # fmt: skip
     for ax in axes:
         ax.axvspan(
