@@ -29,7 +29,7 @@ def surge(
     policies: str = typer.Option(
         "elastic,static-base",
         "--policies",
-        help="Comma-separated: elastic, static-peak, static-base, spark-dynamic.",
+        help="Comma-separated: elastic, proportional, static-peak, static-base, spark-dynamic.",
     ),
     phase: float = typer.Option(30.0, "--phase", help="Seconds of base, peak, base load."),
     base_rate: float = typer.Option(75.0, "--base-rate", help="Base offered load (tuples/s)."),

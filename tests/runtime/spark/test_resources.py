@@ -43,10 +43,12 @@ from streamscale.runtime.spark.session import build_session
 from streamscale.runtime.spark.state import LocalStateBackend
 
 master, work, opts, webui = sys.argv[1], Path(sys.argv[2]), json.loads(sys.argv[3]), int(sys.argv[5])
-spark = build_session(master, app_name="streamscale-resources-test", conf=executor_conf(1, 4))
+over = sys.argv[6] == "over"  # ask for 6 one-core executors on a cluster of 4 cores
+most = 6 if over else 4
+spark = build_session(master, app_name="streamscale-resources-test", conf=executor_conf(1, most))
 sc = spark.sparkContext
-res = ExecutorResources(sc, cores_per_executor=1, max_executors=4, min_executors=1,
-                        initial_executors=2)
+res = ExecutorResources(sc, cores_per_executor=1, max_executors=most, min_executors=1,
+                        initial_executors=2, timeout_s=5 if over else 60)
 res.settle(120)
 job = Job.simple("calc", calculator, source_options=opts, instances=2, shards=8, trigger_s=0,
                  params={"cost_kind": "wall"})
@@ -54,7 +56,8 @@ class Steps:
     # cores per decision: 2 (one per executor instance), then 4 (3 + 1), then 2 again
     name = "steps"
     def __init__(self, topology):
-        self.plans = [split_plan(topology, "calc", k) for k in (1, 1, 3, 3, 1, 1, 1, 1)]
+        ks = (1, 5, 5, 5, 5, 5, 5, 5) if over else (1, 1, 3, 3, 1, 1, 1, 1)
+        self.plans = [split_plan(topology, "calc", k) for k in ks]
         self.i = 0
     def decide(self, snapshot, current, now):
         plan = self.plans[min(self.i, len(self.plans) - 1)]
@@ -65,10 +68,12 @@ class Steps:
 
 seen = []
 def on_batch(rec):
-    res.settle(90)  # requested executors arrive and released ones go before the next batch
+    # requested executors arrive and released ones go before the next batch
+    res.wait_for(4, 60) if over else res.settle(90)
     apps = [a for a in master_json(webui)["activeapps"] if a["name"] == "streamscale-resources-test"]
     seen.append({"alive": len(res.alive()), "extra": {k: rec.extra.get(k) for k in
-                 ("executors_alive", "executors_wanted", "executors_released")},
+                 ("executors_alive", "executors_wanted", "executors_released",
+                  "executors_missing")},
                  "master_cores": apps[0]["cores"] if apps else None, "rows": rec.rows})
 out = run_job(spark, job, policy=Steps(job.topology), duration_s=400,
               checkpoint=work / "ckpt", max_batches=7, resources=res, on_batch=on_batch,
@@ -95,21 +100,7 @@ def loopback(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, in
         assert not cluster_status(d)["running"]
 
 
-def test_executors_follow_the_plan_and_state_stays_exact(
-    loopback: tuple[str, int], tmp_path: Path
-) -> None:
-    from streamscale.runtime.spark.sources import generate
-
-    url, webui = loopback
-    opts = {
-        "keys": "50",
-        "alpha": "1.0",
-        "cost_ms": "0.2",
-        "start_time": "0",
-        "total": "1400",
-        "max_rows_per_batch": "200",
-        "seed": "3",
-    }
+def _run_script(url: str, webui: int, tmp_path: Path, opts: dict, mode: str) -> dict:
     script = tmp_path / "job.py"
     script.write_text(_JOB)
     proc = subprocess.run(
@@ -121,6 +112,7 @@ def test_executors_follow_the_plan_and_state_stays_exact(
             json.dumps(opts),
             str(Path(__file__).parent),
             str(webui),
+            mode,
         ],
         capture_output=True,
         text=True,
@@ -129,7 +121,48 @@ def test_executors_follow_the_plan_and_state_stays_exact(
     )
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")]
     assert proc.returncode == 0 and lines, proc.stderr[-3000:]
-    got = json.loads(lines[-1][len("RESULT ") :])
+    return json.loads(lines[-1][len("RESULT ") :])
+
+
+def _assert_state_matches_pandas(state: dict, opts: dict) -> None:
+    from streamscale.runtime.spark.sources import generate
+
+    want = generate(opts, 0, int(opts["total"])).groupby("key")["value"].agg(["count", "sum"])
+    assert set(state) == set(want.index)
+    for key, (count, total) in state.items():
+        assert count == want.loc[key, "count"]
+        assert total == pytest.approx(want.loc[key, "sum"])
+
+
+def test_a_plan_beyond_the_cluster_is_reported_and_the_job_runs_on(
+    loopback: tuple[str, int], tmp_path: Path
+) -> None:
+    url, webui = loopback
+    opts = {"keys": "40", "alpha": "1.0", "cost_ms": "0.2", "start_time": "0",
+            "total": "1400", "max_rows_per_batch": "200", "seed": "5"}  # fmt: skip
+    got = _run_script(url, webui, tmp_path, opts, "over")
+    # 4 cores exist: never more than 4 executors, the shortfall of 2 reported once late
+    assert max(s["alive"] for s in got["seen"]) == 4, got["seen"]
+    missing = [s["extra"]["executors_missing"] for s in got["seen"]]
+    assert 2 in missing, got["seen"]
+    assert sum(s["rows"] for s in got["seen"]) == 1400
+    _assert_state_matches_pandas(got["state"], opts)
+
+
+def test_executors_follow_the_plan_and_state_stays_exact(
+    loopback: tuple[str, int], tmp_path: Path
+) -> None:
+    url, webui = loopback
+    opts = {
+        "keys": "50",
+        "alpha": "1.0",
+        "cost_ms": "0.2",
+        "start_time": "0",
+        "total": "1400",
+        "max_rows_per_batch": "200",
+        "seed": "3",
+    }
+    got = _run_script(url, webui, tmp_path, opts, "steps")
     alive = [s["alive"] for s in got["seen"]]
     # grew to 4 executors and was shrunk back to 2 at a later boundary (Spark's own count)
     assert 4 in alive, got["seen"]
@@ -138,8 +171,4 @@ def test_executors_follow_the_plan_and_state_stays_exact(
     assert got["added"] >= 2 and got["released"] >= 2
     assert max(s["master_cores"] or 0 for s in got["seen"]) == 4  # the master saw it too
     assert sum(s["rows"] for s in got["seen"]) == 1400
-    want = generate(opts, 0, 1400).groupby("key")["value"].agg(["count", "sum"])
-    assert set(got["state"]) == set(want.index)
-    for key, (count, total) in got["state"].items():
-        assert count == want.loc[key, "count"]
-        assert total == pytest.approx(want.loc[key, "sum"])
+    _assert_state_matches_pandas(got["state"], opts)

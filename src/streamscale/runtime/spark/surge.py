@@ -11,6 +11,8 @@ Each policy runs in its own SparkSession on the same cluster:
 
 * ``elastic`` — Elasticutor's queueing-model cores; the cores become executors
   (:class:`~streamscale.runtime.spark.resources.ExecutorResources`);
+* ``proportional`` — DS2-style: cores proportional to the observed load over a target
+  utilisation, realized as executors the same way;
 * ``static-peak`` / ``static-base`` — one core per executor instance, instances
   sized for the peak / the base load, never changed;
 * ``spark-dynamic`` — Spark's own dynamic allocation (shuffle tracking on, Spark's
@@ -39,7 +41,9 @@ from streamscale.errors import StreamscaleError
 
 __all__ = ["SURGE_POLICIES", "SurgeConfig", "SurgeOutcome", "run_surge", "summarize_surge"]
 
-SURGE_POLICIES = ("elastic", "static-peak", "static-base", "spark-dynamic")
+SURGE_POLICIES = ("elastic", "proportional", "static-peak", "static-base", "spark-dynamic")
+#: the policies whose plans the realizer turns into executors
+ADAPTIVE = ("elastic", "proportional")
 
 
 @dataclass(frozen=True)
@@ -148,6 +152,7 @@ def run_policy(
         )
     instances = {
         "elastic": cfg.elastic_instances,
+        "proportional": cfg.elastic_instances,
         "static-peak": peak_instances,
         "static-base": base_instances,
         "spark-dynamic": peak_instances,
@@ -189,7 +194,7 @@ def run_policy(
         res = run_job(
             spark,
             job,
-            policy="static" if policy != "elastic" else "elastic",
+            policy=policy if policy in ADAPTIVE else "static",
             duration_s=cfg.duration_s,
             checkpoint=scratch / "ckpt",
             # the backlog a surge leaves must drain well within the SLO (DS2's catch-up)
