@@ -130,7 +130,13 @@ def run(
     from streamscale.model.io import load_topology
     from streamscale.runtime.spark.dag import needs_graph, run_graph_command
 
-    if needs_graph(load_topology(job_file)):  # a DAG: every operator in one batch, fixed plan
+    if needs_graph(load_topology(job_file)):  # a DAG: every operator in one batch
+        from streamscale.runtime.spark.graph import JobGraph
+
+        JobGraph.from_yaml(job_file)  # names what cannot run before Spark starts
+        for path, option in ((out_dir, "--out"), (checkpoint, "--checkpoint")):
+            if path is not None:
+                ensure_dir(path, option)
         summary = run_graph_command(
             job_file,
             master=master,
@@ -138,6 +144,12 @@ def run(
             max_batches=max_batches,
             checkpoint=checkpoint,
             out_dir=out_dir,
+            policy=policy,
+            params=params,
+            seed=seed,
+            executors=(executor_cores, min_executors, max_executors)
+            if is_cluster_master(master) and cluster_file is None
+            else None,
         )
         if out.json:
             out.emit(summary)

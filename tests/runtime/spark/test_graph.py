@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
@@ -156,3 +157,94 @@ def test_dag_after_sigkilled_driver_matches_pandas(spark, tmp_path) -> None:
     assert res.batches[0].batch_id in (first[-1] + 1, first[-1] + 2)
     n = check_against_pandas(ckpt, out, KOPTS)
     assert n == 100 * (res.batches[-1].batch_id + 1)
+
+
+def _plan_with(topology: Topology, units: dict[str, int]) -> Any:
+    """Every keyed operator's executor 0 gets ``units[op]`` units; the others one each."""
+    from streamscale.model import Allocation, Placement, Plan, Routing
+    from tests.runtime.spark._policies import split_plan
+
+    cores, nodes, tables = {}, {}, {}
+    for op, k in units.items():
+        p = split_plan(topology, op, k)
+        cores.update(p.allocation.cores)
+        nodes.update(p.placement.nodes)
+        tables.update(p.routing.tables)
+    return Plan(Allocation(cores), Placement(nodes), Routing(tables))
+
+
+class _Script:
+    """Plans per decision: each keyed operator resized on its own."""
+
+    name = "script"
+
+    def __init__(self, topology: Topology, steps: list[dict[str, int]]) -> None:
+        self.plans = [_plan_with(topology, s) for s in steps]
+        self.i = 0
+
+    def decide(self, snapshot: Any, current: Any, now: float) -> Any:
+        from streamscale.control.controller import Decision
+
+        plan = self.plans[min(self.i, len(self.plans) - 1)]
+        self.i += 1
+        return Decision(plan, "step", {}, "none")
+
+    def shard_bytes(self, instance: str, shard: int) -> int:
+        return 0
+
+
+@pytest.mark.spark
+def test_each_keyed_operator_of_a_dag_is_resized_on_its_own_and_stays_exact(
+    spark, tmp_path
+) -> None:
+    from streamscale.runtime.spark.dag import run_graph
+
+    topo = dag_topology(OPTS)
+    graph = JobGraph.build(topo, source_class=SeqSource)
+    steps = [{"rank": 3, "totals": 1}, {"rank": 1, "totals": 2}, {"rank": 4, "totals": 2}]
+    ckpt = tmp_path / "ck"
+    res = run_graph(
+        spark,
+        graph,
+        duration_s=600,
+        checkpoint=ckpt,
+        out=tmp_path,
+        max_batches=4,
+        policy=_Script(topo, steps),
+        params={"interval_s": 0, "stabilization_s": 0, "scale_down_delay_s": 0},
+    )
+    assert [b.batch_id for b in res.batches] == [0, 1, 2, 3]
+    # units that ran tasks: batch 0 the initial plan (1 + 1 per operator), then each step
+    # (executor 0 of an operator with k units + executor 1's one unit), when it has rows
+    want = [{"rank": 2, "totals": 2}, {"rank": 4, "totals": 2}, {"rank": 2, "totals": 3}]
+    for b, w in zip(res.batches[:3], want, strict=True):
+        for op, n in w.items():
+            assert b.tasks.get(op, 0) <= n
+    assert res.batches[1].tasks["rank"] > res.batches[2].tasks["rank"]
+    assert res.batches[2].tasks["totals"] > res.batches[1].tasks["totals"]
+    assert check_against_pandas(ckpt, tmp_path, OPTS) == 120 * 4
+
+
+@pytest.mark.spark
+def test_dag_under_the_elastic_policy_decides_and_stays_exact(spark, tmp_path) -> None:
+    from streamscale.runtime.spark.dag import run_graph
+
+    graph = JobGraph.build(dag_topology(OPTS), source_class=SeqSource)
+    ckpt = tmp_path / "ck"
+    res = run_graph(
+        spark,
+        graph,
+        duration_s=600,
+        checkpoint=ckpt,
+        out=tmp_path,
+        max_batches=3,
+        policy="elastic",
+        params={"interval_s": 0, "stabilization_s": 0},
+    )
+    assert len(res.batches) == 3
+    assert all("control_error" not in b.extra for b in res.batches), res.batches[-1].extra
+    assert any(b.extra.get("decision") for b in res.batches)
+    assert all(
+        set(b.cores) == {"rank", "totals"} and min(b.cores.values()) >= 2 for b in res.batches
+    )
+    assert check_against_pandas(ckpt, tmp_path, OPTS) == 120 * 3

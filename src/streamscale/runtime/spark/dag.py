@@ -9,9 +9,15 @@ whole DAG, sinks included, succeeded is the state of every keyed operator
 committed, so a batch that fails or whose driver dies is replayed from the
 checkpoint with the same input and overwrites its own partial output.
 
-The plan is fixed for the run (each keyed operator: one unit per executor,
-:func:`~streamscale.runtime.spark.graph.merged_default_plan`, or the plan
-given).
+Under ``policy="static"`` the plan is fixed for the run (each keyed operator: one
+unit per executor, :func:`~streamscale.runtime.spark.graph.merged_default_plan`, or
+the plan given). Under any other policy of :data:`~streamscale.control.POLICIES`
+the controller plans the whole topology after every batch from a
+:class:`~streamscale.runtime.spark.graph_control.GraphCollector` snapshot, and a
+:class:`~streamscale.runtime.spark.graph_control.GraphRealizer` hands the plan to
+every keyed operator's realizer for the next batch: each keyed operator gets its
+own cores, tasks and routing. With ``resources``, the plan's cores become executors
+at the batch boundary, as in :func:`~streamscale.runtime.spark.runner.run_job`.
 """
 
 from __future__ import annotations
@@ -20,16 +26,26 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from streamscale.control import Controller, ControllerConfig, Policy
+from streamscale.control.loop import step
+from streamscale.control.policies import initial_plan, make_policy
 from streamscale.errors import StreamscaleError
 from streamscale.model import Cluster, Node, Plan
 from streamscale.runtime.spark.graph import JobGraph, SinkOut, merged_default_plan, run_graph_batch
+from streamscale.runtime.spark.graph_control import GraphCollector, GraphRealizer
 from streamscale.runtime.spark.keyed import KeyedSpec, count_dead_letters, release, run_keyed
 from streamscale.runtime.spark.realizer import SparkRealizer
-from streamscale.runtime.spark.runner import _register_source, drive_query
+from streamscale.runtime.spark.resources import Resources
+from streamscale.runtime.spark.runner import (
+    _CONTROLLER_KEYS,
+    _backlog_of,
+    _register_source,
+    drive_query,
+)
 from streamscale.runtime.spark.state import LocalStateBackend, VersionIndex
 
 __all__ = ["GraphBatch", "GraphResult", "run_graph"]
@@ -37,13 +53,21 @@ __all__ = ["GraphBatch", "GraphResult", "run_graph"]
 
 @dataclass(frozen=True, slots=True)
 class GraphBatch:
-    """One committed batch: per keyed operator its input rows, and what each sink got."""
+    """One committed batch: per keyed operator its input rows, and what each sink got.
+
+    ``cores``: cores per keyed operator in the plan for the next batch; ``tasks``: the
+    units that ran reduce tasks this batch, per keyed operator; ``extra``: the control
+    step's decision and, with executors, their figures.
+    """
 
     batch_id: int
     duration_s: float
     keyed_rows: Mapping[str, int]
     sinks: Mapping[str, SinkOut]
     dead_letters: int
+    cores: Mapping[str, int] = field(default_factory=dict)
+    tasks: Mapping[str, int] = field(default_factory=dict)
+    extra: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +90,10 @@ def run_graph(
     plan: Plan | None = None,
     on_batch: Callable[[GraphBatch], None] | None = None,
     source_df: Any | None = None,
+    policy: str | Policy = "static",
+    params: Mapping[str, Any] | None = None,
+    seed: int | None = None,
+    resources: Resources | None = None,
 ) -> GraphResult:
     """Run ``graph`` for ``duration_s`` seconds (or ``max_batches`` batches).
 
@@ -90,6 +118,15 @@ def run_graph(
     source_df
         A streaming DataFrame to read instead of the source operator's format
         and options (any ``spark.readStream`` source).
+    policy
+        ``static`` (a fixed plan), a policy name or a policy object; it plans every
+        keyed operator after each batch.
+    params
+        Policy and controller settings (``--param``).
+    seed
+        Seed of randomized policies.
+    resources
+        Executors to size from the plan (a cluster master), else the local cores.
 
     Raises
     ------
@@ -106,9 +143,27 @@ def run_graph(
     checkpoint = Path(checkpoint)
     base = Path(out) if out is not None else checkpoint
     dead_dir = str((base / "dead_letters").resolve())
-    slots = max(2, int(spark.sparkContext.defaultParallelism)) * 2
-    cluster = Cluster.build([Node("local", cores=slots)])
-    plan = plan if plan is not None else merged_default_plan(graph, cluster)
+    if resources is not None:
+        cluster = resources.cluster()
+    else:
+        slots = max(2, int(spark.sparkContext.defaultParallelism)) * 2
+        cluster = Cluster.build([Node("local", cores=slots)])
+    all_params = dict(params or {})
+    ctl_cfg = ControllerConfig.from_params(
+        {k: v for k, v in all_params.items() if k in _CONTROLLER_KEYS}
+    )
+    pol_params = {k: v for k, v in all_params.items() if k not in _CONTROLLER_KEYS}
+    if isinstance(policy, str):
+        pol = make_policy(policy, graph.topology, cluster, params=pol_params, seed=seed)
+        if plan is None:
+            plan = (
+                merged_default_plan(graph, cluster)
+                if policy == "static"
+                else initial_plan(policy, graph.topology, cluster)
+            )
+    else:
+        pol = policy
+        plan = plan if plan is not None else merged_default_plan(graph, cluster)
     backend = LocalStateBackend(checkpoint / "state")
     specs: dict[str, KeyedSpec] = {}
     indexes: dict[str, VersionIndex] = {}
@@ -135,6 +190,20 @@ def run_graph(
     batches: list[GraphBatch] = []
     in_batch = threading.Event()
     done = threading.Event()
+    clock = time.monotonic
+    start = clock()
+    query_ref: list[Any] = []
+    taken = [0]
+    realizer = GraphRealizer(realizers)
+    collector = GraphCollector(
+        graph.topology,
+        graph.keyed,
+        cluster,
+        realizers,
+        start=0.0,
+        backlog=lambda: _backlog_of(query_ref[0], graph, taken[0]) if query_ref else 0.0,
+    )
+    controller = Controller(pol, ctl_cfg)
 
     def on_micro_batch(batch_df: Any, batch_id: int) -> None:
         in_batch.set()
@@ -142,6 +211,7 @@ def run_graph(
         try:
             written: dict[str, tuple[str, list[int], Any]] = {}
             rows: dict[str, int] = {}
+            observed: dict[str, Any] = {}
 
             def keyed_op(name: str, df: Any) -> Any:
                 upto = min(batch_id - 1, backend.committed(name))
@@ -160,6 +230,7 @@ def run_graph(
                 )
                 written[name] = (attempt, [g for t in stats.tasks for g in t.shards], hints)
                 rows[name] = stats.rows
+                observed[name] = stats
                 realizers[name].observe({g: v[1] for t in stats.tasks for g, v in t.shards.items()})
                 return outputs
 
@@ -177,12 +248,21 @@ def run_graph(
                 indexes[name].committed(batch_id, attempt, shards, hints)
             for name in graph.keyed:
                 release(name)
+            dead = count_dead_letters(dead_dir, batch_id)
+            first = graph.keyed[0]
+            taken[0] = rows.get(first, 0) + dead
+            for name, stats in observed.items():
+                collector.observe(name, stats)
+            extra = _control(controller, collector, realizer, resources, clock() - start)
             rec = GraphBatch(
                 batch_id=batch_id,
                 duration_s=time.perf_counter() - t0,
                 keyed_rows=rows,
                 sinks=sinks,
-                dead_letters=count_dead_letters(dead_dir, batch_id),
+                dead_letters=dead,
+                cores=_op_cores(realizer.current(), graph),
+                tasks={n: len({t.unit for t in st.tasks}) for n, st in observed.items()},
+                extra=extra,
             )
             batches.append(rec)
             if on_batch is not None:
@@ -210,6 +290,7 @@ def run_graph(
     if graph.trigger_s > 0:
         stream = stream.trigger(processingTime=f"{graph.trigger_s} seconds")
     query = stream.start()
+    query_ref.append(query)
     drive_query(
         query,
         stop_at=time.monotonic() + duration_s,
@@ -219,6 +300,41 @@ def run_graph(
         item=f"topology {graph.topology.name}",
     )
     return GraphResult(tuple(batches), plan, count_dead_letters(dead_dir))
+
+
+def _control(
+    controller: Controller,
+    collector: GraphCollector,
+    realizer: GraphRealizer,
+    resources: Resources | None,
+    now: float,
+) -> dict[str, Any]:
+    """One control step after a committed batch; what it decided and did, for the record."""
+    extra: dict[str, Any] = {"backlog": collector.backlog}
+    try:
+        applied = step(controller, collector, realizer, now)
+    except StreamscaleError as exc:  # a policy that cannot plan keeps the current plan
+        controller.state = "idle"
+        applied = []
+        extra["control_error"] = str(exc)
+    extra["applied"] = [a.reason for a in applied]
+    if controller.history and controller.history[-1][0] == now:
+        extra["decision"] = getattr(controller.history[-1][1], "reason", "")
+    if resources is not None:  # between batches: every keyed operator's state committed
+        extra.update(resources.apply(realizer.current(), now))
+    return extra
+
+
+def _op_cores(plan: Plan, graph: JobGraph) -> dict[str, int]:
+    """Cores per keyed operator in ``plan`` (its instances' cores summed)."""
+    cores = plan.allocation.cores
+    return {
+        name: sum(
+            int(cores.get(f"{name}[{e}]", 0))
+            for e in range(graph.topology.operator(name).instances)
+        )
+        for name in graph.keyed
+    }
 
 
 def needs_graph(topology: Any) -> bool:
@@ -244,17 +360,49 @@ def run_graph_command(
     max_batches: int | None,
     checkpoint: Path | None,
     out_dir: Path | None,
+    policy: str = "static",
+    params: Mapping[str, Any] | None = None,
+    seed: int | None = None,
+    executors: tuple[int, int, int] | None = None,
 ) -> dict[str, Any]:
-    """``streamscale run`` on a DAG topology: run it with a fixed plan; a summary dict."""
+    """``streamscale run`` on a DAG topology; a summary dict.
+
+    ``executors`` (cores per executor, min, max) on a cluster master: the plan's cores
+    become executors. With ``out_dir``, one JSON line per batch goes to
+    ``metrics.jsonl`` (rows per keyed operator, cores per keyed operator, sink rows,
+    the controller's decision and the executors' figures).
+    """
+    import json
     import tempfile
 
+    from streamscale.runtime.spark.resources import ExecutorResources, executor_conf
     from streamscale.runtime.spark.session import build_session
 
     graph = JobGraph.from_yaml(job_file)
     ckpt = checkpoint or (
         out_dir / "checkpoint" if out_dir else Path(tempfile.mkdtemp(prefix="streamscale-ckpt-"))
     )
-    spark = build_session(master, app_name=f"streamscale-{graph.topology.name}")
+    conf = executor_conf(executors[0], executors[2]) if executors else None
+    spark = build_session(master, app_name=f"streamscale-{graph.topology.name}", conf=conf)
+    resources = None
+    if executors:
+        resources = ExecutorResources(
+            spark.sparkContext,
+            cores_per_executor=executors[0],
+            min_executors=executors[1],
+            max_executors=executors[2],
+        )
+        resources.wait_for(executors[1], 120.0)
+    log = (out_dir / "metrics.jsonl").open("a", encoding="utf-8") if out_dir else None
+
+    def on_batch(b: GraphBatch) -> None:
+        if log is not None:
+            sinks = {k: v.rows for k, v in b.sinks.items()}
+            row = {"batch": b.batch_id, "duration_s": b.duration_s, "keyed_rows": b.keyed_rows,
+                   "cores": b.cores, "sinks": sinks, "dead_letters": b.dead_letters, **b.extra}  # fmt: skip
+            log.write(json.dumps(row, default=str) + "\n")
+            log.flush()
+
     t0 = time.monotonic()
     try:
         res = run_graph(
@@ -264,14 +412,23 @@ def run_graph_command(
             checkpoint=ckpt,
             out=out_dir,
             max_batches=max_batches,
+            policy=policy,
+            params=params,
+            seed=seed,
+            resources=resources,
+            on_batch=on_batch,
         )
     finally:
+        if log is not None:
+            log.close()
         spark.stop()
+    last = res.batches[-1].cores if res.batches else {}
     return {
         "job": graph.topology.name,
-        "policy": "static",
+        "policy": policy,
         "batches": len(res.batches),
         "keyed_rows": {k: sum(b.keyed_rows.get(k, 0) for b in res.batches) for k in graph.keyed},
+        "cores_last": dict(last),
         "sink_rows": {
             s: sum(b.sinks[s].rows for b in res.batches if s in b.sinks) for s in graph.sinks
         },
