@@ -126,9 +126,23 @@ class Stream:
         out: str | Path | None = None,
         max_batches: int | None = None,
         spark: Any | None = None,
+        policy: str = "static",
+        params: dict[str, Any] | None = None,
+        seed: int | None = None,
     ) -> Any:
         """Run the whole job this stream belongs to; returns a
-        :class:`~streamscale.runtime.spark.dag.GraphResult`."""
+        :class:`~streamscale.runtime.spark.dag.GraphResult`.
+
+        ``policy`` (``static``, ``elastic``, …) plans every keyed operator after each
+        batch; ``params`` are its and the controller's settings (checked before the
+        query starts)."""
+        from streamscale.control.controller import CONTROLLER_SETTINGS
+        from streamscale.control.policies import POLICY_SETTINGS, check_params, check_policy
+        from streamscale.settings import split_params
+
+        check_policy(policy)
+        pol, ctl = split_params(params or {}, POLICY_SETTINGS, CONTROLLER_SETTINGS)
+        check_params(pol)
         from streamscale.runtime.spark.dag import run_graph
         from streamscale.runtime.spark.graph import JobGraph
 
@@ -145,6 +159,9 @@ class Stream:
             out=None if out is None else Path(out),
             max_batches=max_batches,
             source_df=df,
+            policy=policy,
+            params={**pol, **ctl},
+            seed=seed,
         )
 
 
