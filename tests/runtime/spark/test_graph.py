@@ -244,6 +244,8 @@ def test_dag_under_the_elastic_policy_decides_and_stays_exact(spark, tmp_path) -
     assert len(res.batches) == 3
     assert all("control_error" not in b.extra for b in res.batches), res.batches[-1].extra
     assert any(b.extra.get("decision") for b in res.batches)
+    # nothing was stored before the first batch, so nothing was read from the store
+    assert res.batches[0].extra["state_read_bytes"] == {"rank": 0, "totals": 0}
     assert all(
         set(b.cores) == {"rank", "totals"} and min(b.cores.values()) >= 2 for b in res.batches
     )

@@ -254,6 +254,9 @@ def run_graph(
             for name, stats in observed.items():
                 collector.observe(name, stats)
             extra = _control(controller, collector, realizer, resources, clock() - start)
+            extra["state_read_bytes"] = {  # from the store, not a worker's cache: moved here
+                n: sum(t.state_read_bytes for t in st.tasks) for n, st in observed.items()
+            }
             rec = GraphBatch(
                 batch_id=batch_id,
                 duration_s=time.perf_counter() - t0,

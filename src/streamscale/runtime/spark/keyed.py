@@ -93,6 +93,7 @@ class TaskStats:
     sample: list[dict[str, Any]] = field(default_factory=list)
     cpu_s: float = 0.0
     executor: str = ""  # host:pid of the executor's Python worker daemon
+    state_read_bytes: int = 0  # state read from the store (not the worker's cache): moved here
     out_schema: bytes = b""  # Arrow schema of the outputs when the operator declares none
 
 
@@ -333,6 +334,7 @@ def _reduce_side(
         done_at = np.empty(len(df))
         uniq, starts = np.unique(shards, return_index=True)
         ends = [*starts[1:].tolist(), len(df)]
+        read0 = getattr(spec.backend, "bytes_read", 0)
         for g, a, b in zip(uniq.tolist(), starts.tolist(), ends, strict=False):
             t0 = time.perf_counter()
             rows = rows_df.iloc[a:b].reset_index(drop=True)
@@ -376,6 +378,7 @@ def _reduce_side(
                 cpu_s=time.process_time() - cpu0,
                 executor=f"{socket.gethostname()}:{os.getppid()}",
                 out_schema=_schema_bytes(blob),
+                state_read_bytes=getattr(spec.backend, "bytes_read", 0) - read0,
             )
         )
         if out.empty:

@@ -167,6 +167,7 @@ def _reduce_side(ctx: BatchContext) -> Callable[[int, Iterator[Any]], Iterator[T
         done_at = np.empty(len(df))
         uniq, starts = np.unique(shards, return_index=True)
         ends = [*starts[1:].tolist(), len(df)] if len(uniq) else []
+        read0 = getattr(ctx.backend, "bytes_read", 0)
         for g, a, b in zip(uniq.tolist(), starts.tolist(), ends, strict=True):
             t0 = time.perf_counter()
             rows = df.iloc[a:b].reset_index(drop=True)
@@ -216,6 +217,7 @@ def _reduce_side(ctx: BatchContext) -> Callable[[int, Iterator[Any]], Iterator[T
             latencies_ms=latencies.astype(np.float32),
             sample=sample,
             cpu_s=time.process_time() - cpu0,
+            state_read_bytes=getattr(ctx.backend, "bytes_read", 0) - read0,
         )
 
     return run

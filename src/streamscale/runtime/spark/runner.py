@@ -298,7 +298,12 @@ def run_job(
             collector.observe(stats)
             realizer.observe({g: v[1] for t in stats.tasks for g, v in t.shards.items()})
             now = clock() - t0
-            extra: dict[str, Any] = {"units": list(pmap.units), "backlog": collector.backlog}
+            extra: dict[str, Any] = {
+                "units": list(pmap.units),
+                "backlog": collector.backlog,
+                # state read from the store, not a worker's cache: shards that moved here
+                "state_read_bytes": sum(t.state_read_bytes for t in stats.tasks),
+            }
             try:
                 applied = step(controller, collector, realizer, now)
             except StreamscaleError as exc:
