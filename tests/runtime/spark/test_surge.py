@@ -8,9 +8,9 @@ from streamscale.runtime.spark.sources import GeneratorSpec
 from streamscale.runtime.spark.surge import SurgeConfig, SurgeOutcome, summarize_surge
 
 
-def _row(t: float, batch: int, executors: int, p99: float) -> dict:
+def _row(t: float, batch: int, executors: int, p99: float, tasks: int = 2) -> dict:
     return {"t": t, "batch": batch, "executors": executors, "cores": 2 * executors,
-            "p99_ms": p99, "backlog": 0.0}  # fmt: skip
+            "p99_ms": p99, "backlog": 0.0, "tasks": tasks}  # fmt: skip
 
 
 def test_schedule_puts_the_surge_after_the_warmup() -> None:
@@ -47,3 +47,20 @@ def test_a_run_with_nothing_after_the_warmup_says_so() -> None:
     o = SurgeOutcome("static-base")
     o.timeline = [_row(1.0, 0, 1, 1.0)]
     assert "warm-up" in summarize_surge(o, SurgeConfig(warmup_s=5.0))["error"]
+
+
+def test_reaction_counts_batches_from_the_surge_to_tasks_on_added_executors() -> None:
+    from streamscale.runtime.spark.surge import reaction
+
+    cfg = SurgeConfig(warmup_s=10.0, phase_s=20.0)  # surge at 2 + 10 + 20 = 32 s
+    o = SurgeOutcome("elastic")
+    o.timeline = [
+        _row(2.0, 0, 1, 1.0, tasks=2),
+        _row(30.0, 1, 1, 1.0, tasks=2),
+        _row(34.0, 2, 2, 1.0, tasks=2),  # an executor arrived, the batch ran on the old plan
+        _row(37.0, 3, 2, 1.0, tasks=4),  # tasks on the added executor
+        _row(40.0, 4, 3, 1.0, tasks=6),
+    ]
+    assert reaction(o, cfg) == (2, pytest.approx(5.0))
+    o.timeline = [_row(2.0, 0, 3, 1.0, tasks=6), _row(40.0, 1, 3, 1.0, tasks=6)]
+    assert reaction(o, cfg) is None

@@ -218,6 +218,27 @@ def run_policy(
     return outcome
 
 
+def reaction(o: SurgeOutcome, cfg: SurgeConfig) -> tuple[int, float] | None:
+    """Batches and seconds from the surge's start to a batch that ran on added executors.
+
+    The surge starts ``warmup_s + phase_s`` after the query's first batch (the
+    generator's clock starts with the query). The reaction ends with the first batch
+    after it whose tasks and executors both exceed those of the last batch before it.
+    ``None`` when executors never grew (static policies).
+    """
+    tl = o.timeline
+    if not tl:
+        return None
+    start = tl[0]["t"] + cfg.warmup_s + cfg.phase_s
+    before = [r for r in tl if r["t"] <= start] or tl[:1]
+    ex0, tasks0 = before[-1]["executors"], before[-1]["tasks"]
+    after = [r for r in tl if r["t"] > start]
+    for i, r in enumerate(after, 1):
+        if r["executors"] > ex0 and r["tasks"] > tasks0:
+            return i, r["t"] - start
+    return None
+
+
 def summarize_surge(o: SurgeOutcome, cfg: SurgeConfig) -> dict[str, Any]:
     """The figures of one policy's run after the warm-up (BENCHMARKS.md names)."""
     scored = [r for r in o.timeline if r["t"] >= cfg.warmup_s]
@@ -229,6 +250,7 @@ def summarize_surge(o: SurgeOutcome, cfg: SurgeConfig) -> dict[str, Any]:
     for prev, cur in itertools.pairwise(scored):
         core_s += prev["cores"] * (cur["t"] - prev["t"])
     ex = [r["executors"] for r in scored]
+    react = reaction(o, cfg)
     ups = sum(1 for a, b in itertools.pairwise(ex) if b > a)
     downs = sum(1 for a, b in itertools.pairwise(ex) if b < a)
     return {
@@ -243,6 +265,8 @@ def summarize_surge(o: SurgeOutcome, cfg: SurgeConfig) -> dict[str, Any]:
         "max_backlog": max(float(r["backlog"] or 0.0) for r in scored),
         "batches": len(rows),
         "scored_s": scored[-1]["t"] - scored[0]["t"],
+        "reaction_batches": None if react is None else react[0],
+        "reaction_s": None if react is None else react[1],
     }
 
 
