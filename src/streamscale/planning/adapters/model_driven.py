@@ -231,9 +231,7 @@ def map_plan(algorithm: str, context: PlanningContext, plan: Plan) -> MappingRes
         how = params["acquisition"]
         if algorithm == "dsm":
             return map_dsm(d, acquire(max(1, rho), context.cluster.vm_types, reading=how))
-        return map_adding_slots(
-            mapper, d, max(1, rho), context.cluster.vm_types, acquisition=how
-        )
+        return map_adding_slots(mapper, d, max(1, rho), context.cluster.vm_types, acquisition=how)
     if mode != "nodes":
         raise ModelError("vms must be 'acquire' or 'nodes'", item=str(mode))
     return mapper(d, vms_from_cluster(context.cluster))
