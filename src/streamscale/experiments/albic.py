@@ -22,7 +22,7 @@ import numpy as np
 
 from streamscale.experiments.albic_plots import plot_all
 from streamscale.experiments.albic_setup import headline, perturb, synthetic
-from streamscale.experiments.report import markdown_table, write_results
+from streamscale.experiments.report import markdown_table, readme_block, write_results
 from streamscale.planning.balancing.albic import albic, collocation_candidates
 from streamscale.planning.balancing.cola import cola
 from streamscale.planning.balancing.flux import flux
@@ -359,7 +359,14 @@ def run(
     }
     results["headline"] = headline(ac_rows, literal_row)
     plot_all(out, mf_series, si_series, ac_rows)
-    write_results(out, results, _markdown(mf_rows, si_rows, [*ac_rows, literal_row], quick))
+    md = _markdown(mf_rows, si_rows, [*ac_rows, literal_row], quick)
+    md += (
+        "\n\n## Headline figures: literal and tuned beside the paper\n\n"
+        "literal: ALBIC as §4.3.2 is written; tuned: with `protect_existing`. "
+        "Both at the highest maximum collocation, maxLoadDistance 5 %.\n\n"
+        + readme_block(results["headline"])
+    )
+    write_results(out, results, md)
     lines = [json.dumps(h) for h in results["headline"]]
     (out / "headline.jsonl").write_text("\n".join(lines) + "\n")
     for line in lines:
