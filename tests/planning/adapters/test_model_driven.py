@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from streamscale.errors import InfeasibleError, ModelError
+from streamscale.errors import InfeasibleError, ModelError, StreamscaleError
 from streamscale.model import Cluster, Node, VmType, load_cluster, load_models, load_topology
 from streamscale.planning import PlanningContext, compose, entries
 
@@ -70,7 +70,7 @@ def test_acquisition_readings(placer: str) -> None:
         assert [v["type"] for v in c["vms"]] == ["D3", "D3"]
     if not e["extra_slots"]:
         assert [v["type"] for v in e["vms"]] == ["D3", "D2", "D1"]
-    with pytest.raises(ModelError, match="acquisition"):
+    with pytest.raises(StreamscaleError, match="acquisition: must be one of cover, exact"):
         compose(ctx(acquisition="half"), steps=steps)
 
 
