@@ -31,7 +31,12 @@ from streamscale.errors import InfeasibleError
 from streamscale.model import PerformanceModel, Topology, VmType
 from streamscale.planning.adapters.model_driven import demands
 from streamscale.planning.allocation.model_based import allocate
-from streamscale.planning.placement.slots import map_adding_slots, map_rsm, map_sam
+from streamscale.planning.placement.slots import (
+    Acquisition,
+    map_adding_slots,
+    map_rsm,
+    map_sam,
+)
 
 __all__ = [
     "CALIBRATION",
@@ -42,7 +47,7 @@ __all__ = [
 ]
 
 # (key, acquisition, convention, label)
-EXTRA_READINGS: tuple[tuple[str, str, str, str], ...] = (
+EXTRA_READINGS: tuple[tuple[str, Acquisition, str, str], ...] = (
     ("7.1-added", "cover", "added", "§7.1 acquisition, slots added to ρ"),
     ("7.1-bought", "cover", "bought", "§7.1 acquisition, slots bought beyond ρ"),
     ("8.2", "exact", "added", "§8.2 acquisition (slots sum to ρ)"),
@@ -82,7 +87,7 @@ def extra_slots(
         row: dict[str, int | None] = {}
         for rkey, acquisition, convention, _ in EXTRA_READINGS:
             try:
-                res = map_adding_slots(fn, d, rho, catalog, acquisition=acquisition)  # type: ignore[arg-type]
+                res = map_adding_slots(fn, d, rho, catalog, acquisition=acquisition)
             except InfeasibleError:
                 row[rkey] = None
                 continue
