@@ -49,13 +49,16 @@ def test_tiny_reproduction_writes_results(tmp_path: Path) -> None:
             "cola_migrations",
         } <= set(r)
     assert len(data["scale_in"]) == 4
-    assert "MILP vs Flux" in (tmp_path / "results.md").read_text()
+    md = (tmp_path / "results.md").read_text()
+    assert "MILP vs Flux" in md and "## Headline figures" in md
     for png in ("milp_vs_flux.png", "scale_in.png", "albic_vs_cola.png"):
         assert (tmp_path / png).stat().st_size > 0
     assert set(res) >= {"milp_vs_flux", "albic_vs_cola", "scale_in"}
     heads = [json.loads(x) for x in (tmp_path / "headline.jsonl").read_text().splitlines()]
     assert heads == data["headline"]
     assert all(set(h) == {"figure", "variant", "paper", "measured"} for h in heads)
+    assert {h["variant"] for h in heads} == {"literal", "tuned"}
+    assert data["albic_vs_cola_literal"]["albic_variant"] == "literal"
 
 
 def test_albic_starts_low_and_builds_collocation_up() -> None:

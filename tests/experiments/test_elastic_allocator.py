@@ -8,7 +8,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from streamscale.experiments.elastic_allocator import ALGORITHMS, METRICS, run_config
+from streamscale.experiments.elastic_allocator import (
+    ALGORITHMS,
+    DEFINITIONS,
+    METRICS,
+    run_config,
+)
 from streamscale.experiments.elastic_allocator_feasibility import (
     cp_sat_feasible,
     exhaustive_feasible,
@@ -47,7 +52,9 @@ def test_tiny_reproduction_writes_results(tmp_path: Path) -> None:
     assert res["feasibility"]["tiny"]["gma_missed"] == 0
     assert (tmp_path / "utilization.png").stat().st_size > 0
     assert (tmp_path / "deviation.png").stat().st_size > 0
-    assert "Fig. 4" in (tmp_path / "results.md").read_text()
+    md = (tmp_path / "results.md").read_text()
+    assert "Fig. 4" in md and DEFINITIONS in md
+    assert all(0.0 <= row["link_utilization"] <= 1.0 for row in saved["runs"])
     heads = [json.loads(x) for x in (tmp_path / "headline.jsonl").read_text().splitlines()]
     assert heads == saved["headline"]
     assert {h["variant"] for h in heads} == {"literal", "tuned"}

@@ -36,12 +36,20 @@ def test_reproduction_writes_results(tmp_path: Path) -> None:
     heads = [json.loads(x) for x in (tmp_path / "headline.jsonl").read_text().splitlines()]
     assert heads == saved["headline"]
     assert all(set(h) == {"figure", "variant", "paper", "measured"} for h in heads)
-    sam = {h["variant"]: h["measured"] for h in heads if "where SAM" in h["figure"]}
-    # Counted from the rows independently of the headline code.
+    sam = {
+        h["variant"]: h["measured"]
+        for h in heads
+        if "where SAM" in h["figure"] and "slots added to ρ" in h["figure"]
+    }
+    # Counted from the rows the §8.4 mappings produced, independently of the headline code.
     assert sam == {
         "literal": sum(1 for r in res["micro"] if r["sam_literal_extra"] > 0),
         "tuned": sum(1 for r in res["micro"] if r["sam_extra"] > 0),
     }
+    for h in heads:
+        assert h["figure"].endswith(("[calibration]", "[held out]"))
+    md = (tmp_path / "results.md").read_text()
+    assert "## Calibration anchors and held-out comparisons" in md
 
 
 def test_scenario_tiny() -> None:
@@ -52,3 +60,11 @@ def test_scenario_tiny() -> None:
     # Algorithm 6 as written maps a whole bundle whenever τ̂ threads remain: here it
     # needs at least the slots of the bundle-count reading.
     assert row["sam_literal_extra"] >= row["sam_extra"]
+    # Extra slots under both acquisition readings and both conventions.
+    ex = row["extra"]
+    assert (ex["rsm"]["7.1-added"], ex["sam"]["7.1-added"]) == (row["rsm_extra"], row["sam_extra"])
+    assert ex["sam-literal"]["7.1-added"] == row["sam_literal_extra"]
+    for by in ex.values():
+        # §7.1 buys D3 + D3 for ρ = 7 (one slot beyond ρ), so "bought" ≥ "added"
+        assert by["7.1-bought"] >= by["7.1-added"] >= 0 and by["8.2"] >= 0
+    assert ex["sam"]["7.1-bought"] == ex["sam"]["7.1-added"]  # MBA's ρ = 4: one D3, none beyond

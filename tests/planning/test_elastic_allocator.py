@@ -57,13 +57,16 @@ def test_evaluate_collocated_and_split_by_hand() -> None:
     assert together.node_bw_load == pytest.approx((0.2, 0.0))  # traffic inside a node is free
     assert together.feasible and together.throughput == 1.0
     assert together.cpu_utilization == pytest.approx(280 / 600)
-    assert together.bw_utilization == pytest.approx(20 / 200)
+    # the query's 30 Mbit/s at λ = 1 over 200 Mbit/s of links, wherever the flow runs
+    assert together.bw_utilization == pytest.approx(30 / 200)
+    assert together.link_utilization == pytest.approx(20 / 200)  # other work only
     assert together.cpu_deviation == pytest.approx(math.sqrt(2) * (0.65 - 0.1) / 2)
     apart = evaluate(p, {"x": "a", "y": "b"})
     # star network: the flow loads both endpoints' links
     assert apart.node_bw_load == pytest.approx((0.5, 0.3))
     assert apart.node_cpu_load == pytest.approx((0.5, 0.4))
-    assert apart.bw_utilization == pytest.approx(80 / 200)
+    assert apart.bw_utilization == pytest.approx(30 / 200)  # collocation changes nothing
+    assert apart.link_utilization == pytest.approx(80 / 200)  # 20 + 30 on a, 30 on b
 
 
 def test_feasibility_boundaries_and_throughput() -> None:
@@ -87,6 +90,9 @@ def test_feasibility_boundaries_and_throughput() -> None:
     assert ev2.throughput == pytest.approx(2 / 3)
     assert ev2.cpu_utilization == pytest.approx((100 + 50 * 2 / 3) / 200)
     assert ev2.cpu_deviation == pytest.approx(math.sqrt(2) * (1 - 1 / 3) / 2)
+    flow = AllocatorProblem(two.nodes, two.operators, (Flow("x", "y", 60),))
+    # at the achieved throughput: 2/3 of the 60 Mbit/s flow over 2 × 1000 Mbit/s of links
+    assert evaluate(flow, {"x": "a", "y": "b"}).bw_utilization == pytest.approx(40 / 2000)
     bw = AllocatorProblem(
         nodes=(AllocatorNode("a", 100, bandwidth_mbps=100), AllocatorNode("b", 100)),
         operators=(AllocatorOperator("x", 1), AllocatorOperator("y", 1)),

@@ -15,6 +15,7 @@ Add a placer by appending its registry name and params to ``PLACERS``.
 
 from __future__ import annotations
 
+import random
 from collections.abc import Callable
 from typing import Any
 
@@ -30,6 +31,7 @@ from streamscale.planning.placement.naive_pairs import naive_pairs
 from streamscale.planning.placement.optimal import optimal
 from streamscale.planning.placement.task_level import task_level
 from streamscale.planning.placement.top_down import top_down
+from tests.planning.test_optimal import brute_force
 
 # Registry placers under test: (name, params). Keep this list at the top.
 PLACERS: list[tuple[str, dict[str, Any]]] = [
@@ -223,3 +225,55 @@ def test_optimum_bounds_every_heuristic(job: GroupJob) -> None:
             assert alloc.gain <= best.allocation.gain + 1e-6 * max(1.0, alloc.gain), name
         if alloc.complete:
             assert best.allocation.complete or best.status == "UNKNOWN"
+
+
+def _small_general_jobs(count: int, seed: int) -> list[GroupJob]:
+    """Seeded small jobs of any shape: costs unrelated to task counts, mixed node sizes."""
+    rng = random.Random(seed)
+    out = []
+    for _ in range(count):
+        ng = rng.randint(2, 4)
+        groups = [(f"g{i}", rng.randint(1, 4), round(rng.uniform(5, 120), 1)) for i in range(ng)]
+        edges = [
+            (f"g{i}", f"g{j}", round(rng.uniform(1, 30), 1))
+            for i in range(ng)
+            for j in range(i + 1, ng)
+            if rng.random() < 0.6
+        ]
+        caps = {f"n{k}": float(rng.choice([40, 60, 100, 150])) for k in range(rng.randint(2, 3))}
+        out.append(GroupJob.build(groups, edges, caps))
+    return out
+
+
+# name: (share of jobs admitting a complete allocation where it finds one, mean share
+# of the optimum where it does); seed 5, 400 jobs, 224 admit one: TD 205 and 97.6 %,
+# TD literal 203 and 91.6 %, TL 206 and 97.8 %, TL in task-id order 207 and 96.4 %.
+FLOORS = {"td": (0.9, 0.95), "td-literal": (0.9, 0.9), "tl": (0.9, 0.95), "tl-storm": (0.9, 0.9)}
+
+
+def test_against_brute_force_on_small_general_jobs() -> None:
+    # TD and TL are heuristics: they may leave a task unplaced where a packing exists
+    # (a pair fused first can leave no node for a large single task). Measured against
+    # enumeration of every per-node count matrix: never above the optimum, capacities
+    # held, complete and near the optimum on most jobs.
+    feasible = 0
+    complete = dict.fromkeys(FLOORS, 0)
+    ratios: dict[str, list[float]] = {name: [] for name in FLOORS}
+    for job in _small_general_jobs(400, 5):
+        best = brute_force(job)
+        for name in FLOORS:
+            alloc = ALLOCATORS[name](job)
+            assert alloc.respects_capacities(), name
+            if best < 0:
+                assert not alloc.complete, name
+                continue
+            if alloc.complete:
+                complete[name] += 1
+                assert alloc.gain <= best + 1e-6 * max(1.0, best), name
+                if best > 0:
+                    ratios[name].append(alloc.gain / best)
+        feasible += int(best >= 0)
+    assert feasible >= 200
+    for name, (complete_floor, ratio_floor) in FLOORS.items():
+        assert complete[name] >= complete_floor * feasible, (name, complete[name], feasible)
+        assert sum(ratios[name]) / len(ratios[name]) >= ratio_floor, name

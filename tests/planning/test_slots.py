@@ -31,6 +31,16 @@ def test_acquire_largest_first_then_smallest_covering() -> None:
     assert [v.kind for v in acquire(6, CATALOG)] == ["D3", "D2"]
     assert [v.name for v in acquire(5, CATALOG)] == ["D3-1", "D1-2"]
     assert sum(v.price_per_hour for v in acquire(8, CATALOG)) == pytest.approx(0.784)
+    # §8.2's reading: the rest in D2/D1 so the slots sum to ρ exactly
+    assert [v.kind for v in acquire(7, CATALOG, reading="exact")] == ["D3", "D2", "D1"]
+    assert [v.kind for v in acquire(9, CATALOG, reading="exact")] == ["D3", "D3", "D1"]
+    for rho in range(1, 30):
+        assert sum(v.slots for v in acquire(rho, CATALOG, reading="exact")) == rho
+        assert 0 <= sum(v.slots for v in acquire(rho, CATALOG)) - rho <= 1  # rest 3 buys a D3
+    no_d1 = [t for t in CATALOG if t.slots != 1]
+    assert [v.kind for v in acquire(5, no_d1, reading="exact")] == ["D3", "D2"]
+    with pytest.raises(ModelError, match="acquisition"):
+        acquire(3, CATALOG, reading="half")  # type: ignore[arg-type]
     with pytest.raises(ModelError):
         acquire(3, ())
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from streamscale.cli.output import jsonable
 
-__all__ = ["markdown_table", "write_results"]
+__all__ = ["markdown_table", "read_headline", "readme_block", "write_results"]
 
 
 def markdown_table(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
@@ -29,3 +29,20 @@ def write_results(out: Path, results: Mapping[str, Any], markdown: str) -> None:
     out.mkdir(parents=True, exist_ok=True)
     (out / "results.json").write_text(json.dumps(jsonable(dict(results)), indent=2))
     (out / "results.md").write_text(markdown.rstrip() + "\n")
+
+
+def read_headline(path: Path) -> list[dict[str, Any]]:
+    """The headline records of a ``headline.jsonl`` file, one JSON object a line."""
+    return [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+
+
+def readme_block(heads: Sequence[Mapping[str, Any]]) -> str:
+    """The README's table of headline figures: paper, literal and tuned per figure.
+
+    A figure measured with one variant only shows "—" under the other.
+    """
+    by: dict[str, dict[str, Any]] = {}
+    for h in heads:
+        by.setdefault(h["figure"], {"paper": h["paper"]})[h["variant"]] = h["measured"]
+    rows = [[f, v["paper"], v.get("literal", "—"), v.get("tuned", "—")] for f, v in by.items()]
+    return markdown_table(["figure", "paper", "literal", "tuned"], rows)

@@ -14,7 +14,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from streamscale.experiments.report import markdown_table, write_results
+from streamscale.experiments.report import markdown_table, readme_block, write_results
 from streamscale.experiments.task_allocation_runs import (
     optimality,
     prioritization,
@@ -316,12 +316,3 @@ def _plots(out: Path, r: dict[str, Any]) -> None:
     fig.tight_layout()
     fig.savefig(out / "throughput.png", dpi=120)
     plt.close(fig)
-
-
-def readme_block(heads: list[dict[str, Any]]) -> str:
-    """The README's table of headline figures (paper, literal, tuned per figure)."""
-    by: dict[str, dict[str, Any]] = {}
-    for h in heads:
-        by.setdefault(h["figure"], {"paper": h["paper"]})[h["variant"]] = h["measured"]
-    rows = [[f, v["paper"], v.get("literal"), v.get("tuned")] for f, v in by.items()]
-    return markdown_table(["figure", "paper", "literal", "tuned"], rows)

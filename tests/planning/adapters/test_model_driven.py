@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from streamscale.errors import InfeasibleError, ModelError
+from streamscale.errors import InfeasibleError, ModelError, StreamscaleError
 from streamscale.model import Cluster, Node, VmType, load_cluster, load_models, load_topology
 from streamscale.planning import PlanningContext, compose, entries
 
@@ -55,6 +55,23 @@ def test_sam_on_mba_meets_the_planned_rate_with_weighted_routing() -> None:
     assert f["extra_slots"] == 0
     assert f["predicted_rate_weighted"] == pytest.approx(200, rel=1e-6)
     assert f["predicted_rate"] < 200  # shuffle grouping starves the partial bundles
+
+
+@pytest.mark.parametrize("placer", ["dsm", "rsm", "sam"])
+def test_acquisition_readings(placer: str) -> None:
+    # MBA at 100 t/s on Linear asks ρ = 7: §7.1 buys D3 + D3 (8 slots), §8.2 D3 + D2 + D1.
+    steps = [("allocator", "mba"), ("placer", placer)]
+    _, cover, _ = compose(ctx(), steps=steps)
+    _, exact, _ = compose(ctx(acquisition="exact"), steps=steps)
+    c, e = cover[f"placer:{placer}"], exact[f"placer:{placer}"]
+    assert sum(v["slots"] for v in e["vms"]) == 7 + e["extra_slots"]
+    assert sum(v["slots"] for v in c["vms"]) >= 7 + c["extra_slots"]
+    if not c["extra_slots"]:
+        assert [v["type"] for v in c["vms"]] == ["D3", "D3"]
+    if not e["extra_slots"]:
+        assert [v["type"] for v in e["vms"]] == ["D3", "D2", "D1"]
+    with pytest.raises(StreamscaleError, match="acquisition: must be one of cover, exact"):
+        compose(ctx(acquisition="half"), steps=steps)
 
 
 def test_fixed_nodes_and_failures() -> None:

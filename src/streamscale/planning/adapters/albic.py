@@ -135,7 +135,11 @@ FLUX_SETTINGS = Schema("balancer flux", *BUDGET)
 POTC_SETTINGS = Schema(
     "balancer potc",
     Setting(
-        "merge_factor", float, 0.1, "merge overhead per split key (share of its load)", low=0.0
+        "merge_factor",
+        float,
+        0.1,
+        "merge overhead per split key, share of its split-off load (assumed: paper 003 gives none)",
+        low=0.0,
     ),
 )
 COLA_SETTINGS = Schema("balancer cola", SPREAD)

@@ -218,6 +218,7 @@ def figures(result: AllocatorResult, problem: AllocatorProblem) -> dict[str, Any
     return {
         "cpu_utilization": ev.cpu_utilization,
         "bw_utilization": ev.bw_utilization,
+        "link_utilization": ev.link_utilization,
         "cpu_deviation": ev.cpu_deviation,
         "bw_deviation": ev.bw_deviation,
         "feasible": ev.feasible,

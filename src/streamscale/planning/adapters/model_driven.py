@@ -11,7 +11,8 @@ resource-aware mapping fails, adds one slot at a time (§8.4); ``nodes`` (defaul
 otherwise) maps onto the cluster's nodes as they are and fails when they are
 too small. Other params: ``rsm_weight_cpu``/``_memory``/``_network`` (all 1),
 ``resource_limits`` (true: predictions also respect per-VM CPU and per-slot
-memory), ``literal_bundles`` (false: see :func:`map_sam`).
+memory), ``literal_bundles`` (false: see :func:`map_sam`), ``acquisition``
+(``cover``: §7.1; ``exact``: §8.2, see :func:`acquire`).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from streamscale.planning.allocation.model_based import (
     model_for,
 )
 from streamscale.planning.placement.slots import (
+    ACQUISITIONS,
     MappingResult,
     RsmWeights,
     TaskDemand,
@@ -89,6 +91,14 @@ MAPPING_SETTINGS = Schema(
     ),
     Setting("resource_limits", bool, True, "predictions respect per-VM CPU and per-slot memory"),
     Setting("literal_bundles", bool, False, "SAM's bundles exactly as Algorithm 6 prints them"),
+    Setting(
+        "acquisition",
+        str,
+        "cover",
+        "VMs for ρ slots: largest first, the rest on the smallest VM covering it (§7.1), "
+        "or the rest in smaller VMs summing to ρ (§8.2)",
+        choices=ACQUISITIONS,
+    ),
     Setting("rsm_weight_cpu", float, 1.0, "R-Storm distance weight w_C (§7.3)", low=0.0),
     Setting("rsm_weight_memory", float, 1.0, "R-Storm distance weight w_M (§7.3)", low=0.0),
     Setting("rsm_weight_network", float, 1.0, "R-Storm distance weight w_N (§7.3)", low=0.0),
@@ -218,9 +228,10 @@ def map_plan(algorithm: str, context: PlanningContext, plan: Plan) -> MappingRes
         rho = plan.allocation.slots
         if rho is None:
             raise ModelError("the allocation has no slot count", item=algorithm)
+        how = params["acquisition"]
         if algorithm == "dsm":
-            return map_dsm(d, acquire(max(1, rho), context.cluster.vm_types))
-        return map_adding_slots(mapper, d, max(1, rho), context.cluster.vm_types)
+            return map_dsm(d, acquire(max(1, rho), context.cluster.vm_types, reading=how))
+        return map_adding_slots(mapper, d, max(1, rho), context.cluster.vm_types, acquisition=how)
     if mode != "nodes":
         raise ModelError("vms must be 'acquire' or 'nodes'", item=str(mode))
     return mapper(d, vms_from_cluster(context.cluster))

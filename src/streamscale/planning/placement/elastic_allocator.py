@@ -28,6 +28,17 @@ share ``λ`` (its sustainable fraction of the input rate), and each node then
 uses ``min(C0 + λ·demand, capacity)`` (other work takes what the throttled
 query leaves).
 
+Bandwidth utilisation (**Choice**): link usage read as utilisation would make
+a placement look better the more of the query's traffic it sends between
+nodes, so collocating two operators would lower it. ``bw_utilization`` is
+therefore defined on the query's own traffic at its achieved throughput:
+``λ · Σ_f r_f / Σ_i bw_i`` — every flow counted once at the rate the
+placement sustains, whether it crosses the network or stays inside a node,
+over the cluster's link capacity. It differs between placements only through
+λ. What the links carry (other work plus the query's inter-node traffic at
+λ, ``Σ_i min(B0_i + λ·traffic_i, bw_i) / Σ_i bw_i``, what a monitor shows) is
+``link_utilization``; ``bw_deviation`` is the deviation of those link loads.
+
 This module holds the problem, its evaluation, the node clustering and the
 two baselines of §V, :func:`random_placement` and :func:`even_placement`
 (Storm's even scheduler); GMA itself (§IV.E, Algorithm 1) is in
@@ -160,7 +171,9 @@ class Evaluation:
 
     ``node_cpu_load``/``node_bw_load`` are planned fractions (may exceed 1);
     ``throughput`` is λ, the fraction of the query's rate the cluster sustains;
-    utilisation and deviation are computed on effective usage (see module doc).
+    utilisation and deviation are computed on effective usage; ``bw_utilization``
+    is the query's traffic at λ over the link capacity, ``link_utilization``
+    what the links carry (see module doc).
     """
 
     node_cpu_load: tuple[float, ...]
@@ -171,6 +184,7 @@ class Evaluation:
     bw_utilization: float
     cpu_deviation: float
     bw_deviation: float
+    link_utilization: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -280,9 +294,10 @@ def evaluate(problem: AllocatorProblem, assignment: Mapping[str, str]) -> Evalua
         feasible=feasible,
         throughput=lam,
         cpu_utilization=float(used_cpu.sum() / cap.sum()),
-        bw_utilization=float(used_bw.sum() / link.sum()),
+        bw_utilization=float(lam * sum(f.mbps for f in problem.flows) / link.sum()),
         cpu_deviation=deviation(used_cpu / cap),
         bw_deviation=deviation(used_bw / link),
+        link_utilization=float(used_bw.sum() / link.sum()),
     )
 
 

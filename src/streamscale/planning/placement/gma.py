@@ -74,7 +74,11 @@ def gma(
     objective
         ``deviation``: minimise ``R_dev`` of node CPU loads plus that of link
         loads. ``utilization``: maximise planned ``R_utl`` (CPU plus bandwidth),
-        ties broken by deviation.
+        ties broken by deviation. Planned ``R_utl`` reads the paper's formula on
+        link usage: every feasible placement plans the same CPU, so it prefers
+        sending the query's traffic between nodes. The reported
+        ``Evaluation.bw_utilization`` is the query's traffic at its achieved
+        throughput instead, which placement changes only through λ.
     max_operations
         Budget in candidate evaluations (one operator tried on one node).
     time_budget_s, clock

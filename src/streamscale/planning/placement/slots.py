@@ -1,7 +1,8 @@
 """VM acquisition and thread → slot mapping (paper 004, §7).
 
 * :func:`acquire` — resource acquisition (§7.1): as many of the largest VMs as fit
-  within ρ slots, then the smallest VM covering the rest.
+  within ρ slots, then the smallest VM covering the rest (``cover``); or as
+  §8.2 describes it, the rest in smaller VMs so the slots sum to ρ (``exact``).
 * :func:`map_dsm` — Default Storm Mapping (§7.2, Algorithm 4): round-robin.
 * :func:`map_rsm` — R-Storm Mapping (§7.3, Algorithm 5): BFS sweeps, one thread
   per task per sweep, VMs by R-Storm's distance, per-VM CPU and per-slot memory.
@@ -20,11 +21,14 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 from streamscale.errors import InfeasibleError, ModelError
 from streamscale.model import Cluster, VmType, unit_id
 
 __all__ = [
+    "ACQUISITIONS",
+    "Acquisition",
     "MappingResult",
     "RsmWeights",
     "TaskDemand",
@@ -39,6 +43,9 @@ __all__ = [
 ]
 
 _EPS = 1e-9
+
+Acquisition = Literal["cover", "exact"]
+ACQUISITIONS: tuple[Acquisition, ...] = ("cover", "exact")
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,21 +112,40 @@ class MappingResult:
 
 
 # -- acquisition ------------------------------------------------------------
-def acquire(slots: int, vm_types: Sequence[VmType]) -> tuple[Vm, ...]:
-    """VMs for ``slots`` slots (paper 004, §7.1).
+def acquire(
+    slots: int, vm_types: Sequence[VmType], *, reading: Acquisition = "cover"
+) -> tuple[Vm, ...]:
+    """VMs for ``slots`` slots (paper 004, §7.1 and §8.2).
 
-    As many VMs of the largest size p̂ as fit within ρ (n·p̂ ≤ ρ), then the
-    smallest size with at least ρ − n·p̂ slots. Ties between equally sized types
-    go to the cheaper one. VMs are named ``f"{type}-{j}"``, j counted from 1.
+    As many VMs of the largest size p̂ as fit within ρ (n·p̂ ≤ ρ); then, for the
+    rest ρ − n·p̂:
+
+    * ``cover`` (§7.1): the smallest size with at least that many slots — may buy
+      slots beyond ρ (7 slots from 4-slot D3s and smaller: D3 + D3);
+    * ``exact`` (§8.2: "the largest size VMs (D3) first …, and finally pick a D2
+      or a D1 VM for the remaining slot(s)"): the rest in smaller VMs, largest
+      that fits first, so the slots sum to ρ (7: D3 + D2 + D1); a rest the
+      catalog cannot make up exactly ends with the smallest size covering it.
+
+    Ties between equally sized types go to the cheaper one. VMs are named
+    ``f"{type}-{j}"``, j counted from 1.
     """
     if not vm_types:
         raise ModelError("cluster has no vm_types to acquire from", item="cluster")
+    if reading not in ACQUISITIONS:
+        raise ModelError("must be 'cover' or 'exact'", item=f"acquisition {reading}")
     if slots <= 0:
         return ()
     by_size = sorted(vm_types, key=lambda v: (v.slots, v.price_per_hour))
     largest = max(by_size, key=lambda v: (v.slots, -v.price_per_hour))
     n, rest = divmod(slots, largest.slots)
     chosen = [largest] * n
+    if reading == "exact":
+        for size in sorted({v.slots for v in by_size}, reverse=True):
+            kind = next(v for v in by_size if v.slots == size)
+            while 0 < size <= rest:
+                chosen.append(kind)
+                rest -= size
     if rest:
         chosen.append(next(v for v in by_size if v.slots >= rest))
     return tuple(
@@ -323,11 +349,14 @@ def map_adding_slots(
     vm_types: Sequence[VmType],
     *,
     max_extra: int | None = None,
+    acquisition: Acquisition = "cover",
 ) -> MappingResult:
     """Acquire VMs for ``slots`` and map; on failure add one slot at a time (paper 004, §8.4).
 
-    The result's ``extra_slots`` counts the slots added beyond ``slots``. Gives
-    up after ``max_extra`` additions (default: as many as the threads to map).
+    The result's ``extra_slots`` counts the slots added beyond ``slots``
+    (``acquisition`` as in :func:`acquire`; under ``cover`` the VMs may hold
+    more slots than that). Gives up after ``max_extra`` additions (default: as
+    many as the threads to map).
 
     Raises
     ------
@@ -338,7 +367,7 @@ def map_adding_slots(
     last_err: InfeasibleError | None = None
     tried: set[tuple[int, ...]] = set()
     for extra in range(limit + 1):
-        vms = acquire(max(1, slots + extra), vm_types)
+        vms = acquire(max(1, slots + extra), vm_types, reading=acquisition)
         shape = tuple(v.slots for v in vms)
         if shape in tried:
             continue
