@@ -178,7 +178,6 @@ def test_an_executor_killed_mid_batch_loses_no_update(
     opts = {"keys": "40", "alpha": "1.0", "cost_ms": "20", "start_time": "0",
             "total": "1400", "max_rows_per_batch": "200", "seed": "9"}  # fmt: skip
     got = _run_script(url, webui, tmp_path, opts, "kill")
-    print("KILLDIAG", json.dumps({"killed": got["killed"], "t": [s["t"] for s in got["seen"]]}))
     assert len(got["killed"]) == 1  # an executor JVM of this application got SIGKILL
     # Spark retried the lost tasks; every batch committed once, in order
     assert got["batches"] == list(range(7)), (got["batches"], got["killed"], got["seen"])
