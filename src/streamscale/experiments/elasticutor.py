@@ -64,7 +64,7 @@ class Setup:
     sse_nodes: tuple[int, ...]
     sse_shards_per_op: int
     sse_s: float
-    queue_capacity: float = 100.0
+    queue_s: float = 0.1
 
 
 def setup(quick: bool) -> Setup:
@@ -125,7 +125,7 @@ def _simulate(
         initial_plan(policy, topo, cluster),
         duration_s=duration,
         warmup_s=s.warmup_s,
-        config=SimConfig(queue_capacity=s.queue_capacity),
+        config=SimConfig(queue_s=s.queue_s),
         controller=ControllerConfig(interval_s=1.0, stabilization_s=1.0, scale_down_delay_s=5.0),
         seed=seed,
     )
