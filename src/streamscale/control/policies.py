@@ -241,7 +241,8 @@ class ProportionalPolicy(_ElasticBase):
             backlog_cores = ld.backlog_rate / ld.service if math.isfinite(ld.service) else 0.0
             need[j] = (ld.load + backlog_cores) / u
         k = np.maximum(1, np.ceil(need - 1e-9)).astype(np.int64)
-        k = trim_cores(k, need, int(self.params["max_cores"]))
+        queued = [loads[ex.instance].queued for ex in self.execs]
+        k = trim_cores(k, need, int(self.params["max_cores"]), queued)
         cores = {**current.allocation.cores}
         cores.update({ex.instance: int(k[j]) for j, ex in enumerate(self.execs)})
         sized = Plan(Allocation(cores), current.placement, current.routing)
@@ -293,9 +294,10 @@ class RcPolicy(_ElasticBase):
         ops: dict[str, list[float]] = {}
         for ex in self.execs:
             ld = loads[ex.instance]
-            acc = ops.setdefault(ex.operator, [0.0, ld.service, 0.0])
+            acc = ops.setdefault(ex.operator, [0.0, ld.service, 0.0, 0.0])
             acc[0] += ld.arrival
             acc[2] += ld.backlog_rate
+            acc[3] += ld.queued
         names = list(ops)
         k, alloc_figs = queueing_allocation(
             context,
@@ -304,6 +306,7 @@ class RcPolicy(_ElasticBase):
             [ops[n][1] for n in names],
             external_rate(context, loads),
             [ops[n][2] > 0 for n in names],
+            [ops[n][3] for n in names],
         )
         res = rc_plan(context, current, dict(zip(names, k, strict=True)), self.execs, loads)
         figures: dict[str, Any] = {"cores": res.plan.allocation.total}
