@@ -74,3 +74,8 @@ def test_stock_exchange_shape_and_dynamics() -> None:
     assert len(tops) > 1
     static = wl.static_topology()
     assert sum(op.instances for op in static.processing) <= wl.nodes * wl.cores
+    # no per-operator cost knowledge: every operator gets the same executors
+    assert len({op.instances for op in static.processing}) == 1
+    big = StockExchange(nodes=8, cores=8, executors=4, shards=8, stocks=300, seed=1)
+    oracle = big.static_topology(sized_by_cost=True)
+    assert oracle.operator("vwap").instances > oracle.operator("halt").instances

@@ -101,6 +101,10 @@ class SimConfig:
         tuples, update routing); it grows with the upstream executors (§5.1, Fig. 12a).
         The default puts 32 upstream executors at 0.64 s, 2.5 orders of magnitude
         above Elasticutor's 2 ms, as the paper reports (2-3 orders).
+    rc_sync_shard_s
+        RC's synchronisation cost per moved shard and upstream executor: each
+        upstream executor updates the routing of every moved shard with the
+        per-shard handshake Elasticutor pays once (``ec_sync_s``, §5.1).
     max_rate
         Cap on a saturating source (tuples/s) so the step stays finite.
     """
@@ -112,6 +116,7 @@ class SimConfig:
     cost_cv: float = 0.5
     ec_sync_s: float = 0.002
     rc_sync_s: float = 0.02
+    rc_sync_shard_s: float = 0.002
     max_rate: float = 1e8
 
     def __post_init__(self) -> None:

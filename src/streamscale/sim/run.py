@@ -6,10 +6,10 @@ every ``tick_s`` of simulated time with the simulated clock, so the same
 controller and policies as on Spark decide. The scheduler's own computing time
 is measured around ``Policy.decide`` (wall time; the paper's Table 3 figure).
 
-The loop is not ticked while an operator is in RC's global synchronisation,
-nor for one statistics window after it: the statistics of a paused operator
-(no input, no output) would read as a collapse of demand. Elasticutor's pauses
-are per shard and never hold the loop.
+A policy with ``holds_during_sync`` set (``rc-damped``) is not ticked while an
+operator is in RC's global synchronisation, nor for one statistics window after
+it; the others, RC as the paper describes it included, decide on whatever the
+statistics show, paused operators too.
 """
 
 from __future__ import annotations
@@ -198,9 +198,10 @@ def simulate(
     win = _Window.open(sim)
     measured: _Window | None = _Window.open(sim) if warmup_s <= 0 else None
     hold_until = 0.0
+    holds = bool(getattr(policy, "holds_during_sync", False))
     while sim.now < end - 1e-9:
         sim.step()
-        if any(st.rc_active for st in sim.ops.values()):
+        if holds and any(st.rc_active for st in sim.ops.values()):
             # decisions never rest on statistics of a globally paused operator
             hold_until = sim.now + window_s
         if sim.now >= next_tick - 1e-9:

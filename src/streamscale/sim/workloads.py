@@ -244,12 +244,20 @@ class StockExchange:
         edges += [Edge(n, "sink") for n in (*_STATS, *_EVENTS)]
         return Topology.build("sse", ops, edges)
 
-    def static_topology(self) -> Topology:
-        """One core per executor; executors per operator in proportion to its expected load."""
+    def static_topology(self, *, sized_by_cost: bool = False) -> Topology:
+        """The static approach: one core per executor, every core used.
+
+        By default every operator gets the same number of executors: a static
+        deployment does not know its operators' per-tuple costs. ``sized_by_cost``
+        sizes each operator in proportion to its expected load (an oracle that
+        knows every cost and the trade ratio; not the paper's baseline).
+        """
         topo = self.topology()
         share = {"transactor": self.transactor_ms}
         share.update({n: self.statistics_ms * self.trade_ratio for n in _STATS})
         share.update({n: self.event_ms * self.trade_ratio for n in _EVENTS})
+        if not sized_by_cost:
+            share = dict.fromkeys(share, 1.0)
         total = sum(share.values())
         cores = self.nodes * self.cores
         per_op = self.executors * self.shards
