@@ -41,7 +41,10 @@ vector over the shards or the pools of an operator, never a loop over tuples:
   executor forwards to its remote tasks are limited by the home node's
   bandwidth and counted as remote transfer (they do not slow migrations).
 
-Sources and sinks use no cores (the generator is not the object of study).
+Sources and sinks use no cores (the generator is not the object of study). A
+source with a finite rate keeps the tuples back-pressure holds back and emits
+them first when it can; their wait at the source is integrated
+(``source_wait_s``) and counted in the end-to-end latency.
 """
 
 from __future__ import annotations
@@ -162,6 +165,9 @@ class Simulator:
         self.edge_tuples = {e.name: 0.0 for e in topology.edges}
         self.pending = {s.name: 0.0 for s in topology.sources}
         self.emitted = {s.name: 0.0 for s in topology.sources}
+        # tuple-seconds waited at each source, and a histogram of those waits
+        self.source_wait_s = {s.name: 0.0 for s in topology.sources}
+        self.source_hist = {s.name: np.zeros(LATENCY_BINS.size + 1) for s in topology.sources}
         self.order = [n for n in topology.topological_order()]
         self._outputs = {n: topology.outputs(n) for n in topology.names}
         self._sources = [s.name for s in topology.sources]
@@ -264,9 +270,11 @@ class Simulator:
                 want = min(allowed, cfg.max_rate * dt)
                 emit = want
             else:
-                want = r * dt + self.pending[src]
+                before = self.pending[src]
+                want = r * dt + before
                 emit = min(want, allowed)
                 self.pending[src] = want - emit
+                self._source_wait(src, before, r, emit)
             self.emitted[src] += emit
             for e in self._outputs[src]:
                 self.edge_tuples[e.name] += emit * e.selectivity
@@ -292,6 +300,17 @@ class Simulator:
             changed |= protocols.progress(self, st)
         if changed:
             self._refresh()
+
+    def _source_wait(self, src: str, before: float, rate: float, emit: float) -> None:
+        """Account the wait of tuples held back at a throttled source (FIFO)."""
+        after = self.pending[src]
+        if before <= 0 and after <= 0:
+            return
+        self.source_wait_s[src] += 0.5 * (before + after) * self.config.dt
+        if emit > 0 and rate > 0:
+            # the oldest tuples leave first: they waited about the backlog's age
+            w = 0.5 * (before + after) / rate
+            self.source_hist[src][int(np.searchsorted(LATENCY_BINS, w))] += emit
 
     def _weights(self, st: OpState) -> None:
         version, p = self.demand.weights(st.op.name, st.executors, st.per_executor, self.now)
