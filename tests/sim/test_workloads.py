@@ -79,3 +79,19 @@ def test_stock_exchange_shape_and_dynamics() -> None:
     big = StockExchange(nodes=8, cores=8, executors=4, shards=8, stocks=300, seed=1)
     oracle = big.static_topology(sized_by_cost=True)
     assert oracle.operator("vwap").instances > oracle.operator("halt").instances
+
+
+def test_capacity_and_hot_shard_ceiling() -> None:
+    wl = MicroBenchmark(nodes=2, cores=4, executors=2, shards=4, keys=8, alpha=0.0)
+    assert wl.capacity() == pytest.approx(8000.0)
+    # 8 equally popular keys over 8 shards: the hottest shard holds at least 1/8
+    p = wl._w.shard_weights(2, 4, 0, wl.frequencies(0))
+    assert wl.hot_shard_ceiling(10.0) == pytest.approx(1000.0 / p.max())
+    assert wl.hot_shard_ceiling(10.0) <= 8000.0
+    # more skew, lower ceiling
+    skewed = MicroBenchmark(nodes=2, cores=4, executors=2, shards=4, keys=8, alpha=1.5)
+    assert skewed.hot_shard_ceiling(10.0) < wl.hot_shard_ceiling(10.0)
+    sse = StockExchange(nodes=2, cores=4, executors=2, shards=8, stocks=100)
+    assert sse.capacity() == pytest.approx(8 * 1000.0 / (0.1 + 0.6 * (6 * 0.25 + 5 * 0.05)))
+    # the hottest shard is a fraction of the orders: above one core of vwap (0.6 × 0.25 ms)
+    assert sse.hot_shard_ceiling(6.0) > 1000.0 / 0.15

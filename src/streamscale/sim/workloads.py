@@ -159,6 +159,19 @@ class MicroBenchmark:
         perm = np.random.default_rng([self.seed, version]).permutation(self.keys)
         return base[perm]
 
+    def capacity(self) -> float:
+        """Tuples/s the cluster's cores can process (every core busy)."""
+        return self.nodes * self.cores * 1000.0 / self.cost_ms
+
+    def hot_shard_ceiling(self, end: float) -> float:
+        """Tuples/s at which the hottest shard fills one core, for the worst key
+        permutation in force before ``end`` (a shard is never split over cores)."""
+        worst = max(
+            float(self._w.shard_weights(self.executors, self.shards, v, self.frequencies(v)).max())
+            for v in range(self.version(end) + 1)
+        )
+        return 1000.0 / self.cost_ms / worst
+
     # Demand protocol
     def rate_at(self, now: float) -> float:
         return self.rate
@@ -285,6 +298,26 @@ class StockExchange:
 
     def version(self, now: float) -> int:
         return math.floor(now / self.epoch_s + 1e-9)
+
+    def order_cost_ms(self) -> float:
+        """Core-milliseconds one order costs over the whole topology."""
+        return self.transactor_ms + self.trade_ratio * (
+            len(_STATS) * self.statistics_ms + len(_EVENTS) * self.event_ms
+        )
+
+    def capacity(self) -> float:
+        """Orders/s the cluster's cores can process (every core busy)."""
+        return self.nodes * self.cores * 1000.0 / self.order_cost_ms()
+
+    def hot_shard_ceiling(self, end: float) -> float:
+        """Orders/s at which the hottest shard of the costliest operator fills one
+        core, for the worst popularity epoch before ``end``."""
+        per_core = max(self.transactor_ms, self.trade_ratio * self.statistics_ms)
+        worst = max(
+            float(self._w.shard_weights(self.executors, self.shards, e, self.shares(e)).max())
+            for e in range(self.version(end) + 1)
+        )
+        return 1000.0 / per_core / worst
 
     def shares(self, epoch: int) -> np.ndarray:
         """Per-stock share of the orders during ``epoch`` (sums to 1)."""
