@@ -73,8 +73,9 @@ class Setup:
     sse_shards_per_op: int
     sse_s: float
     queue_s: float = 0.1
-    offered: float = 0.9
+    offered: float = 0.75
     offered_omegas: tuple[float, ...] | None = None
+    sse_scale_state: bool = False
 
 
 def setup(quick: bool) -> Setup:
@@ -94,6 +95,7 @@ def setup(quick: bool) -> Setup:
             sse_shards_per_op=1024,
             sse_s=10.0,
             offered_omegas=(0, 2, 16),
+            sse_scale_state=True,
         )
     return Setup(
         nodes=32,
@@ -144,10 +146,15 @@ def _simulate(
 
 def _stock(nodes: int, s: Setup, seed: int) -> StockExchange:
     # one executor per two nodes and operator (12 operators share the cores); the
-    # shards per operator stay fixed so the state per shard does not grow on small clusters
+    # shards per operator stay fixed; a quick run scales the state with the cluster
+    # so each executor holds as much as on the paper's 32 nodes
     e = max(1, nodes // 2)
     return StockExchange(
-        nodes=nodes, executors=e, shards=max(1, s.sse_shards_per_op // e), seed=seed
+        nodes=nodes,
+        executors=e,
+        shards=max(1, s.sse_shards_per_op // e),
+        state_scale=nodes / 32 if s.sse_scale_state else 1.0,
+        seed=seed,
     )
 
 

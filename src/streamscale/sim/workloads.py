@@ -191,6 +191,8 @@ class StockExchange:
     Orders (96 B) reach a transactor keyed by stock; each order yields a trade
     with probability ``trade_ratio`` (a 160-byte record) sent to 6 statistics
     operators (≈200–400 MB of state each) and 5 event operators (< 10 MB).
+    ``state_scale`` multiplies every operator's state (a scaled-down cluster
+    keeps the state per executor of the full one).
     Popularity: Zipf(α) over ``stocks`` at the start; every ``epoch_s`` each
     stock's log-rate takes a N(0, ``volatility``²) step and with probability
     ``burst_p`` a stock bursts by ×``burst_x`` for ``burst_epochs`` epochs.
@@ -213,6 +215,7 @@ class StockExchange:
     burst_x: float = 3.0
     burst_epochs: int = 5
     bandwidth_mbps: float = 1000.0
+    state_scale: float = 1.0
     seed: int = 0
     _w: _Weights = field(init=False, repr=False, compare=False)
     _walk: dict[int, tuple[int, np.ndarray]] = field(init=False, repr=False, compare=False)
@@ -245,10 +248,11 @@ class StockExchange:
 
         ops = [
             Operator("orders", kind="source", instances=self.nodes, tuple_bytes=96),
-            keyed("transactor", self.transactor_ms, 50e6, 160),
+            keyed("transactor", self.transactor_ms, 50e6 * self.state_scale, 160),
         ]
-        ops += [keyed(n, self.statistics_ms, rng.uniform(200e6, 400e6), 64) for n in _STATS]
-        ops += [keyed(n, self.event_ms, rng.uniform(1e6, 10e6), 64) for n in _EVENTS]
+        scale = self.state_scale
+        ops += [keyed(n, self.statistics_ms, rng.uniform(200e6, 400e6) * scale, 64) for n in _STATS]
+        ops += [keyed(n, self.event_ms, rng.uniform(1e6, 10e6) * scale, 64) for n in _EVENTS]
         ops.append(Operator("sink", kind="sink"))
         edges = [Edge("orders", "transactor", "key")]
         edges += [
