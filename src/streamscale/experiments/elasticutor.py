@@ -21,7 +21,9 @@ The paper ran saturating sources ("pressured scenarios", §5); so do the
 queueing model's latency target is set below the per-tuple service time, so the
 §4.1 greedy allocation only stops when every core is handed out (the paper's
 "or Σk reaches the cores available"). The *offered-load* runs (ω sweep and SSE)
-feed the sources at a fixed rate, ``offered`` × the lower of the cluster's CPU
+feed the sources at a fixed rate (reached by a linear ramp over the warm-up,
+so no run starts buried under its first seconds' backlog), ``offered`` × the
+lower of the cluster's CPU
 capacity and the hot-shard ceiling (the rate at which the hottest shard fills
 one core, as a shard is never split), and count the wait of tuples held back
 at the source in the latency. Every skew and ω table prints that ceiling. ``--quick`` shrinks the clusters (4 nodes for the micro-benchmark with the
@@ -243,7 +245,7 @@ def run(
         for policy in POLICIES:
             specs[("offered", omega, policy)] = (
                 "micro",
-                replace(wl, rate=rates[("omega", omega)]),
+                replace(wl, rate=rates[("omega", omega)], ramp_s=s.warmup_s),
                 policy,
                 s,
                 s.duration_s,
@@ -254,7 +256,7 @@ def run(
     for policy in POLICIES:
         specs[("sse-offered", policy)] = (
             "sse",
-            replace(stock, rate=rates[("sse",)]),
+            replace(stock, rate=rates[("sse",)], ramp_s=s.warmup_s),
             policy,
             s,
             seed,

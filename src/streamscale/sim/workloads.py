@@ -1,5 +1,7 @@
 """Seeded workloads for the simulator (paper 000, §5.1 and §5.4).
 
+A finite source ``rate`` may ramp up linearly over ``ramp_s`` seconds.
+
 * :class:`MicroBenchmark` — generator → calculator (Fig. 5): keys Zipf(α) over
   10 K values, ω random permutations of the key frequencies per minute, per-tuple
   cost N(μ, (0.5μ)²), 128-byte tuples, 32 KB of state per shard.
@@ -99,6 +101,7 @@ class MicroBenchmark:
     state_bytes_per_shard: int = 32 * 1024
     generators: int = 32
     rate: float = math.inf
+    ramp_s: float = 0.0
     bandwidth_mbps: float = 1000.0
     seed: int = 0
     _w: _Weights = field(init=False, repr=False, compare=False)
@@ -205,6 +208,7 @@ class StockExchange:
     stocks: int = 2000
     alpha: float = 0.5
     rate: float = math.inf
+    ramp_s: float = 0.0
     transactor_ms: float = 0.1
     statistics_ms: float = 0.25
     event_ms: float = 0.05
@@ -360,7 +364,10 @@ class _Demand:
         self._freq: tuple[int, np.ndarray] = (0, freq(0))
 
     def rate(self, source: str, now: float) -> float:
-        return self.wl.rate
+        # a finite rate ramps up linearly over ramp_s, so a job is not buried
+        # under the backlog of its first seconds
+        r, ramp = self.wl.rate, self.wl.ramp_s
+        return r * min(1.0, now / ramp) if math.isfinite(r) and ramp > 0 else r
 
     def weights(
         self, operator: str, executors: int, shards: int, now: float
