@@ -95,3 +95,13 @@ def test_capacity_and_hot_shard_ceiling() -> None:
     assert sse.capacity() == pytest.approx(8 * 1000.0 / (0.1 + 0.6 * (6 * 0.25 + 5 * 0.05)))
     # the hottest shard is a fraction of the orders: above one core of vwap (0.6 × 0.25 ms)
     assert sse.hot_shard_ceiling(6.0) > 1000.0 / 0.15
+
+
+def test_finite_rate_ramps_up_over_ramp_s() -> None:
+    d = MicroBenchmark(nodes=1, cores=2, executors=1, shards=4, keys=8, rate=1000.0, ramp_s=4.0)
+    demand = d.demand()
+    assert demand.rate("generator", 0.0) == 0.0
+    assert demand.rate("generator", 2.0) == pytest.approx(500.0)
+    assert demand.rate("generator", 9.0) == pytest.approx(1000.0)
+    saturating = MicroBenchmark(nodes=1, cores=2, executors=1, shards=4, keys=8, ramp_s=4.0)
+    assert saturating.demand().rate("generator", 0.0) == float("inf")
