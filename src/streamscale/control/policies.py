@@ -245,8 +245,8 @@ class ProportionalPolicy(_ElasticBase):
             backlog_cores = ld.backlog_rate / ld.service if math.isfinite(ld.service) else 0.0
             need[j] = (ld.load + backlog_cores) / u
         k = np.maximum(1, np.ceil(need - 1e-9)).astype(np.int64)
-        queued = [loads[ex.instance].queued for ex in self.execs]
-        k = trim_cores(k, need, int(self.params["max_cores"]), queued)
+        queued_s = [loads[ex.instance].queued / loads[ex.instance].service for ex in self.execs]
+        k = trim_cores(k, need, int(self.params["max_cores"]), queued_s)
         cores = {**current.allocation.cores}
         cores.update({ex.instance: int(k[j]) for j, ex in enumerate(self.execs)})
         sized = Plan(Allocation(cores), current.placement, current.routing)
@@ -305,7 +305,7 @@ class RcPolicy(_ElasticBase):
             acc = ops.setdefault(ex.operator, [0.0, ld.service, 0.0, 0.0])
             acc[0] += ld.arrival
             acc[2] += ld.backlog_rate
-            acc[3] += ld.queued
+            acc[3] += ld.queued / ld.service
         names = list(ops)
         k, alloc_figs = queueing_allocation(
             context,

@@ -482,23 +482,25 @@ def trim_cores(
     k: Sequence[int],
     need: Sequence[float],
     limit: int,
-    queued: Sequence[float] | None = None,
+    queued_s: Sequence[float] | None = None,
+    *,
+    wait_s: float = 0.05,
 ) -> list[int]:
     """Remove cores until ``Σk ≤ limit`` (never below one per executor).
 
-    Demand is read from the queues first: an executor with tuples waiting at its
-    tasks (``queued`` above one tuple per core) is throttled — it serves at most
-    its cores, so its observed load is no measure of its demand — and loses a
-    core only once every executor without a queue is down to one. Within each
-    group a core comes from the executor whose utilisation ``need / (k − 1)``
-    stays lowest without it, so the scarce cores go where demand per core is
-    highest.
+    Demand is read from the queues first: an executor whose tasks hold more than
+    ``wait_s`` seconds of queued work per core (``queued_s``: queued tuples ÷ μ,
+    in core-seconds) is throttled — it serves at most its cores, so its observed
+    load is no measure of its demand — and loses a core only once every
+    executor that is not throttled is down to one. Within each group a core
+    comes from the executor whose utilisation ``need / (k − 1)`` stays lowest
+    without it, so the scarce cores go where demand per core is highest.
     """
     kk = np.asarray(k, dtype=np.int64).copy()
     nd = np.asarray(need, dtype=float)
     waiting = (
-        np.asarray(queued, dtype=float) > kk
-        if queued is not None and len(queued)
+        np.asarray(queued_s, dtype=float) >= wait_s * kk
+        if queued_s is not None and len(queued_s)
         else np.zeros(kk.size, dtype=bool)
     )
     while kk.sum() > max(limit, kk.size):
