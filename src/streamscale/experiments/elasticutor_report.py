@@ -168,8 +168,9 @@ def render(results: Mapping[str, Any], out: Path) -> str:
         "which the hottest shard fills one core (a shard never spans cores), worst key "
         "permutation of the run.",
         "* RC as the paper describes it (`rc`: same balancing as Elasticutor, δ > θ = 1.2 "
-        "triggers a repartitioning down to θ; global sync = upstream executors × (20 ms + "
-        "2 ms per moved shard)); `rc-damped` adds hysteresis, small-gain holds and no "
+        "triggers a repartitioning down to θ; global sync = 20 ms per upstream executor + "
+        "0.2 ms per moved shard (the per-shard figure is an assumption)); `rc-damped` adds "
+        "hysteresis, small-gain holds and no "
         "decisions during a pause (not in the paper). SSE static: the same executors for "
         "every operator (no per-operator cost knowledge).",
         "",

@@ -11,7 +11,7 @@ Resource-centric (RC, §2.2 and §5.1): repartitioning at operator level needs a
 global synchronisation: every upstream executor pauses (tuples they emit are
 held), in-flight tuples of the moved shards are drained, the upstream routing
 tables are updated (a cost that grows with the number of upstream executors and
-with the shards moved: ``upstream × (rc_sync_s + rc_sync_shard_s × moved)``),
+with the shards moved: ``upstream × rc_sync_s + moved × rc_sync_shard_s``),
 all the moved states are migrated, and only then does the whole operator
 resume.
 
@@ -137,9 +137,9 @@ def _rc(sim: Simulator, st: OpState) -> bool:
             return False
         upstream = max(sim._upstream_executors.get(st.op.name, 1), 1)
         cfg = sim.config
-        # every upstream executor pauses, drains its in-flight tuples and updates
-        # the routing entry of every moved shard (§5.1, Fig. 12a)
-        _start(sim, st, moving, upstream * (cfg.rc_sync_s + cfg.rc_sync_shard_s * moving.size))
+        # every upstream executor pauses and drains its in-flight tuples (§5.1,
+        # Fig. 12a), and every moved shard's routing entry is handed over
+        _start(sim, st, moving, upstream * cfg.rc_sync_s + cfg.rc_sync_shard_s * moving.size)
         st.rc_active = True
         st.rc_started = sim.now
         return False
