@@ -42,3 +42,20 @@ def test_validate_broken_file_one_line_exit_2(tmp_path: Path) -> None:
 def test_unknown_reproduction(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["reproduce", "nope"]) == 2
     assert "nope" in capsys.readouterr().err
+
+
+def test_reproduce_prints_one_json_line_per_target(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import streamscale.experiments.elasticutor as mod
+
+    record = {"figure": "f", "paper": "2x", "measured": 1.5, "target": ">= 1.8", "met": False}
+
+    def fake(out: Path, *, quick: bool, seed: int) -> dict[str, object]:
+        (out / "results.md").write_text("# fake\n")
+        return {"targets": [record]}
+
+    monkeypatch.setattr(mod, "run", fake)
+    assert main(["reproduce", "elasticutor", "--quick", "--out", str(tmp_path)]) == 0
+    lines = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("{")]
+    assert [json.loads(ln) for ln in lines] == [record]

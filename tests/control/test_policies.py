@@ -151,7 +151,7 @@ def test_errors(topo: Topology, cluster: Cluster) -> None:
         make_policy("elastic", topo, cluster, params={"bogus": 1})
     with pytest.raises(StreamscaleError, match="theta"):
         make_policy("elastic", topo, cluster, params={"theta": "x"})
-    assert set(POLICIES) == {"elastic", "naive-ec", "static", "rc", "proportional"}
+    assert set(POLICIES) == {"elastic", "naive-ec", "static", "rc", "rc-damped", "proportional"}
 
 
 class _Collector:

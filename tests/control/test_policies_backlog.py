@@ -85,8 +85,10 @@ def test_no_backlog_no_change(topo: Topology, cluster: Cluster, name: str) -> No
     assert da.plan == db.plan
 
 
-def _rc_setup(topo: Topology, cluster: Cluster) -> tuple[object, object, np.ndarray]:
-    pol = make_policy("rc", topo, cluster, params={"latency_target_ms": 5})
+def _rc_setup(
+    topo: Topology, cluster: Cluster, name: str = "rc-damped"
+) -> tuple[object, object, np.ndarray]:
+    pol = make_policy(name, topo, cluster, params={"latency_target_ms": 5})
     loads = _even(3.0)
     loads[64:128] *= 3.0
     d = pol.decide(_snapshot(loads), initial_plan("rc", topo, cluster), 1.0)
@@ -126,11 +128,28 @@ def test_rc_holds_when_delta_within_theta(topo: Topology, cluster: Cluster) -> N
 
 def test_theta_low_validated(topo: Topology, cluster: Cluster) -> None:
     with pytest.raises(StreamscaleError, match="theta_low"):
-        make_policy("rc", topo, cluster, params={"theta": 1.2, "theta_low": 1.5})
+        make_policy("rc-damped", topo, cluster, params={"theta": 1.2, "theta_low": 1.5})
+
+
+def test_rc_balances_to_theta_as_elasticutor_does(topo: Topology, cluster: Cluster) -> None:
+    # the paper's RC: same balancing algorithm as Elasticutor, down to θ, no hysteresis
+    _, d, _ = _rc_setup(topo, cluster, "rc")
+    assert d.figures["balancer:rc.theta_low"] == pytest.approx(1.2)
+    assert d.figures["balancer:rc.delta_after"] <= 1.2 + 1e-9
+
+
+def test_rc_repartitions_even_for_a_small_gain(topo: Topology, cluster: Cluster) -> None:
+    pol = make_policy("rc", topo, cluster, params={"latency_target_ms": 5})
+    p0 = initial_plan("rc", topo, cluster)
+    hot = np.full(256, 1e-4)
+    hot[5] = 3.0 - hot[1:].sum()
+    moved = pol.decide(_snapshot(hot), p0, 2.0)
+    assert moved.plan is not None
+    assert moved.figures["balancer:rc.held_small_gain"] == 0
 
 
 def test_rc_holds_when_moves_gain_little(topo: Topology, cluster: Cluster) -> None:
-    pol = make_policy("rc", topo, cluster, params={"latency_target_ms": 5})
+    pol = make_policy("rc-damped", topo, cluster, params={"latency_target_ms": 5})
     p0 = initial_plan("rc", topo, cluster)
     assert pol.decide(_snapshot(_even(3.0)), p0, 1.0).plan is None  # k stays 4
     # the same total load, nearly all of it in one shard: δ ≫ θ, but moving the

@@ -4,7 +4,7 @@ import itertools
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from streamscale.errors import InfeasibleError, ModelError
@@ -70,6 +70,76 @@ def test_data_intensive_stays_home_and_phi_doubles() -> None:
     assert r.x[:, 0].tolist() == [2, 0] and r.x.sum(axis=0).tolist() == [2, 2]
 
 
+def test_single_core_donor_costs_its_whole_state() -> None:
+    # n0 (2 cores) holds A's only core (200 MB) and one of B's two (6.6 MB; its other
+    # core is on n1, which has a free core). Data-intensive C (home n0) needs a core
+    # there: displacing A moves all 200 MB to n1, displacing B moves half of B, 3.3 MB.
+    cur = np.array([[1, 1, 0], [0, 1, 0]])
+    p = AssignmentProblem(
+        (2, 2), cur, (1, 2, 1), (200e6, 6.6e6, 0.0), (0, 0, 0), data_rate=(0.0, 0.0, 8e6)
+    )
+    r = assign_cores(p)
+    assert r.data_intensive == (2,)
+    assert r.x.tolist() == [[1, 0, 1], [0, 2, 0]]
+    assert r.cost == pytest.approx(3.3e6)
+
+
+def test_data_intensive_executor_gives_up_inherited_remote_cores() -> None:
+    # C (data intensive, home n0) holds a core on n0 and one on n1; constraint (c)
+    # brings both home, where a free core waits
+    cur = np.array([[1, 0], [1, 1]])
+    p = AssignmentProblem((3, 2), cur, (2, 1), (10e6, 1e6), (0, 1), data_rate=(16e6, 0.0))
+    r = assign_cores(p)
+    assert r.data_intensive == (0,)
+    assert r.x.tolist() == [[2, 0], [0, 1]]
+
+
+def _restricted_best(p: AssignmentProblem) -> float:
+    """Optimum over assignments where growing executors only gain cores, others only lose."""
+    cur = np.asarray(p.current)
+    short = [j for j, k in enumerate(p.target) if cur[:, j].sum() < k]
+    best = np.inf
+    for x in _all_assignments(list(p.capacity), list(p.target)):
+        ok = all(
+            (x[:, j] >= cur[:, j]).all() if j in short else (x[:, j] <= cur[:, j]).all()
+            for j in range(cur.shape[1])
+        )
+        if ok:
+            best = min(best, migration_cost(cur, x, p.state))
+    return best
+
+
+@st.composite
+def one_short(draw: st.DrawFn) -> AssignmentProblem:
+    n = draw(st.integers(2, 3))
+    m = draw(st.integers(2, 3))
+    cap = [draw(st.integers(2, 3)) for _ in range(n)]
+    cur = np.zeros((n, m), dtype=np.int64)
+    for j in range(m):  # every executor has its state somewhere
+        free = [i for i in range(n) if cur[i].sum() < cap[i]]
+        cur[draw(st.sampled_from(free)), j] += 1
+    for _ in range(sum(cap) - m):  # a full cluster: every core is someone's
+        free = [i for i in range(n) if cur[i].sum() < cap[i]]
+        cur[draw(st.sampled_from(free)), draw(st.integers(0, m - 1))] += 1
+    k = [int(c) for c in cur.sum(axis=0)]
+    donor = draw(st.sampled_from([j for j in range(m) if k[j] > 1]))
+    short = draw(st.sampled_from([j for j in range(m) if j != donor]))
+    k[short] += 1
+    k[donor] -= 1
+    state = [draw(st.sampled_from([1e6, 3.3e6, 6.6e6, 2e8])) for _ in range(m)]
+    home = [draw(st.integers(0, n - 1)) for _ in range(m)]
+    return AssignmentProblem(tuple(cap), cur, tuple(k), tuple(state), tuple(home))
+
+
+@settings(max_examples=80)
+@given(one_short())
+def test_one_core_short_matches_brute_force(p: AssignmentProblem) -> None:
+    # a full cluster, one core to move from a shrinking executor to a growing one:
+    # Algorithm 1's move (least C⁻ + C⁺) is the cheapest such assignment
+    r = assign_cores(p)
+    assert r.cost == pytest.approx(_restricted_best(p), abs=1e-3)
+
+
 def test_errors() -> None:
     with pytest.raises(InfeasibleError):
         AssignmentProblem((1, 1), np.zeros((2, 2)), (2, 1), (1.0, 1.0), (0, 1))
@@ -115,10 +185,10 @@ def test_algorithm1_conformance(p: AssignmentProblem) -> None:
     r = assign_cores(p)
     _feasible(p, r.x)
     cur = np.asarray(p.current)
-    for j in r.data_intensive:  # locality: no new remote cores for E(φ)
+    for j in r.data_intensive:  # constraint (c): only local cores, inherited ones too
         for i in range(len(p.capacity)):
             if i != p.home[j]:
-                assert r.x[i, j] <= cur[i, j]
+                assert r.x[i, j] == 0
     assert r.cost == pytest.approx(migration_cost(cur, r.x, p.state))
     again = assign_cores(p)
     assert np.array_equal(again.x, r.x) and again.phi == r.phi

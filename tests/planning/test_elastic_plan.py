@@ -98,6 +98,38 @@ def test_fill_assignment_and_trim() -> None:
     assert trim_cores([1, 1, 1], [5.0, 5.0, 5.0], 2) == [1, 1, 1]
 
 
+def test_trim_takes_cores_from_executors_without_a_queue_first() -> None:
+    # executor 0 is throttled: 0.9 core-seconds of work queued (≥ 0.05 s per core),
+    # its observed load (0.95 cores) held down by its own cores; executor 1 shows
+    # more load but nothing waits at it
+    assert trim_cores([2, 2], [0.95, 1.2], 3, [0.9, 0.0]) == [2, 1]
+    # observed load alone would starve the queued executor
+    assert trim_cores([2, 2], [0.95, 1.2], 3, [0.0, 0.0]) == [1, 2]
+    # a few queued tuples (below wait_s per core) are noise, not throttling
+    assert trim_cores([2, 2], [0.95, 1.2], 3, [0.01, 0.0]) == [1, 2]
+    # when every executor queues, utilisation decides again
+    assert trim_cores([3, 3], [2.9, 1.0], 4, [0.5, 0.8]) == [3, 1]
+    # executors without a queue go down to one core before a queued one loses any
+    assert trim_cores([3, 3, 3], [0.1, 0.1, 0.1], 5, [0.0, 0.0, 0.5]) == [1, 1, 3]
+
+
+def test_catch_up_goes_to_the_executor_the_queue_waits_at() -> None:
+    topo = _topo()
+    execs = executors(topo, Cluster.uniform(2, cores=2))
+    # equal observed load, but all 600 queued tuples wait at executor 1's shards
+    snap = Snapshot.build(
+        operators={"op": OperatorStats(1000.0, 1000.0, 1000.0, backlog=600.0)},
+        shards=[
+            ShardStats("op", s, 0.125, 1, 10, backlog=150.0 if s >= 4 else 0.0) for s in range(8)
+        ],
+    )
+    loads = executor_loads(topo, execs, snap, catch_up_s=30.0)
+    assert loads["op[0]"].backlog_rate == pytest.approx(0.0)
+    assert loads["op[1]"].backlog_rate == pytest.approx(600.0 / 30.0)
+    assert loads["op[1]"].queued == pytest.approx(600.0)
+    assert loads["op[1]"].arrival == pytest.approx(500.0 + 20.0)
+
+
 def test_no_nodes() -> None:
     with pytest.raises(ModelError):
         executors(_topo(), Cluster(()))

@@ -21,35 +21,69 @@ def _erlang_c_sojourn(k: int, lam: float, mu: float) -> float:
     return last / (sum(terms) + last) / (k * mu - lam) + 1.0 / mu
 
 
-def _measure(keyed: bool, cores: int, lam: float, mu: float) -> tuple[float, float]:
-    """Mean sojourn by Little's law and by the latency histogram's estimate."""
-    topo, cluster, plan = station(800, cores, 1000.0 / mu, keyed=keyed)
-    cfg = SimConfig(dt=0.025 / mu, service="exponential", queue_capacity=1e9)
-    sim = Simulator(topo, cluster, Uniform(lam * 800), plan, config=cfg, seed=3)
-    sim.run_until(60 / mu)
+def _pollaczek_khinchine_sojourn(lam: float, mu: float, cv: float) -> float:
+    rho = lam / mu
+    return rho * (1.0 + cv * cv) / (2.0 * (mu - lam)) + 1.0 / mu
+
+
+def _measure(
+    keyed: bool, cores: int, lam: float, cost_ms: float, service: str, replicas: int = 100
+) -> tuple[float, float]:
+    """Mean sojourn by Little's law and by the latency histogram, at the reproduction's
+    10 ms step, over ``replicas`` independent stations for 8 simulated seconds."""
+    topo, cluster, plan = station(replicas, cores, cost_ms, keyed=keyed)
+    cfg = SimConfig(dt=0.01, service=service, queue_capacity=1e9)  # type: ignore[arg-type]
+    sim = Simulator(topo, cluster, Uniform(lam * replicas), plan, config=cfg, seed=3)
+    sim.run_until(1.0)
     st = sim.ops["st"]
     i0, s0, l0, a0 = st.in_system_s, st.served.sum(), st.lat_sum, st.arrived.sum()
-    sim.run_until(210 / mu)
+    sim.run_until(9.0)
     little = (st.in_system_s - i0) / (st.served.sum() - s0)
     hist = (st.lat_sum - l0) / (st.arrived.sum() - a0)
     return little, hist
 
 
-def test_mm1_mean_latency_matches_analytic() -> None:
-    lam, mu = 0.7, 1.0
+@pytest.mark.parametrize("rho", [0.3, 0.6, 0.9])
+@pytest.mark.parametrize("cost_ms", [1.0, 0.05])
+def test_mm1_mean_latency_matches_analytic(rho: float, cost_ms: float) -> None:
+    # the reproduction's operators cost 0.05–1 ms: 10–200 service times per step
+    mu = 1000.0 / cost_ms
+    lam = rho * mu
     expected = 1.0 / (mu - lam)
-    little, hist = _measure(True, 1, lam, mu)
+    # a fast operator completes 20× more tuples per station: fewer stations suffice
+    little, hist = _measure(True, 1, lam, cost_ms, "exponential", 100 if cost_ms >= 1 else 30)
     assert little == pytest.approx(expected, rel=0.05)
     assert hist == pytest.approx(expected, rel=0.05)
 
 
-def test_mmk_mean_latency_matches_erlang_c() -> None:
-    k, mu = 3, 1.0
-    lam = 0.7 * k * mu
+@pytest.mark.parametrize("rho", [0.3, 0.6, 0.9])
+def test_mg1_mean_latency_matches_pollaczek_khinchine(rho: float) -> None:
+    # the paper's per-tuple cost N(c, (0.5c)^2): mean sojourn by the P-K formula
+    mu = 1000.0
+    lam = rho * mu
+    expected = _pollaczek_khinchine_sojourn(lam, mu, 0.5)
+    little, hist = _measure(True, 1, lam, 1.0, "normal")
+    assert little == pytest.approx(expected, rel=0.05)
+    assert hist == pytest.approx(expected, rel=0.05)
+
+
+@pytest.mark.parametrize("rho", [0.3, 0.6, 0.9])
+def test_mmk_mean_latency_matches_erlang_c(rho: float) -> None:
+    k, mu = 4, 1000.0
+    lam = rho * k * mu
     expected = _erlang_c_sojourn(k, lam, mu)
-    little, hist = _measure(False, k, lam, mu)
+    little, hist = _measure(False, k, lam, 1.0, "exponential", replicas=40)
     assert little == pytest.approx(expected, rel=0.05)
     assert hist == pytest.approx(expected, rel=0.05)
+
+
+def test_queue_capacity_in_time_scales_with_cost() -> None:
+    topo, cluster, plan = station(1, 1, 0.05, keyed=True)
+    sim = Simulator(topo, cluster, Uniform(1e9), plan, config=SimConfig(queue_s=0.1), seed=0)
+    assert sim.capacity(sim.ops["st"]) == pytest.approx(2000.0)
+    sim.run_until(1.0)
+    # saturated at 20 K tuples/s with a queue of 0.1 s of work (2000 tuples), not 1000
+    assert sim.ops["st"].q.sum() > 1500
 
 
 def _ec_setup(rate: float = 2500.0) -> Simulator:
@@ -148,8 +182,11 @@ def test_elastic_pauses_one_shard_rc_pauses_the_operator() -> None:
     rc.run_until(5.0)
     assert not st.rc_active and st.buf.sum() == 0.0
     (a, b), *_ = st.reconfigurations
-    # the global sync costs rc_sync_s per upstream executor (4 here)
-    assert b - a >= 4 * rc.config.rc_sync_s - 1e-9
+    # the global sync costs rc_sync_s per upstream executor (4 here) plus
+    # rc_sync_shard_s per moved shard (all 16 change unit)
+    cfg = rc.config
+    assert st.shard_moves == 16
+    assert b - a >= 4 * cfg.rc_sync_s + 16 * cfg.rc_sync_shard_s - 1e-9
     assert a <= start
 
 

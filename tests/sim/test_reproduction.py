@@ -27,8 +27,9 @@ def test_reproduction_writes_results(tmp_path: Path) -> None:
         sse_nodes=(2,),
         sse_shards_per_op=16,
         sse_s=1.0,
+        offered_omegas=(2,),
     )
-    res = run(tmp_path, quick=True, seed=1, config=tiny)
+    res = run(tmp_path, quick=True, seed=1, config=tiny, workers=1)
     data = json.loads((tmp_path / "results.json").read_text())
     rows = data["omega_sweep"]
     assert {(r["omega"], r["policy"]) for r in rows} == {(w, p) for w in (0, 2) for p in POLICIES}
@@ -42,8 +43,20 @@ def test_reproduction_writes_results(tmp_path: Path) -> None:
         "elastic_remote_mb_s",
     }
     assert res["scalability"][0]["nodes"] == 2
+    # every ω and skew row carries the hot-shard ceiling; offered runs their rate
+    assert all(r["ceiling"] > 0 for r in rows + data["skew_sweep"])
+    offered = data["omega_offered"]
+    assert {r["policy"] for r in offered} == set(POLICIES)
+    assert all(0 < r["offered"] <= r["ceiling"] for r in offered)
+    assert {r["policy"] for r in data["sse_offered"]} == set(POLICIES)
+    figures = {t["figure"] for t in res["targets"]}
+    assert {"omega2_dip_s_rc", "sse_migration_naive_over_elastic"} <= figures
+    for t in res["targets"]:
+        assert set(t) == {"figure", "paper", "measured", "target", "met", "runs"}
+        json.dumps(t)
     md = (tmp_path / "results.md").read_text()
     assert "Table 2" in md and "218.6" not in md.split("Table 3")[0]
+    assert "hot-shard ceiling" in md and "Target figures" in md
     for png in ("omega.png", "timeline_omega2.png", "skew.png", "state.png", "sse.png"):
         assert (tmp_path / png).stat().st_size > 0
 

@@ -52,3 +52,28 @@ def test_quantile_of_histogram() -> None:
     assert LATENCY_BINS[99] <= quantile(h, 0.99) <= LATENCY_BINS[100]
     assert LATENCY_BINS[199] <= quantile(h, 0.999) <= LATENCY_BINS[200]
     assert math.isnan(quantile(np.zeros(3), 0.5))
+
+
+def test_waiting_at_a_throttled_source_counts_in_latency() -> None:
+    # 2 static cores at 1 ms serve 2000 t/s; the source offers 3000 t/s, so its
+    # backlog grows by 3000 − X t/s (X served); by Little's law the tuple-seconds
+    # waited per tuple emitted are ∫(3000 − X)t dt / XT = (3000 − X)T / 2X (T/4 at X = 2000)
+    wl = MicroBenchmark(
+        nodes=1, cores=2, executors=2, shards=4, keys=2000, alpha=0.0, rate=3000.0, seed=2
+    )
+    topo = wl.static_topology()
+    cluster = wl.cluster()
+    policy = make_policy("static", topo, cluster)
+    res = simulate(
+        topo,
+        cluster,
+        wl.demand(),
+        policy,
+        initial_plan("static", topo, cluster),
+        duration_s=6.0,
+        seed=4,
+    )
+    x = res.throughput
+    assert x == pytest.approx(2000, rel=0.1)
+    assert res.mean_latency_ms == pytest.approx((3000 - x) * 6.0 / (2 * x) * 1e3, rel=0.1)
+    assert res.p99_ms > res.p50_ms > 1000.0

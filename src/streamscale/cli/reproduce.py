@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import importlib
+import json
 from pathlib import Path
 
 import typer
 
-from streamscale.cli.output import Output
+from streamscale.cli.output import Output, jsonable
 from streamscale.cli.run import ensure_dir
 from streamscale.errors import StreamscaleError
 from streamscale.experiments import REPRODUCTIONS
@@ -45,3 +46,6 @@ def reproduce(
     else:
         out.console.print((target / "results.md").read_text())
         out.line(f"written to {target}/")
+        # one JSON line per target figure, so a run can be checked mechanically
+        for record in results.get("targets", ()):
+            print(json.dumps(jsonable(record)))

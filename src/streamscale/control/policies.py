@@ -11,7 +11,11 @@ here). Names, as configs and the CLI use them:
   or locality (paper 000, §5 baseline).
 * ``static`` — one core per executor, never changes (paper 000, §5 "static").
 * ``rc`` — resource-centric: operator-level core counts and repartitioning of
-  shards across all of the operator's units (paper 000, §5 "RC").
+  shards across all of the operator's units (paper 000, §5 "RC"), balanced as
+  Elasticutor balances (δ > θ triggers, down to θ).
+* ``rc-damped`` — ``rc`` with damping the paper does not describe: repartitions
+  down to ``theta_low``, skips small-gain repartitionings, and the simulator
+  holds its control loop during a global pause and one window after it.
 * ``proportional`` — ``k_e = ⌈load_e / target_utilization⌉`` (DS2-style
   one-step sizing, ALGORITHMS.md "Beyond the papers"), no queueing model.
 
@@ -19,9 +23,9 @@ Parameters (``params`` mapping, all optional):
 
 * ``latency_target_ms`` — T_max for the queueing model (default 10 ms).
 * ``theta`` — δ threshold of shard balancing (default 1.2).
-* ``theta_low`` — ``rc`` only: once δ exceeds θ (or ``k`` changes), shards are
-  repartitioned down to this δ (default ``1 + (θ − 1)/2``); hysteresis, since
-  every RC repartitioning pauses the operator and load noise alone moves δ.
+* ``theta_low`` — ``rc``/``rc-damped``: once δ exceeds θ (or ``k`` changes), shards
+  are repartitioned down to this δ (default θ; ``rc-damped``: ``1 + (θ − 1)/2``,
+  hysteresis, since every RC repartitioning pauses the operator).
 * ``max_cores`` — cores the policy may use (default: the cluster's cores).
 * ``target_utilization`` — per-core utilisation aimed at by ``proportional`` (0.7).
 * ``max_utilization`` — ``elastic``, ``naive-ec``, ``rc``: while an operator has
@@ -82,6 +86,7 @@ POLICIES: dict[str, str] = {
     "naive-ec": "elastic executors with the same cores, assigned without migration/locality cost",
     "static": "one core per executor, never changes",
     "rc": "resource-centric: operator-level cores, shards repartitioned across executors",
+    "rc-damped": "rc with hysteresis, small-gain holds and no decisions during a global pause",
     "proportional": "cores = ceil(load / target utilization) per executor, no queueing model",
 }
 
@@ -132,7 +137,6 @@ def _params(params: Mapping[str, Any] | None, cluster: Cluster) -> dict[str, flo
             v = cluster.total_cores
         if v is not None:
             out[s.name] = float(v)
-    out.setdefault("theta_low", 1.0 + (out["theta"] - 1.0) / 2.0)
     return out
 
 
@@ -241,7 +245,8 @@ class ProportionalPolicy(_ElasticBase):
             backlog_cores = ld.backlog_rate / ld.service if math.isfinite(ld.service) else 0.0
             need[j] = (ld.load + backlog_cores) / u
         k = np.maximum(1, np.ceil(need - 1e-9)).astype(np.int64)
-        k = trim_cores(k, need, int(self.params["max_cores"]))
+        queued_s = [loads[ex.instance].queued / loads[ex.instance].service for ex in self.execs]
+        k = trim_cores(k, need, int(self.params["max_cores"]), queued_s)
         cores = {**current.allocation.cores}
         cores.update({ex.instance: int(k[j]) for j, ex in enumerate(self.execs)})
         sized = Plan(Allocation(cores), current.placement, current.routing)
@@ -286,6 +291,10 @@ class RcPolicy(_ElasticBase):
     the same model, shards repartitioned across all of the operator's units."""
 
     name = "rc"
+    #: the damping the paper does not describe (see :func:`rc_plan`)
+    damped = False
+    #: the simulator holds the control loop during a global pause and one window after
+    holds_during_sync = False
 
     def decide(self, snapshot: Snapshot, current: Plan, now: float) -> Decision:
         loads = self._loads(snapshot)
@@ -293,9 +302,10 @@ class RcPolicy(_ElasticBase):
         ops: dict[str, list[float]] = {}
         for ex in self.execs:
             ld = loads[ex.instance]
-            acc = ops.setdefault(ex.operator, [0.0, ld.service, 0.0])
+            acc = ops.setdefault(ex.operator, [0.0, ld.service, 0.0, 0.0])
             acc[0] += ld.arrival
             acc[2] += ld.backlog_rate
+            acc[3] += ld.queued / ld.service
         names = list(ops)
         k, alloc_figs = queueing_allocation(
             context,
@@ -304,12 +314,28 @@ class RcPolicy(_ElasticBase):
             [ops[n][1] for n in names],
             external_rate(context, loads),
             [ops[n][2] > 0 for n in names],
+            [ops[n][3] for n in names],
         )
-        res = rc_plan(context, current, dict(zip(names, k, strict=True)), self.execs, loads)
+        res = rc_plan(
+            context,
+            current,
+            dict(zip(names, k, strict=True)),
+            self.execs,
+            loads,
+            damped=self.damped,
+        )
         figures: dict[str, Any] = {"cores": res.plan.allocation.total}
         figures.update({f"allocator:queueing.{a}": b for a, b in alloc_figs.items()})
         figures.update({f"balancer:rc.{a}": b for a, b in res.figures.items()})
         return _decision(current, res.plan, f"rc: {sum(k)} cores", figures)
+
+
+class RcDampedPolicy(RcPolicy):
+    """RC with damping the paper does not describe (reported beside ``rc``)."""
+
+    name = "rc-damped"
+    damped = True
+    holds_during_sync = True
 
 
 def _static_plan(execs: tuple[ExecutorInfo, ...]) -> Plan:
@@ -336,6 +362,7 @@ _CLASSES: dict[str, type[_ElasticBase]] = {
     "naive-ec": NaiveEcPolicy,
     "static": StaticPolicy,
     "rc": RcPolicy,
+    "rc-damped": RcDampedPolicy,
     "proportional": ProportionalPolicy,
 }
 
@@ -358,9 +385,9 @@ def initial_plan(name: str, topology: Topology, cluster: Cluster) -> Plan:
     """The plan a job starts with under policy ``name``: one core per executor.
 
     Executors sit on their home nodes with every shard on their single task; for
-    ``rc`` the same cores are operator-level units ``op#e``.
+    ``rc`` and ``rc-damped`` the same cores are operator-level units ``op#e``.
     """
     if name not in POLICIES:
         raise StreamscaleError(f"unknown policy (known: {', '.join(POLICIES)})", item=name)
     execs = executors(topology, cluster)
-    return _rc_initial(execs) if name == "rc" else _static_plan(execs)
+    return _rc_initial(execs) if name in ("rc", "rc-damped") else _static_plan(execs)

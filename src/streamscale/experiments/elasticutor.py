@@ -1,8 +1,9 @@
 """``streamscale reproduce elasticutor``: paper 000, §5, on the cluster simulator.
 
-Runs the four policies of :mod:`streamscale.control.policies` — ``static``,
-``rc`` (resource-centric), ``naive-ec`` and ``elastic`` (Elasticutor) — through
-the same controller on :mod:`streamscale.sim`:
+Runs the policies of :mod:`streamscale.control.policies` — ``static``,
+``rc`` (resource-centric, as the paper describes it), ``rc-damped`` (RC with
+damping the paper does not describe, reported beside it), ``naive-ec`` and
+``elastic`` (Elasticutor) — through the same controller on :mod:`streamscale.sim`:
 
 * micro-benchmark (§5.1, Fig. 6): throughput, mean and p99 latency vs ω ∈
   {0, 1, 2, 4, 8, 16} key shuffles per minute;
@@ -15,11 +16,17 @@ the same controller on :mod:`streamscale.sim`:
   (Table 2), and Elasticutor's throughput and scheduling time on 8/16/32 nodes
   (Table 3).
 
-The paper ran saturating sources ("pressured scenarios", §5); so does this:
-sources emit as fast as back-pressure admits, and the queueing model's latency
-target is set below the per-tuple service time, so the §4.1 greedy allocation
-only stops when every core is handed out (the paper's "or Σk reaches the cores
-available"). ``--quick`` shrinks the clusters (4 nodes for the micro-benchmark with the
+The paper ran saturating sources ("pressured scenarios", §5); so do the
+*saturation* runs: sources emit as fast as back-pressure admits, and the
+queueing model's latency target is set below the per-tuple service time, so the
+§4.1 greedy allocation only stops when every core is handed out (the paper's
+"or Σk reaches the cores available"). The *offered-load* runs (ω sweep and SSE)
+feed the sources at a fixed rate (reached by a linear ramp over the warm-up,
+so no run starts buried under its first seconds' backlog), ``offered`` × the
+lower of the cluster's CPU
+capacity and the hot-shard ceiling (the rate at which the hottest shard fills
+one core, as a shard is never split), and count the wait of tuples held back
+at the source in the latency. Every skew and ω table prints that ceiling. ``--quick`` shrinks the clusters (4 nodes for the micro-benchmark with the
 paper's keys per core, i.e. 1250 keys; 2/4 nodes for the SSE runs) and the
 sweeps so the whole run takes a few minutes.
 """
@@ -37,6 +44,7 @@ from typing import Any
 from streamscale.control import ControllerConfig
 from streamscale.control.policies import initial_plan, make_policy
 from streamscale.experiments.elasticutor_report import dips, render
+from streamscale.experiments.elasticutor_targets import targets
 from streamscale.experiments.report import write_results
 from streamscale.sim.kernel import SimConfig
 from streamscale.sim.run import SimResult, simulate
@@ -44,7 +52,9 @@ from streamscale.sim.workloads import MicroBenchmark, StockExchange
 
 __all__ = ["POLICIES", "Setup", "run", "setup"]
 
-POLICIES: tuple[str, ...] = ("static", "rc", "naive-ec", "elastic")
+POLICIES: tuple[str, ...] = ("static", "rc", "rc-damped", "naive-ec", "elastic")
+#: the policies of the skew and state-size sweeps (Figs. 9-10)
+SWEEP: tuple[str, ...] = ("static", "rc", "elastic")
 _KB = 1024
 
 
@@ -64,7 +74,10 @@ class Setup:
     sse_nodes: tuple[int, ...]
     sse_shards_per_op: int
     sse_s: float
-    queue_capacity: float = 100.0
+    queue_s: float = 0.1
+    offered: float = 0.75
+    offered_omegas: tuple[float, ...] | None = None
+    sse_scale_state: bool = False
 
 
 def setup(quick: bool) -> Setup:
@@ -83,6 +96,8 @@ def setup(quick: bool) -> Setup:
             sse_nodes=(2, 4),
             sse_shards_per_op=1024,
             sse_s=10.0,
+            offered_omegas=(0, 2, 16),
+            sse_scale_state=True,
         )
     return Setup(
         nodes=32,
@@ -125,7 +140,7 @@ def _simulate(
         initial_plan(policy, topo, cluster),
         duration_s=duration,
         warmup_s=s.warmup_s,
-        config=SimConfig(queue_capacity=s.queue_capacity),
+        config=SimConfig(queue_s=s.queue_s),
         controller=ControllerConfig(interval_s=1.0, stabilization_s=1.0, scale_down_delay_s=5.0),
         seed=seed,
     )
@@ -133,10 +148,15 @@ def _simulate(
 
 def _stock(nodes: int, s: Setup, seed: int) -> StockExchange:
     # one executor per two nodes and operator (12 operators share the cores); the
-    # shards per operator stay fixed so the state per shard does not grow on small clusters
+    # shards per operator stay fixed; a quick run scales the state with the cluster
+    # so each executor holds as much as on the paper's 32 nodes
     e = max(1, nodes // 2)
     return StockExchange(
-        nodes=nodes, executors=e, shards=max(1, s.sse_shards_per_op // e), seed=seed
+        nodes=nodes,
+        executors=e,
+        shards=max(1, s.sse_shards_per_op // e),
+        state_scale=nodes / 32 if s.sse_scale_state else 1.0,
+        seed=seed,
     )
 
 
@@ -161,6 +181,11 @@ def _job(spec: tuple[Any, ...]) -> SimResult:
         return _simulate(wl, policy, s, cost_ms=wl.cost_ms, duration=duration, seed=seed)
     _, wl, policy, s, seed = spec
     return _simulate(wl, policy, s, cost_ms=wl.event_ms, duration=s.sse_s, seed=seed)
+
+
+def offered_rate(wl: MicroBenchmark | StockExchange, end: float, share: float) -> float:
+    """``share`` × the lower of the CPU capacity and the hot-shard ceiling before ``end``."""
+    return share * min(wl.capacity(), wl.hot_shard_ceiling(end))
 
 
 def _run_all(
@@ -211,7 +236,32 @@ def run(
         for policy in POLICIES:
             wl = replace(base, omega=float(omega))
             specs[("omega", omega, policy)] = ("micro", wl, policy, s, s.duration_s, seed)
-    sweep = ("static", "rc", "elastic")
+    end = s.warmup_s + s.duration_s
+    offered_omegas = s.omegas if s.offered_omegas is None else s.offered_omegas
+    rates: dict[tuple[Any, ...], float] = {}
+    for omega in offered_omegas:
+        wl = replace(base, omega=float(omega))
+        rates[("omega", omega)] = offered_rate(wl, end, s.offered)
+        for policy in POLICIES:
+            specs[("offered", omega, policy)] = (
+                "micro",
+                replace(wl, rate=rates[("omega", omega)], ramp_s=s.warmup_s),
+                policy,
+                s,
+                s.duration_s,
+                seed,
+            )
+    stock = _stock(sse_nodes, s, seed)
+    rates[("sse",)] = offered_rate(stock, s.warmup_s + s.sse_s, s.offered)
+    for policy in POLICIES:
+        specs[("sse-offered", policy)] = (
+            "sse",
+            replace(stock, rate=rates[("sse",)], ramp_s=s.warmup_s),
+            policy,
+            s,
+            seed,
+        )
+    sweep = SWEEP
     for alpha in s.alphas:
         for policy in sweep:
             wl = replace(base, alpha=float(alpha), omega=2.0)
@@ -222,20 +272,30 @@ def run(
             specs[("state", size, policy)] = ("micro", wl, policy, s, s.sweep_s, seed)
     done = _run_all(specs, workers)
 
+    def ceiling(**change: float) -> float:
+        return replace(base, **change).hot_shard_ceiling(end)
+
+    results["capacity"] = {"micro": base.capacity(), "sse": stock.capacity()}
     omega_rows: list[dict[str, Any]] = []
+    offered_rows: list[dict[str, Any]] = []
     timeline: dict[str, list[dict[str, float]]] = {}
     reassign: list[dict[str, Any]] = []
     dip_rows: list[dict[str, Any]] = []
     for omega in s.omegas:
+        cap = ceiling(omega=float(omega))
         for policy in POLICIES:
             r = done[("omega", omega, policy)]
-            omega_rows.append(_row(r, omega=omega))
+            omega_rows.append(_row(r, omega=omega, ceiling=cap))
+            if ("offered", omega, policy) in done:
+                o = done[("offered", omega, policy)]
+                offered_rows.append(
+                    _row(o, omega=omega, ceiling=cap, offered=rates[("omega", omega)])
+                )
             if omega == 2:
                 timeline[policy] = [
                     {"time": x.time, "throughput": x.throughput, "cores": x.cores}
                     for x in r.samples
                 ]
-                end = s.warmup_s + s.duration_s
                 wl = replace(base, omega=float(omega))
                 d = dips(r.samples, wl.shuffle_times(end), end)
                 dip_rows.append({"policy": policy, **d})
@@ -251,24 +311,41 @@ def run(
                     }
                 )
     results["omega_sweep"] = omega_rows
+    results["omega_offered"] = offered_rows
     results["timeline_omega2"] = timeline
     results["dips_omega2"] = dip_rows
     results["reassignment_omega2"] = reassign
-    results["skew_sweep"] = [_row(done[("alpha", a, p)], alpha=a) for a in s.alphas for p in sweep]
+    results["skew_sweep"] = [
+        _row(
+            done[("alpha", a, p)],
+            alpha=a,
+            ceiling=ceiling(alpha=float(a), omega=2.0),
+        )
+        for a in s.alphas
+        for p in sweep
+    ]
     results["state_sweep"] = [
         _row(done[("state", b, p)], state_kb_per_shard=b / _KB)
         for b in s.state_bytes
         for p in sweep
     ]
 
+    sse_ceiling = stock.hot_shard_ceiling(s.warmup_s + s.sse_s)
     sse_runs = {p: done[("sse", p)] for p in POLICIES}
     results["sse"] = [
         {
-            **_row(r, nodes=sse_nodes),
+            **_row(r, nodes=sse_nodes, ceiling=sse_ceiling),
             "migration_mb_s": r.migration_mb_s,
             "remote_mb_s": r.remote_mb_s,
         }
         for r in sse_runs.values()
+    ]
+    results["sse_offered"] = [
+        {
+            **_row(done[("sse-offered", p)], nodes=sse_nodes, ceiling=sse_ceiling),
+            "offered": rates[("sse",)],
+        }
+        for p in POLICIES
     ]
     results["sse_timeline"] = {
         p: [
@@ -297,6 +374,7 @@ def run(
             }
         )
     results["scalability"] = scale
+    results["targets"] = targets(results)
 
     markdown = render(results, out)
     write_results(out, results, markdown)

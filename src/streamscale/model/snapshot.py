@@ -28,7 +28,8 @@ class OperatorStats:
 
 @dataclass(frozen=True, slots=True)
 class ShardStats:
-    """Per shard (key group): load in cores, tuples in the period, state size, output rate."""
+    """Per shard (key group): load in cores, tuples in the period, state size, output rate,
+    and tuples queued for it (waiting or held back) at the end of the period."""
 
     operator: str
     shard: int
@@ -36,6 +37,7 @@ class ShardStats:
     rows: int = 0
     state_bytes: int = 0
     output_rate: float = 0.0
+    backlog: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)

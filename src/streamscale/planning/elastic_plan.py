@@ -74,7 +74,8 @@ class ExecutorLoad:
     state size of each local shard; ``arrival`` λ_j and ``service`` μ_j are tuples/s
     (μ per core); ``bytes_rate`` is input + output bytes/s (data intensity × k);
     ``backlog_rate`` is the part of ``arrival`` that drains the executor's share of
-    the backlog within the catch-up time (0 without backlog).
+    the backlog within the catch-up time (0 without backlog); ``queued`` the tuples
+    waiting at the executor's own tasks (0 when the snapshot does not say).
     """
 
     shard_load: np.ndarray
@@ -83,6 +84,7 @@ class ExecutorLoad:
     service: float
     bytes_rate: float
     backlog_rate: float = 0.0
+    queued: float = 0.0
 
     @property
     def load(self) -> float:
@@ -173,11 +175,18 @@ def executor_loads(
     without shard statistics spreads its load ``λ/μ`` evenly over its shards. The
     arrival rate of executor ``j`` is its share of the operator's load times μ, so
     skew across executors is visible to the queueing model (paper 000, §4.1).
-    With ``catch_up_s``, the operator's :func:`backlog_rates` is added, spread over
-    its executors in proportion to their load (DS2-style catch-up).
+    With ``catch_up_s``, the operator's :func:`backlog_rates` is added (DS2-style
+    catch-up): the tuples queued at the operator's own tasks go to the executor
+    they wait at (shard ``backlog`` of the snapshot), the sources' share is spread
+    in proportion to load.
     """
     omega = _source_rate(topology, rate)
     extra = backlog_rates(topology, snapshot, catch_up_s) if catch_up_s else {}
+    own_rate: dict[str, float] = {}
+    if snapshot is not None and catch_up_s:
+        for name, stats in snapshot.operators.items():
+            if stats.backlog > 0:
+                own_rate[name] = stats.backlog / catch_up_s
     by_op: dict[str, list[ExecutorInfo]] = {}
     for ex in execs:
         by_op.setdefault(ex.operator, []).append(ex)
@@ -197,15 +206,18 @@ def executor_loads(
         n = len(group) * z
         load = np.zeros(n)
         state = np.full(n, op.state_bytes // max(n, 1), dtype=np.int64)
+        queued = np.zeros(n)
         got = rows.get(name)
         shards = got is not None
         if got is not None:
-            idx, col_load, col_bytes = got
+            idx, col_load, col_bytes, col_queued = got
             ok = idx < n
             load[idx[ok]] = col_load[ok]
             state[idx[ok]] = col_bytes[ok]
+            queued[idx[ok]] = col_queued[ok]
         elif np.isfinite(mu):
             load[:] = lam / mu / n
+        own_total = float(queued.sum())
         total = float(load.sum())
         in_bytes = _in_bytes(topology, name)
         out_bytes = float(op.tuple_bytes)
@@ -213,21 +225,29 @@ def executor_loads(
             sl = load[ex.index * z : (ex.index + 1) * z]
             share = float(sl.sum()) / total if total > 0 else 1.0 / len(group)
             arrival = float(sl.sum()) * mu if shards and np.isfinite(mu) else lam * share
+            mine = float(queued[ex.index * z : (ex.index + 1) * z].sum())
             catch_up = extra.get(name, 0.0) * share
+            if own_total > 0 and catch_up_s:
+                # an executor's own queue is its own: split the operator's queue by
+                # where it waits, the sources' share by load (a throttled executor's
+                # observed load understates its demand, its queue does not)
+                own = own_rate.get(name, 0.0)
+                catch_up += own * (mine / own_total - share)
             out[ex.instance] = ExecutorLoad(
                 shard_load=sl.copy(),
                 shard_bytes=state[ex.index * z : (ex.index + 1) * z].copy(),
                 arrival=arrival + catch_up,
                 service=float(mu),
                 bytes_rate=share * (lam * in_bytes + out_rate * out_bytes),
-                backlog_rate=catch_up,
+                backlog_rate=max(catch_up, 0.0),
+                queued=mine,
             )
     return out
 
 
 def _shard_rows(
     shards: Sequence[ShardStats],
-) -> dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+) -> dict[str, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
     """Shard index, load and state columns per operator, in one pass over the records.
 
     Snapshots carry ~10⁴ shard records; collectors emit each operator's shards
@@ -240,20 +260,21 @@ def _shard_rows(
     idx = np.fromiter(map(attrgetter("shard"), shards), dtype=np.int64, count=n)
     load = np.fromiter(map(attrgetter("load"), shards), dtype=float, count=n)
     size = np.fromiter(map(attrgetter("state_bytes"), shards), dtype=np.int64, count=n)
+    queued = np.fromiter(map(attrgetter("backlog"), shards), dtype=float, count=n)
     runs: dict[str, list[tuple[int, int]]] = {}
     start = 0
     for i in range(1, n + 1):
         if i == n or names[i] != names[start]:
             runs.setdefault(names[start], []).append((start, i))
             start = i
-    out: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+    out: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = {}
     for name, spans in runs.items():
         sel = np.concatenate([np.arange(a, b) for a, b in spans]) if len(spans) > 1 else None
         a, b = spans[0]
         out[name] = (
-            (idx[sel], load[sel], size[sel])
+            (idx[sel], load[sel], size[sel], queued[sel])
             if sel is not None
-            else (idx[a:b], load[a:b], size[a:b])
+            else (idx[a:b], load[a:b], size[a:b], queued[a:b])
         )
     return out
 
@@ -457,15 +478,33 @@ def table_delta(loads: np.ndarray, tasks: Sequence[int | None], k: int) -> float
     return float(per.max()) / mean if mean > 1e-12 else 1.0
 
 
-def trim_cores(k: Sequence[int], need: Sequence[float], limit: int) -> list[int]:
+def trim_cores(
+    k: Sequence[int],
+    need: Sequence[float],
+    limit: int,
+    queued_s: Sequence[float] | None = None,
+    *,
+    wait_s: float = 0.05,
+) -> list[int]:
     """Remove cores until ``Σk ≤ limit`` (never below one per executor).
 
-    Each core comes from the executor whose utilisation ``need / (k − 1)`` stays
-    lowest without it, so the scarce cores go where demand per core is highest.
+    Demand is read from the queues first: an executor whose tasks hold more than
+    ``wait_s`` seconds of queued work per core (``queued_s``: queued tuples ÷ μ,
+    in core-seconds) is throttled — it serves at most its cores, so its observed
+    load is no measure of its demand — and loses a core only once every
+    executor that is not throttled is down to one. Within each group a core
+    comes from the executor whose utilisation ``need / (k − 1)`` stays lowest
+    without it, so the scarce cores go where demand per core is highest.
     """
     kk = np.asarray(k, dtype=np.int64).copy()
     nd = np.asarray(need, dtype=float)
+    waiting = (
+        np.asarray(queued_s, dtype=float) >= wait_s * kk
+        if queued_s is not None and len(queued_s)
+        else np.zeros(kk.size, dtype=bool)
+    )
     while kk.sum() > max(limit, kk.size):
         util = np.where(kk > 1, nd / np.maximum(kk - 1, 1), np.inf)
+        util = np.where(waiting & (kk > 1), util + 1e12, util)
         kk[int(np.argmin(util))] -= 1
     return [int(v) for v in kk]

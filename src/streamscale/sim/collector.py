@@ -98,8 +98,9 @@ class SimCollector:
                 out = (served * sel / period).tolist()
                 n_rows = np.rint(served).astype(np.int64).tolist()
                 size = st.shard_bytes.astype(np.int64).tolist()
+                queued = (st.q + st.buf).tolist()
                 shards.extend(
-                    ShardStats(name, i, load[i], n_rows[i], size[i], out[i])
+                    ShardStats(name, i, load[i], n_rows[i], size[i], out[i], queued[i])
                     for i in range(st.shards)
                 )
         cpu = (cur.busy - base.busy) / period * 100.0

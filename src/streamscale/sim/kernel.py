@@ -12,20 +12,22 @@ vector over the shards or the pools of an operator, never a loop over tuples:
 * **Arrivals** per shard and step are Poisson with mean (tuples admitted ×
   the shard's share of the key distribution), so the arrival process is Poisson
   as in the M/M/k model of §4.1.
-* **Service** per pool and step: ``b = min(Q, cores)`` cores are busy; the
-  completions are Poisson with mean ``b·dt/c`` for exponential service times
-  (this makes the step chain the birth–death process of an M/M/k station as
-  ``dt → 0``) or, for the paper's N(c, (0.5c)²) costs, normal with the renewal
-  variance ``mean·cv²``; never more than ``Q``. A pool serves the shards in its
-  queue in proportion to their queued tuples, the fluid picture of FIFO.
+* **Service** per pool and step follows the queue's sample path *inside* the
+  step (:mod:`streamscale.sim.service`): Erlang service times (exponential, or
+  Erlang-4 for the paper's N(c, (0.5c)²) costs, same mean and variance),
+  uniformised with the step's arrivals, so queueing that builds and drains
+  within a step is seen even when a step lasts hundreds of service times. A
+  pool serves the shards in its queue in proportion to their queued tuples,
+  the fluid picture of FIFO.
 * **Latency**: the mean is exact by Little's law (tuple-seconds spent in the
-  operator ÷ tuples completed). Percentiles come from an arrival-weighted
-  histogram of each admitted tuple's expected sojourn: for a pool with ``Q``
-  tuples after the arrivals and ``n`` cores, ``(max(Q − n, 0)/n + 1)·c`` (the
-  M/M/k conditional sojourn under FIFO), plus the remaining pause of a paused
-  shard. The histogram carries no service-time variance, so its tail is that of
-  the queueing delay.
-* **Back-pressure**: a pool holds at most ``queue_capacity`` tuples per core;
+  operator, integrated along each step's path, ÷ tuples completed).
+  Percentiles come from an arrival-weighted histogram of each admitted tuple's
+  expected sojourn given the work it finds ahead of it (phases of the tuples
+  queued and in service, plus its own), plus the remaining pause of a paused
+  shard. The histogram carries no service-time variance of the tuple itself,
+  so its tail is that of the queueing delay.
+* **Back-pressure**: a pool holds at most ``queue_s`` seconds of work per core
+  (``queue_s / cost`` tuples; ``queue_capacity`` tuples when ``queue_s`` is unset);
   the tuples an operator can admit in a step are limited so that no pool
   overflows (the key distribution fixes how admitted tuples spread), which is
   how one overloaded task throttles the whole topology in Storm. An upstream
@@ -39,7 +41,10 @@ vector over the shards or the pools of an operator, never a loop over tuples:
   executor forwards to its remote tasks are limited by the home node's
   bandwidth and counted as remote transfer (they do not slow migrations).
 
-Sources and sinks use no cores (the generator is not the object of study).
+Sources and sinks use no cores (the generator is not the object of study). A
+source with a finite rate keeps the tuples back-pressure holds back and emits
+them first when it can; their wait at the source is integrated
+(``source_wait_s``) and counted in the end-to-end latency.
 """
 
 from __future__ import annotations
@@ -53,7 +58,7 @@ import numpy as np
 
 from streamscale.errors import ModelError
 from streamscale.model import Cluster, Plan, Topology
-from streamscale.sim import protocols
+from streamscale.sim import protocols, service
 from streamscale.sim.state import LATENCY_BINS, OpState, shard_targets
 
 __all__ = ["Demand", "SimConfig", "Simulator"]
@@ -82,9 +87,14 @@ class SimConfig:
     dt
         Step length in seconds.
     queue_capacity
-        Tuples a pool may hold per core before back-pressure stops its senders.
+        Tuples a pool may hold per core before back-pressure stops its senders
+        (used when ``queue_s`` is None).
+    queue_s
+        Seconds of work a pool may hold per core: ``queue_s / cost`` tuples, so a
+        fast operator's queue is as long *in time* as a slow one's.
     service
-        ``normal`` (per-tuple cost N(c, (cv·c)²), paper 000 §5.1) or ``exponential``.
+        ``normal`` (per-tuple cost with mean c and coefficient of variation ``cost_cv``,
+        paper 000 §5.1, served as Erlang-``round(1/cv²)``) or ``exponential``.
     cost_cv
         Coefficient of variation of the per-tuple cost for ``normal``.
     ec_sync_s
@@ -94,16 +104,24 @@ class SimConfig:
         tuples, update routing); it grows with the upstream executors (§5.1, Fig. 12a).
         The default puts 32 upstream executors at 0.64 s, 2.5 orders of magnitude
         above Elasticutor's 2 ms, as the paper reports (2-3 orders).
+    rc_sync_shard_s
+        RC's synchronisation cost per moved shard (its routing entry handed over
+        in the global protocol). The paper gives no per-shard figure; 0.2 ms (a
+        tenth of Elasticutor's whole per-shard handshake) is an assumption. At
+        2 ms per shard and upstream executor, the first repartitioning of the
+        32-node run (thousands of shards) paused RC for longer than the run.
     max_rate
         Cap on a saturating source (tuples/s) so the step stays finite.
     """
 
     dt: float = 0.01
     queue_capacity: float = 1000.0
+    queue_s: float | None = None
     service: Literal["normal", "exponential"] = "normal"
     cost_cv: float = 0.5
     ec_sync_s: float = 0.002
     rc_sync_s: float = 0.02
+    rc_sync_shard_s: float = 0.0002
     max_rate: float = 1e8
 
     def __post_init__(self) -> None:
@@ -111,6 +129,8 @@ class SimConfig:
             raise ModelError("dt must be > 0", item="sim.dt")
         if not self.queue_capacity > 0:
             raise ModelError("queue_capacity must be > 0", item="sim.queue_capacity")
+        if self.queue_s is not None and not self.queue_s > 0:
+            raise ModelError("queue_s must be > 0", item="sim.queue_s")
         if self.service not in ("normal", "exponential"):
             raise ModelError("service must be normal or exponential", item="sim.service")
 
@@ -147,6 +167,9 @@ class Simulator:
         self.edge_tuples = {e.name: 0.0 for e in topology.edges}
         self.pending = {s.name: 0.0 for s in topology.sources}
         self.emitted = {s.name: 0.0 for s in topology.sources}
+        # tuple-seconds waited at each source, and a histogram of those waits
+        self.source_wait_s = {s.name: 0.0 for s in topology.sources}
+        self.source_hist = {s.name: np.zeros(LATENCY_BINS.size + 1) for s in topology.sources}
         self.order = [n for n in topology.topological_order()]
         self._outputs = {n: topology.outputs(n) for n in topology.names}
         self._sources = [s.name for s in topology.sources]
@@ -180,6 +203,7 @@ class Simulator:
                 in_bytes=in_bytes,
                 shard_bytes=np.full(s, op.state_bytes / s if op.keyed else 0.0),
                 outputs=outs,
+                phases=service.phases(cfg.service == "exponential", cfg.cost_cv),
             )
             if st.cost <= 0:
                 raise ModelError(
@@ -248,9 +272,11 @@ class Simulator:
                 want = min(allowed, cfg.max_rate * dt)
                 emit = want
             else:
-                want = r * dt + self.pending[src]
+                before = self.pending[src]
+                want = r * dt + before
                 emit = min(want, allowed)
                 self.pending[src] = want - emit
+                self._source_wait(src, before, r, emit)
             self.emitted[src] += emit
             for e in self._outputs[src]:
                 self.edge_tuples[e.name] += emit * e.selectivity
@@ -277,6 +303,17 @@ class Simulator:
         if changed:
             self._refresh()
 
+    def _source_wait(self, src: str, before: float, rate: float, emit: float) -> None:
+        """Account the wait of tuples held back at a throttled source (FIFO)."""
+        after = self.pending[src]
+        if before <= 0 and after <= 0:
+            return
+        self.source_wait_s[src] += 0.5 * (before + after) * self.config.dt
+        if emit > 0 and rate > 0:
+            # the oldest tuples leave first: they waited about the backlog's age
+            w = 0.5 * (before + after) / rate
+            self.source_hist[src][int(np.searchsorted(LATENCY_BINS, w))] += emit
+
     def _weights(self, st: OpState) -> None:
         version, p = self.demand.weights(st.op.name, st.executors, st.per_executor, self.now)
         if version != st.p_version:
@@ -284,6 +321,11 @@ class Simulator:
                 raise ModelError(f"weights must have {st.shards} entries", item=st.op.name)
             st.p = np.asarray(p, dtype=float)
             st.p_version = version
+
+    def capacity(self, st: OpState) -> float:
+        """Tuples a pool of ``st`` may hold per core (back-pressure bound)."""
+        q = self.config.queue_s
+        return self.config.queue_capacity if q is None else q / st.cost
 
     def _admissible(self, st: OpState) -> float:
         """Tuples ``st`` can take this step without overflowing a pool (back-pressure)."""
@@ -293,7 +335,7 @@ class Simulator:
         held = st.q + st.buf if st.rc_active else st.q
         queued = np.bincount(st.route, held, minlength=n)
         share = np.bincount(st.route, st.p, minlength=n)
-        head = np.maximum(self.config.queue_capacity * st.pools.units - queued, 0.0)
+        head = np.maximum(self.capacity(st) * st.pools.units - queued, 0.0)
         m = share > 1e-15
         adm = float(np.min(head[m] / share[m])) if m.any() else math.inf
         rm = st.remote_mask
@@ -329,24 +371,24 @@ class Simulator:
         cores = st.pools.units
         spd = self.speed[st.pools.node]
         queued = np.bincount(st.route, st.q, minlength=n)
-        before = queued - np.bincount(st.route, entered, minlength=n)
-        mean = (dt / st.cost) * np.minimum(queued, cores) * spd
-        if st.exponential:
-            done = self.rng.poisson(mean).astype(float)
-        else:
-            done = np.maximum(self.rng.normal(mean, np.sqrt(mean) * st.cv), 0.0)
-        done = np.minimum(done, queued)
-        if float(a.sum()) > 0:
-            # an arrival at a uniform time in the step sees the queue before the step
-            # plus half of the step's other arrivals minus half of its departures
-            seen = np.maximum(0.5 * (before + queued - done) - 0.5, 0.0)
-            wait = (np.maximum(seen + 1.0 - cores, 0.0) / cores + 1.0) * st.cost / spd
-            w = wait[st.route]
-            if st.rc_active or paused.any():
-                w = w + protocols.remaining_pause(self, st)
+        into = np.bincount(st.route, entered, minlength=n)
+        if st.head.size != n:
+            st.head = np.concatenate([st.head, np.zeros(n - st.head.size, dtype=np.int64)])
+        rate = spd / st.cost
+        res = service.serve(self.rng, queued - into, into, cores, rate, st.phases, dt, st.head)
+        done = np.minimum(res.done, queued)
+        if res.arrival_wait.size:
+            w = res.arrival_wait
+            st.hist += np.bincount(np.searchsorted(LATENCY_BINS, w), minlength=st.hist.size)
+            st.lat_sum += float(w.sum())
+        held = a - entered
+        if float(held.sum()) > 0:
+            # held at a pause: the rest of the pause, then the queue it will join
+            seen = np.maximum(queued - cores, 0.0) / cores + 1.0
+            w = (seen * st.cost / spd)[st.route] + protocols.remaining_pause(self, st)
             idx = np.searchsorted(LATENCY_BINS, w)
-            st.hist += np.bincount(idx, a, minlength=st.hist.size)
-            st.lat_sum += float(np.dot(w, a))
+            st.hist += np.bincount(idx, held, minlength=st.hist.size)
+            st.lat_sum += float(np.dot(w, held))
         tot = float(done.sum())
         if tot > out_cap:
             done *= out_cap / tot
@@ -365,7 +407,7 @@ class Simulator:
                 np.repeat(st.home, st.per_executor)[rm], moved, minlength=self.remote.size
             )
         st.emitted += tot
-        st.in_system_s += (float(st.q.sum()) + float(st.buf.sum())) * dt
+        st.in_system_s += float(res.area.sum()) + float(st.buf.sum()) * dt
         return tot
 
     # -- views ---------------------------------------------------------------

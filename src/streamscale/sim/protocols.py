@@ -10,7 +10,8 @@ upstream operators never stop.
 Resource-centric (RC, §2.2 and §5.1): repartitioning at operator level needs a
 global synchronisation: every upstream executor pauses (tuples they emit are
 held), in-flight tuples of the moved shards are drained, the upstream routing
-tables are updated (a cost that grows with the number of upstream executors),
+tables are updated (a cost that grows with the number of upstream executors and
+with the shards moved: ``upstream × rc_sync_s + moved × rc_sync_shard_s``),
 all the moved states are migrated, and only then does the whole operator
 resume.
 
@@ -134,8 +135,11 @@ def _rc(sim: Simulator, st: OpState) -> bool:
         moving = np.flatnonzero(st.target != st.route)
         if not moving.size:
             return False
-        upstream = sim._upstream_executors.get(st.op.name, 1)
-        _start(sim, st, moving, sim.config.rc_sync_s * max(upstream, 1))
+        upstream = max(sim._upstream_executors.get(st.op.name, 1), 1)
+        cfg = sim.config
+        # every upstream executor pauses and drains its in-flight tuples (§5.1,
+        # Fig. 12a), and every moved shard's routing entry is handed over
+        _start(sim, st, moving, upstream * cfg.rc_sync_s + cfg.rc_sync_shard_s * moving.size)
         st.rc_active = True
         st.rc_started = sim.now
         return False

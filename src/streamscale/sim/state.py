@@ -78,7 +78,9 @@ class OpState:
     in_bytes: int
     shard_bytes: np.ndarray
     outputs: list[tuple[int, float]]
+    phases: int = 1
     pools: Pools = field(default_factory=Pools)
+    head: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     # dynamic vectors (length S)
     q: np.ndarray = field(default_factory=lambda: np.zeros(0))
     buf: np.ndarray = field(default_factory=lambda: np.zeros(0))

@@ -1,5 +1,7 @@
 """Seeded workloads for the simulator (paper 000, §5.1 and §5.4).
 
+A finite source ``rate`` may ramp up linearly over ``ramp_s`` seconds.
+
 * :class:`MicroBenchmark` — generator → calculator (Fig. 5): keys Zipf(α) over
   10 K values, ω random permutations of the key frequencies per minute, per-tuple
   cost N(μ, (0.5μ)²), 128-byte tuples, 32 KB of state per shard.
@@ -99,6 +101,7 @@ class MicroBenchmark:
     state_bytes_per_shard: int = 32 * 1024
     generators: int = 32
     rate: float = math.inf
+    ramp_s: float = 0.0
     bandwidth_mbps: float = 1000.0
     seed: int = 0
     _w: _Weights = field(init=False, repr=False, compare=False)
@@ -159,6 +162,19 @@ class MicroBenchmark:
         perm = np.random.default_rng([self.seed, version]).permutation(self.keys)
         return base[perm]
 
+    def capacity(self) -> float:
+        """Tuples/s the cluster's cores can process (every core busy)."""
+        return self.nodes * self.cores * 1000.0 / self.cost_ms
+
+    def hot_shard_ceiling(self, end: float) -> float:
+        """Tuples/s at which the hottest shard fills one core, for the worst key
+        permutation in force before ``end`` (a shard is never split over cores)."""
+        worst = max(
+            float(self._w.shard_weights(self.executors, self.shards, v, self.frequencies(v)).max())
+            for v in range(self.version(end) + 1)
+        )
+        return 1000.0 / self.cost_ms / worst
+
     # Demand protocol
     def rate_at(self, now: float) -> float:
         return self.rate
@@ -178,6 +194,8 @@ class StockExchange:
     Orders (96 B) reach a transactor keyed by stock; each order yields a trade
     with probability ``trade_ratio`` (a 160-byte record) sent to 6 statistics
     operators (≈200–400 MB of state each) and 5 event operators (< 10 MB).
+    ``state_scale`` multiplies every operator's state (a scaled-down cluster
+    keeps the state per executor of the full one).
     Popularity: Zipf(α) over ``stocks`` at the start; every ``epoch_s`` each
     stock's log-rate takes a N(0, ``volatility``²) step and with probability
     ``burst_p`` a stock bursts by ×``burst_x`` for ``burst_epochs`` epochs.
@@ -190,6 +208,7 @@ class StockExchange:
     stocks: int = 2000
     alpha: float = 0.5
     rate: float = math.inf
+    ramp_s: float = 0.0
     transactor_ms: float = 0.1
     statistics_ms: float = 0.25
     event_ms: float = 0.05
@@ -200,6 +219,7 @@ class StockExchange:
     burst_x: float = 3.0
     burst_epochs: int = 5
     bandwidth_mbps: float = 1000.0
+    state_scale: float = 1.0
     seed: int = 0
     _w: _Weights = field(init=False, repr=False, compare=False)
     _walk: dict[int, tuple[int, np.ndarray]] = field(init=False, repr=False, compare=False)
@@ -232,10 +252,11 @@ class StockExchange:
 
         ops = [
             Operator("orders", kind="source", instances=self.nodes, tuple_bytes=96),
-            keyed("transactor", self.transactor_ms, 50e6, 160),
+            keyed("transactor", self.transactor_ms, 50e6 * self.state_scale, 160),
         ]
-        ops += [keyed(n, self.statistics_ms, rng.uniform(200e6, 400e6), 64) for n in _STATS]
-        ops += [keyed(n, self.event_ms, rng.uniform(1e6, 10e6), 64) for n in _EVENTS]
+        scale = self.state_scale
+        ops += [keyed(n, self.statistics_ms, rng.uniform(200e6, 400e6) * scale, 64) for n in _STATS]
+        ops += [keyed(n, self.event_ms, rng.uniform(1e6, 10e6) * scale, 64) for n in _EVENTS]
         ops.append(Operator("sink", kind="sink"))
         edges = [Edge("orders", "transactor", "key")]
         edges += [
@@ -244,12 +265,20 @@ class StockExchange:
         edges += [Edge(n, "sink") for n in (*_STATS, *_EVENTS)]
         return Topology.build("sse", ops, edges)
 
-    def static_topology(self) -> Topology:
-        """One core per executor; executors per operator in proportion to its expected load."""
+    def static_topology(self, *, sized_by_cost: bool = False) -> Topology:
+        """The static approach: one core per executor, every core used.
+
+        By default every operator gets the same number of executors: a static
+        deployment does not know its operators' per-tuple costs. ``sized_by_cost``
+        sizes each operator in proportion to its expected load (an oracle that
+        knows every cost and the trade ratio; not the paper's baseline).
+        """
         topo = self.topology()
         share = {"transactor": self.transactor_ms}
         share.update({n: self.statistics_ms * self.trade_ratio for n in _STATS})
         share.update({n: self.event_ms * self.trade_ratio for n in _EVENTS})
+        if not sized_by_cost:
+            share = dict.fromkeys(share, 1.0)
         total = sum(share.values())
         cores = self.nodes * self.cores
         per_op = self.executors * self.shards
@@ -277,6 +306,26 @@ class StockExchange:
 
     def version(self, now: float) -> int:
         return math.floor(now / self.epoch_s + 1e-9)
+
+    def order_cost_ms(self) -> float:
+        """Core-milliseconds one order costs over the whole topology."""
+        return self.transactor_ms + self.trade_ratio * (
+            len(_STATS) * self.statistics_ms + len(_EVENTS) * self.event_ms
+        )
+
+    def capacity(self) -> float:
+        """Orders/s the cluster's cores can process (every core busy)."""
+        return self.nodes * self.cores * 1000.0 / self.order_cost_ms()
+
+    def hot_shard_ceiling(self, end: float) -> float:
+        """Orders/s at which the hottest shard of the costliest operator fills one
+        core, for the worst popularity epoch before ``end``."""
+        per_core = max(self.transactor_ms, self.trade_ratio * self.statistics_ms)
+        worst = max(
+            float(self._w.shard_weights(self.executors, self.shards, e, self.shares(e)).max())
+            for e in range(self.version(end) + 1)
+        )
+        return 1000.0 / per_core / worst
 
     def shares(self, epoch: int) -> np.ndarray:
         """Per-stock share of the orders during ``epoch`` (sums to 1)."""
@@ -315,7 +364,10 @@ class _Demand:
         self._freq: tuple[int, np.ndarray] = (0, freq(0))
 
     def rate(self, source: str, now: float) -> float:
-        return self.wl.rate
+        # a finite rate ramps up linearly over ramp_s, so a job is not buried
+        # under the backlog of its first seconds
+        r, ramp = self.wl.rate, self.wl.ramp_s
+        return r * min(1.0, now / ramp) if math.isfinite(r) and ramp > 0 else r
 
     def weights(
         self, operator: str, executors: int, shards: int, now: float

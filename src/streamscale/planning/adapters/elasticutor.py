@@ -194,6 +194,7 @@ def queueing_allocation(
     service: list[float],
     lam0: float,
     backlogged: list[bool] | None = None,
+    queued_s: list[float] | None = None,
 ) -> tuple[list[int], dict[str, Any]]:
     """Run §4.1's greedy; an unstable result is trimmed to the cores available.
 
@@ -203,7 +204,9 @@ def queueing_allocation(
     executors and pools each executor's cores, happily leaves a task at ρ → 1
     (balancing only guarantees δ ≤ θ, so the hottest task runs at θ·ρ), where
     it throttles the sources for everyone (DS2-style utilisation band,
-    ALGORITHMS.md "Beyond the papers").
+    ALGORITHMS.md "Beyond the papers"). When the cores do not suffice, they are
+    trimmed from executors that are not throttled first: ``queued_s`` is each
+    entry's queued work in core-seconds (:func:`trim_cores`).
     """
     t_max = param(context, "latency_target_ms")
     u_max = min(param(context, "max_utilization", MAX_UTILIZATION), 1.0)
@@ -221,7 +224,7 @@ def queueing_allocation(
             floored += low - k[j]
             k[j] = low
     if not res.stable or floored:
-        k = trim_cores(k, need, max_cores)
+        k = trim_cores(k, need, max_cores, queued_s)
     figures: dict[str, Any] = {
         "status": res.status,
         "expected_latency_ms": res.latency * 1000.0 if res.stable else math.inf,
@@ -252,6 +255,7 @@ def queueing_step(context: PlanningContext, plan: Plan) -> StepResult:
         [loads[n].service for n in names],
         external_rate(context, loads),
         [loads[n].backlog_rate > 0 for n in names],
+        [loads[n].queued / loads[n].service for n in names],
     )
     cores = {**others(plan.allocation.cores, execs), **dict(zip(names, k, strict=True))}
     new = Plan(Allocation(cores, plan.allocation.slots), plan.placement, plan.routing)

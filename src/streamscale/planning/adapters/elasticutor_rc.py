@@ -6,8 +6,12 @@ sum of its executors' cores when the allocation is per executor), placed where
 they were or on the nodes with most free cores, and the operator's shards are
 repartitioned across all of them — the routing tables stay keyed by executor
 ``op[e]`` with ``Z`` entries, but entries may name any unit of the operator.
-Parameters: ``theta`` (rebalance trigger, default 1.2) and ``theta_low`` (the δ a
-rebalance aims at, default ``1 + (θ − 1)/2``: hysteresis against load noise).
+As in the paper ("RC uses the same performance model, load balancing algorithm
+and intra-process state sharing mechanism as Elasticutor", §5), a repartitioning
+is triggered when δ > ``theta`` and balances down to ``theta``. The *damped*
+variant (policy ``rc-damped``), which the paper does not describe, aims lower
+(``theta_low``, default ``1 + (θ − 1)/2``) and skips repartitionings that gain
+little; it is reported beside the faithful one.
 """
 
 from __future__ import annotations
@@ -62,19 +66,24 @@ def rc_plan(
     cores: Mapping[str, int],
     execs: tuple[ExecutorInfo, ...],
     loads: Mapping[str, ExecutorLoad],
+    *,
+    damped: bool = False,
 ) -> StepResult:
     """The RC plan for operator-level ``cores`` (paper 000, §5 RC baseline).
 
-    Hysteresis: an operator whose ``k`` is unchanged and whose δ under its current
-    routing is at most ``theta`` keeps its routing; otherwise its shards are
-    repartitioned down to ``theta_low`` (default ``1 + (θ − 1)/2``). Every RC
-    repartitioning is a global pause, so balancing only to just under θ would let
-    load noise push δ over θ again at the next decision. For the same reason a
-    repartitioning that stays above θ is applied only if it lowers δ by at least
-    ``θ − theta_low`` (a core-count change or orphaned shards always apply).
+    An operator whose ``k`` is unchanged and whose δ under its current routing is
+    at most ``theta`` keeps its routing; otherwise its shards are repartitioned
+    with Elasticutor's balancing algorithm down to ``theta`` (§5: same balancing
+    algorithm as Elasticutor).
+
+    ``damped`` (not in the paper): repartition down to ``theta_low`` (default
+    ``1 + (θ − 1)/2``), since every RC repartitioning is a global pause and load
+    noise pushes a δ just under θ over it again; and apply a repartitioning that
+    stays above θ only if it lowers δ by at least ``θ − theta_low`` (a core-count
+    change or orphaned shards always apply).
     """
     theta = param(context, "theta")
-    low = rc_target(context, theta)
+    low = rc_target(context, theta, damped=damped)
     order = list(context.cluster.names)
     by_op: dict[str, list[ExecutorInfo]] = {}
     for ex in execs:
@@ -124,7 +133,7 @@ def rc_plan(
         }
         res = rc_rebalance(shard_load, cur, k, theta=target, **args)
         gain = res.delta_before - res.delta_after
-        if kept_k and res.moves and res.delta_after > theta and gain < theta - low:
+        if damped and kept_k and res.moves and res.delta_after > theta and gain < theta - low:
             # single-shard moves cannot reach θ here: a global pause for a
             # negligible gain is worse than the imbalance it removes
             res = rc_rebalance(shard_load, cur, k, theta=math.inf, **args)
@@ -150,9 +159,10 @@ def rc_plan(
     return StepResult(new, totals)
 
 
-def rc_target(context: PlanningContext, theta: float) -> float:
-    """δ an RC repartitioning aims at: ``theta_low`` (default ``1 + (θ − 1)/2``), ≤ θ."""
-    low = param(context, "theta_low", 1.0 + (theta - 1.0) / 2.0)
+def rc_target(context: PlanningContext, theta: float, *, damped: bool = False) -> float:
+    """δ an RC repartitioning aims at: ``theta_low`` if given, else θ (the paper's
+    balancing), or ``1 + (θ − 1)/2`` for the damped variant; never above θ."""
+    low = param(context, "theta_low", 1.0 + (theta - 1.0) / 2.0 if damped else theta)
     if low > theta:
         raise StreamscaleError(f"must be <= theta ({theta:g}), got {low:g}", item="theta_low")
     return max(low, 1.0)
@@ -166,7 +176,7 @@ RC_SETTINGS = SETTINGS.merged(
             "theta_low",
             float,
             None,
-            "δ an 'rc' repartitioning aims at (default: 1 + (theta - 1) / 2)",
+            "δ an RC repartitioning aims at (default: theta; 'rc-damped': 1 + (theta - 1) / 2)",
             low=1.0,
         ),
     ),

@@ -19,6 +19,10 @@ On FAIL, φ doubles (from φ̃ = 512 KB/s) and the algorithm reruns.
 
 Choices (ALGORITHMS.md §000): free cores act as an over-provisioned idle
 executor with zero cost; the prose's *descending* data-intensity order is used.
+Taking the only core of an executor costs its whole state ``s_j`` (``C⁻`` is
+undefined at ``X_j = 1``, and all of the state must move). A data-intensive
+executor's inherited remote cores are released first, so constraint (c) holds
+for the cores it had as well as for those it gets.
 Donors are over-provisioned executors and free cores; when a data-intensive
 executor finds none on ``I(j)``, it may displace a core of a non-data-intensive
 executor there (least ``C⁻``), which then joins the queue and is served
@@ -175,7 +179,8 @@ class _State:
 
 
 def _c_minus(s: float, big_x: int, x_i: int) -> float:
-    return s * (big_x - x_i) / (big_x * (big_x - 1)) if big_x > 1 else 0.0
+    # an executor's only core: all of its state must move wherever it goes next
+    return s * (big_x - x_i) / (big_x * (big_x - 1)) if big_x > 1 else s
 
 
 def _c_plus(s: float, big_x: int, x_i: int) -> float:
@@ -200,6 +205,15 @@ def _run(p: AssignmentProblem, phi: float) -> _State | None:
     rate = p.data_rate or (0.0,) * st.m
     intensity = [rate[j] / k[j] for j in range(st.m)]
     di = [intensity[j] > phi for j in range(st.m)]
+    for j in range(st.m):
+        if di[j]:
+            # constraint (c): a data-intensive executor keeps no remote core, not
+            # even one it held before; it is served again on its home node
+            for i in [i for i in st.x[j] if i != home[j]]:
+                for _ in range(st.x[j][i]):
+                    st.remove(i, j)
+                    st.free[i] += 1
+                    st.moved += 1
     surplus = {j for j in range(st.m) if st.X[j] > k[j]}
     queue = sorted((j for j in range(st.m) if st.X[j] < k[j]), key=lambda j: (-intensity[j], j))
     pos = 0
