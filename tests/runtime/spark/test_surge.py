@@ -26,21 +26,22 @@ def test_schedule_puts_the_surge_after_the_warmup() -> None:
 def test_figures_skip_the_warmup_and_count_core_seconds_by_hand() -> None:
     cfg = SurgeConfig(warmup_s=10.0, latency_target_ms=1000.0)
     o = SurgeOutcome("elastic")
-    o.timeline = [
-        _row(2.0, 0, 1, float("nan")),  # warm-up: not scored
-        _row(8.0, 1, 1, 5000.0),  # warm-up: not scored
-        _row(10.0, 2, 1, 900.0),
-        _row(12.0, 3, 2, 1500.0),
-        _row(16.0, 4, 3, 800.0),
-        _row(20.0, 5, 1, 700.0),
+    o.timeline = [  # the query's first batch at 5 s: the warm-up ends at 15 s
+        _row(5.0, 0, 1, float("nan")),  # warm-up: not scored
+        _row(11.0, 1, 1, 5000.0),  # warm-up: not scored
+        _row(13.0, 2, 1, 900.0),  # warm-up: not scored
+        _row(15.0, 3, 2, 1500.0),
+        _row(19.0, 4, 3, 800.0),
+        _row(23.0, 5, 1, 700.0),
     ]
     f = summarize_surge(o, cfg)
-    assert f["batches"] == 4
-    assert f["slo_attainment"] == pytest.approx(3 / 4)
-    # cores held between scored boundaries: 2·2 s + 4·4 s + 6·4 s
-    assert f["core_seconds"] == pytest.approx(2 * 2 + 4 * 4 + 6 * 4)
-    assert (f["peak_executors"], f["scale_ups"], f["scale_downs"]) == (3, 2, 1)
-    assert f["scored_s"] == pytest.approx(10.0)
+    assert f["batches"] == 3
+    assert f["slo_attainment"] == pytest.approx(2 / 3)
+    # cores held between scored boundaries: 4 cores for 4 s, then 6 cores for 4 s
+    assert f["core_seconds"] == pytest.approx(4 * 4 + 6 * 4)
+    assert (f["peak_executors"], f["scale_ups"], f["scale_downs"]) == (3, 1, 1)
+    assert f["scored_s"] == pytest.approx(8.0)
+    assert f["mean_cores"] == pytest.approx(40 / 8)
 
 
 def test_a_run_with_nothing_after_the_warmup_says_so() -> None:

@@ -241,7 +241,9 @@ def reaction(o: SurgeOutcome, cfg: SurgeConfig) -> tuple[int, float] | None:
 
 def summarize_surge(o: SurgeOutcome, cfg: SurgeConfig) -> dict[str, Any]:
     """The figures of one policy's run after the warm-up (BENCHMARKS.md names)."""
-    scored = [r for r in o.timeline if r["t"] >= cfg.warmup_s]
+    # the generator's clock (and so the schedule) starts with the query's first batch
+    first = o.timeline[0]["t"] if o.timeline else 0.0
+    scored = [r for r in o.timeline if r["t"] >= first + cfg.warmup_s]
     rows = [r for r in scored if r["batch"] > 0]  # batch 0: the query's start
     if o.error is not None or not rows:
         return {"policy": o.policy, "error": o.error or "no batches after the warm-up"}
@@ -265,6 +267,8 @@ def summarize_surge(o: SurgeOutcome, cfg: SurgeConfig) -> dict[str, Any]:
         "max_backlog": max(float(r["backlog"] or 0.0) for r in scored),
         "batches": len(rows),
         "scored_s": scored[-1]["t"] - scored[0]["t"],
+        # core-seconds over windows of different lengths compare only as mean cores
+        "mean_cores": core_s / max(scored[-1]["t"] - scored[0]["t"], 1e-9),
         "reaction_batches": None if react is None else react[0],
         "reaction_s": None if react is None else react[1],
     }
@@ -295,7 +299,7 @@ def plot_surge(path: Path, outcomes: Sequence[SurgeOutcome], cfg: SurgeConfig) -
     for o in outcomes:
         if not o.timeline:
             continue
-        t = [r["t"] for r in o.timeline]
+        t = [r["t"] - o.timeline[0]["t"] for r in o.timeline]  # the schedule's clock
         axes[0].step(t, [r["executors"] for r in o.timeline], where="post", label=o.policy)
         axes[1].plot(t, [r["input_rate"] for r in o.timeline], marker=".", label=o.policy)
         axes[2].plot(t, [r["p99_ms"] for r in o.timeline], marker=".", label=o.policy)
