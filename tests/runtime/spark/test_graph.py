@@ -93,12 +93,14 @@ def test_dag_with_two_keyed_operators_fan_out_and_union_matches_pandas(spark, tm
     assert graph.keyed == ("rank", "totals")
     ckpt = tmp_path / "ck"
     res = run_graph(spark, graph, duration_s=900, checkpoint=ckpt, out=tmp_path, max_batches=2)
-    assert [b.batch_id for b in res.batches] == [0, 1]
+    ids = [b.batch_id for b in res.batches]  # a batch running at the limit completes too
+    assert len(ids) >= 2 and ids == list(range(len(ids)))
     # A second run on the checkpoint continues where the first stopped (a batch the
     # stop interrupted is replayed and overwrites its own partial output).
     res = run_graph(spark, graph, duration_s=900, checkpoint=ckpt, out=tmp_path, max_batches=2)
-    # batch 1 again when the stop came before Spark recorded its commit (replayed, exactly once)
-    assert len(res.batches) == 2 and res.batches[0].batch_id in (1, 2, 3)
+    # the last batch again when the stop came before Spark recorded its commit (replayed,
+    # exactly once)
+    assert len(res.batches) >= 2 and ids[-1] <= res.batches[0].batch_id <= ids[-1] + 2
     assert check_against_pandas(ckpt, tmp_path, OPTS) == 120 * (res.batches[-1].batch_id + 1)
 
 
@@ -213,16 +215,17 @@ def test_each_keyed_operator_of_a_dag_is_resized_on_its_own_and_stays_exact(
         policy=_Script(topo, steps),
         params={"interval_s": 0, "stabilization_s": 0, "scale_down_delay_s": 0},
     )
-    assert [b.batch_id for b in res.batches] == [0, 1, 2, 3]
+    n = len(res.batches)  # a batch running at the limit completes too
+    assert [b.batch_id for b in res.batches] == list(range(n)) and n >= 4
     # units that ran tasks: batch 0 the initial plan (1 + 1 per operator), then each step
     # (executor 0 of an operator with k units + executor 1's one unit), when it has rows
     want = [{"rank": 2, "totals": 2}, {"rank": 4, "totals": 2}, {"rank": 2, "totals": 3}]
     for b, w in zip(res.batches[:3], want, strict=True):
-        for op, n in w.items():
-            assert b.tasks.get(op, 0) <= n
+        for op, units in w.items():
+            assert b.tasks.get(op, 0) <= units
     assert res.batches[1].tasks["rank"] > res.batches[2].tasks["rank"]
     assert res.batches[2].tasks["totals"] > res.batches[1].tasks["totals"]
-    assert check_against_pandas(ckpt, tmp_path, OPTS) == 120 * 4
+    assert check_against_pandas(ckpt, tmp_path, OPTS) == 120 * n
 
 
 @pytest.mark.spark
@@ -241,7 +244,8 @@ def test_dag_under_the_elastic_policy_decides_and_stays_exact(spark, tmp_path) -
         policy="elastic",
         params={"interval_s": 0, "stabilization_s": 0},
     )
-    assert len(res.batches) == 3
+    n = len(res.batches)  # a batch running at the limit completes too
+    assert n >= 3
     assert all("control_error" not in b.extra for b in res.batches), res.batches[-1].extra
     assert any(b.extra.get("decision") for b in res.batches)
     # nothing was stored before the first batch, so nothing was read from the store
@@ -249,4 +253,4 @@ def test_dag_under_the_elastic_policy_decides_and_stays_exact(spark, tmp_path) -
     assert all(
         set(b.cores) == {"rank", "totals"} and min(b.cores.values()) >= 2 for b in res.batches
     )
-    assert check_against_pandas(ckpt, tmp_path, OPTS) == 120 * 3
+    assert check_against_pandas(ckpt, tmp_path, OPTS) == 120 * n

@@ -110,7 +110,8 @@ def run_graph(
     out
         Base of relative sink paths and of ``dead_letters/`` (default: ``checkpoint``).
     max_batches
-        Stop after this many batches.
+        Stop once this many batches committed (a batch Spark already started when the
+        limit is reached completes and commits too).
     plan
         Routing of every keyed operator (default: :func:`merged_default_plan`).
     on_batch
