@@ -186,11 +186,7 @@ class Schema:
         schemas that do (:func:`streamscale.planning.registry.check_params` rejects names
         no chosen component declares).
         """
-        out = self.defaults()
-        for key, raw in (values or {}).items():
-            if key in self:
-                out[key] = self[key].coerce(raw)
-        return out
+        return self.parse({k: v for k, v in (values or {}).items() if k in self})
 
     def help(self) -> str:
         return "; ".join(s.help() for s in self.settings)

@@ -97,6 +97,15 @@ PAPER_FIXED = {
 }
 
 
+def _tagged(heads: list[dict[str, Any]], tag: str) -> list[list[Any]]:
+    """Table rows of the headline figures tagged ``[tag]``, the tag dropped."""
+    return [
+        [h["figure"].replace(f" [{tag}]", ""), h["variant"], h["paper"], h["measured"]]
+        for h in heads
+        if h["figure"].endswith(f"[{tag}]")
+    ]
+
+
 def paper_models() -> dict[str, PerformanceModel]:
     """The five task models read off paper 004 (approximate)."""
     return load_models(Path(str(resources.files("streamscale") / "data" / "paper_models.yaml")))
@@ -374,32 +383,14 @@ def _markdown(
             + ".\n\n"
             + markdown_table(
                 ["calibration anchor", "variant", "paper", "measured"],
-                [
-                    [
-                        h["figure"].replace(" [calibration]", ""),
-                        h["variant"],
-                        h["paper"],
-                        h["measured"],
-                    ]
-                    for h in heads
-                    if h["figure"].endswith("[calibration]")
-                ],
+                _tagged(heads, "calibration"),
             )
             + "\n\nHeld out (no model point was chosen to reproduce them; MBA+SAM's "
             "capacity-sum prediction equals MBA's planned rate by construction, since SAM "
             "maps the bundles MBA sized):\n\n"
             + markdown_table(
                 ["held-out comparison", "variant", "paper", "measured"],
-                [
-                    [
-                        h["figure"].replace(" [held out]", ""),
-                        h["variant"],
-                        h["paper"],
-                        h["measured"],
-                    ]
-                    for h in heads
-                    if h["figure"].endswith("[held out]")
-                ],
+                _tagged(heads, "held out"),
             ),
             "## Micro DAGs (§8.4.1, Fig. 7)",
             markdown_table(cols, [row(r) for r in micro]),

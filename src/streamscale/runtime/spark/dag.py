@@ -30,8 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from streamscale.control import Controller, ControllerConfig, Policy
-from streamscale.control.loop import step
+from streamscale.control import Controller, Policy
 from streamscale.control.policies import initial_plan, make_policy
 from streamscale.errors import StreamscaleError
 from streamscale.model import Cluster, Node, Plan
@@ -40,11 +39,13 @@ from streamscale.runtime.spark.graph_control import GraphCollector, GraphRealize
 from streamscale.runtime.spark.keyed import KeyedSpec, count_dead_letters, release, run_keyed
 from streamscale.runtime.spark.realizer import SparkRealizer
 from streamscale.runtime.spark.resources import Resources
+from streamscale.runtime.spark.routing import executor_instance
 from streamscale.runtime.spark.runner import (
-    _CONTROLLER_KEYS,
     _backlog_of,
     _register_source,
+    control_step,
     drive_query,
+    split_run_params,
 )
 from streamscale.runtime.spark.state import LocalStateBackend, VersionIndex
 
@@ -149,11 +150,7 @@ def run_graph(
     else:
         slots = max(2, int(spark.sparkContext.defaultParallelism)) * 2
         cluster = Cluster.build([Node("local", cores=slots)])
-    all_params = dict(params or {})
-    ctl_cfg = ControllerConfig.from_params(
-        {k: v for k, v in all_params.items() if k in _CONTROLLER_KEYS}
-    )
-    pol_params = {k: v for k, v in all_params.items() if k not in _CONTROLLER_KEYS}
+    ctl_cfg, pol_params = split_run_params(params)
     if isinstance(policy, str):
         pol = make_policy(policy, graph.topology, cluster, params=pol_params, seed=seed)
         if plan is None:
@@ -254,7 +251,8 @@ def run_graph(
             taken[0] = rows.get(first, 0) + dead
             for name, stats in observed.items():
                 collector.observe(name, stats)
-            extra = _control(controller, collector, realizer, resources, clock() - start)
+            extra: dict[str, Any] = {"backlog": collector.backlog}
+            control_step(controller, collector, realizer, resources, clock() - start, extra)
             extra["state_read_bytes"] = {  # from the store, not a worker's cache: moved here
                 n: sum(t.state_read_bytes for t in st.tasks) for n, st in observed.items()
             }
@@ -306,35 +304,12 @@ def run_graph(
     return GraphResult(tuple(batches), plan, count_dead_letters(dead_dir))
 
 
-def _control(
-    controller: Controller,
-    collector: GraphCollector,
-    realizer: GraphRealizer,
-    resources: Resources | None,
-    now: float,
-) -> dict[str, Any]:
-    """One control step after a committed batch; what it decided and did, for the record."""
-    extra: dict[str, Any] = {"backlog": collector.backlog}
-    try:
-        applied = step(controller, collector, realizer, now)
-    except StreamscaleError as exc:  # a policy that cannot plan keeps the current plan
-        controller.state = "idle"
-        applied = []
-        extra["control_error"] = str(exc)
-    extra["applied"] = [a.reason for a in applied]
-    if controller.history and controller.history[-1][0] == now:
-        extra["decision"] = getattr(controller.history[-1][1], "reason", "")
-    if resources is not None:  # between batches: every keyed operator's state committed
-        extra.update(resources.apply(realizer.current(), now))
-    return extra
-
-
 def _op_cores(plan: Plan, graph: JobGraph) -> dict[str, int]:
     """Cores per keyed operator in ``plan`` (its instances' cores summed)."""
     cores = plan.allocation.cores
     return {
         name: sum(
-            int(cores.get(f"{name}[{e}]", 0))
+            int(cores.get(executor_instance(name, e), 0))
             for e in range(graph.topology.operator(name).instances)
         )
         for name in graph.keyed

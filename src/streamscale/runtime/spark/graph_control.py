@@ -40,10 +40,6 @@ class GraphRealizer:
     def current(self) -> Plan:
         return self._first.current()
 
-    @property
-    def active(self) -> Plan:
-        return self._first.active
-
     def apply(self, plan: Plan, now: float) -> None:
         for r in self.realizers.values():  # each validates its part before any takes it
             r.apply(plan, now)
@@ -94,9 +90,6 @@ class GraphCollector:
     def observe(self, operator: str, stats: Any) -> None:
         """Add one finished batch of ``operator`` (a keyed operator) to the current period."""
         self.collectors[operator].observe(stats)
-
-    def shard_bytes(self, operator: str, shard: int) -> int:
-        return self.collectors[operator].shard_bytes(shard)
 
     def collect(self, now: float) -> Snapshot:
         snaps = {name: c.collect(now) for name, c in self.collectors.items()}

@@ -104,6 +104,44 @@ def _resolve_policy(
     return pol, initial_plan(policy, job.topology, cluster)
 
 
+def split_run_params(params: Mapping[str, Any] | None) -> tuple[ControllerConfig, dict[str, Any]]:
+    """``--param`` values split into the controller's configuration and the policy's."""
+    all_params = dict(params or {})
+    ctl = ControllerConfig.from_params(
+        {k: v for k, v in all_params.items() if k in _CONTROLLER_KEYS}
+    )
+    return ctl, {k: v for k, v in all_params.items() if k not in _CONTROLLER_KEYS}
+
+
+def control_step(
+    controller: Controller,
+    collector: Any,
+    realizer: Any,
+    resources: Resources | None,
+    now: float,
+    extra: dict[str, Any],
+) -> list[Any]:
+    """One control step after a committed batch; the plans applied.
+
+    Records in ``extra`` what was applied, the decision taken now and, with
+    ``resources``, the executors' figures (requested and released between batches,
+    once the batch's state committed). A policy that cannot plan keeps the current
+    plan and the job runs on (``control_error``).
+    """
+    try:
+        applied = step(controller, collector, realizer, now)
+    except StreamscaleError as exc:
+        controller.state = "idle"
+        applied = []
+        extra["control_error"] = str(exc)
+    extra["applied"] = [a.reason for a in applied]
+    if controller.history and controller.history[-1][0] == now:
+        extra["decision"] = getattr(controller.history[-1][1], "reason", "")
+    if resources is not None:
+        extra.update(resources.apply(realizer.current(), now))
+    return applied
+
+
 def _failure_message(exc: BaseException) -> str:
     """The operator's own error line from a Spark/Py4J failure, else the first line."""
     text = str(exc)
@@ -216,11 +254,7 @@ def run_job(
         cores = physical
     else:
         cores = cluster.total_cores
-    all_params = dict(params or {})
-    ctl_cfg = ControllerConfig.from_params(
-        {k: v for k, v in all_params.items() if k in _CONTROLLER_KEYS}
-    )
-    pol_params = {k: v for k, v in all_params.items() if k not in _CONTROLLER_KEYS}
+    ctl_cfg, pol_params = split_run_params(params)
     pol, initial = _resolve_policy(policy, job, cluster, pol_params, seed)
     _register_source(spark, job)
 
@@ -304,19 +338,9 @@ def run_job(
                 # state read from the store, not a worker's cache: shards that moved here
                 "state_read_bytes": sum(t.state_read_bytes for t in stats.tasks),
             }
-            try:
-                applied = step(controller, collector, realizer, now)
-            except StreamscaleError as exc:
-                # A policy that cannot plan keeps the current plan; the job runs on.
-                controller.state = "idle"
-                applied = []
-                extra["control_error"] = str(exc)
-            extra["applied"] = [a.reason for a in applied]
-            if resources is not None:  # between batches: the state of this one committed
-                extra.update(resources.apply(realizer.current(), now))
+            applied = control_step(controller, collector, realizer, resources, now, extra)
+            if resources is not None:
                 extra["cost_kind"] = job.cost_kind
-            if controller.history and controller.history[-1][0] == now:
-                extra["decision"] = getattr(controller.history[-1][1], "reason", "")
             for a in applied:
                 extra.setdefault("figures", []).append(dict(a.figures))
             rec, lat = build_record(
