@@ -215,16 +215,19 @@ def run_graph(
                 upto = min(batch_id - 1, backend.committed(name))
                 hints, drops = indexes[name].hints(upto)
                 attempt = uuid.uuid4().hex
+                pmap = realizers[name].begin_batch()
+                placed = None if resources is None else resources.locations(realizers[name].active)
                 outputs, stats = run_keyed(
                     df,
                     specs[name],
                     batch_id=batch_id,
                     upto=upto,
-                    pmap=realizers[name].begin_batch(),
+                    pmap=pmap,
                     attempt=attempt,
                     hints=hints,
                     drops=drops,
                     dead_letter_dir=dead_dir,
+                    placed=placed,
                 )
                 written[name] = (attempt, [g for t in stats.tasks for g in t.shards], hints)
                 rows[name] = stats.rows
@@ -256,6 +259,9 @@ def run_graph(
             extra["state_read_bytes"] = {  # from the store, not a worker's cache: moved here
                 n: sum(t.state_read_bytes for t in st.tasks) for n, st in observed.items()
             }
+            placement = {n: st.placement() for n, st in observed.items() if st.planned}
+            if placement:
+                extra["placement"] = placement
             rec = GraphBatch(
                 batch_id=batch_id,
                 duration_s=time.perf_counter() - t0,

@@ -99,13 +99,33 @@ class TaskStats:
 
 @dataclass(frozen=True, slots=True)
 class BatchStats:
-    """One batch: per-task statistics, wall duration and dead-letter count."""
+    """One batch: per-task statistics, wall duration and dead-letter count.
+
+    ``planned`` (executor id per partition, ``""``: unpinned) and ``runs`` (where each
+    reduce task ran and the shuffle bytes it read, from Spark's status store) are
+    filled when the batch ran with placement.
+    """
 
     batch_id: int
     duration_s: float
     tasks: tuple[TaskStats, ...]
     dead_letters: int
     partitions: int
+    planned: tuple[str, ...] = ()
+    runs: tuple[Any, ...] = ()
+
+    def placement(self) -> dict[str, int]:
+        """Placement hits, misses and unpinned tasks, and shuffle bytes read locally and
+        remotely by the reduce tasks (Spark's task metrics); empty without placement."""
+        if not self.planned:
+            return {}
+        from streamscale.runtime.spark.pinning import placement_counts
+
+        out = placement_counts(dict(enumerate(self.planned)), self.runs)
+        out["placement_unknown"] = self.partitions - len(self.runs)
+        out["local_shuffle_bytes"] = sum(r.local_shuffle_bytes for r in self.runs)
+        out["remote_shuffle_bytes"] = sum(r.remote_shuffle_bytes for r in self.runs)
+        return out
 
     @property
     def rows(self) -> int:
@@ -437,6 +457,7 @@ def run_keyed(
     hints: tuple[Hint, ...],
     drops: tuple[tuple[int, ...], ...],
     dead_letter_dir: str,
+    placed: Mapping[str, tuple[str, str]] | None = None,
 ) -> tuple[Any, BatchStats]:
     """Run one batch of ``spec``'s keyed operator over ``df``; write state, never commit.
 
@@ -454,6 +475,10 @@ def run_keyed(
         As produced by :class:`~streamscale.runtime.spark.state.VersionIndex`.
     dead_letter_dir
         Directory of the dead-letter files (``batch-<b>-<operator>-map-<i>.jsonl``).
+    placed
+        Unit → (executor id, Spark location): each such unit's task is pinned to that
+        executor (:func:`~streamscale.runtime.spark.pinning.pin`), and where every
+        reduce task ran is read back from Spark (``None``: no placement, not measured).
 
     Returns
     -------
@@ -493,20 +518,30 @@ def run_keyed(
     )
     reduced_schema = T.StructType([*out_fields, T.StructField(_STATS, T.BinaryType())])
     mapped = df.mapInArrow(_map_side(spec, batch_id, pmap, dead_letter_dir, numeric), mapped_schema)
-    reduced = (
-        mapped.repartition(pmap.partitions, F.col(_PK))
-        .sortWithinPartitions(_SHARD, _ORDER)
-        .mapInPandas(
+    shuffled = mapped.repartition(pmap.partitions, F.col(_PK)).sortWithinPartitions(_SHARD, _ORDER)
+    sc = df.sparkSession.sparkContext
+    planned: tuple[str, ...] = ()
+    runs: tuple[Any, ...] = ()
+    with _job_group(sc, f"streamscale-{spec.operator}-{batch_id}-{attempt}", placed) as group:
+        if placed is not None:
+            from streamscale.runtime.spark.pinning import pin
+
+            planned = tuple(placed[u][0] if u in placed else "" for u in pmap.units)
+            if any(planned):
+                shuffled = pin(
+                    shuffled, [placed[u][1] if u in placed else None for u in pmap.units]
+                )
+        reduced = shuffled.mapInPandas(
             _reduce_side(spec, batch_id, upto, pmap, attempt, hints, drops, out_cols),
             reduced_schema,
-        )
-        .persist()
-    )
-    _LIVE[spec.operator] = [reduced]
-    tasks = [
-        pickle.loads(r[0])
-        for r in reduced.filter(F.col(_STATS).isNotNull()).select(_STATS).collect()
-    ]
+        ).persist()
+        _LIVE[spec.operator] = [reduced]
+        tasks = [
+            pickle.loads(r[0])
+            for r in reduced.filter(F.col(_STATS).isNotNull()).select(_STATS).collect()
+        ]
+    if group is not None:
+        runs = tuple(_reduce_runs(sc, group, pmap.partitions))
     outputs = reduced.filter(F.col(_STATS).isNull()).drop(_STATS)
     if out_cols is None:
         outputs = _decode(df.sparkSession, reduced, tasks)
@@ -517,8 +552,46 @@ def run_keyed(
         tasks=tuple(sorted(tasks, key=lambda t: t.partition)),
         dead_letters=count_dead_letters(dead_letter_dir, batch_id, spec.operator),
         partitions=pmap.partitions,
+        planned=planned,
+        runs=runs,
     )
     return outputs, stats
+
+
+@contextlib.contextmanager
+def _job_group(sc: Any, group: str, placed: Any) -> Iterator[str | None]:
+    """Run the block's Spark jobs under job group ``group`` when placement is measured,
+    then restore the thread's own group (a streaming query cancels through it)."""
+    if placed is None:
+        yield None
+        return
+    keys = ("spark.jobGroup.id", "spark.job.description", "spark.job.interruptOnCancel")
+    old = {k: sc.getLocalProperty(k) for k in keys}
+    sc.setJobGroup(group, f"streamscale keyed stage {group}", interruptOnCancel=False)
+    try:
+        yield group
+    finally:
+        for k, v in old.items():
+            sc.setLocalProperty(k, v)
+
+
+def _reduce_runs(sc: Any, group: str, partitions: int) -> list[Any]:
+    """Where the reduce tasks of the jobs in ``group`` ran: the newest stage with one task
+    per unit partition whose tasks read shuffle data."""
+    from streamscale.runtime.spark.pinning import job_stages, stage_tasks
+
+    stages = job_stages(sc, group)
+    runs = stage_tasks(sc, stages)
+    by_stage: dict[int, list[Any]] = {}
+    for r in runs:
+        by_stage.setdefault(r.stage, []).append(r)
+    for stage in sorted(by_stage, reverse=True):
+        rs = by_stage[stage]
+        if len(rs) == partitions and any(
+            r.local_shuffle_bytes + r.remote_shuffle_bytes for r in rs
+        ):
+            return rs
+    return []
 
 
 def _decode(spark: Any, reduced: Any, tasks: list[TaskStats]) -> Any:

@@ -13,7 +13,8 @@ starts — :meth:`ExecutorResources.apply` turns the plan's cores into
 max_executors]``):
 
 * more wanted than alive or pending: ``requestTotalExecutors(wanted)``;
-* fewer wanted than alive: the newest executors beyond ``wanted`` are killed. Between
+* fewer wanted than alive: the executors whose nodes the plan loads least are killed
+  (an executor no unit is placed on first, newest first among equals). Between
   batches no task runs, and every shard's state of the committed batch is in the
   durable state store, so releasing an executor loses nothing; the next batch's
   tasks read their shards from the store wherever they run.
@@ -21,6 +22,11 @@ max_executors]``):
 Executors requested but not alive after ``timeout_s`` are reported
 (``executors_missing``) and the job runs on with the executors that exist. The live
 model (:meth:`cluster`) lists the executors alive now, from Spark's own scheduler.
+
+Placement: each planned node stands for one live executor (a stable slot map,
+:mod:`~streamscale.runtime.spark.slots`); :meth:`ExecutorResources.locations` gives
+every unit the Spark location of its node's executor, which the keyed stage pins its
+task to (:mod:`~streamscale.runtime.spark.pinning`).
 """
 
 from __future__ import annotations
@@ -33,6 +39,7 @@ from typing import Any, Protocol
 
 from streamscale.errors import StreamscaleError
 from streamscale.model import Cluster, Node, Plan
+from streamscale.runtime.spark.slots import assign_slots, node_demand, release_order
 
 __all__ = [
     "ExecutorResources",
@@ -59,6 +66,10 @@ class Resources(Protocol):
         """Request or release resources for ``plan`` (the next batch's); figures to report."""
         ...
 
+    def locations(self, plan: Plan) -> Mapping[str, tuple[str, str]]:
+        """Unit → (executor id, Spark location) for the units whose task is pinned."""
+        ...
+
     def close(self) -> None: ...
 
 
@@ -77,6 +88,9 @@ class FixedResources:
 
     def apply(self, plan: Plan, now: float) -> Mapping[str, Any]:
         return {}
+
+    def locations(self, plan: Plan) -> Mapping[str, tuple[str, str]]:
+        return {}  # one process (local mode) or a fixed model: nothing to pin to
 
     def close(self) -> None:
         return None
@@ -109,6 +123,9 @@ class ExecutorResources:
         Executors to hold before the first batch (default ``min_executors``).
     timeout_s
         How long requested executors may take to arrive before they are reported missing.
+    pin
+        Pin each unit's task to its node's executor (:meth:`locations`); the session
+        needs :func:`~streamscale.runtime.spark.pinning.pinning_conf`.
     warm_new
         Start the Python workers of executors that joined since the last batch boundary
         (one small task per core, at the boundary) so that no batch waits for a cold
@@ -123,10 +140,12 @@ class ExecutorResources:
     timeout_s: float = 60.0
     warm_new: bool = True
     clock: Callable[[], float] = time.monotonic
+    pin: bool = True
     target: int = 0
     requested_at: float | None = None
     added: int = 0
     released: int = 0
+    slots: dict[str, str] = field(default_factory=dict)
     _seen: set[str] = field(default_factory=set)
 
     def __post_init__(self) -> None:
@@ -214,13 +233,16 @@ class ExecutorResources:
             t = self.clock()
             warm_up(self.sc, len(alive) * self.cores_per_executor)
             figures["warm_up_s"] = self.clock() - t
-        excess = alive[want:] if len(alive) > want else []
-        if excess:  # newest first out; killing lowers Spark's target by as many
+        demand = node_demand(plan.placement.nodes, self.cluster().names)
+        self.slots = assign_slots(self.slots, alive, demand)
+        excess = release_order(self.slots, alive, demand)[: max(0, len(alive) - want)]
+        if excess:  # killing lowers Spark's target by as many
             ok = self.sc._jsc.sc().killExecutors(self.sc._jvm.PythonUtils.toSeq(excess))
             figures["executors_released"] = excess if ok else []
             if ok:
                 self.released += len(excess)
-                alive = alive[:want]
+                alive = [e for e in alive if e not in excess]
+                self.slots = {n: e for n, e in self.slots.items() if e not in excess}
         if want != self.target or excess:
             self._set(want)
         missing = max(0, self.target - len(alive))
@@ -235,15 +257,46 @@ class ExecutorResources:
             figures["executors_missing"] = missing
         return figures
 
+    def locations(self, plan: Plan) -> Mapping[str, tuple[str, str]]:
+        """Unit → (executor id, location) for ``plan``'s units on nodes with a live
+        executor whose host Spark has reported; other units run wherever Spark puts them."""
+        if not self.pin:
+            return {}
+        from streamscale.runtime.spark.pinning import executor_hosts, location
+
+        alive = self.alive()
+        demand = node_demand(plan.placement.nodes, self.cluster().names)
+        self.slots = assign_slots(self.slots, alive, demand)
+        hosts = executor_hosts(self.sc)
+        out: dict[str, tuple[str, str]] = {}
+        for unit, node in plan.placement.nodes.items():
+            ex = self.slots.get(node)
+            if ex is not None and ex in hosts:
+                out[unit] = (ex, location(hosts[ex], ex))
+        return out
+
     def close(self) -> None:
         return None
 
 
 def executor_conf(
-    cores_per_executor: int, max_executors: int, *, memory: str = "512m"
+    cores_per_executor: int,
+    max_executors: int,
+    *,
+    memory: str = "512m",
+    pin: bool = True,
+    separate_hosts: bool = True,
 ) -> dict[str, str]:
-    """Spark settings for a job whose executors :class:`ExecutorResources` sizes."""
-    return {
+    """Spark settings for a job whose executors :class:`ExecutorResources` sizes.
+
+    ``pin`` adds the placement helper and locality wait
+    (:func:`~streamscale.runtime.spark.pinning.pinning_conf`; the helper jar is compiled
+    on first use). ``separate_hosts`` makes executors fetch each other's shuffle blocks
+    through the block transfer service even when they share a host, as executors on
+    different hosts do: on a loopback cluster Spark would otherwise read a co-hosted
+    executor's shuffle files from disk and count every byte as local.
+    """
+    conf = {
         "spark.dynamicAllocation.enabled": "false",
         "spark.executor.cores": str(cores_per_executor),
         "spark.cores.max": str(cores_per_executor * max_executors),
@@ -251,6 +304,13 @@ def executor_conf(
         # a released executor's shuffle files go with it; batches never read old shuffles
         "spark.shuffle.service.enabled": "false",
     }
+    if separate_hosts:
+        conf["spark.shuffle.readHostLocalDisk"] = "false"
+    if pin:
+        from streamscale.runtime.spark.pinning import pinning_conf
+
+        conf.update(pinning_conf())
+    return conf
 
 
 def is_cluster_master(master: str) -> bool:

@@ -10,11 +10,11 @@ from collections.abc import Mapping
 
 from streamscale.errors import StreamscaleError
 
-__all__ = ["build_session", "check_java"]
+__all__ = ["build_session", "check_java", "java_binary"]
 
 
-def check_java() -> str:
-    """Return ``java -version``'s first line; raise a one-line, actionable error when Java is missing."""
+def java_binary() -> str:
+    """The ``java`` Spark will run (``JAVA_HOME`` first); a one-line error when missing."""
     home = os.environ.get("JAVA_HOME")
     java = os.path.join(home, "bin", "java") if home else shutil.which("java")
     if not java or not os.path.exists(java):
@@ -23,6 +23,12 @@ def check_java() -> str:
             "(e.g. 'apt-get install openjdk-17-jre-headless') or set JAVA_HOME",
             item="java",
         )
+    return java
+
+
+def check_java() -> str:
+    """Return ``java -version``'s first line; raise a one-line, actionable error when Java is missing."""
+    java = java_binary()
     try:
         res = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=30)
     except (OSError, subprocess.TimeoutExpired) as exc:
