@@ -11,6 +11,11 @@ module presents them as one collector and one realizer:
   operator's arrivals (exact when no stateless filter precedes it) plus the
   source's backlog, edge rates from the keyed operator at the edge, CPU per node
   summed;
+* shard-to-shard traffic between keyed operators on the same key (same key field,
+  executors and shards, fed through stateless operators only): shard ``g`` of the
+  upstream feeds shard ``g`` of the downstream alone, so the traffic is the
+  downstream shard's arrival rate (:func:`aligned_traffic`); other keyed edges are
+  all-to-all and no placement changes them, so none is reported;
 * :class:`GraphRealizer` hands every applied plan to each operator's realizer
   (each validates and takes its own operator's part at the next batch boundary).
 
@@ -21,7 +26,16 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from streamscale.model import Cluster, NodeStats, OperatorStats, Plan, Snapshot, Topology
+from streamscale.model import (
+    Cluster,
+    NodeStats,
+    OperatorStats,
+    Plan,
+    ShardStats,
+    Snapshot,
+    Topology,
+    Traffic,
+)
 from streamscale.runtime.spark.collector import SparkCollector
 from streamscale.runtime.spark.realizer import SparkRealizer
 
@@ -117,5 +131,49 @@ class GraphCollector:
             operators=ops,
             shards=shards,
             edges=edges,
+            traffic=aligned_traffic(self.topology, ops, shards),
             nodes={n: NodeStats(cpu=c) for n, c in cpu.items()},
         )
+
+
+def upstream_keyed(topology: Topology, operator: str) -> str | None:
+    """The keyed operator feeding ``operator`` through a chain of single-input stateless
+    operators (``None``: a source, a union or a fan-in comes first)."""
+    cur = operator
+    while True:
+        ins = topology.inputs(cur)
+        if len(ins) != 1:
+            return None
+        src = topology.operator(ins[0].src)
+        if src.kind == "source":
+            return None
+        if src.key:
+            return src.name
+        cur = src.name
+
+
+def aligned_traffic(
+    topology: Topology, ops: Mapping[str, OperatorStats], shards: list[ShardStats]
+) -> list[Traffic]:
+    """Tuples/s from shard ``g`` of a keyed operator to shard ``g`` of the keyed operator
+    it feeds on the same key (same field, executors and shards)."""
+    rows: dict[str, dict[int, int]] = {}
+    for s in shards:
+        rows.setdefault(s.operator, {})[s.shard] = s.rows
+    out: list[Traffic] = []
+    for dst in topology.operators:
+        src_name = upstream_keyed(topology, dst.name) if dst.key else None
+        if src_name is None:
+            continue
+        src = topology.operator(src_name)
+        if (src.key, src.instances, src.shards) != (dst.key, dst.instances, dst.shards):
+            continue
+        per = rows.get(dst.name, {})
+        total = sum(per.values())
+        rate = ops[dst.name].input_rate if dst.name in ops else 0.0
+        if total <= 0 or rate <= 0:
+            continue
+        out.extend(
+            Traffic(src.name, g, dst.name, g, rate * n / total) for g, n in sorted(per.items()) if n
+        )
+    return out
