@@ -90,8 +90,20 @@ def on_batch(rec):
 out = run_graph(spark, graph, duration_s=400, checkpoint=work / "ckpt", out=work, max_batches=4,
                 plan=SPREAD, policy=Alternate(), resources=res, on_batch=on_batch,
                 params={"interval_s": 0, "stabilization_s": 0, "scale_down_delay_s": 0})
-print("RESULT " + json.dumps({"seen": seen, "plans": {"spread": SPREAD.placement.nodes,
-                                                      "crowd": CROWD.placement.nodes}}))
+# the linear pipeline (one keyed operator, RDD data path) on the same executors
+from streamscale.runtime.spark.job import Job
+from streamscale.runtime.spark.runner import run_job
+job = Job.simple("where", where, source_options=opts, instances=2, shards=4, trigger_s=0,
+                 sink={"format": "jsonl", "path": str(work / "linear")})
+lin = []
+run_job(spark, job, policy=Alternate(), plan=SPREAD, duration_s=400, checkpoint=work / "ck2",
+        max_batches=4, resources=res,
+        on_batch=lambda r: lin.append({"batch": r.batch_id, "slots": dict(res.slots),
+                                       "placement": r.extra.get("placement")}),
+        params={"interval_s": 0, "stabilization_s": 0, "scale_down_delay_s": 0})
+print("RESULT " + json.dumps({"seen": seen, "linear": lin,
+                              "plans": {"spread": SPREAD.placement.nodes,
+                                        "crowd": CROWD.placement.nodes}}))
 spark.stop()
 """
 
@@ -142,7 +154,21 @@ def test_every_task_runs_on_the_executor_its_node_stands_for(tmp_path: Path) -> 
         fig = seen[b]["placement"]
         assert fig["placement_hit"] == 4 and fig["placement_miss"] == 0, fig
         frames.append(df.assign(batch=b))
-    rows = pd.concat(frames)
-    last = rows.sort_values("batch").groupby("key")["count"].last()
-    want = generate(opts, 0, int(opts["total"]))["key"].value_counts()
-    assert last.sort_index().to_dict() == want.sort_index().to_dict()
+    want = generate(opts, 0, int(opts["total"]))["key"].value_counts().sort_index().to_dict()
+    last = pd.concat(frames).sort_values("batch").groupby("key")["count"].last()
+    assert last.sort_index().to_dict() == want
+    # the linear pipeline pins its tasks the same way
+    lin = {s["batch"]: s for s in got["linear"]}
+    assert sorted(lin) == [0, 1, 2, 3]
+    frames = []
+    for b in range(4):
+        placement = got["plans"]["spread" if b % 2 == 0 else "crowd"]
+        slots = lin[b]["slots"]
+        parts = sorted((tmp_path / "linear").glob(f"batch-{b}-part-*.jsonl"))
+        df = pd.concat([pd.read_json(p, lines=True) for p in parts])
+        for key, cwd in zip(df["key"], df["cwd"], strict=True):
+            assert Path(cwd).name == slots[placement[_unit_of_key(key)]], (b, key, cwd)
+        assert lin[b]["placement"]["placement_hit"] == 4, lin[b]
+        frames.append(df.assign(batch=b))
+    last = pd.concat(frames).sort_values("batch").groupby("key")["count"].last()
+    assert {str(k): v for k, v in last.to_dict().items()} == {str(k): v for k, v in want.items()}

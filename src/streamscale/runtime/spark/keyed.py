@@ -42,6 +42,7 @@ import numpy as np
 import pandas as pd
 
 from streamscale.errors import StreamscaleError
+from streamscale.runtime.spark.pinning import job_group, pin, reduce_runs
 from streamscale.runtime.spark.routing import PartitionMap, global_shards
 from streamscale.runtime.spark.state import Hint, StateBackend
 
@@ -522,10 +523,8 @@ def run_keyed(
     sc = df.sparkSession.sparkContext
     planned: tuple[str, ...] = ()
     runs: tuple[Any, ...] = ()
-    with _job_group(sc, f"streamscale-{spec.operator}-{batch_id}-{attempt}", placed) as group:
+    with job_group(sc, f"streamscale-{spec.operator}-{batch_id}-{attempt}", placed) as group:
         if placed is not None:
-            from streamscale.runtime.spark.pinning import pin
-
             planned = tuple(placed[u][0] if u in placed else "" for u in pmap.units)
             if any(planned):
                 shuffled = pin(
@@ -541,7 +540,7 @@ def run_keyed(
             for r in reduced.filter(F.col(_STATS).isNotNull()).select(_STATS).collect()
         ]
     if group is not None:
-        runs = tuple(_reduce_runs(sc, group, pmap.partitions))
+        runs = tuple(reduce_runs(sc, group, pmap.partitions))
     outputs = reduced.filter(F.col(_STATS).isNull()).drop(_STATS)
     if out_cols is None:
         outputs = _decode(df.sparkSession, reduced, tasks)
@@ -556,42 +555,6 @@ def run_keyed(
         runs=runs,
     )
     return outputs, stats
-
-
-@contextlib.contextmanager
-def _job_group(sc: Any, group: str, placed: Any) -> Iterator[str | None]:
-    """Run the block's Spark jobs under job group ``group`` when placement is measured,
-    then restore the thread's own group (a streaming query cancels through it)."""
-    if placed is None:
-        yield None
-        return
-    keys = ("spark.jobGroup.id", "spark.job.description", "spark.job.interruptOnCancel")
-    old = {k: sc.getLocalProperty(k) for k in keys}
-    sc.setJobGroup(group, f"streamscale keyed stage {group}", interruptOnCancel=False)
-    try:
-        yield group
-    finally:
-        for k, v in old.items():
-            sc.setLocalProperty(k, v)
-
-
-def _reduce_runs(sc: Any, group: str, partitions: int) -> list[Any]:
-    """Where the reduce tasks of the jobs in ``group`` ran: the newest stage with one task
-    per unit partition whose tasks read shuffle data."""
-    from streamscale.runtime.spark.pinning import job_stages, stage_tasks
-
-    stages = job_stages(sc, group)
-    runs = stage_tasks(sc, stages)
-    by_stage: dict[int, list[Any]] = {}
-    for r in runs:
-        by_stage.setdefault(r.stage, []).append(r)
-    for stage in sorted(by_stage, reverse=True):
-        rs = by_stage[stage]
-        if len(rs) == partitions and any(
-            r.local_shuffle_bytes + r.remote_shuffle_bytes for r in rs
-        ):
-            return rs
-    return []
 
 
 def _decode(spark: Any, reduced: Any, tasks: list[TaskStats]) -> Any:

@@ -38,6 +38,7 @@ from streamscale.runtime.spark.keyed import (
     _write_jsonl,
     count_dead_letters,
 )
+from streamscale.runtime.spark.pinning import job_group, pin_rdd, reduce_runs
 from streamscale.runtime.spark.routing import PartitionMap, global_shards
 from streamscale.runtime.spark.state import Hint, StateBackend
 
@@ -251,20 +252,37 @@ def _clear_batch_files(ctx: BatchContext) -> None:
                 os.remove(f)
 
 
-def run_batch(batch_df: Any, ctx: BatchContext, pmap: PartitionMap) -> BatchStats:
+def run_batch(
+    batch_df: Any,
+    ctx: BatchContext,
+    pmap: PartitionMap,
+    placed: Mapping[str, tuple[str, str]] | None = None,
+) -> BatchStats:
     """Run one micro-batch through the elastic keyed operator and commit its state.
 
+    ``placed`` (unit → executor id and Spark location) pins those units' tasks and has
+    where every reduce task ran read back (see :func:`~streamscale.runtime.spark.keyed.run_keyed`).
     An exception in an operator function fails the Spark job, so nothing is
     committed and the batch is retried when the query restarts.
     """
     t0 = time.perf_counter()
     _clear_batch_files(ctx)
-    tasks = (
-        batch_df.rdd.mapPartitionsWithIndex(_map_side(ctx))
-        .partitionBy(pmap.partitions, _partition_id)
-        .mapPartitionsWithIndex(_reduce_side(ctx))
-        .collect()
-    )
+    sc = batch_df.sparkSession.sparkContext
+    planned: tuple[str, ...] = ()
+    runs: tuple[Any, ...] = ()
+    with job_group(sc, f"streamscale-{ctx.operator}-{ctx.batch_id}-{ctx.attempt}", placed) as g:
+        shuffled = batch_df.rdd.mapPartitionsWithIndex(_map_side(ctx)).partitionBy(
+            pmap.partitions, _partition_id
+        )
+        if placed is not None:
+            planned = tuple(placed[u][0] if u in placed else "" for u in pmap.units)
+            if any(planned):
+                shuffled = pin_rdd(
+                    shuffled, [placed[u][1] if u in placed else None for u in pmap.units]
+                )
+        tasks = shuffled.mapPartitionsWithIndex(_reduce_side(ctx)).collect()
+    if g is not None:
+        runs = tuple(reduce_runs(sc, g, pmap.partitions))
     ctx.backend.commit(ctx.operator, ctx.batch_id)
     dead = count_dead_letters(ctx.dead_letter_dir, ctx.batch_id)
     return BatchStats(
@@ -273,6 +291,8 @@ def run_batch(batch_df: Any, ctx: BatchContext, pmap: PartitionMap) -> BatchStat
         tasks=tuple(sorted(tasks, key=lambda t: t.partition)),
         dead_letters=dead,
         partitions=pmap.partitions,
+        planned=planned,
+        runs=runs,
     )
 
 

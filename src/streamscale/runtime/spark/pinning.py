@@ -26,7 +26,7 @@ import os
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -38,9 +38,13 @@ __all__ = [
     "TaskRun",
     "executor_hosts",
     "jar_path",
+    "job_group",
     "location",
     "pin",
+    "pin_rdd",
     "pinning_conf",
+    "placement_counts",
+    "reduce_runs",
     "stage_tasks",
 ]
 
@@ -105,16 +109,20 @@ def jar_path(*, build: bool = True) -> Path:
     return jar
 
 
-def pinning_conf(*, process_wait_s: float = 30.0) -> dict[str, str]:
+def pinning_conf(*, process_wait_s: float | None = 30.0) -> dict[str, str]:
     """Session settings for enforced placement: the helper jar on driver and executors,
-    and a process-locality wait long enough that a busy executor's task waits for it."""
+    and (unless ``process_wait_s`` is ``None``) a process-locality wait long enough that
+    a busy executor's task waits for it rather than run elsewhere on the host.
+
+    The jar must be on the driver's classpath when its JVM starts: later sessions in
+    the same process share that JVM, so add the jar even to a session that pins nothing.
+    """
     jar = str(jar_path())
-    return {
-        "spark.jars": jar,
-        "spark.driver.extraClassPath": jar,
-        "spark.locality.wait.process": f"{process_wait_s:g}s",
-        "spark.locality.wait.node": "0s",
-    }
+    conf = {"spark.jars": jar, "spark.driver.extraClassPath": jar}
+    if process_wait_s is not None:
+        conf["spark.locality.wait.process"] = f"{process_wait_s:g}s"
+        conf["spark.locality.wait.node"] = "0s"
+    return conf
 
 
 def location(host: str, executor: str) -> str:
@@ -135,6 +143,35 @@ def executor_hosts(sc: Any) -> dict[str, str]:
     return out
 
 
+def _locations_array(sc: Any, locations: Sequence[str | None]) -> Any:
+    arr = sc._gateway.new_array(sc._jvm.java.lang.String, len(locations))
+    for i, loc in enumerate(locations):
+        arr[i] = loc or ""
+    return arr
+
+
+def _helper(jvm: Any) -> Any:
+    from py4j.java_gateway import JavaClass
+
+    helper = getattr(jvm, PINNING_CLASS)
+    if not isinstance(helper, JavaClass):  # py4j answers an unknown class with a package
+        raise StreamscaleError(
+            "the placement helper is not on the driver's classpath "
+            "(start the session with pinning_conf())",
+            item=PINNING_CLASS,
+        )
+    return helper
+
+
+def pin_rdd(rdd: Any, locations: Sequence[str | None]) -> Any:
+    """A PySpark RDD with partition ``i`` preferring ``locations[i]`` (same elements)."""
+    from pyspark import RDD
+
+    sc = rdd.context
+    pinned = _helper(sc._jvm).pinJava(rdd._jrdd, _locations_array(sc, locations))
+    return RDD(pinned, sc, rdd._jrdd_deserializer)
+
+
 def pin(df: Any, locations: Sequence[str | None]) -> Any:
     """``df`` with partition ``i`` preferring ``locations[i]`` (``None``: anywhere).
 
@@ -144,20 +181,9 @@ def pin(df: Any, locations: Sequence[str | None]) -> Any:
     from pyspark.sql import DataFrame
 
     spark = df.sparkSession
-    jvm = spark.sparkContext._jvm
-    gateway = spark.sparkContext._gateway
-    arr = gateway.new_array(jvm.java.lang.String, len(locations))
-    for i, loc in enumerate(locations):
-        arr[i] = loc or ""
+    sc = spark.sparkContext
     rdd = df._jdf.queryExecution().toRdd()
-    try:
-        pinned = getattr(jvm, PINNING_CLASS).pin(rdd, arr)
-    except Exception as exc:  # py4j reports a missing class as a generic error
-        raise StreamscaleError(
-            "the placement helper is not on the driver's classpath "
-            "(start the session with pinning_conf())",
-            item=PINNING_CLASS,
-        ) from exc
+    pinned = _helper(sc._jvm).pin(rdd, _locations_array(sc, locations))
     jdf = spark._jsparkSession.internalCreateDataFrame(pinned, df._jdf.schema(), False)
     return DataFrame(jdf, spark)
 
@@ -244,3 +270,36 @@ def placement_counts(planned: Mapping[int, str | None], runs: Iterable[TaskRun])
         else:
             miss += 1
     return {"placement_hit": hit, "placement_miss": miss, "placement_unpinned": unpinned}
+
+
+@contextlib.contextmanager
+def job_group(sc: Any, group: str, placed: Any) -> Iterator[str | None]:
+    """Run the block's Spark jobs under job group ``group`` when placement is measured
+    (``placed`` is not ``None``), then restore the thread's own group (a streaming
+    query cancels its batch through it)."""
+    if placed is None:
+        yield None
+        return
+    keys = ("spark.jobGroup.id", "spark.job.description", "spark.job.interruptOnCancel")
+    old = {k: sc.getLocalProperty(k) for k in keys}
+    sc.setJobGroup(group, f"streamscale keyed stage {group}", interruptOnCancel=False)
+    try:
+        yield group
+    finally:
+        for k, v in old.items():
+            sc.setLocalProperty(k, v)
+
+
+def reduce_runs(sc: Any, group: str, partitions: int) -> list[TaskRun]:
+    """Where the reduce tasks of the jobs in ``group`` ran: the newest stage with one task
+    per unit partition whose tasks read shuffle data."""
+    by_stage: dict[int, list[TaskRun]] = {}
+    for r in stage_tasks(sc, job_stages(sc, group)):
+        by_stage.setdefault(r.stage, []).append(r)
+    for stage in sorted(by_stage, reverse=True):
+        rs = by_stage[stage]
+        if len(rs) == partitions and any(
+            r.local_shuffle_bytes + r.remote_shuffle_bytes for r in rs
+        ):
+            return rs
+    return []

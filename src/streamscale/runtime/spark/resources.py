@@ -289,9 +289,10 @@ def executor_conf(
 ) -> dict[str, str]:
     """Spark settings for a job whose executors :class:`ExecutorResources` sizes.
 
-    ``pin`` adds the placement helper and locality wait
-    (:func:`~streamscale.runtime.spark.pinning.pinning_conf`; the helper jar is compiled
-    on first use). ``separate_hosts`` makes executors fetch each other's shuffle blocks
+    The placement helper jar is always added (compiled on first use); ``pin`` adds the
+    locality wait that makes pinned tasks wait for their executor
+    (:func:`~streamscale.runtime.spark.pinning.pinning_conf`) — without it Spark's
+    default locality settings apply. ``separate_hosts`` makes executors fetch each other's shuffle blocks
     through the block transfer service even when they share a host, as executors on
     different hosts do: on a loopback cluster Spark would otherwise read a co-hosted
     executor's shuffle files from disk and count every byte as local.
@@ -306,10 +307,9 @@ def executor_conf(
     }
     if separate_hosts:
         conf["spark.shuffle.readHostLocalDisk"] = "false"
-    if pin:
-        from streamscale.runtime.spark.pinning import pinning_conf
+    from streamscale.runtime.spark.pinning import pinning_conf
 
-        conf.update(pinning_conf())
+    conf.update(pinning_conf(process_wait_s=30.0 if pin else None))
     return conf
 
 

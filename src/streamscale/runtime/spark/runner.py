@@ -198,6 +198,7 @@ def run_job(
     seed: int | None = None,
     cluster: Cluster | None = None,
     resources: Resources | None = None,
+    plan: Plan | None = None,
     state_url: str | None = None,
 ) -> RunResult:
     """Run ``job`` for ``duration_s`` seconds (or ``max_batches`` batches) under ``policy``.
@@ -235,6 +236,8 @@ def run_job(
         Executors that follow the plan (:mod:`streamscale.runtime.spark.resources`):
         planning uses its capacity model, and at each batch boundary, after the
         batch's state committed, the plan's cores become executors.
+    plan
+        The plan of the first batch (default: the policy's initial plan).
 
     Raises
     ------
@@ -256,6 +259,7 @@ def run_job(
         cores = cluster.total_cores
     ctl_cfg, pol_params = split_run_params(params)
     pol, initial = _resolve_policy(policy, job, cluster, pol_params, seed)
+    initial = plan if plan is not None else initial
     _register_source(spark, job)
 
     op = job.operator
@@ -326,7 +330,8 @@ def run_job(
                 hints=hints,
                 drops=drops,
             )
-            stats = run_batch(batch_df, ctx, pmap)
+            placed = None if resources is None else resources.locations(realizer.active)
+            stats = run_batch(batch_df, ctx, pmap, placed)
             index.committed(batch_id, attempt, (g for t in stats.tasks for g in t.shards), hints)
             taken[0] = stats.rows + stats.dead_letters
             collector.observe(stats)
@@ -338,6 +343,8 @@ def run_job(
                 # state read from the store, not a worker's cache: shards that moved here
                 "state_read_bytes": sum(t.state_read_bytes for t in stats.tasks),
             }
+            if stats.planned:
+                extra["placement"] = stats.placement()
             applied = control_step(controller, collector, realizer, resources, now, extra)
             if resources is not None:
                 extra["cost_kind"] = job.cost_kind
