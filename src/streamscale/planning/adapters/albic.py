@@ -29,6 +29,7 @@ import numpy as np
 
 from streamscale.errors import StreamscaleError
 from streamscale.model import Allocation, Placement, Plan, Routing, unit_id
+from streamscale.model.ids import group_id, instance_id, operator_of
 from streamscale.planning.balancing.albic import albic, collocation_candidates
 from streamscale.planning.balancing.cola import cola
 from streamscale.planning.balancing.flux import flux
@@ -68,29 +69,22 @@ def to_plan(
 ) -> Plan:
     """``plan`` with every keyed operator's units, placement and routing set from ``assignment``."""
     ops = keyed_operators(context.topology)
-    cores = {
-        k: v
-        for k, v in plan.allocation.cores.items()
-        if not any(k == op or k.startswith(op + "[") for op in ops)
-    }
-    placement = {
-        u: n
-        for u, n in plan.placement.nodes.items()
-        if not any(u.startswith(op + "#") or u.startswith(op + "[") for op in ops)
-    }
-    tables = {
-        k: v
-        for k, v in plan.routing.tables.items()
-        if not any(k.startswith(op + "[") for op in ops)
-    }
+    mine = set(ops)
+    cores = {k: v for k, v in plan.allocation.cores.items() if operator_of(k) not in mine}
+    placement = {u: n for u, n in plan.placement.nodes.items() if operator_of(u) not in mine}
+    tables = {k: v for k, v in plan.routing.tables.items() if operator_of(k) not in mine}
     for op_name in ops:
         op = context.topology.operator(op_name)
         cores[op_name] = problem.n
         for j, node in enumerate(problem.nodes):
             placement[unit_id(op_name, j)] = node
         for e in range(op.instances):
-            idx = [problem.group_index[f"{op_name}/{e * op.shards + s}"] for s in range(op.shards)]
-            tables[f"{op_name}[{e}]"] = tuple(unit_id(op_name, int(assignment[i])) for i in idx)
+            idx = [
+                problem.group_index[group_id(op_name, e * op.shards + s)] for s in range(op.shards)
+            ]
+            tables[instance_id(op_name, e)] = tuple(
+                unit_id(op_name, int(assignment[i])) for i in idx
+            )
     return Plan(Allocation(cores, plan.allocation.slots), Placement(placement), Routing(tables))
 
 

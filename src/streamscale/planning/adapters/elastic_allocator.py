@@ -28,12 +28,11 @@ an infeasible best-effort placement).
 
 from __future__ import annotations
 
-import re
 from dataclasses import replace
 from typing import Any
 
 from streamscale.errors import InfeasibleError, ModelError
-from streamscale.model import Allocation, Placement, Plan, Topology, unit_id
+from streamscale.model import Allocation, Placement, Plan, Topology, parse_instance, unit_id
 from streamscale.planning.placement.elastic_allocator import (
     AllocatorNode,
     AllocatorOperator,
@@ -49,8 +48,6 @@ from streamscale.settings import Schema, Setting
 
 __all__ = ["build_problem", "even_placer", "figures", "gma_placer", "random_placer"]
 
-_INSTANCE = re.compile(r"^(?P<op>.+?)(\[\d+\])?$")
-
 
 def _units(topology: Topology, plan: Plan) -> tuple[dict[str, list[str]], Allocation]:
     """Units per operator, and the allocation they come from."""
@@ -59,8 +56,7 @@ def _units(topology: Topology, plan: Plan) -> tuple[dict[str, list[str]], Alloca
         cores = {op.name: op.instances for op in topology.operators}
     per_op: dict[str, list[str]] = {op.name: [] for op in topology.operators}
     for inst, k in cores.items():
-        m = _INSTANCE.match(inst)
-        op = m.group("op") if m else inst
+        op = parse_instance(inst).operator
         if op not in per_op:
             raise ModelError("allocation names an unknown operator", item=f"instance {inst}")
         per_op[op].extend(unit_id(inst, t) for t in range(k))
@@ -85,10 +81,10 @@ def _unit_shares(
         return even
     got = dict.fromkeys(units, 0.0)
     for inst, table in plan.routing.tables.items():
-        m = _INSTANCE.match(inst)
-        if m is None or m.group("op") != op:
+        iid = parse_instance(inst)
+        if iid.operator != op:
             continue
-        e = int(inst[len(op) + 1 : -1]) if inst.endswith("]") else 0
+        e = iid.index or 0
         for s, unit in enumerate(table):
             if unit in got:
                 got[unit] += loads.get(e * shards_per_instance + s, 0.0)

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from streamscale.errors import StreamscaleError
-from streamscale.model import Allocation, Plan
+from streamscale.model import Allocation, Plan, instance_of, operator_of
 from streamscale.planning.allocation.queueing import QueueingProblem, allocate
 from streamscale.planning.elastic_plan import (
     ExecutorInfo,
@@ -182,7 +182,7 @@ def external_rate(context: PlanningContext, loads: Mapping[str, ExecutorLoad]) -
         return total
     per_op: dict[str, float] = {}
     for inst, ld in loads.items():
-        op = inst.rpartition("[")[0]
+        op = operator_of(inst)
         per_op[op] = per_op.get(op, 0.0) + ld.arrival
     return max(per_op.values(), default=0.0)
 
@@ -271,7 +271,7 @@ def others(mapping: Mapping[str, Any], execs: tuple[ExecutorInfo, ...]) -> dict[
     return {
         k: v
         for k, v in mapping.items()
-        if k.split("#")[0] not in mine and k.rpartition("[")[0] not in mine
+        if instance_of(k) not in mine and operator_of(k) not in mine
     }
 
 

@@ -28,13 +28,12 @@ A placement that still leaves a task without a node raises
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
 from streamscale.errors import InfeasibleError, ModelError
-from streamscale.model import Allocation, Placement, Plan
+from streamscale.model import Allocation, Placement, Plan, instance_of, parse_instance
 from streamscale.planning.placement.groups import Group, GroupEdge, GroupJob, TaskAllocation
 from streamscale.planning.placement.naive_pairs import naive_pairs
 from streamscale.planning.placement.optimal import optimal
@@ -45,9 +44,6 @@ from streamscale.planning.registry import PlanningContext, StepResult, register
 from streamscale.settings import Schema, Setting
 
 __all__ = ["allocation_figures", "build_job", "task_costs"]
-
-_INSTANCE = re.compile(r"^(?P<op>.+?)(\[\d+\])?$")
-_EXECUTOR = re.compile(r"^(?P<op>.+)\[(?P<e>\d+)\]$")
 
 
 JOB = (
@@ -116,8 +112,7 @@ def build_job(context: PlanningContext, plan: Plan) -> GroupJob:
     per_op: dict[str, list[tuple[str, int]]] = {op.name: [] for op in topo.operators}
     if plan.allocation.cores:
         for inst, k in plan.allocation.cores.items():
-            m = _INSTANCE.match(inst)
-            op = m.group("op") if m else inst
+            op = parse_instance(inst).operator
             if op not in per_op:
                 raise ModelError("allocation names an unknown operator", item=f"instance {inst}")
             if k < 1:
@@ -177,10 +172,10 @@ def task_costs(context: PlanningContext, plan: Plan, job: GroupJob) -> dict[str,
     loads = {(s.operator, s.shard): s.load for s in snap.shards}
     unit_load: dict[str, float] = {}
     for key, table in plan.routing.tables.items():
-        m = _EXECUTOR.match(key)
-        if m is None:
+        iid = parse_instance(key)
+        if iid.index is None:
             continue
-        op, e = m.group("op"), int(m.group("e"))
+        op, e = iid.operator, iid.index
         for s, unit in enumerate(table):
             load = loads.get((op, e * len(table) + s))
             if load is not None:
@@ -234,16 +229,15 @@ def _run(
             f"{alloc.unplaced[g]} of {alloc.job.tasks[g]} tasks fit on no node",
             item=f"group {alloc.job.groups[g].name}",
         )
-    cores = {u[: u.rfind("#")]: 0 for u in assignment}
+    cores = {instance_of(u): 0 for u in assignment}
     for u in assignment:
-        cores[u[: u.rfind("#")]] += 1
+        cores[instance_of(u)] += 1
     allocation = (
         replace(plan.allocation, cores={**plan.allocation.cores, **cores})
         if plan.allocation.cores
         else Allocation(cores=cores)
     )
-    mine = {f"{g}#" for g in cores}
-    kept = {u: n for u, n in plan.placement.nodes.items() if u[: u.rfind("#") + 1] not in mine}
+    kept = {u: n for u, n in plan.placement.nodes.items() if instance_of(u) not in cores}
     placement = Placement(nodes={**kept, **assignment})
     figures = {"algorithm": name, **allocation_figures(alloc)}
     return StepResult(
