@@ -30,8 +30,6 @@ import numpy as np
 from streamscale.errors import StreamscaleError
 from streamscale.model import Allocation, Placement, Plan, Routing, unit_id
 from streamscale.model.ids import group_id, instance_id, operator_of
-from streamscale.planning.balancing.albic import albic, collocation_candidates
-from streamscale.planning.balancing.cola import cola
 from streamscale.planning.balancing.flux import flux
 from streamscale.planning.balancing.keygroups import (
     BalanceResult,
@@ -39,7 +37,6 @@ from streamscale.planning.balancing.keygroups import (
     keyed_operators,
 )
 from streamscale.planning.balancing.metrics import collocation_factor, evaluate, load_distance_pct
-from streamscale.planning.balancing.milp import solve_milp
 from streamscale.planning.balancing.potc import potc
 from streamscale.planning.registry import PlanningContext, StepResult, register
 from streamscale.settings import Schema, Setting
@@ -178,6 +175,7 @@ def _milp_kwargs(p: dict[str, Any]) -> dict[str, Any]:
 )
 def milp_step(context: PlanningContext, plan: Plan) -> StepResult:
     """Paper 003, §4.3.1: MILP load balancing with migration budget and scale-in."""
+    from streamscale.planning.balancing.milp import solve_milp  # HiGHS/OR-Tools: ~0.6 s
     params = MILP_SETTINGS.read(context.params)
     problem = build_problem(context, plan)
     mm, mc = _budget(params)
@@ -201,6 +199,7 @@ def milp_step(context: PlanningContext, plan: Plan) -> StepResult:
 )
 def albic_step(context: PlanningContext, plan: Plan) -> StepResult:
     """Paper 003, §4.3.2: one ALBIC round (collocation sets rebuilt from the current plan)."""
+    from streamscale.planning.balancing.albic import albic, collocation_candidates  # ~0.9 s
     params = ALBIC_SETTINGS.read(context.params)
     problem = build_problem(context, plan)
     mm, mc = _budget(params)
@@ -262,6 +261,7 @@ def potc_step(context: PlanningContext, plan: Plan) -> StepResult:
 )
 def cola_step(context: PlanningContext, plan: Plan) -> StepResult:
     """COLA (Khandekar et al. 2009) as the collocation baseline of paper 003, §5.3."""
+    from streamscale.planning.balancing.cola import cola  # METIS: paid only when COLA runs
     problem = build_problem(context, plan)
     res = cola(
         problem,

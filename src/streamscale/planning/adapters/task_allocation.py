@@ -7,7 +7,15 @@ one group of ``instances`` tasks ``f"{op}#{i}"``. An operator's processing
 cost and its edges' IMC come from :meth:`GroupJob.from_topology` (snapshot
 when present, else ``cost_ms`` × the rate propagated from ``context.rate``);
 an operator split into executors ``op[e]`` shares them evenly, and every
-executor pair of two connected operators shares the edge's IMC evenly.
+executor pair of two connected operators shares the edge's IMC evenly — unless
+the snapshot reports shard-to-shard ``traffic`` for that edge: then each
+executor pair gets the traffic between its shards (× the edge's tuple bytes), so
+the diagonal traffic of two operators sharing a key links ``a[e]`` to ``b[e]``
+only.
+
+With ``task_cost="core"`` every task costs one whole core (a Spark task holds
+an executor core while it runs), so a node holds at most as many tasks as it
+has spare cores; the default ``load`` is the paper's share of the measured load.
 
 When the snapshot has shard loads and the plan's routing tables say which
 unit serves each shard, tasks of one instance may cost unequal amounts; such
@@ -33,10 +41,9 @@ from dataclasses import replace
 from typing import Any
 
 from streamscale.errors import InfeasibleError, ModelError
-from streamscale.model import Allocation, Placement, Plan, instance_of, parse_instance
+from streamscale.model import Allocation, Placement, Plan, instance_id, instance_of, parse_instance
 from streamscale.planning.placement.groups import Group, GroupEdge, GroupJob, TaskAllocation
 from streamscale.planning.placement.naive_pairs import naive_pairs
-from streamscale.planning.placement.optimal import optimal
 from streamscale.planning.placement.relaxations import gcd_granularity, split_skewed
 from streamscale.planning.placement.task_level import task_level
 from streamscale.planning.placement.top_down import top_down
@@ -67,6 +74,13 @@ JOB = (
     Setting("skew_margin", float, 0.2, "relative cost spread a group may keep unsplit", low=0.0),
     Setting(
         "relax", bool, True, "retry with task counts set by the cost GCD when tasks do not fit"
+    ),
+    Setting(
+        "task_cost",
+        str,
+        "load",
+        "a task's cost: its share of the measured load (§2), or one whole core",
+        choices=("load", "core"),
     ),
 )
 ORDER = Setting(
@@ -129,18 +143,54 @@ def build_job(context: PlanningContext, plan: Plan) -> GroupJob:
         utilization=params["utilization"],
         alpha=params["alpha"],
     )
+    whole = params["task_cost"] == "core"
     groups = [
-        Group(inst, k, g.cost / len(per_op[g.name]))
+        Group(inst, k, 100.0 * k if whole else g.cost / len(per_op[g.name]))
         for g in base.groups
         for inst, k in per_op[g.name]
     ]
-    edges = [
-        GroupEdge(a, b, e.imc / (len(per_op[e.src]) * len(per_op[e.dst])))
-        for e in base.edges
-        for a, _ in per_op[e.src]
-        for b, _ in per_op[e.dst]
-    ]
+    measured = _instance_traffic(context, per_op)
+    edges: list[GroupEdge] = []
+    for e in base.edges:
+        pairs = measured.get((e.src, e.dst))
+        if pairs is not None:
+            edge = next(x for x in topo.outputs(e.src) if x.dst == e.dst)
+            scale = topo.edge_bytes(edge) / 1e6
+            edges.extend(GroupEdge(a, b, r * scale) for (a, b), r in sorted(pairs.items()))
+            continue
+        edges.extend(
+            GroupEdge(a, b, e.imc / (len(per_op[e.src]) * len(per_op[e.dst])))
+            for a, _ in per_op[e.src]
+            for b, _ in per_op[e.dst]
+        )
     return GroupJob(tuple(groups), tuple(edges), base.nodes, base.capacities)
+
+
+def _instance_traffic(
+    context: PlanningContext, per_op: dict[str, list[tuple[str, int]]]
+) -> dict[tuple[str, str], dict[tuple[str, str], float]]:
+    """Tuples/s between executor instances, per operator pair, from the snapshot's traffic.
+
+    Only operator pairs whose two sides are split into executors ``op[e]`` are read;
+    a shard ``g`` of an operator with ``Z`` shards per executor belongs to ``op[g // Z]``.
+    """
+    snap = context.snapshot
+    if snap is None or not snap.traffic:
+        return {}
+    topo = context.topology
+    out: dict[tuple[str, str], dict[tuple[str, str], float]] = {}
+    for t in snap.traffic:
+        if t.src not in per_op or t.dst not in per_op:
+            continue
+        names_src = {i for i, _ in per_op[t.src]}
+        names_dst = {i for i, _ in per_op[t.dst]}
+        a = instance_id(t.src, t.src_shard // topo.operator(t.src).shards)
+        b = instance_id(t.dst, t.dst_shard // topo.operator(t.dst).shards)
+        if a not in names_src or b not in names_dst:
+            continue
+        pair = out.setdefault((t.src, t.dst), {})
+        pair[(a, b)] = pair.get((a, b), 0.0) + t.rate
+    return out
 
 
 def allocation_figures(alloc: TaskAllocation) -> dict[str, Any]:
@@ -296,6 +346,9 @@ def td_placer(context: PlanningContext, plan: Plan) -> StepResult:
     params=OPTIMAL_SETTINGS,
 )
 def optimal_placer(context: PlanningContext, plan: Plan) -> StepResult:
+    # CP-SAT's import costs about 0.35 s: paid only when this placer runs
+    from streamscale.planning.placement.optimal import optimal
+
     p = OPTIMAL_SETTINGS.read(context.params)
     limit, work = p["time_limit_s"], p["work_limit"]
     return _run(
