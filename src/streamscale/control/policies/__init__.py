@@ -116,8 +116,13 @@ def make_policy(
 
 
 def initial_plan(
-    name: str, topology: Topology, cluster: Cluster, *, params: Mapping[str, Any] | None = None
+    name: str,
+    topology: Topology,
+    cluster: Cluster,
+    *,
+    params: Mapping[str, Any] | None = None,
+    models: Mapping[str, PerformanceModel] | None = None,
 ) -> Plan:
     """The plan a job starts with under policy ``name`` (see each policy's declaration)."""
     s = spec(name)
-    return s.initial(topology, cluster, s.parse(params))
+    return s.initial(topology, cluster, s.parse(params), models)

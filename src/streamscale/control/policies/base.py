@@ -7,18 +7,47 @@ the controller for the migration cost of a plan change.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
 from streamscale.control.controller import Decision
-from streamscale.model import Cluster, PerformanceModel, Plan, Snapshot, Topology, unit_id
+from streamscale.errors import InfeasibleError
+from streamscale.model import (
+    Cluster,
+    PerformanceModel,
+    Placement,
+    Plan,
+    Snapshot,
+    Topology,
+    instance_of,
+    unit_id,
+)
 from streamscale.planning.adapters.elasticutor import with_loads
-from streamscale.planning.elastic_plan import ExecutorInfo, ExecutorLoad, assemble, executors
-from streamscale.planning.registry import Family, PlanningContext, compose
+from streamscale.planning.elastic_plan import (
+    ExecutorInfo,
+    ExecutorLoad,
+    assemble,
+    executors,
+    placement_matrix,
+    realize_units,
+)
+from streamscale.planning.registry import Family, PlanningContext, StepResult, compose, get
+from streamscale.settings import Schema
 
-__all__ = ["PolicyBase", "decision", "prefix_cluster", "scale", "static_plan"]
+__all__ = [
+    "PolicyBase",
+    "decision",
+    "keep_unit_ids",
+    "packed_initial",
+    "place_packed",
+    "prefix_cluster",
+    "scale",
+    "static_plan",
+    "without",
+]
 
 
 class PolicyBase:
@@ -127,3 +156,79 @@ def static_plan(execs: tuple[ExecutorInfo, ...]) -> Plan:
     placement = {unit_id(ex.instance, 0): ex.home for ex in execs}
     tables = {ex.instance: (unit_id(ex.instance, 0),) * ex.shards for ex in execs}
     return assemble(cores, placement, tables)
+
+
+def packed_initial(
+    topology: Topology,
+    cluster: Cluster,
+    params: Mapping[str, Any],
+    models: Mapping[str, PerformanceModel] | None = None,
+) -> Plan:
+    """One core per executor, homes on the fewest leading nodes that hold them all.
+
+    The start of the placement-aware policies: a job begins on ``executor-0 …`` and
+    grows from there rather than touching every node it may ever use.
+    """
+    n = sum(op.instances for op in topology.processing if op.keyed)
+    return static_plan(executors(topology, prefix_cluster(cluster, n)))
+
+
+def keep_unit_ids(
+    current: Plan, placed: Plan, execs: tuple[ExecutorInfo, ...], cluster: Cluster
+) -> Plan:
+    """``placed`` with its executors' units renamed so that units staying on their node keep
+    their ids (paper 000, §3): a placer that numbers units afresh then moves no shard whose
+    node keeps a unit of its executor."""
+    nodes = list(cluster.names)
+    x = placement_matrix(placed, execs, nodes)
+    mine, _ = realize_units(current, execs, x, nodes)
+    ours = {ex.instance for ex in execs}
+    placement = {u: n for u, n in placed.placement.nodes.items() if instance_of(u) not in ours}
+    placement.update(mine)
+    return Plan(placed.allocation, Placement(dict(sorted(placement.items()))), placed.routing)
+
+
+def place_packed(
+    execs: tuple[ExecutorInfo, ...],
+    context: PlanningContext,
+    sized: Plan,
+    placer: str,
+    *,
+    feasible: Callable[[StepResult], bool] = lambda r: True,
+    cores: int | None = None,
+) -> tuple[Plan, dict[str, Any], int]:
+    """Run registered ``placer`` on the fewest leading nodes that can take the plan's units.
+
+    Starts with the nodes whose cores cover ``cores`` (default: the allocation's units,
+    one core each) and adds one node at a time
+    while the placer fails (:class:`InfeasibleError`) or its result is not ``feasible``;
+    the last attempt uses the whole cluster and is returned as it is. Returns the plan
+    (the units of ``execs`` keep their ids where they stay, :func:`keep_unit_ids`), the
+    step's figures and the number of nodes offered.
+    """
+    cluster = context.cluster
+    want = sized.allocation.total if cores is None else cores
+    n = len(prefix_cluster(cluster, want).nodes)
+    entry = get("placer", placer)
+    while True:
+        sub = Cluster.build(cluster.nodes[:n], cluster.vm_types)
+        last = n >= len(cluster.nodes)
+        try:
+            res = entry.adapter(replace(context, cluster=sub), sized)
+        except InfeasibleError:
+            if last:
+                raise
+            n += 1
+            continue
+        if feasible(res) or last:
+            plan = keep_unit_ids(sized, res.plan, execs, cluster)
+            figures = {f"placer:{placer}.{k}": v for k, v in res.figures.items()}
+            if res.notes:
+                figures["notes"] = list(res.notes)
+            return plan, figures, n
+        n += 1
+
+
+def without(schema: Schema, *names: str) -> Schema:
+    """``schema`` less the settings a policy fixes itself."""
+    return Schema(schema.group, *(s for s in schema.settings if s.name not in names))

@@ -30,7 +30,15 @@ import numpy as np
 from streamscale.control.controller import Decision
 from streamscale.control.policies.base import PolicyBase, decision, static_plan
 from streamscale.control.policies.spec import policy
-from streamscale.model import Allocation, Cluster, Plan, Snapshot, Topology, unit_id
+from streamscale.model import (
+    Allocation,
+    Cluster,
+    PerformanceModel,
+    Plan,
+    Snapshot,
+    Topology,
+    unit_id,
+)
 from streamscale.planning.adapters.elasticutor import external_rate, queueing_allocation
 from streamscale.planning.adapters.elasticutor_rc import RC_SETTINGS, rc_plan
 from streamscale.planning.elastic_plan import assemble, executors, trim_cores
@@ -66,11 +74,21 @@ def elastic_params(params: Mapping[str, Any], cluster: Cluster) -> dict[str, Any
     return out
 
 
-def _elastic_initial(topology: Topology, cluster: Cluster, params: Mapping[str, Any]) -> Plan:
+def _elastic_initial(
+    topology: Topology,
+    cluster: Cluster,
+    params: Mapping[str, Any],
+    models: Mapping[str, PerformanceModel] | None = None,
+) -> Plan:
     return static_plan(executors(topology, cluster))
 
 
-def _rc_initial(topology: Topology, cluster: Cluster, params: Mapping[str, Any]) -> Plan:
+def _rc_initial(
+    topology: Topology,
+    cluster: Cluster,
+    params: Mapping[str, Any],
+    models: Mapping[str, PerformanceModel] | None = None,
+) -> Plan:
     """The same cores as :func:`_elastic_initial`, as operator-level units ``op#e``."""
     cores: dict[str, int] = {}
     placement: dict[str, str] = {}
@@ -84,7 +102,14 @@ def _rc_initial(topology: Topology, cluster: Cluster, params: Mapping[str, Any])
 
 
 class _ElasticBase(PolicyBase):
-    def __init__(self, topology, cluster, params, seed, models=None) -> None:  # type: ignore[no-untyped-def]
+    def __init__(
+        self,
+        topology: Topology,
+        cluster: Cluster,
+        params: Mapping[str, Any],
+        seed: int | None,
+        models: Mapping[str, PerformanceModel] | None = None,
+    ) -> None:
         super().__init__(topology, cluster, elastic_params(params, cluster), seed, models)
 
 

@@ -27,8 +27,10 @@ Factory = Callable[
     [Topology, Cluster, Mapping[str, Any], "int | None", "Mapping[str, PerformanceModel] | None"],
     Any,
 ]
-#: ``(topology, cluster, params) → the plan a job starts with``.
-Initial = Callable[[Topology, Cluster, Mapping[str, Any]], Plan]
+#: ``(topology, cluster, params, models) → the plan a job starts with``.
+Initial = Callable[
+    [Topology, Cluster, Mapping[str, Any], "Mapping[str, PerformanceModel] | None"], Plan
+]
 
 
 @dataclass(frozen=True, slots=True)
