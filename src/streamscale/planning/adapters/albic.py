@@ -176,6 +176,7 @@ def _milp_kwargs(p: dict[str, Any]) -> dict[str, Any]:
 def milp_step(context: PlanningContext, plan: Plan) -> StepResult:
     """Paper 003, §4.3.1: MILP load balancing with migration budget and scale-in."""
     from streamscale.planning.balancing.milp import solve_milp  # HiGHS/OR-Tools: ~0.6 s
+
     params = MILP_SETTINGS.read(context.params)
     problem = build_problem(context, plan)
     mm, mc = _budget(params)
@@ -200,6 +201,7 @@ def milp_step(context: PlanningContext, plan: Plan) -> StepResult:
 def albic_step(context: PlanningContext, plan: Plan) -> StepResult:
     """Paper 003, §4.3.2: one ALBIC round (collocation sets rebuilt from the current plan)."""
     from streamscale.planning.balancing.albic import albic, collocation_candidates  # ~0.9 s
+
     params = ALBIC_SETTINGS.read(context.params)
     problem = build_problem(context, plan)
     mm, mc = _budget(params)
@@ -262,6 +264,7 @@ def potc_step(context: PlanningContext, plan: Plan) -> StepResult:
 def cola_step(context: PlanningContext, plan: Plan) -> StepResult:
     """COLA (Khandekar et al. 2009) as the collocation baseline of paper 003, §5.3."""
     from streamscale.planning.balancing.cola import cola  # METIS: paid only when COLA runs
+
     problem = build_problem(context, plan)
     res = cola(
         problem,
