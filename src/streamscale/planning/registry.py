@@ -82,20 +82,31 @@ Adapter = Callable[[PlanningContext, Plan], StepResult]
 
 @dataclass(frozen=True, slots=True)
 class Entry:
-    """A registered planner; ``params`` declares the settings it reads (``None``: undeclared)."""
+    """A registered planner; ``params`` declares the settings it reads (``None``: undeclared).
+
+    ``promises`` names the properties the planner guarantees beyond a valid plan, which the
+    conformance suite then checks (``"cpu_capacity"``: no node's CPU demand above its
+    capacity less reserved CPU, or an explicit failure).
+    """
 
     family: Family
     name: str
     description: str
     adapter: Adapter
     params: Schema | None = None
+    promises: frozenset[str] = frozenset()
 
 
 _REGISTRY: dict[tuple[Family, str], Entry] = {}
 
 
 def register(
-    family: Family, name: str, description: str, *, params: Schema | None = None
+    family: Family,
+    name: str,
+    description: str,
+    *,
+    params: Schema | None = None,
+    promises: Iterable[str] = (),
 ) -> Callable[[Adapter], Adapter]:
     """Decorator registering ``adapter`` under ``family``/``name`` with a one-line description.
 
@@ -110,7 +121,7 @@ def register(
         key = (family, name)
         if key in _REGISTRY and _REGISTRY[key].adapter is not fn:
             raise ValueError(f"{family} {name!r} registered twice")
-        _REGISTRY[key] = Entry(family, name, description, fn, params)
+        _REGISTRY[key] = Entry(family, name, description, fn, params, frozenset(promises))
         return fn
 
     return deco

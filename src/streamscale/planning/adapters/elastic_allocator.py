@@ -252,6 +252,7 @@ def _finish(
     "gma",
     "paper 002: greedy matching under CPU and bandwidth limits (GMA)",
     params=GMA_SETTINGS,
+    promises=("cpu_capacity",),
 )
 def gma_placer(context: PlanningContext, plan: Plan) -> StepResult:
     """GMA (paper 002, §IV.E, Algorithm 1) with an operation budget."""
@@ -278,6 +279,7 @@ def gma_placer(context: PlanningContext, plan: Plan) -> StepResult:
     "random",
     "paper 002 baseline: every unit on a random node (seeded)",
     params=RANDOM_SETTINGS,
+    promises=("cpu_capacity",),
 )
 def random_placer(context: PlanningContext, plan: Plan) -> StepResult:
     """Random baseline (paper 002, §V)."""
@@ -291,6 +293,7 @@ def random_placer(context: PlanningContext, plan: Plan) -> StepResult:
     "even",
     "paper 002 baseline: Storm's even scheduler, round-robin over slots",
     params=EVEN_SETTINGS,
+    promises=("cpu_capacity",),
 )
 def even_placer(context: PlanningContext, plan: Plan) -> StepResult:
     """Even baseline (paper 002, §V): Storm's even scheduler."""

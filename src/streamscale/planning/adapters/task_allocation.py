@@ -304,6 +304,7 @@ def _order(context: PlanningContext) -> Any:
     "naive",
     "paper 001 §3.1: task pairs by IMC onto nodes by capacity",
     params=PAIRS_SETTINGS,
+    promises=("cpu_capacity",),
 )
 def naive_placer(context: PlanningContext, plan: Plan) -> StepResult:
     order = _order(context)
@@ -315,13 +316,20 @@ def naive_placer(context: PlanningContext, plan: Plan) -> StepResult:
     "tl",
     "paper 001 §3.2: task-level, pairs by relative significance",
     params=PAIRS_SETTINGS,
+    promises=("cpu_capacity",),
 )
 def tl_placer(context: PlanningContext, plan: Plan) -> StepResult:
     order = _order(context)
     return _run("tl", context, plan, lambda j: task_level(j, order=order, seed=context.seed))
 
 
-@register("placer", "tl-imc", "paper 001 §3.2: task-level, pairs by IMC", params=PAIRS_SETTINGS)
+@register(
+    "placer",
+    "tl-imc",
+    "paper 001 §3.2: task-level, pairs by IMC",
+    params=PAIRS_SETTINGS,
+    promises=("cpu_capacity",),
+)
 def tl_imc_placer(context: PlanningContext, plan: Plan) -> StepResult:
     order = _order(context)
     return _run(
@@ -332,7 +340,13 @@ def tl_imc_placer(context: PlanningContext, plan: Plan) -> StepResult:
     )
 
 
-@register("placer", "td", "paper 001 §4: top-down group-aware allocation (TD)", params=TD_SETTINGS)
+@register(
+    "placer",
+    "td",
+    "paper 001 §4: top-down group-aware allocation (TD)",
+    params=TD_SETTINGS,
+    promises=("cpu_capacity",),
+)
 def td_placer(context: PlanningContext, plan: Plan) -> StepResult:
     p = TD_SETTINGS.read(context.params)
     singles, literal = p["singles"], p["literal"]
@@ -344,6 +358,7 @@ def td_placer(context: PlanningContext, plan: Plan) -> StepResult:
     "optimal",
     "paper 001 §7.3: maximum IMC gain with CP-SAT (small jobs)",
     params=OPTIMAL_SETTINGS,
+    promises=("cpu_capacity",),
 )
 def optimal_placer(context: PlanningContext, plan: Plan) -> StepResult:
     # CP-SAT's import costs about 0.35 s: paid only when this placer runs
