@@ -250,7 +250,9 @@ def _run(
     notes: list[str] = []
     alloc: TaskAllocation | None = None
     assignment: dict[str, str] | None = None
-    costs = task_costs(context, plan, job) if params["skew"] else {}
+    # whole-core tasks cost the same whatever their load: nothing to split
+    skew = params["skew"] and params["task_cost"] == "load"
+    costs = task_costs(context, plan, job) if skew else {}
     split = split_skewed(job, costs, margin=params["skew_margin"])
     if len(split.job.groups) > len(job.groups):
         # Units keep their identity here, so the GCD re-cut cannot apply, and
