@@ -18,7 +18,8 @@ collocation sets.
 Params (all optional): ``max_migrations`` (20; ``0`` or negative = no limit),
 ``max_migration_bytes`` (cost budget), ``time_limit_s`` (2.0),
 ``deterministic_limit``, ``solver`` (``highs`` | ``cpsat``), ``score_factor``
-(1.0), ``max_load_distance_pct`` (5.0), ``merge_factor`` (PoTC, 0.1).
+(1.0), ``max_load_distance_pct`` (5.0), ``max_partition_load_pct`` (ALBIC, 25.0),
+``merge_factor`` (PoTC, 0.1).
 """
 
 from __future__ import annotations
@@ -121,6 +122,14 @@ ALBIC_SETTINGS = Schema(
     *SOLVE,
     SPREAD,
     Setting("score_factor", float, 1.0, "weight of a collocation's score (§4.3.2)", low=0.0),
+    Setting(
+        "max_partition_load_pct",
+        float,
+        25.0,
+        "largest collocation set's load, % of the mean node load (maxPartitionLoad, §4.3.2)",
+        low=0.0,
+        low_open=True,
+    ),
 )
 FLUX_SETTINGS = Schema("balancer flux", *BUDGET)
 POTC_SETTINGS = Schema(
@@ -218,6 +227,7 @@ def albic_step(context: PlanningContext, plan: Plan) -> StepResult:
         max_cost=mc,
         score_factor=sf,
         max_load_distance_pct=params["max_load_distance_pct"],
+        max_partition_load_pct=params["max_partition_load_pct"],
         seed=context.seed,
         **_milp_kwargs(params),
     )
