@@ -200,3 +200,42 @@ def test_gma_leaves_a_node_busy_with_other_work() -> None:
     d2 = free.decide(snapshot(loads, loads), start, 1.0)
     plan2 = d2.plan or start
     assert "executor-0" in set(plan2.placement.nodes.values())
+
+
+@pytest.mark.parametrize("name", ["td", "tl"])
+def test_task_allocation_matches_brute_force_when_not_every_pair_fits(name: str) -> None:
+    # a[1]↔b[1] exchange 100/s per shard, a[0]↔b[0] 10/s; nodes of 2, 1 and 1 cores hold
+    # the four one-core units, so only one pair can share a node
+    topo, cluster = chain(instances=2, shards=2, nodes=3, cores=1)
+    cluster = type(cluster).build(
+        [type(n)(n.name, cores=2 if i == 0 else 1) for i, n in enumerate(cluster.nodes)]
+    )
+    rates = [10.0, 10.0, 100.0, 100.0]
+    loads = [0.1] * 4
+    snap = snapshot(loads, loads)
+    snap = type(snap).build(
+        time=snap.time,
+        operators=snap.operators,
+        shards=snap.shards,
+        traffic=[
+            type(t)(t.src, t.src_shard, t.dst, t.dst_shard, rates[t.src_shard])
+            for t in snap.traffic
+        ],
+    )
+    pol = make_policy(name, topo, cluster, params={"latency_target_ms": 50})
+    plan, _ = settle(pol, snap, initial_plan(name, topo, cluster))
+    assert plan.allocation.total == 4
+    _check_units(plan, topo, cluster)
+    got = sum(
+        rates[g]
+        for g in range(4)
+        if shard_node(plan, topo, "a", g) == shard_node(plan, topo, "b", g)
+    )
+    caps = {n.name: n.cores for n in cluster.nodes}
+    best = 0.0
+    for where in itertools.product(cluster.names, repeat=4):  # a[0], a[1], b[0], b[1]
+        if any(where.count(n) > c for n, c in caps.items()):
+            continue
+        best = max(best, sum(rates[2 * e] * 2 for e in range(2) if where[e] == where[2 + e]))
+    assert best == 200.0
+    assert got == best
