@@ -114,61 +114,6 @@ class _ElasticBase(PolicyBase):
 
 
 @policy(
-    "static",
-    "one core per executor, never changes",
-    settings=ELASTIC_SETTINGS,
-    initial=_elastic_initial,
-)
-class StaticPolicy(_ElasticBase):
-    """One core per executor on its home node; every shard on that core (paper 000, §5)."""
-
-    def decide(self, snapshot: Snapshot, current: Plan, now: float) -> Decision:
-        self.context(snapshot, now)
-        plan = static_plan(self.execs)
-        return decision(current, plan, "static plan", {"cores": plan.allocation.total})
-
-
-@policy(
-    "proportional",
-    "cores = ceil(load / target utilization) per executor, no queueing model",
-    settings=ELASTIC_SETTINGS,
-    steps=(("placer", "elasticutor"), ("balancer", "shard")),
-    initial=_elastic_initial,
-)
-class ProportionalPolicy(_ElasticBase):
-    """``k_e = ⌈(load_e + backlog share) / target_utilization⌉`` per executor.
-
-    The one-step sizing of production autoscalers (ALGORITHMS.md, "Beyond the
-    papers"): the observed busy cores of an executor divided by the target
-    utilisation, plus the cores that drain its share of the backlog within
-    ``catch_up_s``. Totals above ``max_cores`` are trimmed from the executor that
-    stays least utilised. Cores are then assigned by Algorithm 1 (paper 000, §4.2)
-    and shards balanced as in §3.1, so only the sizing rule differs from ``elastic``.
-    """
-
-    def decide(self, snapshot: Snapshot, current: Plan, now: float) -> Decision:
-        context = self.context(snapshot, now)
-        loads = self.loads(context)
-        u = self.params["target_utilization"]
-        need = np.zeros(len(self.execs))
-        for j, ex in enumerate(self.execs):
-            ld = loads[ex.instance]
-            backlog_cores = ld.backlog_rate / ld.service if math.isfinite(ld.service) else 0.0
-            need[j] = (ld.load + backlog_cores) / u
-        k = np.maximum(1, np.ceil(need - 1e-9)).astype(np.int64)
-        queued_s = [loads[ex.instance].queued / loads[ex.instance].service for ex in self.execs]
-        k = trim_cores(k, need, int(self.params["max_cores"]), queued_s)
-        cores = {**current.allocation.cores}
-        cores.update({ex.instance: int(k[j]) for j, ex in enumerate(self.execs)})
-        sized = Plan(Allocation(cores), current.placement, current.routing)
-        plan, figures = self.compose(
-            context, sized, [("placer", "elasticutor"), ("balancer", "shard")]
-        )
-        figures["demand_cores"] = float(need.sum() * u)
-        return decision(current, plan, f"proportional sizing to {int(sum(k))} cores", figures)
-
-
-@policy(
     "elastic",
     "Elasticutor: queueing-model cores, migration-aware assignment, shard balancing",
     settings=ELASTIC_SETTINGS,
@@ -204,6 +149,21 @@ class NaiveEcPolicy(ElasticPolicy):
     """Naive-EC (paper 000, §5): Elasticutor's cores, assigned obliviously of migration."""
 
     placer = "naive-ec"
+
+
+@policy(
+    "static",
+    "one core per executor, never changes",
+    settings=ELASTIC_SETTINGS,
+    initial=_elastic_initial,
+)
+class StaticPolicy(_ElasticBase):
+    """One core per executor on its home node; every shard on that core (paper 000, §5)."""
+
+    def decide(self, snapshot: Snapshot, current: Plan, now: float) -> Decision:
+        self.context(snapshot, now)
+        plan = static_plan(self.execs)
+        return decision(current, plan, "static plan", {"cores": plan.allocation.total})
 
 
 @policy(
@@ -268,3 +228,43 @@ class RcDampedPolicy(RcPolicy):
 
     damped = True
     holds_during_sync = True
+
+
+@policy(
+    "proportional",
+    "cores = ceil(load / target utilization) per executor, no queueing model",
+    settings=ELASTIC_SETTINGS,
+    steps=(("placer", "elasticutor"), ("balancer", "shard")),
+    initial=_elastic_initial,
+)
+class ProportionalPolicy(_ElasticBase):
+    """``k_e = ⌈(load_e + backlog share) / target_utilization⌉`` per executor.
+
+    The one-step sizing of production autoscalers (ALGORITHMS.md, "Beyond the
+    papers"): the observed busy cores of an executor divided by the target
+    utilisation, plus the cores that drain its share of the backlog within
+    ``catch_up_s``. Totals above ``max_cores`` are trimmed from the executor that
+    stays least utilised. Cores are then assigned by Algorithm 1 (paper 000, §4.2)
+    and shards balanced as in §3.1, so only the sizing rule differs from ``elastic``.
+    """
+
+    def decide(self, snapshot: Snapshot, current: Plan, now: float) -> Decision:
+        context = self.context(snapshot, now)
+        loads = self.loads(context)
+        u = self.params["target_utilization"]
+        need = np.zeros(len(self.execs))
+        for j, ex in enumerate(self.execs):
+            ld = loads[ex.instance]
+            backlog_cores = ld.backlog_rate / ld.service if math.isfinite(ld.service) else 0.0
+            need[j] = (ld.load + backlog_cores) / u
+        k = np.maximum(1, np.ceil(need - 1e-9)).astype(np.int64)
+        queued_s = [loads[ex.instance].queued / loads[ex.instance].service for ex in self.execs]
+        k = trim_cores(k, need, int(self.params["max_cores"]), queued_s)
+        cores = {**current.allocation.cores}
+        cores.update({ex.instance: int(k[j]) for j, ex in enumerate(self.execs)})
+        sized = Plan(Allocation(cores), current.placement, current.routing)
+        plan, figures = self.compose(
+            context, sized, [("placer", "elasticutor"), ("balancer", "shard")]
+        )
+        figures["demand_cores"] = float(need.sum() * u)
+        return decision(current, plan, f"proportional sizing to {int(sum(k))} cores", figures)
