@@ -59,7 +59,7 @@ def cases(draw: st.DrawFn) -> tuple[Topology, Cluster, Snapshot]:
             prev = "map"
         same = i == 0 or draw(st.booleans())
         inst, z = shape if same else (draw(st.integers(1, 3)), draw(st.integers(1, 6)))
-        cost = draw(st.sampled_from([0.2, 1.0, 2.5]))
+        cost = draw(st.sampled_from([0.0, 0.2, 1.0, 2.5]))
         ops.append(Operator(f"k{i}", cost_ms=cost, key="u", instances=inst, shards=z))
         edges.append(Edge(prev, f"k{i}", "key"))
         prev = f"k{i}"

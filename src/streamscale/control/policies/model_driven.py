@@ -39,7 +39,7 @@ from streamscale.control.policies.base import (
     without,
 )
 from streamscale.control.policies.spec import policy
-from streamscale.errors import ModelError, StreamscaleError
+from streamscale.errors import ModelError
 from streamscale.model import (
     Allocation,
     Cluster,
@@ -162,9 +162,8 @@ def _size_and_map(
     """Threads by ``allocator`` at ``context.rate``, mapped by ``mapper``, shards routed."""
     sized, figs, notes = compose(context, current, steps=[("allocator", allocator)])
     keyed = _keyed(context.topology)
-    threads = {op: k for op, k in sized.allocation.cores.items() if op in keyed and k > 0}
-    if not threads:
-        raise StreamscaleError("the models give no keyed operator a thread", item=allocator)
+    # every keyed operator runs, however little its rate asks of the model
+    threads = {op: max(1, int(sized.allocation.cores.get(op, 0))) for op in sorted(keyed)}
     slots = max(1, sized.allocation.slots or 0)
     sized = Plan(Allocation(threads, sized.allocation.slots), Placement(), current.routing)
     # threads are operator-level units op#t, numbered afresh by the mapper
