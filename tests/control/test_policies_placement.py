@@ -195,6 +195,7 @@ def test_gma_leaves_a_node_busy_with_other_work() -> None:
     assert d.plan is not None
     assert "executor-0" not in set(d.plan.placement.nodes.values())
     assert set(d.plan.placement.nodes.values()) <= set(cluster.names)
+    assert all(k <= 2 for k in units_per_node(d.plan).values())
     # the same job on free nodes packs from executor-0 up
     free = make_policy("gma", topo, cluster, params={"latency_target_ms": 50})
     d2 = free.decide(snapshot(loads, loads), start, 1.0)

@@ -11,9 +11,10 @@ At each decision:
    does not report keep their declared ``reserved_cpu``/``reserved_bandwidth_mbps``.
 3. **Units to nodes** by the registered ``gma`` placer (§IV.E, Algorithm 1): each
    unit carries its share of its operator's CPU demand and traffic, nodes accept
-   up to ``d_cpu``/``d_bw`` of their capacity counting the other work, at most one
-   unit per core. The placer sees the fewest leading nodes whose cores hold the
-   units, one more at a time while GMA finds no placement within the limits, so
+   up to ``d_cpu``/``d_bw`` of their capacity counting the other work. The placer
+   sees the fewest leading nodes whose cores hold the units, one more at a time
+   while GMA finds no placement within the limits or gives a node more units than
+   cores (on the whole cluster its best effort is taken as it is), so
    the job packs onto ``executor-0 …``, leaves busy nodes and scales in by vacating
    the highest nodes. Units that stay on their node keep their ids.
 4. **Shards to units** by the registered ``collocate`` balancer (balanced within
@@ -22,7 +23,7 @@ At each decision:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -38,7 +39,7 @@ from streamscale.control.policies.elasticutor import ELASTIC_SETTINGS, elastic_p
 from streamscale.control.policies.spec import policy
 from streamscale.model import Cluster, PerformanceModel, Plan, Routing, Snapshot, Topology
 from streamscale.planning.adapters.elastic_allocator import GMA_SETTINGS
-from streamscale.planning.registry import PlanningContext
+from streamscale.planning.registry import PlanningContext, StepResult
 
 __all__ = ["GMA_POLICY_SETTINGS", "GmaPolicy", "other_work"]
 
@@ -62,8 +63,19 @@ def other_work(context: PlanningContext, current: Plan) -> dict[str, float]:
     return {n: max(0.0, st.cpu - own[n]) for n, st in snap.nodes.items()}
 
 
-def _feasible(res: Any) -> bool:
-    return bool(res.figures.get("feasible", True))
+def _fits(cluster: Cluster) -> Callable[[StepResult], bool]:
+    """GMA's own limits held and no node given more units than cores (a Spark task
+    holds a core: more would queue behind each other)."""
+    cores = {n.name: n.cores for n in cluster.nodes}
+
+    def ok(res: StepResult) -> bool:
+        per: dict[str, int] = {}
+        for node in res.plan.placement.nodes.values():
+            per[node] = per.get(node, 0) + 1
+        within = all(k <= cores.get(n, 0) for n, k in per.items())
+        return bool(res.figures.get("feasible", True)) and within
+
+    return ok
 
 
 @policy(
@@ -100,7 +112,7 @@ class GmaPolicy(PolicyBase):
         # them; the new units have none yet, so it sees the even split they will get
         unrouted = Plan(sized.allocation, sized.placement, Routing({}))
         placed, place_figs, offered = place_packed(
-            self.execs, placing, unrouted, "gma", feasible=_feasible
+            self.execs, placing, unrouted, "gma", feasible=_fits(self.cluster)
         )
         placed = Plan(placed.allocation, placed.placement, sized.routing)
         plan, route_figs = self.compose(context, placed, [("balancer", "collocate")])
