@@ -22,9 +22,15 @@ from streamscale.model import (
 
 
 def chain(
-    *, instances: int = 1, shards: int = 4, nodes: int = 4, cores: int = 2, rate: float = 1000.0
+    *,
+    instances: int = 1,
+    shards: int = 4,
+    nodes: int = 4,
+    cores: int = 2,
+    rate: float | None = 1000.0,
 ) -> tuple[Topology, Cluster]:
-    """src → a → b → snk; ``a`` and ``b`` keyed by the same field with the same E and Z."""
+    """src → a → b → snk; ``a`` and ``b`` keyed by the same field with the same E and Z
+    (``rate`` None: the source declares none, as on a running Spark job)."""
     ops = [
         Operator("src", kind="source", rate=rate, tuple_bytes=100),
         Operator("a", cost_ms=1.0, key="k", instances=instances, shards=shards, tuple_bytes=100),

@@ -240,3 +240,14 @@ def test_task_allocation_matches_brute_force_when_not_every_pair_fits(name: str)
         best = max(best, sum(rates[2 * e] * 2 for e in range(2) if where[e] == where[2 + e]))
     assert best == 200.0
     assert got == best
+
+
+@pytest.mark.parametrize("name", ["td", "tl", "gma", "albic", "model-driven"])
+def test_policies_plan_a_job_whose_source_declares_no_rate(name: str) -> None:
+    # the Spark collector reports the keyed operators and the sources, not every edge
+    topo, cluster = chain(instances=2, shards=4, nodes=4, cores=2, rate=None)
+    pol = make_policy(name, topo, cluster, params={"time_limit_s": 1.0} if name == "albic" else {})
+    plan, _ = settle(pol, snapshot([0.3] * 8, [0.3] * 8), initial_plan(name, topo, cluster))
+    if name in ("td", "tl"):
+        _check_units(plan, topo, cluster)
+    assert {shard_node(plan, topo, op, g) for op in "ab" for g in range(8)} <= set(cluster.names)

@@ -43,6 +43,7 @@ from streamscale.planning.placement.elastic_allocator import (
     random_placement,
 )
 from streamscale.planning.placement.gma import gma
+from streamscale.planning.placement.groups import modelled_rates
 from streamscale.planning.registry import PlanningContext, StepResult, register
 from streamscale.settings import Schema, Setting
 
@@ -149,12 +150,8 @@ def build_problem(context: PlanningContext, plan: Plan) -> tuple[AllocatorProble
     params = PROBLEM_SETTINGS.read(context.params)
     per_op, alloc = _units(topo, plan)
     observed = snap is not None and all(o.name in snap.operators for o in topo.operators)
-    omega = {} if observed else topo.rates(context.rate)
-    edge_rates = (
-        topo.edge_rates(context.rate)
-        if snap is None or any(e.name not in snap.edges for e in topo.edges)
-        else {}
-    )
+    need = not observed or snap is None or any(e.name not in snap.edges for e in topo.edges)
+    omega, edge_rates = modelled_rates(topo, context.rate, snap) if need else ({}, {})
     ops: list[AllocatorOperator] = []
     weights: dict[str, dict[str, float]] = {}
     for op in topo.operators:
