@@ -151,7 +151,19 @@ def test_errors(topo: Topology, cluster: Cluster) -> None:
         make_policy("elastic", topo, cluster, params={"bogus": 1})
     with pytest.raises(StreamscaleError, match="theta"):
         make_policy("elastic", topo, cluster, params={"theta": "x"})
-    assert set(POLICIES) == {"elastic", "naive-ec", "static", "rc", "rc-damped", "proportional"}
+    assert set(POLICIES) == {
+        "elastic",
+        "naive-ec",
+        "static",
+        "rc",
+        "rc-damped",
+        "proportional",
+        "albic",
+        "td",
+        "tl",
+        "gma",
+        "model-driven",
+    }
 
 
 class _Collector:

@@ -2,7 +2,8 @@
 
 Two levels:
 
-* registry placers (``PLACERS``): through their adapter, on random
+* registry placers that promise ``cpu_capacity`` (``PLACERS``, read from the
+  registry: registering is enough): through their adapter, on random
   topologies and clusters — every unit placed exactly once on a known node or
   an explicit failure (:class:`InfeasibleError`, or ``figures["feasible"]``
   False), node CPU capacity (minus reserved CPU) respected, deterministic for
@@ -10,7 +11,9 @@ Two levels:
 * group-job allocators of paper 001 (``ALLOCATORS``): the same properties on
   :class:`GroupJob` directly, plus "never above the optimum".
 
-Add a placer by appending its registry name and params to ``PLACERS``.
+Every registered planner also passes the family-independent checks of
+``test_registry_conformance.py``. ``VARIANTS`` adds parameter settings worth
+checking on top of each placer's defaults.
 """
 
 from __future__ import annotations
@@ -24,8 +27,20 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from streamscale.errors import InfeasibleError
-from streamscale.model import Cluster, Edge, Node, Operator, Plan, Topology, unit_id
-from streamscale.planning import PlanningContext, StepResult, get
+from streamscale.model import (
+    Cluster,
+    Edge,
+    Node,
+    Operator,
+    Plan,
+    Topology,
+    instance_id,
+    operator_of,
+    parse_instance,
+    parse_unit,
+    unit_id,
+)
+from streamscale.planning import PlanningContext, StepResult, entries, get
 from streamscale.planning.placement.groups import Group, GroupEdge, GroupJob, TaskAllocation
 from streamscale.planning.placement.naive_pairs import naive_pairs
 from streamscale.planning.placement.optimal import optimal
@@ -33,21 +48,24 @@ from streamscale.planning.placement.task_level import task_level
 from streamscale.planning.placement.top_down import top_down
 from tests.planning.test_optimal import brute_force
 
-# Registry placers under test: (name, params). Keep this list at the top.
+# Settings beyond the defaults worth checking, per registered placer.
+VARIANTS: dict[str, list[dict[str, Any]]] = {
+    "tl": [{"order": "storm"}],
+    "td": [{"singles": "affinity", "relax": False}, {"literal": True}],
+    "gma": [{"search": False}, {"objective": "utilization", "d_cpu": 1.0}],
+}
+# Bounds that keep a solver-backed placer's run short; used where the placer declares them.
+FAST = {"time_limit_s": 60.0, "work_limit": 2.0}
+
+# Registry placers under test: (name, params), every placer promising CPU capacity.
 PLACERS: list[tuple[str, dict[str, Any]]] = [
-    ("naive", {}),
-    ("tl", {}),
-    ("tl-imc", {}),
-    ("tl", {"order": "storm"}),
-    ("td", {}),
-    ("td", {"singles": "affinity", "relax": False}),
-    ("td", {"literal": True}),
-    ("optimal", {"time_limit_s": 60.0, "work_limit": 2.0}),
-    ("gma", {}),
-    ("gma", {"search": False}),
-    ("gma", {"objective": "utilization", "d_cpu": 1.0}),
-    ("random", {}),
-    ("even", {}),
+    (e.name, p)
+    for e in entries("placer")
+    if "cpu_capacity" in e.promises
+    for p in [
+        {k: v for k, v in FAST.items() if e.params is not None and k in e.params},
+        *VARIANTS.get(e.name, []),
+    ]
 ]
 
 ALLOCATORS: dict[str, Callable[[GroupJob], TaskAllocation]] = {
@@ -124,11 +142,11 @@ def _check_plan(ctx: PlanningContext, res: StepResult) -> None:
     omega = ctx.topology.rates(ctx.rate)
     per_op: dict[str, int] = {}
     for inst, k in plan.allocation.cores.items():
-        op = inst.split("[")[0]
+        op = operator_of(inst)
         per_op[op] = per_op.get(op, 0) + k
     load = dict.fromkeys(ctx.cluster.names, 0.0)
     for unit, node in plan.placement.nodes.items():
-        op = ctx.topology.operator(unit.split("#")[0].split("[")[0])
+        op = ctx.topology.operator(operator_of(unit))
         load[node] += omega[op.name] * op.cost_ms / 10.0 / per_op[op.name]
     for n in ctx.cluster.nodes:
         assert load[n.name] <= n.capacity - n.reserved_cpu + 1e-6, (n.name, load)
@@ -162,10 +180,11 @@ def test_registry_placer_conforms(name: str, params: dict[str, Any], ctx: Planni
     assert renamed is not None
 
     def back(unit: str) -> str:
-        inst, i = unit.rsplit("#", 1)
-        op = inst.split("[")[0]
-        orig = next(k for k, v in ops.items() if v == op)
-        return inst.replace(op, orig, 1) + "#" + i
+        u = parse_unit(unit)
+        assert u is not None
+        iid = parse_instance(u.instance)
+        orig = next(k for k, v in ops.items() if v == iid.operator)
+        return unit_id(instance_id(orig, iid.index), u.index)
 
     inverse = {v: k for k, v in nodes.items()}
     assert {back(u): inverse[n] for u, n in renamed.plan.placement.nodes.items()} == dict(

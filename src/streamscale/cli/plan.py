@@ -28,6 +28,7 @@ from streamscale.model import (
     load_topology,
     save,
 )
+from streamscale.model.ids import parse_instance
 from streamscale.model.io import dump
 from streamscale.planning.registry import Family, PlanningContext, check_params, compose, entries
 
@@ -69,11 +70,12 @@ def shard_sizes(topology: Topology, snapshot: Snapshot | None) -> Any:
         sizes = {(s.operator, s.shard): s.state_bytes for s in snapshot.shards}
 
     def shard_bytes(instance: str, shard: int) -> int:
-        op_name, _, rest = instance.partition("[")
-        if not rest.endswith("]") or not rest[:-1].isdigit() or op_name not in topology.names:
+        inst = parse_instance(instance)
+        op_name = inst.operator
+        if inst.index is None or op_name not in topology.names:
             return 0
         op = topology.operator(op_name)
-        g = int(rest[:-1]) * op.shards + shard
+        g = inst.index * op.shards + shard
         if (op_name, g) in sizes:
             return sizes[(op_name, g)]
         return op.state_bytes // max(op.instances * op.shards, 1)

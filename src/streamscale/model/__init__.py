@@ -3,6 +3,19 @@
 from __future__ import annotations
 
 from streamscale.model.cluster import Cluster, Node, VmType
+from streamscale.model.ids import (
+    InstanceId,
+    ShardId,
+    SlotId,
+    UnitId,
+    group_id,
+    instance_id,
+    instance_of,
+    operator_of,
+    parse_instance,
+    parse_unit,
+    unit_id,
+)
 from streamscale.model.io import (
     dump,
     load,
@@ -22,7 +35,6 @@ from streamscale.model.plan import (
     PlanDiff,
     Routing,
     ShardMove,
-    unit_id,
 )
 from streamscale.model.snapshot import NodeStats, OperatorStats, ShardStats, Snapshot, Traffic
 from streamscale.model.topology import Edge, Grouping, Operator, OperatorKind, Topology
@@ -33,6 +45,7 @@ __all__ = [
     "CoreMove",
     "Edge",
     "Grouping",
+    "InstanceId",
     "ModelPoint",
     "Node",
     "NodeStats",
@@ -44,19 +57,28 @@ __all__ = [
     "Plan",
     "PlanDiff",
     "Routing",
+    "ShardId",
     "ShardMove",
     "ShardStats",
+    "SlotId",
     "Snapshot",
     "Topology",
     "Traffic",
+    "UnitId",
     "VmType",
     "dump",
+    "group_id",
+    "instance_id",
+    "instance_of",
     "load",
     "load_cluster",
     "load_models",
     "load_plan",
     "load_snapshot",
     "load_topology",
+    "operator_of",
+    "parse_instance",
+    "parse_unit",
     "save",
     "unit_id",
 ]

@@ -16,6 +16,8 @@ from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
+from streamscale.model.ids import instance_of, unit_id
+
 __all__ = [
     "Allocation",
     "CoreMove",
@@ -26,11 +28,6 @@ __all__ = [
     "ShardMove",
     "unit_id",
 ]
-
-
-def unit_id(instance: str, index: int) -> str:
-    """Canonical name of the ``index``-th unit of ``instance``."""
-    return f"{instance}#{index}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,8 +46,9 @@ class Placement:
 
     def per_node(self, instance: str | None = None) -> Counter[str]:
         """Units per node (x_ij for one instance, or over all)."""
-        pre = None if instance is None else instance + "#"
-        return Counter(n for u, n in self.nodes.items() if pre is None or u.startswith(pre))
+        return Counter(
+            n for u, n in self.nodes.items() if instance is None or instance_of(u) == instance
+        )
 
 
 @dataclass(frozen=True, slots=True)

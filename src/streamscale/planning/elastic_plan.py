@@ -28,7 +28,7 @@ from streamscale.model import (
     Snapshot,
     Topology,
 )
-from streamscale.model.plan import unit_id
+from streamscale.model.ids import instance_id, parse_unit, unit_id
 from streamscale.planning.balancing.shard_balance import BalanceResult, balance_shards
 
 __all__ = [
@@ -51,8 +51,8 @@ __all__ = [
 
 
 def executor_id(operator: str, index: int) -> str:
-    """Instance id of executor ``index`` of ``operator`` (``op[e]``)."""
-    return f"{operator}[{index}]"
+    """Instance id of executor ``index`` of ``operator`` (``op[e]``, :mod:`streamscale.model.ids`)."""
+    return instance_id(operator, index)
 
 
 @dataclass(frozen=True, slots=True)
@@ -293,8 +293,8 @@ def placement_matrix(plan: Plan, execs: Sequence[ExecutorInfo], nodes: Sequence[
     col = {ex.instance: j for j, ex in enumerate(execs)}
     x = np.zeros((len(nodes), len(execs)), dtype=np.int64)
     for unit, node in plan.placement.nodes.items():
-        inst, _, _ = unit.rpartition("#")
-        j, i = col.get(inst), row.get(node)
+        u = parse_unit(unit)
+        j, i = (col.get(u.instance) if u else None), row.get(node)
         if j is not None and i is not None:
             x[i, j] += 1
     return x
@@ -303,9 +303,9 @@ def placement_matrix(plan: Plan, execs: Sequence[ExecutorInfo], nodes: Sequence[
 def _units_by_instance(plan: Plan, nodes: set[str]) -> dict[str, list[tuple[int, str]]]:
     out: dict[str, list[tuple[int, str]]] = {}
     for unit, node in plan.placement.nodes.items():
-        inst, sep, idx = unit.rpartition("#")
-        if sep and idx.isdigit() and node in nodes:
-            out.setdefault(inst, []).append((int(idx), node))
+        u = parse_unit(unit)
+        if u is not None and node in nodes:
+            out.setdefault(u.instance, []).append((u.index, node))
     for units in out.values():
         units.sort()
     return out
@@ -363,10 +363,9 @@ def table_to_tasks(
     if table is None or len(table) != z:
         return [None] * z
     index: dict[str, int | None] = {}
-    pre = instance + "#"
     for unit in set(table):
-        idx = unit[len(pre) :] if unit.startswith(pre) else ""
-        t = int(idx) if idx.isdigit() else None
+        u = parse_unit(unit)
+        t = u.index if u is not None and u.instance == instance else None
         if t is not None and mapping is not None:
             t = mapping[t] if t < len(mapping) else None
         index[unit] = t

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from streamscale.errors import ModelError
-from streamscale.model import PerformanceModel, Topology
+from streamscale.model import PerformanceModel, Topology, instance_of
 from streamscale.planning.allocation.model_based import model_for
 
 __all__ = ["Prediction", "RoutingMode", "predict"]
@@ -94,7 +94,7 @@ def predict(
         raise ModelError("routing must be 'shuffle' or 'weighted'", item=str(routing))
     per_task: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     for unit, s in assignment.items():
-        per_task[unit.rsplit("#", 1)[0]][s] += 1
+        per_task[instance_of(unit)][s] += 1
     rel = topology.rates({src.name: 1.0 for src in topology.sources})
     all_slots = list(slots) if slots is not None else sorted(set(assignment.values()))
     if vm_slots is None:

@@ -9,22 +9,32 @@ chains an allocator, a placer and a balancer, as ``streamscale plan`` does.
 
 from __future__ import annotations
 
+import ast
 import importlib
+import importlib.util
+import pkgutil
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from functools import cache
+from typing import TYPE_CHECKING, Any, Literal
 
 from streamscale.errors import StreamscaleError
 from streamscale.model import Cluster, PerformanceModel, Plan, Snapshot, Topology
 from streamscale.settings import Schema
 
+if TYPE_CHECKING:
+    from streamscale.planning.elastic_plan import ExecutorLoad
+
 __all__ = [
+    "ADAPTERS_PACKAGE",
     "Entry",
     "Family",
     "PlanningContext",
     "StepResult",
+    "adapter_modules",
     "check_params",
     "compose",
+    "declared",
     "entries",
     "get",
     "register",
@@ -33,21 +43,19 @@ __all__ = [
 Family = Literal["allocator", "placer", "balancer"]
 FAMILIES: tuple[Family, ...] = ("allocator", "placer", "balancer")
 
-# Modules whose import registers adapters; each family adds its module here. Most-used
-# first: ``get`` imports them in order only until the name it wants is registered.
-_ADAPTER_MODULES: tuple[str, ...] = (
-    "streamscale.planning.adapters.elasticutor",
-    "streamscale.planning.adapters.elasticutor_rc",
-    "streamscale.planning.adapters.elastic_allocator",
-    "streamscale.planning.adapters.model_driven",
-    "streamscale.planning.adapters.task_allocation",
-    "streamscale.planning.adapters.albic",
-)
+#: The package whose modules register planners: a new module there is found on its own.
+ADAPTERS_PACKAGE = "streamscale.planning.adapters"
 
 
 @dataclass(frozen=True, slots=True)
 class PlanningContext:
-    """Everything an adapter may read. ``now`` is injected; ``seed`` drives randomness."""
+    """Everything an adapter may read. ``now`` is injected; ``seed`` drives randomness.
+
+    ``loads`` is the demand of each elastic executor (``op[e]``) for this decision,
+    computed once by the caller (:func:`streamscale.planning.adapters.elasticutor.with_loads`)
+    so that every step of one decision reads the same figures; ``None``: each step
+    derives them from the snapshot.
+    """
 
     topology: Topology
     cluster: Cluster
@@ -57,6 +65,7 @@ class PlanningContext:
     params: Mapping[str, Any] = field(default_factory=dict)
     seed: int | None = None
     now: float = 0.0
+    loads: Mapping[str, ExecutorLoad] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,20 +82,31 @@ Adapter = Callable[[PlanningContext, Plan], StepResult]
 
 @dataclass(frozen=True, slots=True)
 class Entry:
-    """A registered planner; ``params`` declares the settings it reads (``None``: undeclared)."""
+    """A registered planner; ``params`` declares the settings it reads (``None``: undeclared).
+
+    ``promises`` names the properties the planner guarantees beyond a valid plan, which the
+    conformance suite then checks (``"cpu_capacity"``: no node's CPU demand above its
+    capacity less reserved CPU, or an explicit failure).
+    """
 
     family: Family
     name: str
     description: str
     adapter: Adapter
     params: Schema | None = None
+    promises: frozenset[str] = frozenset()
 
 
 _REGISTRY: dict[tuple[Family, str], Entry] = {}
 
 
 def register(
-    family: Family, name: str, description: str, *, params: Schema | None = None
+    family: Family,
+    name: str,
+    description: str,
+    *,
+    params: Schema | None = None,
+    promises: Iterable[str] = (),
 ) -> Callable[[Adapter], Adapter]:
     """Decorator registering ``adapter`` under ``family``/``name`` with a one-line description.
 
@@ -101,21 +121,66 @@ def register(
         key = (family, name)
         if key in _REGISTRY and _REGISTRY[key].adapter is not fn:
             raise ValueError(f"{family} {name!r} registered twice")
-        _REGISTRY[key] = Entry(family, name, description, fn, params)
+        _REGISTRY[key] = Entry(family, name, description, fn, params, frozenset(promises))
         return fn
 
     return deco
 
 
-def _load(until: tuple[Family, str] | None = None) -> None:
-    """Import adapter modules in order, stopping once ``until`` is registered.
+def adapter_modules() -> tuple[str, ...]:
+    """Every module of :data:`ADAPTERS_PACKAGE`, discovered (no list is kept by hand)."""
+    pkg = importlib.import_module(ADAPTERS_PACKAGE)
+    return tuple(
+        f"{ADAPTERS_PACKAGE}.{m.name}"
+        for m in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda m: m.name)
+        if not m.ispkg
+    )
 
-    Run-time policies need only their own family; importing every planner (OR-Tools,
-    SciPy, METIS) would put about a second on a job's first decision.
+
+@cache
+def declared(module: str) -> frozenset[tuple[str, str]]:
+    """The ``(family, name)`` pairs ``module`` registers, read from its source, not imported.
+
+    Importing every planner (OR-Tools, SciPy, METIS) costs about a second, which a
+    run-time policy needing one family should not pay; parsing the six modules'
+    source costs a few milliseconds. Only ``@register("family", "name", ...)`` with
+    literal arguments is seen; a module registering otherwise is imported whenever a
+    name is not found (see :func:`get`), so it is never missed.
     """
-    for mod in _ADAPTER_MODULES:
-        if until is not None and until in _REGISTRY:
+    spec = importlib.util.find_spec(module)
+    if spec is None or spec.origin is None:
+        return frozenset()
+    with open(spec.origin, encoding="utf-8") as fh:
+        tree = ast.parse(fh.read(), filename=spec.origin)
+    out: set[tuple[str, str]] = set()
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call) or len(node.args) < 2:
+            continue
+        fn = node.func
+        if not (isinstance(fn, ast.Name) and fn.id == "register"):
+            continue
+        fam, name = node.args[0], node.args[1]
+        if isinstance(fam, ast.Constant) and isinstance(name, ast.Constant):
+            out.add((str(fam.value), str(name.value)))
+    return frozenset(out)
+
+
+def _load(until: tuple[Family, str] | None = None) -> None:
+    """Import the adapter module that registers ``until`` (``None``: every module).
+
+    The module is found by :func:`declared`; when no module declares ``until``
+    literally, every module is imported.
+    """
+    if until is not None and until in _REGISTRY:
+        return
+    mods = adapter_modules()
+    if until is not None:
+        owners = [m for m in mods if until in declared(m)]
+        for mod in owners:
+            importlib.import_module(mod)
+        if until in _REGISTRY:
             return
+    for mod in mods:
         importlib.import_module(mod)
 
 

@@ -18,7 +18,8 @@ collocation sets.
 Params (all optional): ``max_migrations`` (20; ``0`` or negative = no limit),
 ``max_migration_bytes`` (cost budget), ``time_limit_s`` (2.0),
 ``deterministic_limit``, ``solver`` (``highs`` | ``cpsat``), ``score_factor``
-(1.0), ``max_load_distance_pct`` (5.0), ``merge_factor`` (PoTC, 0.1).
+(1.0), ``max_load_distance_pct`` (5.0), ``max_partition_load_pct`` (ALBIC, 25.0),
+``merge_factor`` (PoTC, 0.1).
 """
 
 from __future__ import annotations
@@ -29,8 +30,7 @@ import numpy as np
 
 from streamscale.errors import StreamscaleError
 from streamscale.model import Allocation, Placement, Plan, Routing, unit_id
-from streamscale.planning.balancing.albic import albic, collocation_candidates
-from streamscale.planning.balancing.cola import cola
+from streamscale.model.ids import group_id, instance_id, operator_of
 from streamscale.planning.balancing.flux import flux
 from streamscale.planning.balancing.keygroups import (
     BalanceResult,
@@ -38,7 +38,6 @@ from streamscale.planning.balancing.keygroups import (
     keyed_operators,
 )
 from streamscale.planning.balancing.metrics import collocation_factor, evaluate, load_distance_pct
-from streamscale.planning.balancing.milp import solve_milp
 from streamscale.planning.balancing.potc import potc
 from streamscale.planning.registry import PlanningContext, StepResult, register
 from streamscale.settings import Schema, Setting
@@ -68,29 +67,22 @@ def to_plan(
 ) -> Plan:
     """``plan`` with every keyed operator's units, placement and routing set from ``assignment``."""
     ops = keyed_operators(context.topology)
-    cores = {
-        k: v
-        for k, v in plan.allocation.cores.items()
-        if not any(k == op or k.startswith(op + "[") for op in ops)
-    }
-    placement = {
-        u: n
-        for u, n in plan.placement.nodes.items()
-        if not any(u.startswith(op + "#") or u.startswith(op + "[") for op in ops)
-    }
-    tables = {
-        k: v
-        for k, v in plan.routing.tables.items()
-        if not any(k.startswith(op + "[") for op in ops)
-    }
+    mine = set(ops)
+    cores = {k: v for k, v in plan.allocation.cores.items() if operator_of(k) not in mine}
+    placement = {u: n for u, n in plan.placement.nodes.items() if operator_of(u) not in mine}
+    tables = {k: v for k, v in plan.routing.tables.items() if operator_of(k) not in mine}
     for op_name in ops:
         op = context.topology.operator(op_name)
         cores[op_name] = problem.n
         for j, node in enumerate(problem.nodes):
             placement[unit_id(op_name, j)] = node
         for e in range(op.instances):
-            idx = [problem.group_index[f"{op_name}/{e * op.shards + s}"] for s in range(op.shards)]
-            tables[f"{op_name}[{e}]"] = tuple(unit_id(op_name, int(assignment[i])) for i in idx)
+            idx = [
+                problem.group_index[group_id(op_name, e * op.shards + s)] for s in range(op.shards)
+            ]
+            tables[instance_id(op_name, e)] = tuple(
+                unit_id(op_name, int(assignment[i])) for i in idx
+            )
     return Plan(Allocation(cores, plan.allocation.slots), Placement(placement), Routing(tables))
 
 
@@ -130,6 +122,14 @@ ALBIC_SETTINGS = Schema(
     *SOLVE,
     SPREAD,
     Setting("score_factor", float, 1.0, "weight of a collocation's score (§4.3.2)", low=0.0),
+    Setting(
+        "max_partition_load_pct",
+        float,
+        25.0,
+        "largest collocation set's load, % of the mean node load (maxPartitionLoad, §4.3.2)",
+        low=0.0,
+        low_open=True,
+    ),
 )
 FLUX_SETTINGS = Schema("balancer flux", *BUDGET)
 POTC_SETTINGS = Schema(
@@ -184,6 +184,8 @@ def _milp_kwargs(p: dict[str, Any]) -> dict[str, Any]:
 )
 def milp_step(context: PlanningContext, plan: Plan) -> StepResult:
     """Paper 003, §4.3.1: MILP load balancing with migration budget and scale-in."""
+    from streamscale.planning.balancing.milp import solve_milp  # HiGHS/OR-Tools: ~0.6 s
+
     params = MILP_SETTINGS.read(context.params)
     problem = build_problem(context, plan)
     mm, mc = _budget(params)
@@ -207,6 +209,8 @@ def milp_step(context: PlanningContext, plan: Plan) -> StepResult:
 )
 def albic_step(context: PlanningContext, plan: Plan) -> StepResult:
     """Paper 003, §4.3.2: one ALBIC round (collocation sets rebuilt from the current plan)."""
+    from streamscale.planning.balancing.albic import albic, collocation_candidates  # ~0.9 s
+
     params = ALBIC_SETTINGS.read(context.params)
     problem = build_problem(context, plan)
     mm, mc = _budget(params)
@@ -223,6 +227,7 @@ def albic_step(context: PlanningContext, plan: Plan) -> StepResult:
         max_cost=mc,
         score_factor=sf,
         max_load_distance_pct=params["max_load_distance_pct"],
+        max_partition_load_pct=params["max_partition_load_pct"],
         seed=context.seed,
         **_milp_kwargs(params),
     )
@@ -268,6 +273,8 @@ def potc_step(context: PlanningContext, plan: Plan) -> StepResult:
 )
 def cola_step(context: PlanningContext, plan: Plan) -> StepResult:
     """COLA (Khandekar et al. 2009) as the collocation baseline of paper 003, §5.3."""
+    from streamscale.planning.balancing.cola import cola  # METIS: paid only when COLA runs
+
     problem = build_problem(context, plan)
     res = cola(
         problem,

@@ -28,12 +28,11 @@ an infeasible best-effort placement).
 
 from __future__ import annotations
 
-import re
 from dataclasses import replace
 from typing import Any
 
 from streamscale.errors import InfeasibleError, ModelError
-from streamscale.model import Allocation, Placement, Plan, Topology, unit_id
+from streamscale.model import Allocation, Placement, Plan, Topology, parse_instance, unit_id
 from streamscale.planning.placement.elastic_allocator import (
     AllocatorNode,
     AllocatorOperator,
@@ -44,12 +43,11 @@ from streamscale.planning.placement.elastic_allocator import (
     random_placement,
 )
 from streamscale.planning.placement.gma import gma
+from streamscale.planning.placement.groups import modelled_rates
 from streamscale.planning.registry import PlanningContext, StepResult, register
 from streamscale.settings import Schema, Setting
 
 __all__ = ["build_problem", "even_placer", "figures", "gma_placer", "random_placer"]
-
-_INSTANCE = re.compile(r"^(?P<op>.+?)(\[\d+\])?$")
 
 
 def _units(topology: Topology, plan: Plan) -> tuple[dict[str, list[str]], Allocation]:
@@ -59,8 +57,7 @@ def _units(topology: Topology, plan: Plan) -> tuple[dict[str, list[str]], Alloca
         cores = {op.name: op.instances for op in topology.operators}
     per_op: dict[str, list[str]] = {op.name: [] for op in topology.operators}
     for inst, k in cores.items():
-        m = _INSTANCE.match(inst)
-        op = m.group("op") if m else inst
+        op = parse_instance(inst).operator
         if op not in per_op:
             raise ModelError("allocation names an unknown operator", item=f"instance {inst}")
         per_op[op].extend(unit_id(inst, t) for t in range(k))
@@ -85,10 +82,10 @@ def _unit_shares(
         return even
     got = dict.fromkeys(units, 0.0)
     for inst, table in plan.routing.tables.items():
-        m = _INSTANCE.match(inst)
-        if m is None or m.group("op") != op:
+        iid = parse_instance(inst)
+        if iid.operator != op:
             continue
-        e = int(inst[len(op) + 1 : -1]) if inst.endswith("]") else 0
+        e = iid.index or 0
         for s, unit in enumerate(table):
             if unit in got:
                 got[unit] += loads.get(e * shards_per_instance + s, 0.0)
@@ -153,12 +150,8 @@ def build_problem(context: PlanningContext, plan: Plan) -> tuple[AllocatorProble
     params = PROBLEM_SETTINGS.read(context.params)
     per_op, alloc = _units(topo, plan)
     observed = snap is not None and all(o.name in snap.operators for o in topo.operators)
-    omega = {} if observed else topo.rates(context.rate)
-    edge_rates = (
-        topo.edge_rates(context.rate)
-        if snap is None or any(e.name not in snap.edges for e in topo.edges)
-        else {}
-    )
+    need = not observed or snap is None or any(e.name not in snap.edges for e in topo.edges)
+    omega, edge_rates = modelled_rates(topo, context.rate, snap) if need else ({}, {})
     ops: list[AllocatorOperator] = []
     weights: dict[str, dict[str, float]] = {}
     for op in topo.operators:
@@ -256,6 +249,7 @@ def _finish(
     "gma",
     "paper 002: greedy matching under CPU and bandwidth limits (GMA)",
     params=GMA_SETTINGS,
+    promises=("cpu_capacity",),
 )
 def gma_placer(context: PlanningContext, plan: Plan) -> StepResult:
     """GMA (paper 002, §IV.E, Algorithm 1) with an operation budget."""
@@ -282,6 +276,7 @@ def gma_placer(context: PlanningContext, plan: Plan) -> StepResult:
     "random",
     "paper 002 baseline: every unit on a random node (seeded)",
     params=RANDOM_SETTINGS,
+    promises=("cpu_capacity",),
 )
 def random_placer(context: PlanningContext, plan: Plan) -> StepResult:
     """Random baseline (paper 002, §V)."""
@@ -295,6 +290,7 @@ def random_placer(context: PlanningContext, plan: Plan) -> StepResult:
     "even",
     "paper 002 baseline: Storm's even scheduler, round-robin over slots",
     params=EVEN_SETTINGS,
+    promises=("cpu_capacity",),
 )
 def even_placer(context: PlanningContext, plan: Plan) -> StepResult:
     """Even baseline (paper 002, §V): Storm's even scheduler."""

@@ -19,12 +19,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
 from streamscale.errors import StreamscaleError
-from streamscale.model import Allocation, Plan
+from streamscale.model import Allocation, Plan, instance_of, operator_of
 from streamscale.planning.allocation.queueing import QueueingProblem, allocate
 from streamscale.planning.elastic_plan import (
     ExecutorInfo,
@@ -61,6 +62,7 @@ __all__ = [
     "queueing_allocation",
     "queueing_step",
     "shard_step",
+    "with_loads",
 ]
 
 
@@ -130,35 +132,37 @@ def param(context: PlanningContext, name: str, default: float | None = None) -> 
 
 def planning_inputs(
     context: PlanningContext,
-) -> tuple[tuple[ExecutorInfo, ...], dict[str, ExecutorLoad]]:
-    """The executors to plan and their demand (snapshot, else the topology's model).
-
-    The last answer is kept: the steps of one ``compose`` share their inputs. The
-    key holds the (immutable) inputs themselves, so an identity match is exact.
-    """
-    key = (context.topology, context.cluster, context.snapshot, context.rate, context.params)
-    if _last and all(a is b for a, b in zip(_last[0], key, strict=True)):
-        return _last[1]
-    if _last and _last[0][0] is key[0] and _last[0][1] is key[1]:
-        execs = _last[1][0]  # a pure function of topology and cluster
-    else:
-        execs = executors(context.topology, context.cluster)
+) -> tuple[tuple[ExecutorInfo, ...], Mapping[str, ExecutorLoad]]:
+    """The executors to plan and their demand: ``context.loads`` when the caller computed
+    them for this decision (:func:`with_loads`), else from the snapshot or the topology's
+    model."""
+    execs = executors(context.topology, context.cluster)
     if not execs:
         raise StreamscaleError(
             "no keyed operator to plan (set 'key' on an operator)", item=context.topology.name
         )
+    if context.loads is not None:
+        return execs, context.loads
+    return execs, _executor_loads(context, execs)
+
+
+def _executor_loads(
+    context: PlanningContext, execs: tuple[ExecutorInfo, ...]
+) -> dict[str, ExecutorLoad]:
     catch_up = param(context, "catch_up_s", CATCH_UP_S)
-    result = (
-        execs,
-        executor_loads(
-            context.topology, execs, context.snapshot, rate=context.rate, catch_up_s=catch_up
-        ),
+    return executor_loads(
+        context.topology, execs, context.snapshot, rate=context.rate, catch_up_s=catch_up
     )
-    _last[:] = [key, result]
-    return result
 
 
-_last: list[Any] = []
+def with_loads(context: PlanningContext) -> PlanningContext:
+    """``context`` with the executors' demand computed once, for every step of a decision.
+
+    Topologies without keyed operators get an empty mapping (nothing to plan).
+    """
+    execs = executors(context.topology, context.cluster)
+    return replace(context, loads=_executor_loads(context, execs) if execs else {})
+
 
 #: default catch-up time (s) of the backlog term in λ (DS2-style, ALGORITHMS.md)
 CATCH_UP_S: float = SETTINGS["catch_up_s"].default
@@ -182,7 +186,7 @@ def external_rate(context: PlanningContext, loads: Mapping[str, ExecutorLoad]) -
         return total
     per_op: dict[str, float] = {}
     for inst, ld in loads.items():
-        op = inst.rpartition("[")[0]
+        op = operator_of(inst)
         per_op[op] = per_op.get(op, 0.0) + ld.arrival
     return max(per_op.values(), default=0.0)
 
@@ -271,7 +275,7 @@ def others(mapping: Mapping[str, Any], execs: tuple[ExecutorInfo, ...]) -> dict[
     return {
         k: v
         for k, v in mapping.items()
-        if k.split("#")[0] not in mine and k.rpartition("[")[0] not in mine
+        if instance_of(k) not in mine and operator_of(k) not in mine
     }
 
 
@@ -285,7 +289,7 @@ def _targets(plan: Plan, execs: tuple[ExecutorInfo, ...], x0: np.ndarray) -> lis
 
 def _assignment_problem(
     context: PlanningContext, plan: Plan
-) -> tuple[tuple[ExecutorInfo, ...], dict[str, ExecutorLoad], AssignmentProblem]:
+) -> tuple[tuple[ExecutorInfo, ...], Mapping[str, ExecutorLoad], AssignmentProblem]:
     execs, loads = planning_inputs(context)
     nodes = list(context.cluster.names)
     x0 = placement_matrix(plan, execs, nodes)
@@ -304,7 +308,7 @@ def _place(
     context: PlanningContext,
     plan: Plan,
     execs: tuple[ExecutorInfo, ...],
-    loads: dict[str, ExecutorLoad],
+    loads: Mapping[str, ExecutorLoad],
     res: AssignmentResult,
 ) -> StepResult:
     nodes = list(context.cluster.names)

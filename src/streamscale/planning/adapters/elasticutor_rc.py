@@ -25,7 +25,7 @@ import numpy as np
 
 from streamscale.errors import StreamscaleError
 from streamscale.model import Plan
-from streamscale.model.plan import unit_id
+from streamscale.model.ids import parse_unit, unit_id
 from streamscale.planning.adapters.elasticutor import (
     SETTINGS,
     others,
@@ -55,9 +55,8 @@ def operator_cores(plan: Plan, execs: tuple[ExecutorInfo, ...]) -> dict[str, int
 
 
 def _unit_index(unit: str, op: str) -> int | None:
-    pre = op + "#"
-    idx = unit[len(pre) :] if unit.startswith(pre) else ""
-    return int(idx) if idx.isdigit() else None
+    u = parse_unit(unit)
+    return u.index if u is not None and u.instance == op else None
 
 
 def rc_plan(
@@ -93,9 +92,9 @@ def rc_plan(
     free = {n.name: n.cores - used[n.name] for n in context.cluster.nodes}
     current: dict[str, dict[int, str]] = {op: {} for op in by_op}
     for unit, node in plan.placement.nodes.items():
-        op, _, idx = unit.rpartition("#")
-        if op in current and idx.isdigit():
-            current[op][int(idx)] = node
+        u = parse_unit(unit)
+        if u is not None and u.instance in current:
+            current[u.instance][u.index] = node
     units_of = place_units(current, {op: int(cores[op]) for op in by_op}, free, order=order)
     placement: dict[str, str] = dict(kept)
     tables: dict[str, tuple[str, ...]] = {}

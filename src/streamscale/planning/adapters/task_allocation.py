@@ -7,7 +7,15 @@ one group of ``instances`` tasks ``f"{op}#{i}"``. An operator's processing
 cost and its edges' IMC come from :meth:`GroupJob.from_topology` (snapshot
 when present, else ``cost_ms`` × the rate propagated from ``context.rate``);
 an operator split into executors ``op[e]`` shares them evenly, and every
-executor pair of two connected operators shares the edge's IMC evenly.
+executor pair of two connected operators shares the edge's IMC evenly — unless
+the snapshot reports shard-to-shard ``traffic`` for that edge: then each
+executor pair gets the traffic between its shards (× the edge's tuple bytes), so
+the diagonal traffic of two operators sharing a key links ``a[e]`` to ``b[e]``
+only.
+
+With ``task_cost="core"`` every task costs one whole core (a Spark task holds
+an executor core while it runs), so a node holds at most as many tasks as it
+has spare cores; the default ``load`` is the paper's share of the measured load.
 
 When the snapshot has shard loads and the plan's routing tables say which
 unit serves each shard, tasks of one instance may cost unequal amounts; such
@@ -28,16 +36,14 @@ A placement that still leaves a task without a node raises
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
 from streamscale.errors import InfeasibleError, ModelError
-from streamscale.model import Allocation, Placement, Plan
+from streamscale.model import Allocation, Placement, Plan, instance_id, instance_of, parse_instance
 from streamscale.planning.placement.groups import Group, GroupEdge, GroupJob, TaskAllocation
 from streamscale.planning.placement.naive_pairs import naive_pairs
-from streamscale.planning.placement.optimal import optimal
 from streamscale.planning.placement.relaxations import gcd_granularity, split_skewed
 from streamscale.planning.placement.task_level import task_level
 from streamscale.planning.placement.top_down import top_down
@@ -45,9 +51,6 @@ from streamscale.planning.registry import PlanningContext, StepResult, register
 from streamscale.settings import Schema, Setting
 
 __all__ = ["allocation_figures", "build_job", "task_costs"]
-
-_INSTANCE = re.compile(r"^(?P<op>.+?)(\[\d+\])?$")
-_EXECUTOR = re.compile(r"^(?P<op>.+)\[(?P<e>\d+)\]$")
 
 
 JOB = (
@@ -71,6 +74,13 @@ JOB = (
     Setting("skew_margin", float, 0.2, "relative cost spread a group may keep unsplit", low=0.0),
     Setting(
         "relax", bool, True, "retry with task counts set by the cost GCD when tasks do not fit"
+    ),
+    Setting(
+        "task_cost",
+        str,
+        "load",
+        "a task's cost: its share of the measured load (§2), or one whole core",
+        choices=("load", "core"),
     ),
 )
 ORDER = Setting(
@@ -116,8 +126,7 @@ def build_job(context: PlanningContext, plan: Plan) -> GroupJob:
     per_op: dict[str, list[tuple[str, int]]] = {op.name: [] for op in topo.operators}
     if plan.allocation.cores:
         for inst, k in plan.allocation.cores.items():
-            m = _INSTANCE.match(inst)
-            op = m.group("op") if m else inst
+            op = parse_instance(inst).operator
             if op not in per_op:
                 raise ModelError("allocation names an unknown operator", item=f"instance {inst}")
             if k < 1:
@@ -134,18 +143,54 @@ def build_job(context: PlanningContext, plan: Plan) -> GroupJob:
         utilization=params["utilization"],
         alpha=params["alpha"],
     )
+    whole = params["task_cost"] == "core"
     groups = [
-        Group(inst, k, g.cost / len(per_op[g.name]))
+        Group(inst, k, 100.0 * k if whole else g.cost / len(per_op[g.name]))
         for g in base.groups
         for inst, k in per_op[g.name]
     ]
-    edges = [
-        GroupEdge(a, b, e.imc / (len(per_op[e.src]) * len(per_op[e.dst])))
-        for e in base.edges
-        for a, _ in per_op[e.src]
-        for b, _ in per_op[e.dst]
-    ]
+    measured = _instance_traffic(context, per_op)
+    edges: list[GroupEdge] = []
+    for e in base.edges:
+        pairs = measured.get((e.src, e.dst))
+        if pairs is not None:
+            edge = next(x for x in topo.outputs(e.src) if x.dst == e.dst)
+            scale = topo.edge_bytes(edge) / 1e6
+            edges.extend(GroupEdge(a, b, r * scale) for (a, b), r in sorted(pairs.items()))
+            continue
+        edges.extend(
+            GroupEdge(a, b, e.imc / (len(per_op[e.src]) * len(per_op[e.dst])))
+            for a, _ in per_op[e.src]
+            for b, _ in per_op[e.dst]
+        )
     return GroupJob(tuple(groups), tuple(edges), base.nodes, base.capacities)
+
+
+def _instance_traffic(
+    context: PlanningContext, per_op: dict[str, list[tuple[str, int]]]
+) -> dict[tuple[str, str], dict[tuple[str, str], float]]:
+    """Tuples/s between executor instances, per operator pair, from the snapshot's traffic.
+
+    Only operator pairs whose two sides are split into executors ``op[e]`` are read;
+    a shard ``g`` of an operator with ``Z`` shards per executor belongs to ``op[g // Z]``.
+    """
+    snap = context.snapshot
+    if snap is None or not snap.traffic:
+        return {}
+    topo = context.topology
+    out: dict[tuple[str, str], dict[tuple[str, str], float]] = {}
+    for t in snap.traffic:
+        if t.src not in per_op or t.dst not in per_op:
+            continue
+        names_src = {i for i, _ in per_op[t.src]}
+        names_dst = {i for i, _ in per_op[t.dst]}
+        a = instance_id(t.src, t.src_shard // topo.operator(t.src).shards)
+        b = instance_id(t.dst, t.dst_shard // topo.operator(t.dst).shards)
+        if a not in names_src or b not in names_dst:
+            continue
+        pair = out.setdefault((t.src, t.dst), {})
+        pair[(a, b)] = pair.get((a, b), 0.0) + t.rate
+    return out
 
 
 def allocation_figures(alloc: TaskAllocation) -> dict[str, Any]:
@@ -177,10 +222,10 @@ def task_costs(context: PlanningContext, plan: Plan, job: GroupJob) -> dict[str,
     loads = {(s.operator, s.shard): s.load for s in snap.shards}
     unit_load: dict[str, float] = {}
     for key, table in plan.routing.tables.items():
-        m = _EXECUTOR.match(key)
-        if m is None:
+        iid = parse_instance(key)
+        if iid.index is None:
             continue
-        op, e = m.group("op"), int(m.group("e"))
+        op, e = iid.operator, iid.index
         for s, unit in enumerate(table):
             load = loads.get((op, e * len(table) + s))
             if load is not None:
@@ -205,7 +250,9 @@ def _run(
     notes: list[str] = []
     alloc: TaskAllocation | None = None
     assignment: dict[str, str] | None = None
-    costs = task_costs(context, plan, job) if params["skew"] else {}
+    # whole-core tasks cost the same whatever their load: nothing to split
+    skew = params["skew"] and params["task_cost"] == "load"
+    costs = task_costs(context, plan, job) if skew else {}
     split = split_skewed(job, costs, margin=params["skew_margin"])
     if len(split.job.groups) > len(job.groups):
         # Units keep their identity here, so the GCD re-cut cannot apply, and
@@ -234,16 +281,15 @@ def _run(
             f"{alloc.unplaced[g]} of {alloc.job.tasks[g]} tasks fit on no node",
             item=f"group {alloc.job.groups[g].name}",
         )
-    cores = {u[: u.rfind("#")]: 0 for u in assignment}
+    cores = {instance_of(u): 0 for u in assignment}
     for u in assignment:
-        cores[u[: u.rfind("#")]] += 1
+        cores[instance_of(u)] += 1
     allocation = (
         replace(plan.allocation, cores={**plan.allocation.cores, **cores})
         if plan.allocation.cores
         else Allocation(cores=cores)
     )
-    mine = {f"{g}#" for g in cores}
-    kept = {u: n for u, n in plan.placement.nodes.items() if u[: u.rfind("#") + 1] not in mine}
+    kept = {u: n for u, n in plan.placement.nodes.items() if instance_of(u) not in cores}
     placement = Placement(nodes={**kept, **assignment})
     figures = {"algorithm": name, **allocation_figures(alloc)}
     return StepResult(
@@ -260,6 +306,7 @@ def _order(context: PlanningContext) -> Any:
     "naive",
     "paper 001 §3.1: task pairs by IMC onto nodes by capacity",
     params=PAIRS_SETTINGS,
+    promises=("cpu_capacity",),
 )
 def naive_placer(context: PlanningContext, plan: Plan) -> StepResult:
     order = _order(context)
@@ -271,13 +318,20 @@ def naive_placer(context: PlanningContext, plan: Plan) -> StepResult:
     "tl",
     "paper 001 §3.2: task-level, pairs by relative significance",
     params=PAIRS_SETTINGS,
+    promises=("cpu_capacity",),
 )
 def tl_placer(context: PlanningContext, plan: Plan) -> StepResult:
     order = _order(context)
     return _run("tl", context, plan, lambda j: task_level(j, order=order, seed=context.seed))
 
 
-@register("placer", "tl-imc", "paper 001 §3.2: task-level, pairs by IMC", params=PAIRS_SETTINGS)
+@register(
+    "placer",
+    "tl-imc",
+    "paper 001 §3.2: task-level, pairs by IMC",
+    params=PAIRS_SETTINGS,
+    promises=("cpu_capacity",),
+)
 def tl_imc_placer(context: PlanningContext, plan: Plan) -> StepResult:
     order = _order(context)
     return _run(
@@ -288,7 +342,13 @@ def tl_imc_placer(context: PlanningContext, plan: Plan) -> StepResult:
     )
 
 
-@register("placer", "td", "paper 001 §4: top-down group-aware allocation (TD)", params=TD_SETTINGS)
+@register(
+    "placer",
+    "td",
+    "paper 001 §4: top-down group-aware allocation (TD)",
+    params=TD_SETTINGS,
+    promises=("cpu_capacity",),
+)
 def td_placer(context: PlanningContext, plan: Plan) -> StepResult:
     p = TD_SETTINGS.read(context.params)
     singles, literal = p["singles"], p["literal"]
@@ -300,8 +360,12 @@ def td_placer(context: PlanningContext, plan: Plan) -> StepResult:
     "optimal",
     "paper 001 §7.3: maximum IMC gain with CP-SAT (small jobs)",
     params=OPTIMAL_SETTINGS,
+    promises=("cpu_capacity",),
 )
 def optimal_placer(context: PlanningContext, plan: Plan) -> StepResult:
+    # CP-SAT's import costs about 0.35 s: paid only when this placer runs
+    from streamscale.planning.placement.optimal import optimal
+
     p = OPTIMAL_SETTINGS.read(context.params)
     limit, work = p["time_limit_s"], p["work_limit"]
     return _run(

@@ -19,13 +19,9 @@ import numpy as np
 
 from streamscale.errors import ModelError
 from streamscale.model import Cluster, Plan, Snapshot, Topology
+from streamscale.model.ids import ShardId, group_id, instance_id
 
 __all__ = ["BalanceResult", "KeyGroupProblem", "group_id", "keyed_operators"]
-
-
-def group_id(operator: str, shard: int) -> str:
-    """Canonical id of key group ``shard`` (global index) of ``operator``."""
-    return f"{operator}/{shard}"
 
 
 def keyed_operators(topology: Topology) -> tuple[str, ...]:
@@ -35,6 +31,11 @@ def keyed_operators(topology: Topology) -> tuple[str, ...]:
         for n in topology.topological_order()
         if topology.operator(n).keyed and topology.operator(n).kind == "operator"
     )
+
+
+def _operator(group: str) -> str:
+    sid = ShardId.parse(group)
+    return sid.operator if sid is not None else group
 
 
 def _frozen(a: np.ndarray) -> np.ndarray:
@@ -149,7 +150,7 @@ class KeyGroupProblem:
             raise ModelError(
                 "traffic names an unknown key group or a negative rate", item="traffic"
             )
-        ops = tuple(operators) if operators is not None else tuple(g.split("/")[0] for g in groups)
+        ops = tuple(operators) if operators is not None else tuple(_operator(g) for g in groups)
         if len(ops) != k:
             raise ModelError(f"expected {k} operators, got {len(ops)}", item="operators")
         if resources is not None:
@@ -252,7 +253,7 @@ class KeyGroupProblem:
         for op_name in ops:
             op = topology.operator(op_name)
             for e in range(op.instances):
-                table = plan.routing.tables.get(f"{op_name}[{e}]", ())
+                table = plan.routing.tables.get(instance_id(op_name, e), ())
                 for s in range(op.shards):
                     g = e * op.shards + s
                     st = stats.get((op_name, g))

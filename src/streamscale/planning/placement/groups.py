@@ -27,6 +27,7 @@ __all__ = [
     "GroupJob",
     "TaskAllocation",
     "imc_gain",
+    "modelled_rates",
 ]
 
 EPS = 1e-9
@@ -196,8 +197,7 @@ class GroupJob:
             or any(op.name not in snapshot.operators for op in topology.operators)
             or any(e.name not in snapshot.edges for e in topology.edges)
         )
-        omega = topology.rates(rate) if need_rates else {}
-        edge_rates = topology.edge_rates(rate) if need_rates else {}
+        omega, edge_rates = modelled_rates(topology, rate, snapshot) if need_rates else ({}, {})
         groups: list[Group] = []
         for op in topology.operators:
             n = int((tasks or {}).get(op.name, op.instances))
@@ -252,6 +252,26 @@ class GroupJob:
             self.nodes,
             self.capacities,
         )
+
+
+def modelled_rates(
+    topology: Topology, rate: float | Mapping[str, float] | None, snapshot: Snapshot | None
+) -> tuple[dict[str, float], dict[str, float]]:
+    """Tuples/s per operator and per edge for what a snapshot does not report.
+
+    From ``rate`` (or the sources' own rates); when neither is given, from the sources'
+    output rates in ``snapshot`` (a running job's sources rarely declare a rate in the
+    topology); else zero everywhere.
+    """
+    try:
+        return topology.rates(rate), topology.edge_rates(rate)
+    except ModelError:
+        pass
+    ops = snapshot.operators if snapshot is not None else {}
+    if topology.sources and all(s.name in ops for s in topology.sources):
+        seen = {s.name: ops[s.name].output_rate for s in topology.sources}
+        return topology.rates(seen), topology.edge_rates(seen)
+    return dict.fromkeys(topology.names, 0.0), {e.name: 0.0 for e in topology.edges}
 
 
 def _operator_cost(

@@ -163,12 +163,16 @@ def optimal(
 
 
 def _plainly_infeasible(job: GroupJob) -> bool:
-    """Total cost above total capacity, or a task bigger than every node."""
-    slack = EPS * max(1.0, sum(job.capacities))
+    """Total cost above total capacity, or a task bigger than every node.
+
+    Each node may hold up to twice its tolerance EPS·max(1, μ) over μ (see
+    :func:`_solve_counts`), so the bounds add up the nodes' tolerances.
+    """
+    slack = 2.0 * sum(EPS * max(1.0, c) for c in job.capacities)
     if job.total_cost > sum(job.capacities) + slack:
         return True
     biggest = max(job.capacities)
-    return any(c > biggest + EPS * max(1.0, biggest) for c in job.task_cost)
+    return any(c > biggest + 2.0 * EPS * max(1.0, biggest) for c in job.task_cost)
 
 
 def _value(job: GroupJob, p: tuple[int, ...]) -> float:
@@ -212,14 +216,15 @@ def _solve_counts(
     ng, nn = len(job.groups), len(job.nodes)
     total = job.total_tasks
     caps = job.capacities
-    # Integer costs rounded up and capacities (plus the tolerance EPS·max(1, μ)
-    # that TaskAllocation.respects_capacities allows) rounded down: every
-    # solution fits. Rounding adds < 1 unit per task, and the tolerance is
-    # worth ≥ 2(total + 1) units at this scale, so every allocation that truly
-    # fits stays feasible.
+    # Integer costs rounded up and capacities (plus twice the tolerance
+    # EPS·max(1, μ): the heuristics fill a node up to μ + EPS·max(1, μ) and
+    # TaskAllocation.respects_capacities allows twice that) rounded down: every
+    # solution passes the check. Rounding adds < 1 unit per task, and the extra
+    # tolerance is worth ≥ 2(total + 1) units at this scale, so every allocation
+    # a heuristic may return stays feasible.
     scale = 2.0 * (total + 1) / EPS
     cost = [math.ceil(c * scale) for c in job.task_cost]
-    cap = [math.floor((c + EPS * max(1.0, c)) * scale) for c in caps]
+    cap = [math.floor((c + 2.0 * EPS * max(1.0, c)) * scale) for c in caps]
 
     m = cp_model.CpModel()
     x = [[m.new_int_var(0, job.tasks[g], f"x{g}_{n}") for n in range(nn)] for g in range(ng)]

@@ -24,7 +24,8 @@ from dataclasses import dataclass
 from typing import Literal
 
 from streamscale.errors import InfeasibleError, ModelError
-from streamscale.model import Cluster, VmType, unit_id
+from streamscale.model import Cluster, VmType, instance_of, unit_id
+from streamscale.model.ids import slot_id
 
 __all__ = [
     "ACQUISITIONS",
@@ -57,11 +58,6 @@ class Vm:
     kind: str = ""
     rack: str = "r0"
     price_per_hour: float = 0.0
-
-
-def slot_id(vm: str, index: int) -> str:
-    """Name of slot ``index`` (0-based) of ``vm``."""
-    return f"{vm}/{index}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,7 +102,7 @@ class MappingResult:
         """Slot → task → threads on it (slots in VM order, empty ones included)."""
         out: dict[str, dict[str, int]] = {s: {} for s in self.slots}
         for unit, s in self.assignment.items():
-            task = unit.rsplit("#", 1)[0]
+            task = instance_of(unit)
             out[s][task] = out[s].get(task, 0) + 1
         return out
 

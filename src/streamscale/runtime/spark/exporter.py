@@ -15,6 +15,7 @@ from typing import Any
 from prometheus_client import CollectorRegistry, Counter, Gauge, start_http_server
 
 from streamscale.errors import StreamscaleError
+from streamscale.model.ids import operator_of
 from streamscale.runtime.spark.metrics import BatchRecord
 
 __all__ = ["MetricsExporter"]
@@ -105,7 +106,7 @@ class MetricsExporter:
                 self._g[name].labels(j).set(float(v))
         self._latency.labels(j, "0.5").set(rec.latency_p50_ms)
         self._latency.labels(j, "0.99").set(rec.latency_p99_ms)
-        ops = _Counter(str(u).split("[")[0].split("#")[0] for u in ex.get("units", ()))
+        ops = _Counter(operator_of(str(u)) for u in ex.get("units", ()))
         for op in self._ops - set(ops):
             self._op_cores.labels(j, op).set(0)
         for op, n in ops.items():

@@ -25,6 +25,7 @@ import numpy as np
 
 from streamscale.errors import StreamscaleError
 from streamscale.model import Plan, Topology
+from streamscale.model.ids import instance_id
 
 __all__ = [
     "PartitionMap",
@@ -58,7 +59,7 @@ def shard_of(key: Any, shards: int) -> int:
 
 def executor_instance(operator: str, executor: int) -> str:
     """Instance id ``op[e]`` of an elastic executor."""
-    return f"{operator}[{executor}]"
+    return instance_id(operator, executor)
 
 
 def global_shards(keys: Iterable[Any], executors: int, shards: int) -> np.ndarray:

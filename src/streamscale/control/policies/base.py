@@ -1,0 +1,234 @@
+"""What every live policy shares: its inputs, one planning context per decision, figures.
+
+A policy is pure: no clock (``now`` is passed in), no I/O. Its only memory is
+the last decision's shard sizes, which :meth:`PolicyBase.shard_bytes` reports to
+the controller for the migration cost of a plan change.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+
+from streamscale.control.controller import Decision
+from streamscale.errors import InfeasibleError
+from streamscale.model import (
+    Cluster,
+    PerformanceModel,
+    Placement,
+    Plan,
+    Snapshot,
+    Topology,
+    instance_of,
+    unit_id,
+)
+from streamscale.planning.adapters.elasticutor import with_loads
+from streamscale.planning.elastic_plan import (
+    ExecutorInfo,
+    ExecutorLoad,
+    assemble,
+    executors,
+    placement_matrix,
+    realize_units,
+)
+from streamscale.planning.registry import Family, PlanningContext, StepResult, compose, get
+from streamscale.settings import Schema
+
+__all__ = [
+    "PolicyBase",
+    "decision",
+    "keep_unit_ids",
+    "packed_initial",
+    "place_packed",
+    "prefix_cluster",
+    "scale",
+    "static_plan",
+    "without",
+]
+
+
+class PolicyBase:
+    """Topology, cluster, parsed settings, executors and the last shard sizes."""
+
+    name = ""
+
+    def __init__(
+        self,
+        topology: Topology,
+        cluster: Cluster,
+        params: Mapping[str, Any],
+        seed: int | None,
+        models: Mapping[str, PerformanceModel] | None = None,
+    ) -> None:
+        self.topology = topology
+        self.cluster = cluster
+        self.params = dict(params)
+        self.seed = seed
+        self.models = dict(models or {})
+        self.execs: tuple[ExecutorInfo, ...] = executors(topology, cluster)
+        self._by_instance = {ex.instance: ex for ex in self.execs}
+        self._state: dict[str, np.ndarray] = {}
+
+    def shard_bytes(self, instance: str, shard: int) -> int:
+        """State size of local ``shard`` of executor ``instance`` (last snapshot, else model)."""
+        sizes = self._state.get(instance)
+        if sizes is not None and 0 <= shard < sizes.size:
+            return int(sizes[shard])
+        ex = self._by_instance.get(instance)
+        if ex is None:
+            return 0
+        op = self.topology.operator(ex.operator)
+        return op.state_bytes // max(op.instances * op.shards, 1)
+
+    def context(
+        self,
+        snapshot: Snapshot | None,
+        now: float,
+        *,
+        cluster: Cluster | None = None,
+        params: Mapping[str, Any] | None = None,
+    ) -> PlanningContext:
+        """This decision's planning context, the executors' demand computed once in it."""
+        ctx = PlanningContext(
+            self.topology,
+            cluster or self.cluster,
+            snapshot,
+            models=self.models,
+            params=self.params if params is None else params,
+            seed=self.seed,
+            now=now,
+        )
+        if not self.execs:
+            return ctx
+        ctx = with_loads(ctx)
+        self._state = {inst: ld.shard_bytes for inst, ld in self.loads(ctx).items()}
+        return ctx
+
+    @staticmethod
+    def loads(context: PlanningContext) -> Mapping[str, ExecutorLoad]:
+        return context.loads or {}
+
+    def compose(
+        self, context: PlanningContext, current: Plan, steps: list[tuple[Family, str]]
+    ) -> tuple[Plan, dict[str, Any]]:
+        """Run registered planners in order; figures flattened as ``family:name.figure``."""
+        plan, figures, notes = compose(context, current, steps=steps)
+        flat: dict[str, Any] = {"cores": plan.allocation.total}
+        for step, figs in figures.items():
+            flat.update({f"{step}.{k}": v for k, v in figs.items() if k != "cores_per_node"})
+        if notes:
+            flat["notes"] = list(notes)
+        return plan, flat
+
+
+def scale(current: Plan, plan: Plan) -> str:
+    before, after = current.allocation.total, plan.allocation.total
+    return "up" if after > before else "down" if after < before else "none"
+
+
+def decision(current: Plan, plan: Plan, reason: str, figures: Mapping[str, Any]) -> Decision:
+    """No change when ``plan`` is the current one, else ``plan`` with its direction."""
+    if plan == current:
+        return Decision(None, "no change needed", figures)
+    return Decision(plan, reason, figures, scale(current, plan))  # type: ignore[arg-type]
+
+
+def prefix_cluster(cluster: Cluster, cores: int) -> Cluster:
+    """The fewest leading nodes of ``cluster`` with at least ``cores`` cores (all if short).
+
+    Placement-aware policies pack onto low-index nodes (``executor-0`` first) so a
+    runtime that holds one executor per used node scales in by vacating the highest.
+    """
+    total = 0
+    for i, n in enumerate(cluster.nodes):
+        total += n.cores
+        if total >= cores:
+            return Cluster.build(cluster.nodes[: i + 1], cluster.vm_types)
+    return cluster
+
+
+def static_plan(execs: tuple[ExecutorInfo, ...]) -> Plan:
+    """One core per executor on its home node; every shard on that core (paper 000, §5)."""
+    cores = {ex.instance: 1 for ex in execs}
+    placement = {unit_id(ex.instance, 0): ex.home for ex in execs}
+    tables = {ex.instance: (unit_id(ex.instance, 0),) * ex.shards for ex in execs}
+    return assemble(cores, placement, tables)
+
+
+def packed_initial(
+    topology: Topology,
+    cluster: Cluster,
+    params: Mapping[str, Any],
+    models: Mapping[str, PerformanceModel] | None = None,
+) -> Plan:
+    """One core per executor, homes on the fewest leading nodes that hold them all.
+
+    The start of the placement-aware policies: a job begins on ``executor-0 …`` and
+    grows from there rather than touching every node it may ever use.
+    """
+    n = sum(op.instances for op in topology.processing if op.keyed)
+    return static_plan(executors(topology, prefix_cluster(cluster, n)))
+
+
+def keep_unit_ids(
+    current: Plan, placed: Plan, execs: tuple[ExecutorInfo, ...], cluster: Cluster
+) -> Plan:
+    """``placed`` with its executors' units renamed so that units staying on their node keep
+    their ids (paper 000, §3): a placer that numbers units afresh then moves no shard whose
+    node keeps a unit of its executor."""
+    nodes = list(cluster.names)
+    x = placement_matrix(placed, execs, nodes)
+    mine, _ = realize_units(current, execs, x, nodes)
+    ours = {ex.instance for ex in execs}
+    placement = {u: n for u, n in placed.placement.nodes.items() if instance_of(u) not in ours}
+    placement.update(mine)
+    return Plan(placed.allocation, Placement(dict(sorted(placement.items()))), placed.routing)
+
+
+def place_packed(
+    execs: tuple[ExecutorInfo, ...],
+    context: PlanningContext,
+    sized: Plan,
+    placer: str,
+    *,
+    feasible: Callable[[StepResult], bool] = lambda r: True,
+    cores: int | None = None,
+) -> tuple[Plan, dict[str, Any], int]:
+    """Run registered ``placer`` on the fewest leading nodes that can take the plan's units.
+
+    Starts with the nodes whose cores cover ``cores`` (default: the allocation's units,
+    one core each) and adds one node at a time
+    while the placer fails (:class:`InfeasibleError`) or its result is not ``feasible``;
+    the last attempt uses the whole cluster and is returned as it is. Returns the plan
+    (the units of ``execs`` keep their ids where they stay, :func:`keep_unit_ids`), the
+    step's figures and the number of nodes offered.
+    """
+    cluster = context.cluster
+    want = sized.allocation.total if cores is None else cores
+    n = len(prefix_cluster(cluster, want).nodes)
+    entry = get("placer", placer)
+    while True:
+        sub = Cluster.build(cluster.nodes[:n], cluster.vm_types)
+        last = n >= len(cluster.nodes)
+        try:
+            res = entry.adapter(replace(context, cluster=sub), sized)
+        except InfeasibleError:
+            if last:
+                raise
+            n += 1
+            continue
+        if feasible(res) or last:
+            plan = keep_unit_ids(sized, res.plan, execs, cluster)
+            figures = {f"placer:{placer}.{k}": v for k, v in res.figures.items()}
+            if res.notes:
+                figures["notes"] = list(res.notes)
+            return plan, figures, n
+        n += 1
+
+
+def without(schema: Schema, *names: str) -> Schema:
+    """``schema`` less the settings a policy fixes itself."""
+    return Schema(schema.group, *(s for s in schema.settings if s.name not in names))

@@ -1,0 +1,270 @@
+"""Elasticutor's policies and baselines (paper 000) over the keyed operators' executors.
+
+* ``elastic`` — queueing-model allocation (§4.1), migration-aware CPU-to-executor
+  assignment (§4.2, Algorithm 1) and intra-executor shard balancing (§3.1).
+* ``naive-ec`` — the same ``k``, cores assigned without regard to migration cost
+  or locality (§5 baseline).
+* ``static`` — one core per executor, never changes (§5 "static").
+* ``rc`` — resource-centric: operator-level core counts and repartitioning of
+  shards across all of the operator's units (§5 "RC"), balanced as Elasticutor
+  balances (δ > θ triggers, down to θ).
+* ``rc-damped`` — ``rc`` with damping the paper does not describe: repartitions
+  down to ``theta_low``, skips small-gain repartitionings, and the simulator
+  holds its control loop during a global pause and one window after it.
+* ``proportional`` — ``k_e = ⌈load_e / target_utilization⌉`` (DS2-style one-step
+  sizing, ALGORITHMS.md "Beyond the papers"), no queueing model.
+
+Their settings (:data:`ELASTIC_SETTINGS`) are the Elasticutor steps' (``latency_target_ms``,
+``theta``, ``max_cores``, ``max_utilization``, ``catch_up_s``, ``phi0_kbps``), RC's
+``theta_low`` and ``target_utilization``; see each setting's description.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from streamscale.control.controller import Decision
+from streamscale.control.policies.base import PolicyBase, decision, static_plan
+from streamscale.control.policies.spec import policy
+from streamscale.model import (
+    Allocation,
+    Cluster,
+    PerformanceModel,
+    Plan,
+    Snapshot,
+    Topology,
+    unit_id,
+)
+from streamscale.planning.adapters.elasticutor import external_rate, queueing_allocation
+from streamscale.planning.adapters.elasticutor_rc import RC_SETTINGS, rc_plan
+from streamscale.planning.elastic_plan import assemble, executors, trim_cores
+from streamscale.settings import Schema, Setting
+
+__all__ = ["ELASTIC_SETTINGS", "TARGET_UTILIZATION", "elastic_params"]
+
+#: Per-core utilisation a sizing rule aims at (one declaration, shared by the policies using it).
+TARGET_UTILIZATION = Setting(
+    "target_utilization",
+    float,
+    0.7,
+    "per-core utilisation aimed at by 'proportional' (cores) and 'albic' (nodes)",
+    low=0.0,
+    high=1.0,
+    low_open=True,
+)
+
+#: The Elasticutor policies' settings, declared once.
+ELASTIC_SETTINGS = RC_SETTINGS.merged(Schema("proportional", TARGET_UTILIZATION), group="policy")
+
+
+def elastic_params(params: Mapping[str, Any], cluster: Cluster) -> dict[str, Any]:
+    """Parsed settings as the Elasticutor steps read them: numbers as floats, ``max_cores``
+    defaulting to the cluster's cores, unset optional settings left out."""
+    out: dict[str, Any] = {}
+    for name, v in params.items():
+        if v is None and name == "max_cores":
+            v = cluster.total_cores
+        if v is None:
+            continue
+        out[name] = float(v) if isinstance(v, int | float) and not isinstance(v, bool) else v
+    return out
+
+
+def _elastic_initial(
+    topology: Topology,
+    cluster: Cluster,
+    params: Mapping[str, Any],
+    models: Mapping[str, PerformanceModel] | None = None,
+) -> Plan:
+    return static_plan(executors(topology, cluster))
+
+
+def _rc_initial(
+    topology: Topology,
+    cluster: Cluster,
+    params: Mapping[str, Any],
+    models: Mapping[str, PerformanceModel] | None = None,
+) -> Plan:
+    """The same cores as :func:`_elastic_initial`, as operator-level units ``op#e``."""
+    cores: dict[str, int] = {}
+    placement: dict[str, str] = {}
+    tables: dict[str, tuple[str, ...]] = {}
+    for ex in executors(topology, cluster):
+        cores[ex.operator] = cores.get(ex.operator, 0) + 1
+        unit = unit_id(ex.operator, ex.index)
+        placement[unit] = ex.home
+        tables[ex.instance] = (unit,) * ex.shards
+    return assemble(cores, placement, tables)
+
+
+class _ElasticBase(PolicyBase):
+    def __init__(
+        self,
+        topology: Topology,
+        cluster: Cluster,
+        params: Mapping[str, Any],
+        seed: int | None,
+        models: Mapping[str, PerformanceModel] | None = None,
+    ) -> None:
+        super().__init__(topology, cluster, elastic_params(params, cluster), seed, models)
+
+
+@policy(
+    "elastic",
+    "Elasticutor: queueing-model cores, migration-aware assignment, shard balancing",
+    settings=ELASTIC_SETTINGS,
+    steps=(("allocator", "queueing"), ("placer", "elasticutor"), ("balancer", "shard")),
+    initial=_elastic_initial,
+)
+class ElasticPolicy(_ElasticBase):
+    """Elasticutor (paper 000, §3–§4): queueing-model cores per executor, Algorithm 1
+    core assignment and intra-executor shard balancing, composed from the registry."""
+
+    placer = "elasticutor"
+
+    def decide(self, snapshot: Snapshot, current: Plan, now: float) -> Decision:
+        plan, figures = self.compose(
+            self.context(snapshot, now),
+            current,
+            [("allocator", "queueing"), ("placer", self.placer), ("balancer", "shard")],
+        )
+        status = figures.get("allocator:queueing.status", "")
+        return decision(
+            current, plan, f"{self.name}: {plan.allocation.total} cores ({status})", figures
+        )
+
+
+@policy(
+    "naive-ec",
+    "elastic executors with the same cores, assigned without migration/locality cost",
+    settings=ELASTIC_SETTINGS,
+    steps=(("allocator", "queueing"), ("placer", "naive-ec"), ("balancer", "shard")),
+    initial=_elastic_initial,
+)
+class NaiveEcPolicy(ElasticPolicy):
+    """Naive-EC (paper 000, §5): Elasticutor's cores, assigned obliviously of migration."""
+
+    placer = "naive-ec"
+
+
+@policy(
+    "static",
+    "one core per executor, never changes",
+    settings=ELASTIC_SETTINGS,
+    initial=_elastic_initial,
+)
+class StaticPolicy(_ElasticBase):
+    """One core per executor on its home node; every shard on that core (paper 000, §5)."""
+
+    def decide(self, snapshot: Snapshot, current: Plan, now: float) -> Decision:
+        self.context(snapshot, now)
+        plan = static_plan(self.execs)
+        return decision(current, plan, "static plan", {"cores": plan.allocation.total})
+
+
+@policy(
+    "rc",
+    "resource-centric: operator-level cores, shards repartitioned across executors",
+    settings=ELASTIC_SETTINGS,
+    steps=(("allocator", "queueing"), ("balancer", "rc")),
+    initial=_rc_initial,
+)
+class RcPolicy(_ElasticBase):
+    """Resource-centric baseline (paper 000, §5): one M/M/k queue per operator sized by
+    the same model, shards repartitioned across all of the operator's units."""
+
+    #: the damping the paper does not describe (see :func:`rc_plan`)
+    damped = False
+    #: the simulator holds the control loop during a global pause and one window after
+    holds_during_sync = False
+
+    def decide(self, snapshot: Snapshot, current: Plan, now: float) -> Decision:
+        context = self.context(snapshot, now)
+        loads = self.loads(context)
+        ops: dict[str, list[float]] = {}
+        for ex in self.execs:
+            ld = loads[ex.instance]
+            acc = ops.setdefault(ex.operator, [0.0, ld.service, 0.0, 0.0])
+            acc[0] += ld.arrival
+            acc[2] += ld.backlog_rate
+            acc[3] += ld.queued / ld.service
+        names = list(ops)
+        k, alloc_figs = queueing_allocation(
+            context,
+            names,
+            [ops[n][0] for n in names],
+            [ops[n][1] for n in names],
+            external_rate(context, loads),
+            [ops[n][2] > 0 for n in names],
+            [ops[n][3] for n in names],
+        )
+        res = rc_plan(
+            context,
+            current,
+            dict(zip(names, k, strict=True)),
+            self.execs,
+            loads,
+            damped=self.damped,
+        )
+        figures: dict[str, Any] = {"cores": res.plan.allocation.total}
+        figures.update({f"allocator:queueing.{a}": b for a, b in alloc_figs.items()})
+        figures.update({f"balancer:rc.{a}": b for a, b in res.figures.items()})
+        return decision(current, res.plan, f"rc: {sum(k)} cores", figures)
+
+
+@policy(
+    "rc-damped",
+    "rc with hysteresis, small-gain holds and no decisions during a global pause",
+    settings=ELASTIC_SETTINGS,
+    steps=(("allocator", "queueing"), ("balancer", "rc")),
+    initial=_rc_initial,
+)
+class RcDampedPolicy(RcPolicy):
+    """RC with damping the paper does not describe (reported beside ``rc``)."""
+
+    damped = True
+    holds_during_sync = True
+
+
+@policy(
+    "proportional",
+    "cores = ceil(load / target utilization) per executor, no queueing model",
+    settings=ELASTIC_SETTINGS,
+    steps=(("placer", "elasticutor"), ("balancer", "shard")),
+    initial=_elastic_initial,
+)
+class ProportionalPolicy(_ElasticBase):
+    """``k_e = ⌈(load_e + backlog share) / target_utilization⌉`` per executor.
+
+    The one-step sizing of production autoscalers (ALGORITHMS.md, "Beyond the
+    papers"): the observed busy cores of an executor divided by the target
+    utilisation, plus the cores that drain its share of the backlog within
+    ``catch_up_s``. Totals above ``max_cores`` are trimmed from the executor that
+    stays least utilised. Cores are then assigned by Algorithm 1 (paper 000, §4.2)
+    and shards balanced as in §3.1, so only the sizing rule differs from ``elastic``.
+    """
+
+    def decide(self, snapshot: Snapshot, current: Plan, now: float) -> Decision:
+        context = self.context(snapshot, now)
+        loads = self.loads(context)
+        u = self.params["target_utilization"]
+        need = np.zeros(len(self.execs))
+        for j, ex in enumerate(self.execs):
+            ld = loads[ex.instance]
+            backlog_cores = ld.backlog_rate / ld.service if math.isfinite(ld.service) else 0.0
+            need[j] = (ld.load + backlog_cores) / u
+        k = np.maximum(1, np.ceil(need - 1e-9)).astype(np.int64)
+        queued_s = [loads[ex.instance].queued / loads[ex.instance].service for ex in self.execs]
+        k = trim_cores(k, need, int(self.params["max_cores"]), queued_s)
+        cores = {**current.allocation.cores}
+        cores.update({ex.instance: int(k[j]) for j, ex in enumerate(self.execs)})
+        sized = Plan(Allocation(cores), current.placement, current.routing)
+        plan, figures = self.compose(
+            context, sized, [("placer", "elasticutor"), ("balancer", "shard")]
+        )
+        figures["demand_cores"] = float(need.sum() * u)
+        return decision(current, plan, f"proportional sizing to {int(sum(k))} cores", figures)
