@@ -39,7 +39,6 @@ from streamscale.runtime.spark.graph_control import GraphCollector, GraphRealize
 from streamscale.runtime.spark.keyed import KeyedSpec, count_dead_letters, release, run_keyed
 from streamscale.runtime.spark.realizer import SparkRealizer
 from streamscale.runtime.spark.resources import Resources
-from streamscale.runtime.spark.routing import executor_instance
 from streamscale.runtime.spark.runner import (
     _backlog_of,
     _register_source,
@@ -157,7 +156,7 @@ def run_graph(
             plan = (
                 merged_default_plan(graph, cluster)
                 if policy == "static"
-                else initial_plan(policy, graph.topology, cluster)
+                else initial_plan(policy, graph.topology, cluster, params=pol_params)
             )
     else:
         pol = policy
@@ -311,15 +310,16 @@ def run_graph(
 
 
 def _op_cores(plan: Plan, graph: JobGraph) -> dict[str, int]:
-    """Cores per keyed operator in ``plan`` (its instances' cores summed)."""
-    cores = plan.allocation.cores
-    return {
-        name: sum(
-            int(cores.get(executor_instance(name, e), 0))
-            for e in range(graph.topology.operator(name).instances)
-        )
-        for name in graph.keyed
-    }
+    """Cores per keyed operator in ``plan``: its instances' cores summed, executor-level
+    (``op[e]``) and operator-level (``op``, as ``rc`` and ``model-driven`` plan) alike."""
+    from streamscale.model.ids import operator_of
+
+    out = dict.fromkeys(graph.keyed, 0)
+    for inst, k in plan.allocation.cores.items():
+        op = operator_of(inst)
+        if op in out:
+            out[op] += int(k)
+    return out
 
 
 def needs_graph(topology: Any) -> bool:

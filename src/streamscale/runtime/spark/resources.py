@@ -39,6 +39,7 @@ from typing import Any, Protocol
 
 from streamscale.errors import StreamscaleError
 from streamscale.model import Cluster, Node, Plan
+from streamscale.model.ids import executor_node
 from streamscale.runtime.spark.slots import assign_slots, node_demand, release_order
 
 __all__ = [
@@ -99,7 +100,7 @@ class FixedResources:
 def capacity_cluster(max_executors: int, cores_per_executor: int) -> Cluster:
     """The planning model of an elastic cluster: one node per executor that may exist."""
     return Cluster.build(
-        [Node(f"executor-{i}", cores=cores_per_executor) for i in range(max_executors)]
+        [Node(executor_node(i), cores=cores_per_executor) for i in range(max_executors)]
     )
 
 

@@ -101,7 +101,7 @@ def _resolve_policy(
     if not isinstance(policy, str):
         return policy, default_plan(job.topology, job.keyed, cluster)
     pol = make_policy(policy, job.topology, cluster, params=params, seed=seed)
-    return pol, initial_plan(policy, job.topology, cluster)
+    return pol, initial_plan(policy, job.topology, cluster, params=params)
 
 
 def split_run_params(params: Mapping[str, Any] | None) -> tuple[ControllerConfig, dict[str, Any]]:
