@@ -284,3 +284,37 @@ def test_a_label_behind_a_fraction_of_a_tuple_is_reached() -> None:
     sim.run_until(0.05)
     assert st.completed_moves == 4
     assert st.q.sum() == pytest.approx(4e-4)  # the dust moved with its shards, not lost
+
+
+def _waited(sim: Simulator) -> float:
+    """Tuple-seconds spent in the operator plus held back at the source."""
+    return sim.ops["op"].in_system_s + sum(sim.source_wait_s.values())
+
+
+def test_rc_pause_is_counted_as_waiting() -> None:
+    # a 1 s global sync (4 upstream executors × 0.25 s) at 2000 t/s offered on 4
+    # cores: the tuples held upstream and at the source wait λ·P²/2 = 1000
+    # tuple-seconds during the pause alone, and all of it shows in the latency
+    runs = []
+    for pause in (False, True):
+        topo, cluster = two_stage()
+        units = {"op[0]": ["n1", "n1"], "op[1]": ["n2", "n2"]}
+        tab = {"op[0]": [0] * 4 + [1] * 4, "op[1]": [0] * 4 + [1] * 4}
+        cfg = SimConfig(rc_sync_s=0.25, rc_sync_shard_s=0.0)
+        sim = Simulator(
+            topo, cluster, Uniform(2000.0), elastic_plan(topo, units, tab), config=cfg, seed=5
+        )
+        sim.run_until(1.0)
+        if pause:
+            rc = elastic_plan(topo, {}, {"op[0]": [-1, -2] * 4, "op[1]": [-3, -4] * 4})
+            nodes = {"op#0": "n1", "op#1": "n1", "op#2": "n2", "op#3": "n2"}
+            sim.apply(Plan(rc.allocation, Placement(nodes), rc.routing), sim.now)
+        w0 = _waited(sim)
+        sim.run_until(5.0)
+        runs.append((_waited(sim) - w0, sim))
+    (calm, _), (paused, sim) = runs
+    st = sim.ops["op"]
+    (a, b), *_ = st.reconfigurations
+    assert b - a >= 1.0 - 1e-9
+    assert paused - calm >= 2000.0 * (b - a) ** 2 / 2
+    assert st.buf.sum() == pytest.approx(0.0, abs=1e-9)  # drained after the pause
