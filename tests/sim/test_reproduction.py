@@ -61,6 +61,12 @@ def test_reproduction_writes_results(tmp_path: Path) -> None:
     for t in res["targets"]:
         assert set(t) == {"figure", "paper", "measured", "target", "met", "runs"}
         json.dumps(t)
+    # the README's headline records: one per target figure, met or missed in the label
+    heads = [json.loads(x) for x in (tmp_path / "headline.jsonl").read_text().splitlines()]
+    assert heads == res["headline"] and len(heads) == len(res["targets"])
+    for h, t in zip(heads, res["targets"], strict=True):
+        assert set(h) == {"figure", "variant", "paper", "measured"}
+        assert h["figure"].endswith("met" if t["met"] else "missed")
     md = (tmp_path / "results.md").read_text()
     assert "Table 2" in md and "218.6" not in md.split("Table 3")[0]
     assert "hot-shard ceiling" in md and "Target figures" in md
