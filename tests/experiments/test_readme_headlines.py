@@ -14,7 +14,13 @@ from typing import Any
 
 import pytest
 
-from streamscale.experiments import albic, elastic_allocator, model_driven, task_allocation
+from streamscale.experiments import (
+    albic,
+    elastic_allocator,
+    elasticutor,
+    model_driven,
+    task_allocation,
+)
 from streamscale.experiments.albic_setup import headline as albic_headline
 from streamscale.experiments.elastic_allocator_feasibility import headline as ea_headline
 from streamscale.experiments.elastic_allocator_feasibility import objective_gap
@@ -36,6 +42,20 @@ def test_readme_quotes_the_committed_headline_figures(name: str) -> None:
     start = readme.index(tag) + len(tag)
     end = readme.index(f"<!-- /headline:{name} -->")
     committed = read_headline(MODULES[name].HEADLINE_FILE)
+    assert readme[start:end].strip() == readme_block(committed).strip()
+
+
+def test_readme_quotes_the_committed_elasticutor_figures() -> None:
+    # the full run's target figures (faithful baselines only: no tuned variant)
+    readme = README.read_text()
+    tag = "<!-- headline:elasticutor -->"
+    start = readme.index(tag) + len(tag)
+    end = readme.index("<!-- /headline:elasticutor -->")
+    committed = read_headline(elasticutor.HEADLINE_FILE)
+    assert committed and all(
+        set(h) == {"figure", "variant", "paper", "measured"} and h["variant"] == "literal"
+        for h in committed
+    )
     assert readme[start:end].strip() == readme_block(committed).strip()
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from streamscale.experiments.elasticutor import POLICIES, Setup, run
-from streamscale.experiments.elasticutor_report import dips
+from streamscale.experiments.elasticutor_report import _executors_table, dips
 from streamscale.sim.run import Sample
 
 
@@ -28,6 +28,8 @@ def test_reproduction_writes_results(tmp_path: Path) -> None:
         sse_shards_per_op=16,
         sse_s=1.0,
         offered_omegas=(2,),
+        timeline_warmup_s=1.0,
+        timeline_s=2.0,
     )
     res = run(tmp_path, quick=True, seed=1, config=tiny, workers=1)
     data = json.loads((tmp_path / "results.json").read_text())
@@ -43,6 +45,11 @@ def test_reproduction_writes_results(tmp_path: Path) -> None:
         "elastic_remote_mb_s",
     }
     assert res["scalability"][0]["nodes"] == 2
+    ys = {(r["executors_per_operator"], r["policy"]) for r in data["sse_executors"]}
+    assert ys == {(1, p) for p in ("naive-ec", "elastic")}
+    # Fig. 7 comes from its own run, measured after its warm-up
+    assert data["setup"]["timeline_s"] == 2.0
+    assert all(len(d["dips_s"]) == d["shuffles"] for d in data["dips_omega2"])
     # every ω and skew row carries the hot-shard ceiling; offered runs their rate
     assert all(r["ceiling"] > 0 for r in rows + data["skew_sweep"])
     offered = data["omega_offered"]
@@ -54,6 +61,12 @@ def test_reproduction_writes_results(tmp_path: Path) -> None:
     for t in res["targets"]:
         assert set(t) == {"figure", "paper", "measured", "target", "met", "runs"}
         json.dumps(t)
+    # the README's headline records: one per target figure, met or missed in the label
+    heads = [json.loads(x) for x in (tmp_path / "headline.jsonl").read_text().splitlines()]
+    assert heads == res["headline"] and len(heads) == len(res["targets"])
+    for h, t in zip(heads, res["targets"], strict=True):
+        assert set(h) == {"figure", "variant", "paper", "measured"}
+        assert h["figure"].endswith("met" if t["met"] else "missed")
     md = (tmp_path / "results.md").read_text()
     assert "Table 2" in md and "218.6" not in md.split("Table 3")[0]
     assert "hot-shard ceiling" in md and "Target figures" in md
@@ -74,3 +87,25 @@ def test_dips_measure_recovery_after_each_shuffle() -> None:
     assert d["mean_dip_s"] == pytest.approx((2.0 + 10.0) / 2)
     assert d["mean_depth"] == pytest.approx((0.8 + 0.9) / 2)
     assert dips(_samples([100.0] * 30), [10.0, 20.0], 30.0)["mean_dip_s"] == 0.0
+
+
+def test_executor_table_sets_naive_beside_elastic() -> None:
+    rows = [
+        {
+            "executors_per_operator": y,
+            "policy": p,
+            "throughput": 1000.0 * y,
+            "migration_mb_s": m,
+            "remote_mb_s": 2 * m,
+            "default": y == 8,
+        }
+        for y, p, m in (
+            (8, "naive-ec", 9.0),
+            (8, "elastic", 3.0),
+            (4, "naive-ec", 4.0),
+            (4, "elastic", 2.0),
+        )
+    ]
+    md = "\n".join(_executors_table({"sse_executors": rows}))
+    assert "8 (default)" in md and "| 3 |" in md.replace(".0 ", " ")
+    assert _executors_table({"sse_executors": rows[:2]}) == []

@@ -33,6 +33,7 @@ sweeps so the whole run takes a few minutes.
 
 from __future__ import annotations
 
+import json
 import math
 import os
 from concurrent.futures import ProcessPoolExecutor
@@ -44,13 +45,16 @@ from typing import Any
 from streamscale.control import ControllerConfig
 from streamscale.control.policies import initial_plan, make_policy
 from streamscale.experiments.elasticutor_report import dips, render
-from streamscale.experiments.elasticutor_targets import targets
+from streamscale.experiments.elasticutor_targets import headline, targets
 from streamscale.experiments.report import write_results
 from streamscale.sim.kernel import SimConfig
 from streamscale.sim.run import SimResult, simulate
 from streamscale.sim.workloads import MicroBenchmark, StockExchange
 
-__all__ = ["POLICIES", "Setup", "run", "setup"]
+__all__ = ["HEADLINE_FILE", "POLICIES", "Setup", "run", "setup"]
+
+# The committed copy of the headline figures the README quotes (full run, seed 1).
+HEADLINE_FILE = Path(__file__).with_name("elasticutor_headline.jsonl")
 
 POLICIES: tuple[str, ...] = ("static", "rc", "rc-damped", "naive-ec", "elastic")
 #: the policies of the skew and state-size sweeps (Figs. 9-10)
@@ -78,6 +82,10 @@ class Setup:
     offered: float = 0.75
     offered_omegas: tuple[float, ...] | None = None
     sse_scale_state: bool = False
+    sse_nodes_per_executor: int = 4
+    sse_executor_sweep: tuple[int, ...] = ()
+    timeline_warmup_s: float = 30.0
+    timeline_s: float = 90.0
 
 
 def setup(quick: bool) -> Setup:
@@ -98,6 +106,7 @@ def setup(quick: bool) -> Setup:
             sse_s=10.0,
             offered_omegas=(0, 2, 16),
             sse_scale_state=True,
+            timeline_s=60.0,
         )
     return Setup(
         nodes=32,
@@ -112,6 +121,7 @@ def setup(quick: bool) -> Setup:
         sse_nodes=(8, 16, 32),
         sse_shards_per_op=1024,
         sse_s=15.0,
+        sse_executor_sweep=(2, 8),
     )
 
 
@@ -146,11 +156,14 @@ def _simulate(
     )
 
 
-def _stock(nodes: int, s: Setup, seed: int) -> StockExchange:
-    # one executor per two nodes and operator (12 operators share the cores); the
-    # shards per operator stay fixed; a quick run scales the state with the cluster
-    # so each executor holds as much as on the paper's 32 nodes
-    e = max(1, nodes // 2)
+def _stock(nodes: int, s: Setup, seed: int, per: int | None = None) -> StockExchange:
+    # one executor per ``per`` nodes and operator (12 operators share the cores):
+    # every executor holds at least one core, so 12 × nodes/2 executors (192 on
+    # 256 cores) leave no executor room to scale and sink a core into each of the
+    # 80 light event executors; nodes/4 (96) leaves 2.7 cores per executor. The
+    # shards per operator stay fixed; a quick run scales the state with the
+    # cluster so each executor holds as much as on the paper's 32 nodes
+    e = max(1, nodes // (per or s.sse_nodes_per_executor))
     return StockExchange(
         nodes=nodes,
         executors=e,
@@ -179,6 +192,16 @@ def _job(spec: tuple[Any, ...]) -> SimResult:
     if spec[0] == "micro":
         _, wl, policy, s, duration, seed = spec
         return _simulate(wl, policy, s, cost_ms=wl.cost_ms, duration=duration, seed=seed)
+    if spec[0] == "timeline":
+        _, wl, policy, s, seed = spec
+        return _simulate(
+            wl,
+            policy,
+            replace(s, warmup_s=s.timeline_warmup_s),
+            cost_ms=wl.cost_ms,
+            duration=s.timeline_s,
+            seed=seed,
+        )
     _, wl, policy, s, seed = spec
     return _simulate(wl, policy, s, cost_ms=wl.event_ms, duration=s.sse_s, seed=seed)
 
@@ -232,6 +255,20 @@ def run(
     for n in s.sse_nodes:
         if n != sse_nodes:
             specs[("scale", n)] = ("sse", _stock(n, s, seed), "elastic", s, seed)
+    for per in s.sse_executor_sweep:
+        for policy in ("naive-ec", "elastic"):
+            specs[("sse-y", per, policy)] = (
+                "sse",
+                _stock(sse_nodes, s, seed, per),
+                policy,
+                s,
+                seed,
+            )
+    # Fig. 7: the ω = 2 timeline after a warm-up of one shuffle period, so every
+    # measured shuffle starts from the policy's steady state (RC's start-up
+    # repartitioning at 32 nodes lasts ≈ 30 s)
+    for policy in POLICIES:
+        specs[("timeline", policy)] = ("timeline", replace(base, omega=2.0), policy, s, seed)
     for omega in s.omegas:
         for policy in POLICIES:
             wl = replace(base, omega=float(omega))
@@ -292,12 +329,15 @@ def run(
                     _row(o, omega=omega, ceiling=cap, offered=rates[("omega", omega)])
                 )
             if omega == 2:
+                tl = done[("timeline", policy)]
                 timeline[policy] = [
                     {"time": x.time, "throughput": x.throughput, "cores": x.cores}
-                    for x in r.samples
+                    for x in tl.samples
                 ]
+                t_end = s.timeline_warmup_s + s.timeline_s
                 wl = replace(base, omega=float(omega))
-                d = dips(r.samples, wl.shuffle_times(end), end)
+                measured = [t for t in wl.shuffle_times(t_end) if t >= s.timeline_warmup_s]
+                d = dips(tl.samples, measured, t_end)
                 dip_rows.append({"policy": policy, **d})
                 reassign.append(
                     {
@@ -374,8 +414,30 @@ def run(
             }
         )
     results["scalability"] = scale
+    y_rows: list[dict[str, Any]] = []
+    for per in sorted({s.sse_nodes_per_executor, *s.sse_executor_sweep}):
+        for policy in ("naive-ec", "elastic"):
+            r = (
+                sse_runs[policy]
+                if per == s.sse_nodes_per_executor
+                else done[("sse-y", per, policy)]
+            )
+            y_rows.append(
+                {
+                    "executors_per_operator": max(1, sse_nodes // per),
+                    "policy": policy,
+                    "throughput": r.throughput,
+                    "migration_mb_s": r.migration_mb_s,
+                    "remote_mb_s": r.remote_mb_s,
+                    "default": per == s.sse_nodes_per_executor,
+                }
+            )
+    results["sse_executors"] = y_rows
     results["targets"] = targets(results)
+    results["headline"] = headline(results["targets"])
 
     markdown = render(results, out)
     write_results(out, results, markdown)
+    lines = [json.dumps(h) for h in results["headline"]]
+    (out / "headline.jsonl").write_text("\n".join(lines) + "\n")
     return results

@@ -33,7 +33,11 @@ vector over the shards or the pools of an operator, never a loop over tuples:
   how one overloaded task throttles the whole topology in Storm. An upstream
   operator that cannot emit stalls. Tuples RC holds upstream during its global
   synchronisation count against the queues; those Elasticutor's receiver holds
-  for a paused shard do not (they wait in the executor's main process).
+  for a paused shard do not (they wait in the executor's main process). When a
+  shard resumes, its held tuples enter the new task's queue only as room allows
+  (oldest first, new tuples of the shard behind them); the rest waits in the
+  receiver, counted in the latency and against that queue's bound, so a long
+  pause drains at the service rate instead of overfilling one queue.
 * **Reconfiguration** (:mod:`streamscale.sim.protocols`): Elasticutor's local
   labeling-tuple protocol per shard, or RC's global synchronisation per operator.
 * **Network**: state migrations share the full-duplex NICs fairly at the
@@ -331,8 +335,10 @@ class Simulator:
         """Tuples ``st`` can take this step without overflowing a pool (back-pressure)."""
         n = len(st.pools)
         # RC holds tuples in the upstream send buffers (bounded with the queues);
-        # Elasticutor's receiver holds a paused shard's tuples outside the task queues
-        held = st.q + st.buf if st.rc_active else st.q
+        # Elasticutor's receiver holds a paused shard's tuples outside the task queues.
+        # Once a shard runs again, what it still holds waits to enter its bounded
+        # task queue, so it counts against that queue (the receiver is blocked on it)
+        held = st.q + st.buf if st.rc_active else st.q + np.where(st.phase == 0, st.buf, 0.0)
         queued = np.bincount(st.route, held, minlength=n)
         share = np.bincount(st.route, st.p, minlength=n)
         head = np.maximum(self.capacity(st) * st.pools.units - queued, 0.0)
@@ -356,18 +362,22 @@ class Simulator:
         dt = cfg.dt
         n = len(st.pools)
         a = self.rng.poisson(inflow * st.p) if inflow > 0 else np.zeros(st.shards)
-        paused = st.phase != 0
+        # a paused shard holds its arrivals; a resumed one still holding tuples
+        # queues new ones behind them (per-key FIFO)
+        holding = (st.phase != 0) | (st.buf > 0)
         if st.rc_active:
             entered = np.zeros(st.shards)
             st.buf += a
-        elif paused.any():
-            entered = np.where(paused, 0.0, a)
+        elif holding.any():
+            entered = np.where(holding, 0.0, a)
             st.buf += a - entered
             st.q += entered
         else:
             entered = a
             st.q += a
         st.arrived += a
+        if not st.rc_active:
+            self._release(st)
         cores = st.pools.units
         spd = self.speed[st.pools.node]
         queued = np.bincount(st.route, st.q, minlength=n)
@@ -409,6 +419,31 @@ class Simulator:
         st.emitted += tot
         st.in_system_s += float(res.area.sum()) + float(st.buf.sum()) * dt
         return tot
+
+    def _release(self, st: OpState) -> None:
+        """Held tuples of resumed shards enter their task queues as room allows.
+
+        A shard that resumes after a pause (Elasticutor's labeling-tuple move, or
+        the end of RC's global synchronisation) may hold more tuples than its new
+        task's queue can take. They enter it oldest first, at most up to the
+        queue's bound (``capacity`` per core); the rest keeps waiting in the
+        executor's receiver (RC: the upstream send buffers), counted in the
+        latency and against the queue's bound, so it drains at the service rate.
+        They enter at the start of the step, before its service, as carried tuples.
+        """
+        rel = np.flatnonzero((st.phase == 0) & (st.buf > 0))
+        if not rel.size:
+            return
+        n = len(st.pools)
+        queued = np.bincount(st.route, st.q, minlength=n)
+        room = np.maximum(self.capacity(st) * st.pools.units - queued, 0.0)
+        want = np.bincount(st.route[rel], st.buf[rel], minlength=n)
+        frac = np.divide(np.minimum(room, want), want, out=np.zeros(n), where=want > 0)
+        moved = st.buf[rel] * frac[st.route[rel]]
+        # a remainder below a millionth of a tuple is float dust: it enters too
+        moved = np.where(st.buf[rel] - moved < 1e-6, st.buf[rel], moved)
+        st.q[rel] += moved
+        st.buf[rel] -= moved
 
     # -- views ---------------------------------------------------------------
     def run_until(self, t: float) -> None:

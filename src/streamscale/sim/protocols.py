@@ -4,7 +4,8 @@ Paper 000, §3.2 (Elasticutor): routing of the moved shard alone is paused; a
 labeling tuple is queued behind the shard's pending tuples at its source task;
 once the task has processed everything ahead of the label, the shard's state
 is migrated (nothing to transfer when source and destination share a node),
-the routing table is updated and the held tuples are released. Other shards and
+the routing table is updated and the held tuples are released (into the new
+task's bounded queue as room allows, see the kernel). Other shards and
 upstream operators never stop.
 
 Resource-centric (RC, §2.2 and §5.1): repartitioning at operator level needs a
@@ -30,7 +31,10 @@ from streamscale.sim.state import OpState
 if TYPE_CHECKING:
     from streamscale.sim.kernel import Simulator
 
-__all__ = ["progress", "remaining_pause", "transfer_step"]
+__all__ = ["LABEL_DUST", "progress", "remaining_pause", "transfer_step"]
+
+#: Tuples ahead of a label below which it counts as reached (see ``_labelled``).
+LABEL_DUST = 0.5
 
 
 def progress(sim: Simulator, st: OpState) -> bool:
@@ -57,8 +61,12 @@ def _labelled(sim: Simulator, st: OpState) -> np.ndarray:
     if not cand.size:
         return cand
     queued = np.bincount(st.route, st.q, minlength=len(st.pools))
-    # fluid service leaves float dust; an empty source task has passed every label
-    reached = (st.label_left[cand] <= 1e-6) | (queued[st.route[cand]] <= 1e-6)
+    # The kernel's queues are fluid, served as whole tuples (stochastic rounding):
+    # proportional service leaves fractions of a tuple that a task with no new
+    # arrivals (every shard paused or moved away) serves only with the probability
+    # of that fraction per step, i.e. 0.001 of a tuple after 100 s on average.
+    # Fewer than half a tuple ahead of the label rounds to none: the label is reached.
+    reached = (st.label_left[cand] < LABEL_DUST) | (queued[st.route[cand]] < LABEL_DUST)
     return cand[reached]
 
 
@@ -107,8 +115,8 @@ def _finish(st: OpState, idx: np.ndarray, now: float) -> None:
     st.transfer_s += float(np.sum(now - st.labelled_at[idx]))
     st.completed_moves += int(idx.size)
     st.route[idx] = st.dest[idx]
-    st.q[idx] += st.buf[idx]
-    st.buf[idx] = 0.0
+    # the held tuples stay in ``buf``: the kernel lets them into the new task's
+    # bounded queue as room allows (Simulator._release)
     st.phase[idx] = 0
 
 
@@ -153,9 +161,8 @@ def _rc(sim: Simulator, st: OpState) -> bool:
         return False
     done = np.flatnonzero(st.phase == 3)
     _finish(st, done, sim.now)
-    # the whole operator resumes: every held tuple enters its (new) task queue
-    st.q += st.buf
-    st.buf[:] = 0.0
+    # the whole operator resumes: the held tuples enter their (new) task queues
+    # as room allows (Simulator._release)
     st.rc_active = False
     st.reconfigurations.append((st.rc_started, sim.now))
     return True

@@ -61,7 +61,8 @@ class OpState:
     """Vectors over the shards of one processing operator (global shard index).
 
     ``q`` holds tuples queued at the shard's current pool, ``buf`` tuples held
-    back while the shard (or, under RC, the whole operator) is paused; ``route``
+    back while the shard (or, under RC, the whole operator) is paused, and after
+    it resumes those its task's bounded queue could not take yet; ``route``
     is the pool serving the shard now and ``target`` the pool the plan wants.
     ``phase``: 0 running, 1 draining towards a label, 2 state in transfer,
     3 done and waiting for the rest of the operator (RC only).
