@@ -16,6 +16,12 @@ Spark with 2 cores. One JSON line per path with ``"bench": "datapath"``,
 * ``spark-native``: ``applyInPandasWithState`` (:func:`~streamscale.runtime.spark.native.run_native`)
   over the streaming generator source, throughput after its first batch.
 
+With ``--dags``, one line per Spark DAG example (``examples/spark-*.yaml``:
+``"path": "dag"``, ``example``, ``rows_per_s`` = tuples the source emitted per second
+of batch time after the first batch, ``static`` policy, ``--dag-batches`` batches of
+``--dag-rows`` generated tuples, the examples' own functions and keys, local Spark
+with 2 cores) instead of the keyed-stage lines.
+
 ``elastic``, ``static`` and ``spark-sql`` time ``--repeat`` batches of ``--rows``
 cached input rows after one warm-up batch (median batch time); the keyed stage
 also returns every output row cached (one per input tuple).
@@ -97,11 +103,45 @@ def _keyed(df: Any, n: int, pmap: PartitionMap, root: Path, repeat: int) -> list
     return times
 
 
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+
+
+def _dag_lines(spark: Any, rows: int, batches: int) -> None:
+    """One line per Spark DAG example: tuples per second of batch time after the first."""
+    from streamscale.model import Operator, Topology
+    from streamscale.runtime.spark.dag import run_graph
+    from streamscale.runtime.spark.graph import JobGraph
+
+    for path in sorted(EXAMPLES.glob("spark-*.yaml")):
+        base = JobGraph.from_yaml(path).topology
+        ops = []
+        for op in base.operators:
+            if op.kind == "source":
+                params = {k: v for k, v in op.params.items() if k != "rate"}
+                params.update(total=rows * batches, max_rows_per_batch=rows, start_time=0,
+                              seed=7, trigger_s=0)  # fmt: skip
+                op = Operator(name=op.name, kind="source", params=params)
+            ops.append(op)
+        graph = JobGraph.build(Topology.build(base.name, ops, list(base.edges)))
+        with tempfile.TemporaryDirectory() as tmp:
+            res = run_graph(spark, graph, duration_s=900, checkpoint=Path(tmp) / "ck",
+                            out=Path(tmp), max_batches=batches)  # fmt: skip
+        scored = res.batches[1:]
+        busy = sum(b.duration_s for b in scored)
+        first = graph.keyed[0]
+        n = sum(b.keyed_rows.get(first, 0) for b in scored)
+        _emit(path="dag", example=path.name, keyed=list(graph.keyed), rows=n,
+              seconds=round(busy, 3), rows_per_s=round(n / busy) if busy else None)  # fmt: skip
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rows", type=int, default=200_000)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--native-rows", type=int, default=20_000, help="rows per native batch")
+    ap.add_argument("--dags", action="store_true", help="Lines for the DAG examples instead.")
+    ap.add_argument("--dag-rows", type=int, default=20_000)
+    ap.add_argument("--dag-batches", type=int, default=4)
     args = ap.parse_args()
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import functions as F
@@ -111,6 +151,10 @@ def main() -> None:
     from streamscale.runtime.spark.session import build_session
 
     spark = build_session(f"local[{CORES}]", shuffle_partitions=CORES)
+    if args.dags:
+        _dag_lines(spark, args.dag_rows, args.dag_batches)
+        spark.stop()
+        return
     for alpha in (0.5, 1.0):
         opts = {"keys": "10000", "alpha": str(alpha), "cost_ms": "0", "seed": "7"}
         pdf = generate(opts, 0, args.rows)
