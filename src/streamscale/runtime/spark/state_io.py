@@ -1,0 +1,61 @@
+"""Bounded concurrent I/O for state backends: many shards' round trips at once.
+
+An object store answers each request after a network round trip; a task that
+writes its shards one after another waits for every round trip in turn. The
+backends hand their independent requests (one shard's PUT and clean-up, one
+version's GET) to :meth:`IoPool.run_all`, which runs them on at most
+``threads`` threads, waits for **all** of them — so no request of a failed call
+is still in flight when its error surfaces — and returns each result or
+exception in order. The threads are started once per process and kept (a
+thread start costs milliseconds on a loaded machine); a forked process starts
+its own. A task run on one pool may use another pool, never its own (the
+backends keep one pool for shards and one for the versions of a shard's
+chain), so a full pool never waits on itself.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import TypeVar
+
+__all__ = ["IoPool", "first_error"]
+
+T = TypeVar("T")
+
+
+def _call(task: Callable[[], T]) -> T | BaseException:
+    try:
+        return task()
+    except Exception as e:  # returned, raised by the caller once every task ended
+        return e
+
+
+class IoPool:
+    """Up to ``threads`` concurrent tasks, on threads kept for the process."""
+
+    def __init__(self, threads: int) -> None:
+        self.threads = max(1, int(threads))
+        self._pool: ThreadPoolExecutor | None = None
+        self._pid = 0
+        self._mu = threading.Lock()
+
+    def _executor(self) -> ThreadPoolExecutor:
+        with self._mu:
+            if self._pool is None or self._pid != os.getpid():
+                self._pool = ThreadPoolExecutor(self.threads, thread_name_prefix="ss-state")
+                self._pid = os.getpid()
+            return self._pool
+
+    def run_all(self, tasks: Sequence[Callable[[], T]]) -> list[T | BaseException]:
+        """Run ``tasks`` (concurrently when more than one); every result or exception, in order."""
+        if self.threads <= 1 or len(tasks) <= 1:
+            return [_call(t) for t in tasks]
+        return list(self._executor().map(_call, tasks))
+
+
+def first_error(results: Sequence[object]) -> BaseException | None:
+    """The first exception among ``results`` (``None`` when every task succeeded)."""
+    return next((r for r in results if isinstance(r, BaseException)), None)
