@@ -357,3 +357,18 @@ def test_processor_equals_the_pandas_reference_across_moves_and_a_restart(
             round(float(row["sum"]), 9),
             last_seq[k],
         )
+
+
+@pytest.mark.spark
+def test_keyed_stream_process_accepts_a_processor(spark: Any) -> None:
+    import streamscale
+
+    s = streamscale.stream(spark.readStream.format("rate").load())
+    out = s.key_by("value", executors=1, shards=2).process(IdleCounter(), timer_order="after_input")
+    (op,) = [o for o in out.to("none").topology().operators if o.key == "value"]
+    fn = out._b.functions[op.name]
+    assert op.name == "IdleCounter" and op.params == {}
+    assert isinstance(fn.processor, IdleCounter)
+    state: dict[Any, Any] = {}
+    fn(pd.DataFrame({"value": [7], "seq": [0]}), state, batch_time_ms=0)
+    assert list(state) and fn(pd.DataFrame(), state, batch_time_ms=IDLE_MS) is not None

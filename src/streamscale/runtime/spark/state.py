@@ -32,10 +32,9 @@ from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
 
 from streamscale.errors import StreamscaleError
-from streamscale.runtime.spark.state_api import Hint, StateBackend, VersionIndex
+from streamscale.runtime.spark.state_api import Hint, StateBackend, VersionIndex, state_backend
 from streamscale.runtime.spark.state_io import IoPool, first_error
 from streamscale.runtime.spark.state_log import Chain, TrackedDict, apply_log, is_log, log_record
 
@@ -393,52 +392,3 @@ def _sizes(c: Chain) -> tuple[int, int]:
 
 
 _PROTOCOL = pickle.HIGHEST_PROTOCOL
-
-
-_TRUE = {"1", "true", "yes", "on"}
-
-
-def _snapshot_opts(opts: dict[str, list[str]], url: str) -> dict[str, Any]:
-    """``snapshot_every``, ``snapshot_ratio`` and ``io_threads`` from a URL query."""
-    out: dict[str, Any] = {}
-    for name, kind in (("snapshot_every", int), ("snapshot_ratio", float), ("io_threads", int)):
-        if name in opts:
-            try:
-                out[name] = kind(opts[name][-1])
-            except ValueError:
-                raise StreamscaleError(f"{name} must be a number", item=url) from None
-    return out
-
-
-def state_backend(url: str | Path) -> StateBackend:
-    """The state backend a URL names: a local path or ``file://`` URL (the default).
-
-    ``s3://bucket/prefix?endpoint=http://host:port`` (and other ``pyarrow.fs``
-    schemes) name a :class:`~streamscale.runtime.spark.state_fs.FsStateBackend`,
-    which every executor of a cluster reads alike.
-
-    Query options: ``fsync=1`` flushes every version and commit marker to the
-    disk before returning (e.g. ``file:///data/state?fsync=1``);
-    ``snapshot_every=N`` and ``snapshot_ratio=R`` set when changelogs are
-    compacted into a snapshot (every ``N`` versions, or when they outgrow ``R``
-    times the snapshot; defaults 16 and 0.5); ``io_threads=N`` bounds the
-    requests :meth:`~LocalStateBackend.write_many` and the reads issue at once
-    (default 1 on a local disk, 16 on an object store).
-    """
-    text = str(url)
-    parts = urlsplit(text)
-    if parts.scheme in ("", "file"):
-        opts = parse_qs(parts.query)
-        unknown = sorted(set(opts) - {"fsync", "snapshot_every", "snapshot_ratio", "io_threads"})
-        if unknown:
-            raise StreamscaleError(f"unknown state backend option {unknown[0]!r}", item=text)
-        root = parts.path if parts.scheme == "file" else text.split("?", 1)[0]
-        if not root:
-            raise StreamscaleError("state backend URL names no path", item=text)
-        fsync = opts.get("fsync", ["0"])[-1].lower() in _TRUE
-        return LocalStateBackend(root, fsync=fsync, **_snapshot_opts(opts, text))
-    if parts.scheme in ("s3", "hdfs", "gs", "abfs"):
-        from streamscale.runtime.spark.state_fs import FsStateBackend
-
-        return FsStateBackend(text)
-    raise StreamscaleError(f"unsupported state backend scheme {parts.scheme!r}", item=text)

@@ -1,4 +1,4 @@
-"""The state backend interface and the driver's index of committed shard versions.
+"""The state backend interface, the backend a URL names, and the driver's version index.
 
 See :mod:`streamscale.runtime.spark.state` for the protocol: batch ``b`` of a
 shard reads the newest committed version ``< b`` and writes version ``b``; the
@@ -8,9 +8,13 @@ driver commits ``b`` once every task of the batch succeeded.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
+from urllib.parse import parse_qs, urlsplit
 
-__all__ = ["Hint", "StateBackend", "VersionIndex"]
+from streamscale.errors import StreamscaleError
+
+__all__ = ["Hint", "StateBackend", "VersionIndex", "state_backend"]
 
 #: The driver's view of a shard's input version: (version, or -1 for none;
 #: the attempt that wrote it, or ``None`` when unknown, e.g. after a restart).
@@ -92,3 +96,54 @@ class VersionIndex:
         for g in written:
             prev = hints[g]
             self._v[g] = ([prev] if prev[0] >= 0 else []) + [(batch, attempt)]
+
+
+_TRUE = {"1", "true", "yes", "on"}
+
+
+def _snapshot_opts(opts: dict[str, list[str]], url: str) -> dict[str, Any]:
+    """``snapshot_every``, ``snapshot_ratio`` and ``io_threads`` from a URL query."""
+    out: dict[str, Any] = {}
+    for name, kind in (("snapshot_every", int), ("snapshot_ratio", float), ("io_threads", int)):
+        if name in opts:
+            try:
+                out[name] = kind(opts[name][-1])
+            except ValueError:
+                raise StreamscaleError(f"{name} must be a number", item=url) from None
+    return out
+
+
+def state_backend(url: str | Path) -> StateBackend:
+    """The state backend a URL names: a local path or ``file://`` URL (the default).
+
+    ``s3://bucket/prefix?endpoint=http://host:port`` (and other ``pyarrow.fs``
+    schemes) name a :class:`~streamscale.runtime.spark.state_fs.FsStateBackend`,
+    which every executor of a cluster reads alike.
+
+    Query options: ``fsync=1`` flushes every version and commit marker to the
+    disk before returning (e.g. ``file:///data/state?fsync=1``);
+    ``snapshot_every=N`` and ``snapshot_ratio=R`` set when changelogs are
+    compacted into a snapshot (every ``N`` versions, or when they outgrow ``R``
+    times the snapshot; defaults 16 and 0.5); ``io_threads=N`` bounds the
+    requests :meth:`~streamscale.runtime.spark.state.LocalStateBackend.write_many` and the reads issue at once
+    (default 1 on a local disk, 16 on an object store).
+    """
+    text = str(url)
+    parts = urlsplit(text)
+    if parts.scheme in ("", "file"):
+        opts = parse_qs(parts.query)
+        unknown = sorted(set(opts) - {"fsync", "snapshot_every", "snapshot_ratio", "io_threads"})
+        if unknown:
+            raise StreamscaleError(f"unknown state backend option {unknown[0]!r}", item=text)
+        root = parts.path if parts.scheme == "file" else text.split("?", 1)[0]
+        if not root:
+            raise StreamscaleError("state backend URL names no path", item=text)
+        fsync = opts.get("fsync", ["0"])[-1].lower() in _TRUE
+        from streamscale.runtime.spark.state import LocalStateBackend
+
+        return LocalStateBackend(root, fsync=fsync, **_snapshot_opts(opts, text))
+    if parts.scheme in ("s3", "hdfs", "gs", "abfs"):
+        from streamscale.runtime.spark.state_fs import FsStateBackend
+
+        return FsStateBackend(text)
+    raise StreamscaleError(f"unsupported state backend scheme {parts.scheme!r}", item=text)
