@@ -108,3 +108,16 @@ def test_io_threads_from_the_url(tmp_path: Path) -> None:
     assert state_backend(str(tmp_path)).io_threads == 1  # type: ignore[attr-defined]
     with pytest.raises(StreamscaleError, match="io_threads must be a number"):
         state_backend(f"file://{tmp_path}?io_threads=many")
+
+
+def test_a_state_that_cannot_be_encoded_fails_after_the_started_puts_ended(
+    tmp_path: Path,
+) -> None:
+    be = _SlowStore(tmp_path, io_threads=4)
+    states = _states(6, "v0")
+    states[4]["bad"] = lambda: None  # not picklable
+    with pytest.raises(StreamscaleError) as err:
+        be.write_many("op", 0, states)
+    assert "operator 'op' shard 4: encoding version 0 failed" in str(err.value)
+    assert str(tmp_path / "op" / "4" / "0.pkl") in str(err.value)
+    assert be.active == 0 and len(be.finished) == 4  # shards 0-3 started, and ended

@@ -27,7 +27,7 @@ import contextlib
 import os
 import pickle
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -268,20 +268,35 @@ class LocalStateBackend:
     ) -> dict[int, int]:
         """Write ``version`` of several shards at once; each shard's state bytes.
 
-        Every shard's version is encoded first, then the PUTs (and the removal
-        of versions no longer needed) run concurrently; the call returns once
-        all have ended. A failure raises one error naming the operator, the
-        shard and the path, after the other requests finished: nothing of this
-        call is left in flight. Until the driver commits ``version`` none of it
-        is read as committed, so a failed call leaves the previous version.
+        Each shard's PUT (and the removal of versions no longer needed) starts
+        as soon as its version is encoded, while the next shard's is; the call
+        returns once all have ended. A failure raises one error naming the
+        operator, the shard and the path, after the other requests finished:
+        nothing of this call is left in flight. Until the driver commits
+        ``version`` none of it is read as committed, so a failed call leaves
+        the previous version.
         """
-        plans = [
-            self._plan(operator, g, version, st, (drops or {}).get(g, ()))
-            for g, st in states.items()
-        ]
-        err = first_error(self._shard_io.run_all([partial(self._apply, p) for p in plans]))
-        if err is not None:
-            raise err
+        plans: list[_Write] = []
+        failed: list[Exception] = []
+
+        def tasks() -> Iterator[Callable[[], None]]:
+            for g, st in states.items():
+                try:
+                    plans.append(self._plan(operator, g, version, st, (drops or {}).get(g, ())))
+                except Exception as e:  # raised once the PUTs already started have ended
+                    failed.append(
+                        StreamscaleError(
+                            f"state of operator {operator!r} shard {g}: encoding version "
+                            f"{version} failed ({type(e).__name__}: {e})",
+                            item=os.path.join(self._dir(operator, g), f"{version}.pkl"),
+                        )
+                    )
+                    return
+                yield partial(self._apply, plans[-1])
+
+        err = first_error(self._shard_io.run_all(tasks()))
+        if failed or err is not None:
+            raise failed[0] if failed else err  # type: ignore[misc]
         out: dict[int, int] = {}
         for p in plans:
             self.bytes_written += len(p.data)

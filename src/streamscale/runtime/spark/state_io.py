@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
@@ -49,9 +49,13 @@ class IoPool:
                 self._pid = os.getpid()
             return self._pool
 
-    def run_all(self, tasks: Sequence[Callable[[], T]]) -> list[T | BaseException]:
-        """Run ``tasks`` (concurrently when more than one); every result or exception, in order."""
-        if self.threads <= 1 or len(tasks) <= 1:
+    def run_all(self, tasks: Iterable[Callable[[], T]]) -> list[T | BaseException]:
+        """Run ``tasks`` (concurrently when more than one); every result or exception, in order.
+
+        Tasks from a generator start as it yields them, so the caller prepares
+        the next while the previous ones run.
+        """
+        if self.threads <= 1 or (isinstance(tasks, Sequence) and len(tasks) <= 1):
             return [_call(t) for t in tasks]
         return list(self._executor().map(_call, tasks))
 
