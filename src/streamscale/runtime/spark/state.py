@@ -80,8 +80,8 @@ class LocalStateBackend:
         self.bytes_written = 0  # by this process: what a batch costs the store
         self.bytes_read = 0  # from the store, not the worker cache: state moved here
         self._lock = threading.Lock()
-        self._shard_io = IoPool(self.io_threads)  # one task per shard
-        self._chain_io = IoPool(self.io_threads)  # the versions of one shard's chain
+        self._shard_io = IoPool(self.io_threads, "shard")  # one task per shard
+        self._chain_io = IoPool(self.io_threads, "chain")  # the versions of one shard's chain
         self._stale: dict[str, list[int]] = {}
         self._open: dict[str, tuple[Chain, dict[Any, Any]]] = {}
 

@@ -6,11 +6,12 @@ backends hand their independent requests (one shard's PUT and clean-up, one
 version's GET) to :meth:`IoPool.run_all`, which runs them on at most
 ``threads`` threads, waits for **all** of them — so no request of a failed call
 is still in flight when its error surfaces — and returns each result or
-exception in order. The threads are started once per process and kept (a
+exception in order. The threads are started once per process and kept, shared
+by every backend object of the process (Spark deserialises one per task; a
 thread start costs milliseconds on a loaded machine); a forked process starts
-its own. A task run on one pool may use another pool, never its own (the
-backends keep one pool for shards and one for the versions of a shard's
-chain), so a full pool never waits on itself.
+its own. A task run on a pool of one ``role`` may use a pool of another role,
+never its own (the backends use ``"shard"`` for shards and ``"chain"`` for the
+versions of a shard's chain), so a full pool never waits on itself.
 """
 
 from __future__ import annotations
@@ -33,21 +34,25 @@ def _call(task: Callable[[], T]) -> T | BaseException:
         return e
 
 
-class IoPool:
-    """Up to ``threads`` concurrent tasks, on threads kept for the process."""
+_POOLS: dict[tuple[str, int], tuple[int, ThreadPoolExecutor]] = {}
+_POOLS_MU = threading.Lock()
 
-    def __init__(self, threads: int) -> None:
+
+class IoPool:
+    """Up to ``threads`` concurrent tasks, on the process's threads of ``role``."""
+
+    def __init__(self, threads: int, role: str) -> None:
         self.threads = max(1, int(threads))
-        self._pool: ThreadPoolExecutor | None = None
-        self._pid = 0
-        self._mu = threading.Lock()
+        self.role = role
 
     def _executor(self) -> ThreadPoolExecutor:
-        with self._mu:
-            if self._pool is None or self._pid != os.getpid():
-                self._pool = ThreadPoolExecutor(self.threads, thread_name_prefix="ss-state")
-                self._pid = os.getpid()
-            return self._pool
+        key = (self.role, self.threads)
+        with _POOLS_MU:
+            got = _POOLS.get(key)
+            if got is None or got[0] != os.getpid():
+                pool = ThreadPoolExecutor(self.threads, thread_name_prefix=f"ss-{self.role}")
+                got = _POOLS[key] = (os.getpid(), pool)
+            return got[1]
 
     def run_all(self, tasks: Iterable[Callable[[], T]]) -> list[T | BaseException]:
         """Run ``tasks`` (concurrently when more than one); every result or exception, in order.
