@@ -118,3 +118,19 @@ def test_unknown_option_is_a_one_line_error(s3_endpoint: str) -> None:
 @pytest.mark.parametrize("point", KILL_POINTS)
 def test_state_is_exact_across_sigkill_on_the_object_store(url: str, point: str) -> None:
     check_sigkill(url, point)
+
+
+def test_a_tasks_shards_go_to_the_store_together_and_come_back_exactly(url: str) -> None:
+    be = state_backend(url)
+    assert be.io_threads == 16  # type: ignore[attr-defined]
+    want = {g: {f"k{i}": (g, i) for i in range(50)} for g in range(6)}
+    be.write_many("op", 0, {g: dict(s) for g, s in want.items()})  # type: ignore[attr-defined]
+    be.commit("op", 0)
+    assert state_backend(url).load_all("op") == want
+    be._remove(f"{be.root}/op/4/0.pkl")  # type: ignore[attr-defined]
+    with pytest.raises(StreamscaleError) as err:
+        state_backend(url).read_many(  # type: ignore[attr-defined]
+            "op", range(6), 0, {g: (0, None) for g in range(6)}
+        )
+    assert "shard 4: committed version 0 is missing" in str(err.value)
+    assert f"{be.root}/op/4/0.pkl" in str(err.value)  # type: ignore[attr-defined]

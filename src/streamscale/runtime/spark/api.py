@@ -175,7 +175,15 @@ class KeyedStream:
     shards: int
 
     def process(self, fn: Callable[..., Any], *, name: str | None = None, **params: Any) -> Stream:
-        """A keyed operator ``fn(rows, state: dict, **params) -> pandas.DataFrame | None``."""
+        """A keyed operator ``fn(rows, state: dict, **params) -> pandas.DataFrame | None``.
+
+        ``fn`` may also be a Spark 4 ``StatefulProcessor`` (``transformWithStateInPandas``);
+        ``params`` are then :func:`~streamscale.runtime.spark.processor.from_processor`'s
+        options (``time_mode``, ``clock``, ``timer_order``, ``timer_bucket_ms``)."""
+        from streamscale.runtime.spark.processor import from_processor, is_processor
+
+        if is_processor(fn):
+            fn, params = from_processor(fn, self.key, **params), {}
         b = self._s._b
         n = b.fresh(_name(fn, name))
         b.functions[n] = fn

@@ -26,19 +26,19 @@ from __future__ import annotations
 import contextlib
 import os
 import pickle
-from collections.abc import Iterable
+import threading
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
-from urllib.parse import parse_qs, urlsplit
+from typing import Any
 
 from streamscale.errors import StreamscaleError
+from streamscale.runtime.spark.state_api import Hint, StateBackend, VersionIndex, state_backend
+from streamscale.runtime.spark.state_io import IoPool, first_error
 from streamscale.runtime.spark.state_log import Chain, TrackedDict, apply_log, is_log, log_record
 
 __all__ = ["Hint", "LocalStateBackend", "StateBackend", "VersionIndex", "state_backend"]
-
-#: The driver's view of a shard's input version: (version, or -1 for none;
-#: the attempt that wrote it, or ``None`` when unknown, e.g. after a restart).
-Hint = tuple[int, str | None]
 
 # Worker-local cache, path -> (version, attempt, state). Correctness never
 # depends on it: an entry is used only when version AND writing attempt match
@@ -51,49 +51,6 @@ _CACHE: dict[str, tuple[int, str, TrackedDict, Chain]] = {}
 _CACHE_MAX = 4096
 
 
-@runtime_checkable
-class StateBackend(Protocol):
-    """Where shard state lives; must be picklable (it travels to Spark tasks)."""
-
-    def read(
-        self, operator: str, shard: int, upto: int, hint: Hint | None = None
-    ) -> tuple[dict[Any, Any], int | None]:
-        """Newest version ``<= upto`` of a shard's state and its version (``None``: empty).
-
-        ``hint`` is the driver's knowledge of that version (see :class:`VersionIndex`).
-        """
-        ...
-
-    def write(
-        self,
-        operator: str,
-        shard: int,
-        version: int,
-        state: dict[Any, Any],
-        *,
-        attempt: str | None = None,
-        drop: Iterable[int] = (),
-    ) -> int:
-        """Write ``version`` (replacing one of the same version), remove ``drop``; its bytes."""
-        ...
-
-    def versions(self, operator: str, shard: int) -> list[int]:
-        """Versions present for a shard, ascending (committed or not)."""
-        ...
-
-    def commit(self, operator: str, version: int) -> None:
-        """Mark every version ``<= version`` of ``operator`` as committed."""
-        ...
-
-    def committed(self, operator: str) -> int:
-        """The last committed batch id of ``operator`` (``-1`` before the first)."""
-        ...
-
-    def load_all(self, operator: str) -> dict[int, dict[Any, Any]]:
-        """The committed state of every shard of ``operator`` that has one."""
-        ...
-
-
 class LocalStateBackend:
     """State on a local (or shared) file system: ``root/<operator>/<shard>/<version>.pkl``.
 
@@ -102,6 +59,8 @@ class LocalStateBackend:
     Writes go to a temporary file renamed into place, so a killed process never
     leaves a half-written version behind; with ``fsync`` the data and the
     directory entry are flushed to the disk before a write or commit returns.
+    :meth:`write_many`, :meth:`read_many` and :meth:`load_all` issue their
+    shards' requests on up to ``io_threads`` threads at once (1: in turn).
     """
 
     def __init__(
@@ -111,14 +70,18 @@ class LocalStateBackend:
         fsync: bool = False,
         snapshot_every: int = 16,
         snapshot_ratio: float = 0.5,
+        io_threads: int = 1,
     ) -> None:
         self.root = str(root)
         self.fsync = fsync
         self.snapshot_every = max(1, int(snapshot_every))
         self.snapshot_ratio = float(snapshot_ratio)
+        self.io_threads = max(1, int(io_threads))
         self.bytes_written = 0  # by this process: what a batch costs the store
         self.bytes_read = 0  # from the store, not the worker cache: state moved here
-        self._load_workers = 1
+        self._lock = threading.Lock()
+        self._shard_io = IoPool(self.io_threads, "shard")  # one task per shard
+        self._chain_io = IoPool(self.io_threads, "chain")  # the versions of one shard's chain
         self._stale: dict[str, list[int]] = {}
         self._open: dict[str, tuple[Chain, dict[Any, Any]]] = {}
 
@@ -126,7 +89,8 @@ class LocalStateBackend:
         return f"LocalStateBackend({self.root!r}, fsync={self.fsync})"
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (_local, (self.root, self.fsync, self.snapshot_every, self.snapshot_ratio))
+        args = (self.root, self.fsync, self.snapshot_every, self.snapshot_ratio, self.io_threads)
+        return (_local, args)
 
     def _put(self, path: str, name: str, data: bytes) -> None:
         """Atomically place ``data`` at ``path/name`` (temporary file renamed into place)."""
@@ -165,12 +129,19 @@ class LocalStateBackend:
             os.remove(file)
 
     def _load(self, operator: str, shard: int, v: int) -> tuple[TrackedDict, Chain]:
-        """Version ``v`` of a shard (snapshot + changelogs), known to exist, and its chain."""
+        """Version ``v`` of a shard (snapshot + changelogs), known to exist, and its chain.
+
+        The changelog names every version it builds on, so those are fetched at once.
+        """
         obj, n = self._obj(operator, shard, v)
         if isinstance(obj, dict):
             return TrackedDict(obj), Chain((v,), n, len(obj), 0)
         files: tuple[int, ...] = obj[1]
-        snap, _ = self._obj(operator, shard, files[0])
+        got = self._chain_io.run_all([partial(self._obj, operator, shard, c) for c in files])
+        err = first_error(got)
+        if err is not None:
+            raise err
+        snap = got[0][0]  # type: ignore[index]
         if not isinstance(snap, dict):
             raise StreamscaleError(
                 f"state of operator {operator!r} shard {shard}: version {files[0]} is not a "
@@ -178,8 +149,7 @@ class LocalStateBackend:
                 item=os.path.join(self._dir(operator, shard), f"{files[0]}.pkl"),
             )
         state = TrackedDict(snap)
-        for c in files[1:]:
-            rec, _ = self._obj(operator, shard, c)
+        for rec, _ in got[1:]:  # type: ignore[misc]
             apply_log(state, rec)
         apply_log(state, obj)
         return state, Chain((*files, v), obj[2], obj[3], obj[4] + n)
@@ -187,25 +157,22 @@ class LocalStateBackend:
     def _obj(self, operator: str, shard: int, v: int) -> tuple[Any, int]:
         """One stored version (snapshot dict or changelog record) and its bytes."""
         file = os.path.join(self._dir(operator, shard), f"{v}.pkl")
+        where = f"state of operator {operator!r} shard {shard}"
         try:
             raw = self._get(file)
-            self.bytes_read += len(raw)
             state = pickle.loads(raw)
         except FileNotFoundError:
             raise StreamscaleError(
-                f"state of operator {operator!r} shard {shard}: committed version {v} is missing",
-                item=file,
+                f"{where}: committed version {v} is missing", item=file
             ) from None
         except (pickle.UnpicklingError, EOFError, ValueError) as e:
-            raise StreamscaleError(
-                f"state of operator {operator!r} shard {shard}: version {v} is unreadable ({e})",
-                item=file,
-            ) from None
+            raise StreamscaleError(f"{where}: version {v} is unreadable ({e})", item=file) from None
+        except OSError as e:
+            raise StreamscaleError(f"{where}: reading version {v} failed ({e})", item=file) from e
+        with self._lock:
+            self.bytes_read += len(raw)
         if not (isinstance(state, dict) or is_log(state)):
-            raise StreamscaleError(
-                f"state of operator {operator!r} shard {shard}: version {v} is not a state",
-                item=file,
-            )
+            raise StreamscaleError(f"{where}: version {v} is not a state", item=file)
         return state, len(raw)
 
     def _dir(self, operator: str, shard: int) -> str:
@@ -242,6 +209,36 @@ class LocalStateBackend:
         self._stale[path] = [x for x in versions if x < v]
         return self._opened(path, self._load(operator, shard, v)), v
 
+    def read_many(
+        self,
+        operator: str,
+        shards: Iterable[int],
+        upto: int,
+        hints: Mapping[int, Hint] | None = None,
+    ) -> dict[int, tuple[dict[Any, Any], int | None]]:
+        """:meth:`read` of several shards, their requests issued together."""
+        h = hints or {}
+        out: dict[int, tuple[dict[Any, Any], int | None]] = {}
+        misses = []
+        for g in shards:  # worker-cache hits and empty shards need no request
+            hint = h.get(g)
+            if hint is not None and (hint[0] < 0 or self._cached(operator, g, hint)):
+                out[g] = self.read(operator, g, upto, hint)
+            else:
+                misses.append(g)
+        got = self._shard_io.run_all(
+            [partial(self.read, operator, g, upto, h.get(g)) for g in misses]
+        )
+        err = first_error(got)
+        if err is not None:
+            raise err
+        out.update(zip(misses, got, strict=True))  # type: ignore[arg-type]
+        return out
+
+    def _cached(self, operator: str, shard: int, hint: Hint) -> bool:
+        c = _CACHE.get(self._dir(operator, shard))
+        return c is not None and hint[1] is not None and c[:2] == hint
+
     def _opened(self, path: str, loaded: tuple[TrackedDict, Chain]) -> TrackedDict:
         self._open[path] = (loaded[1], loaded[0])
         return loaded[0]
@@ -256,48 +253,115 @@ class LocalStateBackend:
         attempt: str | None = None,
         drop: Iterable[int] = (),
     ) -> int:
+        return self.write_many(
+            operator, version, {shard: state}, attempt=attempt, drops={shard: drop}
+        )[shard]
+
+    def write_many(
+        self,
+        operator: str,
+        version: int,
+        states: Mapping[int, dict[Any, Any]],
+        *,
+        attempt: str | None = None,
+        drops: Mapping[int, Iterable[int]] | None = None,
+    ) -> dict[int, int]:
+        """Write ``version`` of several shards at once; each shard's state bytes.
+
+        Each shard's PUT (and the removal of versions no longer needed) starts
+        as soon as its version is encoded, while the next shard's is; the call
+        returns once all have ended. A failure raises one error naming the
+        operator, the shard and the path, after the other requests finished:
+        nothing of this call is left in flight. Until the driver commits
+        ``version`` none of it is read as committed, so a failed call leaves
+        the previous version.
+        """
+        plans: list[_Write] = []
+        failed: list[Exception] = []
+
+        def tasks() -> Iterator[Callable[[], None]]:
+            for g, st in states.items():
+                try:
+                    plans.append(self._plan(operator, g, version, st, (drops or {}).get(g, ())))
+                except Exception as e:  # raised once the PUTs already started have ended
+                    failed.append(
+                        StreamscaleError(
+                            f"state of operator {operator!r} shard {g}: encoding version "
+                            f"{version} failed ({type(e).__name__}: {e})",
+                            item=os.path.join(self._dir(operator, g), f"{version}.pkl"),
+                        )
+                    )
+                    return
+                yield partial(self._apply, plans[-1])
+
+        err = first_error(self._shard_io.run_all(tasks()))
+        if failed or err is not None:
+            raise failed[0] if failed else err  # type: ignore[misc]
+        out: dict[int, int] = {}
+        for p in plans:
+            self.bytes_written += len(p.data)
+            tracked = p.state if isinstance(p.state, TrackedDict) else TrackedDict(p.state)
+            tracked.reset()
+            if attempt is not None:
+                _CACHE[p.path] = (version, attempt, tracked, p.chain)
+            c = p.chain
+            n = len(p.state)
+            out[p.shard] = (
+                int(c.snap_bytes * max(n, 1) / c.snap_keys)
+                if c.snap_keys
+                else (c.snap_bytes + c.log_bytes)
+            )
+        while len(_CACHE) > _CACHE_MAX:
+            del _CACHE[next(iter(_CACHE))]
+        return out
+
+    def _plan(
+        self, operator: str, shard: int, version: int, state: dict[Any, Any], drop: Iterable[int]
+    ) -> _Write:
+        """Encode one shard's version: a changelog on the version it read, or a snapshot."""
         path = self._dir(operator, shard)
         opened = self._open.pop(path, None)
+        base = opened[0] if opened is not None and opened[1] is state else None
         data: bytes | None = None
-        if opened is not None and opened[1] is state and opened[0].files[-1] < version:
-            base = opened[0]
-            if (
-                isinstance(state, TrackedDict)
-                and not state.opaque
-                and len(base.files) < self.snapshot_every
-            ):
-                data = pickle.dumps(log_record(base, state, state.dirty), protocol=_PROTOCOL)
-                if base.log_bytes + len(data) > self.snapshot_ratio * base.snap_bytes:
-                    data = None  # compact: the changelogs outgrew their snapshot
-                else:
-                    chain = Chain((*base.files, version), *_sizes(base), base.log_bytes + len(data))
+        if (
+            base is not None
+            and base.files[-1] < version
+            and isinstance(state, TrackedDict)
+            and not state.opaque
+            and len(base.files) < self.snapshot_every
+        ):
+            data = pickle.dumps(log_record(base, state, state.dirty), protocol=_PROTOCOL)
+            if base.log_bytes + len(data) > self.snapshot_ratio * base.snap_bytes:
+                data = None  # compact: the changelogs outgrew their snapshot
+            else:
+                chain = Chain((*base.files, version), *_sizes(base), base.log_bytes + len(data))
         if data is None:
             plain = dict(state)
             data = pickle.dumps(plain, protocol=_PROTOCOL)
             chain = Chain((version,), len(data), len(plain), 0)
-        self._put(path, f"{version}.pkl", data)
-        self.bytes_written += len(data)
-        tracked = state if isinstance(state, TrackedDict) else TrackedDict(state)
-        tracked.reset()
-        if attempt is not None:
-            _CACHE[path] = (version, attempt, tracked, chain)
-            while len(_CACHE) > _CACHE_MAX:
-                del _CACHE[next(iter(_CACHE))]
-        self._collect(path, version, opened[0] if opened else None, drop)
-        if chain.snap_keys:
-            return int(chain.snap_bytes * max(len(state), 1) / chain.snap_keys)
-        return chain.snap_bytes + chain.log_bytes
-
-    def _collect(self, path: str, version: int, base: Chain | None, drop: Iterable[int]) -> None:
-        """Remove versions below the input version that its chain does not need."""
+        gc_base = opened[0] if opened else None
         candidates = {*self._stale.pop(path, ()), *drop}
-        limit = version if base is None else base.files[-1]
-        if base is not None and len(base.files) == 1:  # a snapshot input: list once per cycle
-            candidates.update(self._versions(path))
-        keep = set(base.files) if base is not None else set()
-        for v in candidates:
-            if v < limit and v not in keep:
-                self._remove(os.path.join(path, f"{v}.pkl"))
+        return _Write(operator, shard, version, path, data, chain, state, gc_base, candidates)
+
+    def _apply(self, p: _Write) -> None:
+        """PUT one shard's version, then remove versions below its input its chain does not need."""
+        name = f"{p.version}.pkl"
+        try:
+            self._put(p.path, name, p.data)
+            base = p.base
+            limit = p.version if base is None else base.files[-1]
+            if base is not None and len(base.files) == 1:  # a snapshot input: list once per cycle
+                p.candidates.update(self._versions(p.path))
+            keep = set(base.files) if base is not None else set()
+            for v in p.candidates:
+                if v < limit and v not in keep:
+                    self._remove(os.path.join(p.path, f"{v}.pkl"))
+        except Exception as e:
+            raise StreamscaleError(
+                f"state of operator {p.operator!r} shard {p.shard}: writing version "
+                f"{p.version} failed ({type(e).__name__}: {e})",
+                item=os.path.join(p.path, name),
+            ) from e
 
     def commit(self, operator: str, version: int) -> None:
         self._put(os.path.join(self.root, operator), "_committed", str(version).encode())
@@ -311,18 +375,31 @@ class LocalStateBackend:
     def load_all(self, operator: str) -> dict[int, dict[Any, Any]]:
         upto = self.committed(operator)
         shards = [int(n) for n in self._list(os.path.join(self.root, operator)) if n.isdigit()]
-        if self._load_workers > 1 and len(shards) > 1:  # a remote store: overlap the requests
-            from concurrent.futures import ThreadPoolExecutor
-
-            with ThreadPoolExecutor(min(self._load_workers, len(shards))) as pool:
-                got = list(pool.map(lambda g: self.read(operator, g, upto), shards))
-        else:
-            got = [self.read(operator, g, upto) for g in shards]
-        return {g: state for g, (state, v) in zip(shards, got, strict=True) if v is not None}
+        got = self.read_many(operator, shards, upto)
+        return {g: state for g, (state, v) in got.items() if v is not None}
 
 
-def _local(root: str, fsync: bool, every: int = 16, ratio: float = 0.5) -> LocalStateBackend:
-    return LocalStateBackend(root, fsync=fsync, snapshot_every=every, snapshot_ratio=ratio)
+@dataclass(slots=True)
+class _Write:
+    """One shard's encoded version and what its PUT removes afterwards."""
+
+    operator: str
+    shard: int
+    version: int
+    path: str
+    data: bytes
+    chain: Chain
+    state: dict[Any, Any]
+    base: Chain | None  # the chain of the version read, if this state is it
+    candidates: set[int]
+
+
+def _local(
+    root: str, fsync: bool, every: int = 16, ratio: float = 0.5, io_threads: int = 1
+) -> LocalStateBackend:
+    return LocalStateBackend(
+        root, fsync=fsync, snapshot_every=every, snapshot_ratio=ratio, io_threads=io_threads
+    )
 
 
 def _sizes(c: Chain) -> tuple[int, int]:
@@ -330,84 +407,3 @@ def _sizes(c: Chain) -> tuple[int, int]:
 
 
 _PROTOCOL = pickle.HIGHEST_PROTOCOL
-
-
-_TRUE = {"1", "true", "yes", "on"}
-
-
-def _snapshot_opts(opts: dict[str, list[str]], url: str) -> dict[str, Any]:
-    """``snapshot_every`` (versions per snapshot) and ``snapshot_ratio`` from a URL query."""
-    out: dict[str, Any] = {}
-    for name, kind in (("snapshot_every", int), ("snapshot_ratio", float)):
-        if name in opts:
-            try:
-                out[name] = kind(opts[name][-1])
-            except ValueError:
-                raise StreamscaleError(f"{name} must be a number", item=url) from None
-    return out
-
-
-def state_backend(url: str | Path) -> StateBackend:
-    """The state backend a URL names: a local path or ``file://`` URL (the default).
-
-    ``s3://bucket/prefix?endpoint=http://host:port`` (and other ``pyarrow.fs``
-    schemes) name a :class:`~streamscale.runtime.spark.state_fs.FsStateBackend`,
-    which every executor of a cluster reads alike.
-
-    Query options: ``fsync=1`` flushes every version and commit marker to the
-    disk before returning (e.g. ``file:///data/state?fsync=1``);
-    ``snapshot_every=N`` and ``snapshot_ratio=R`` set when changelogs are
-    compacted into a snapshot (every ``N`` versions, or when they outgrow ``R``
-    times the snapshot; defaults 16 and 0.5).
-    """
-    text = str(url)
-    parts = urlsplit(text)
-    if parts.scheme in ("", "file"):
-        opts = parse_qs(parts.query)
-        unknown = sorted(set(opts) - {"fsync", "snapshot_every", "snapshot_ratio"})
-        if unknown:
-            raise StreamscaleError(f"unknown state backend option {unknown[0]!r}", item=text)
-        root = parts.path if parts.scheme == "file" else text.split("?", 1)[0]
-        if not root:
-            raise StreamscaleError("state backend URL names no path", item=text)
-        fsync = opts.get("fsync", ["0"])[-1].lower() in _TRUE
-        return LocalStateBackend(root, fsync=fsync, **_snapshot_opts(opts, text))
-    if parts.scheme in ("s3", "hdfs", "gs", "abfs"):
-        from streamscale.runtime.spark.state_fs import FsStateBackend
-
-        return FsStateBackend(text)
-    raise StreamscaleError(f"unsupported state backend scheme {parts.scheme!r}", item=text)
-
-
-class VersionIndex:
-    """The driver's record of each shard's committed versions (newest last).
-
-    Built once by listing the backend, then kept up to date from the shards
-    each committed batch wrote, so tasks open the right version directly (no
-    directory listing) and may use their worker cache.
-    """
-
-    def __init__(self, backend: StateBackend, operator: str, shards: int) -> None:
-        self.operator = operator
-        self._v: list[list[Hint]] = [
-            [(v, None) for v in backend.versions(operator, g)] for g in range(shards)
-        ]
-
-    def hints(self, upto: int) -> tuple[tuple[Hint, ...], tuple[tuple[int, ...], ...]]:
-        """Per shard: the input version ``<= upto``, and the older versions to remove."""
-        hints: list[Hint] = []
-        drops: list[tuple[int, ...]] = []
-        for vs in self._v:
-            usable = [h for h in vs if h[0] <= upto]
-            h: Hint = usable[-1] if usable else (-1, None)
-            hints.append(h)
-            drops.append(tuple(v for v, _ in vs if v < h[0]))
-        return tuple(hints), tuple(drops)
-
-    def committed(
-        self, batch: int, attempt: str, written: Iterable[int], hints: tuple[Hint, ...]
-    ) -> None:
-        """Record that ``batch`` (run as ``attempt``) committed new versions of ``written``."""
-        for g in written:
-            prev = hints[g]
-            self._v[g] = ([prev] if prev[0] >= 0 else []) + [(batch, attempt)]

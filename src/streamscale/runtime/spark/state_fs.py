@@ -22,11 +22,13 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from streamscale.errors import StreamscaleError
-from streamscale.runtime.spark.state import LocalStateBackend, _snapshot_opts
+from streamscale.runtime.spark.state import LocalStateBackend
+from streamscale.runtime.spark.state_api import _snapshot_opts
 
 __all__ = ["FsStateBackend"]
 
-_OPTIONS = {"endpoint", "region", "snapshot_every", "snapshot_ratio"}
+_OPTIONS = {"endpoint", "region", "snapshot_every", "snapshot_ratio", "io_threads"}
+_IO_THREADS = 16  # concurrent requests per write_many / read: round trips overlap
 
 
 class FsStateBackend(LocalStateBackend):
@@ -37,7 +39,7 @@ class FsStateBackend(LocalStateBackend):
     url
         ``s3://bucket/prefix`` with optional ``endpoint`` (an S3-compatible
         server; ``http://`` selects plain HTTP), ``region``, ``snapshot_every``
-        and ``snapshot_ratio`` query options;
+        ``snapshot_ratio`` and ``io_threads`` (concurrent requests, default 16) query options;
         credentials come from the usual ``AWS_*`` environment variables. Other
         schemes (``hdfs://``, ``gs://``, ``abfs://``) go to
         ``pyarrow.fs.FileSystem.from_uri``.
@@ -58,8 +60,8 @@ class FsStateBackend(LocalStateBackend):
         root = f"{parts.netloc}{parts.path}".rstrip("/")
         if parts.scheme != "s3":
             root = parts.path.rstrip("/") or "/"
-        super().__init__(root, **_snapshot_opts(parse_qs(parts.query), url))
-        self._load_workers = 8  # recovery overlaps the store's round trips
+        kw = {"io_threads": _IO_THREADS, **_snapshot_opts(parse_qs(parts.query), url)}
+        super().__init__(root, **kw)
 
     def __repr__(self) -> str:
         return f"FsStateBackend({self.url!r})"
@@ -69,6 +71,10 @@ class FsStateBackend(LocalStateBackend):
 
     @property
     def _fs(self) -> Any:
+        with self._lock:  # one client per process, even when threads ask at once
+            return self._client or self._connect()
+
+    def _connect(self) -> Any:
         if self._client is None:
             import pyarrow.fs as pafs
 
@@ -79,7 +85,9 @@ class FsStateBackend(LocalStateBackend):
                     ep = urlsplit(endpoint)
                     kwargs["endpoint_override"] = ep.netloc or endpoint
                     kwargs["scheme"] = ep.scheme or "https"
-                self._client = pafs.S3FileSystem(**kwargs)
+                # Delayed open: a small object is one PutObject, not a three-request
+                # multipart upload; errors still surface when the stream closes.
+                self._client = pafs.S3FileSystem(allow_delayed_open=True, **kwargs)
             else:
                 self._client = pafs.FileSystem.from_uri(self.url.split("?", 1)[0])[0]
         return self._client

@@ -1,0 +1,205 @@
+"""A Spark 4 ``StatefulProcessor`` run unchanged as a streamscale keyed operator.
+
+A PySpark user writes a processor for ``transformWithStateInPandas``:
+``init(handle)``, ``handleInputRows(key, rows, timerValues)`` yielding pandas
+DataFrames, optionally ``handleExpiredTimer(key, timerValues,
+expiredTimerInfo)`` and ``close()``. :func:`from_processor` turns it into the
+keyed function ``fn(rows, state) -> DataFrame`` over one shard, the way
+:func:`~streamscale.runtime.spark.native.from_group_state` adapts an
+``applyInPandasWithState`` function: the handle's value, list and map states
+and its timers all live in the shard's state dict (see
+:mod:`~streamscale.runtime.spark.state_typed`), so streamscale stores,
+versions, moves and recovers them with the shard, and a batch's changelog holds
+the typed entries it touched.
+
+One call (one shard of one batch): ``init(handle)``; the timers due at the
+batch's time fire (``handleExpiredTimer`` for their keys, whether or not the
+key has rows in the batch); ``handleInputRows`` runs once per key with rows, in
+arrival order; ``close()``. Spark fires timers *after* the batch's input rows;
+``timer_order="after_input"`` does the same. A timer registered while timers
+fire is due from the next batch on.
+
+Time comes from the batch, never from a hidden clock: the function accepts
+``batch_time_ms`` and ``watermark_ms`` keywords (a runner that knows its batch
+clock passes them; the function's ``batch_clock`` attribute says so), and
+otherwise asks its ``clock`` for them from the rows — :func:`column_clock` for
+a time carried by the rows (deterministic across replays), :func:`wall_clock`
+(the default) for the worker's wall clock. Event-time timers and TTL need a
+watermark: without one, only processing time applies. A shard with no rows in
+a batch is not called by the keyed stage, so its due timers fire with its next
+rows.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import pandas as pd
+from pyspark.sql.streaming.stateful_processor import ExpiredTimerInfo, TimerValues
+
+from streamscale.errors import StreamscaleError
+from streamscale.runtime.spark.state_typed import StatefulHandle
+
+__all__ = ["Clock", "column_clock", "from_processor", "is_processor", "run_batch", "wall_clock"]
+
+#: From a shard's rows: (processing time ms, watermark ms or None); None: no time known.
+Clock = Callable[[pd.DataFrame], tuple[int, int | None] | None]
+
+_ORDERS = ("first", "after_input")
+
+
+def wall_clock(rows: pd.DataFrame) -> tuple[int, int | None]:
+    """The worker's wall clock (ms) as processing time; no watermark."""
+    del rows
+    return int(time.time() * 1000), None
+
+
+def _ms(col: pd.Series) -> int:
+    if pd.api.types.is_datetime64_any_dtype(col):
+        return int(col.max().value // 1_000_000)
+    return int(pd.to_numeric(col).max())
+
+
+def column_clock(processing: str, watermark: str | None = None) -> Clock:
+    """A clock read from the rows: the largest ``processing`` (and ``watermark``) value, in ms.
+
+    Columns hold milliseconds or timestamps. A batch's rows all carry the same
+    value when the source stamps them with the batch's time.
+    """
+
+    def clock(rows: pd.DataFrame) -> tuple[int, int | None] | None:
+        if not len(rows):
+            return None
+        return _ms(rows[processing]), None if watermark is None else _ms(rows[watermark])
+
+    return clock
+
+
+def is_processor(obj: Any) -> bool:
+    """Whether ``obj`` is a ``StatefulProcessor`` (pyspark's, or one with its methods)."""
+    return callable(getattr(obj, "init", None)) and callable(getattr(obj, "handleInputRows", None))
+
+
+def _frames(out: Iterable[pd.DataFrame] | None) -> list[pd.DataFrame]:
+    return [] if out is None else [f for f in out if f is not None and len(f)]
+
+
+def _timer_values(mode: str, now_ms: int, watermark_ms: int | None) -> TimerValues:
+    if mode == "None":
+        return TimerValues(-1, -1)
+    wm = -1 if mode == "ProcessingTime" or watermark_ms is None else watermark_ms
+    return TimerValues(now_ms, wm)
+
+
+def _fire(processor: Any, handle: StatefulHandle, tv: TimerValues) -> list[pd.DataFrame]:
+    expired = getattr(processor, "handleExpiredTimer", None)
+    due = handle.popDueTimers()
+    if expired is None:
+        return []
+    outs: list[pd.DataFrame] = []
+    for key, at in due:
+        handle.setKey(key)
+        outs += _frames(expired((key,), tv, ExpiredTimerInfo(at)))
+    return outs
+
+
+def run_batch(
+    processor: Any,
+    key: str,
+    rows: pd.DataFrame,
+    state: dict[Any, Any],
+    now: tuple[int, int | None] | None,
+    *,
+    time_mode: str = "ProcessingTime",
+    timer_order: str = "first",
+    timer_bucket_ms: int = 1000,
+) -> pd.DataFrame | None:
+    """One shard's batch through ``processor``; ``now`` is (processing ms, watermark ms).
+
+    With ``now`` ``None`` (no time known) no timer fires and TTL counts from 0.
+    """
+    proc_ms, wm = now if now is not None else (0, None)
+    handle = StatefulHandle(
+        state, now_ms=proc_ms, watermark_ms=wm, time_mode=time_mode, timer_bucket_ms=timer_bucket_ms
+    )
+    tv = _timer_values(handle.time_mode, proc_ms, wm)
+    processor.init(handle)
+    outs: list[pd.DataFrame] = []
+    try:
+        if now is not None and timer_order == "first":
+            outs += _fire(processor, handle, tv)
+        if len(rows):
+            for k, grp in rows.groupby(key, sort=False):
+                handle.setKey(k)
+                frames = iter([grp.reset_index(drop=True)])
+                outs += _frames(processor.handleInputRows((handle.key,), frames, tv))
+        if now is not None and timer_order == "after_input":
+            outs += _fire(processor, handle, tv)
+    finally:
+        close = getattr(processor, "close", None)
+        if close is not None:
+            close()
+    return pd.concat(outs, ignore_index=True) if outs else None
+
+
+def from_processor(
+    processor: Any,
+    key: str,
+    *,
+    time_mode: str = "ProcessingTime",
+    clock: Clock | None = None,
+    timer_order: str = "first",
+    timer_bucket_ms: int = 1000,
+) -> Callable[..., pd.DataFrame | None]:
+    """A keyed function running ``processor`` (a ``transformWithStateInPandas`` processor).
+
+    Parameters
+    ----------
+    processor
+        A ``pyspark.sql.streaming.StatefulProcessor`` (or an object with its methods).
+    key
+        The grouping column; the processor sees keys as 1-tuples, as in Spark.
+    time_mode
+        ``"ProcessingTime"``, ``"EventTime"`` or ``"None"`` (as Spark's ``timeMode``).
+    clock
+        The batch's time from its rows when the runner passes none (default
+        :func:`wall_clock`).
+    timer_order
+        ``"first"``: due timers fire before the batch's rows; ``"after_input"``: after (Spark).
+    timer_bucket_ms
+        Width of the buckets indexing timers in the shard state.
+    """
+    if not is_processor(processor):
+        raise StreamscaleError(
+            "not a StatefulProcessor (needs init and handleInputRows)", item=repr(processor)
+        )
+    if timer_order not in _ORDERS:
+        raise StreamscaleError(f"timer_order must be one of {_ORDERS}", item=str(timer_order))
+    StatefulHandle({}, now_ms=0, time_mode=time_mode)  # checks the mode now, not in a task
+    tick = clock or wall_clock
+
+    def run(
+        rows: pd.DataFrame,
+        state: dict[Any, Any],
+        *,
+        batch_time_ms: int | None = None,
+        watermark_ms: int | None = None,
+    ) -> pd.DataFrame | None:
+        now = (int(batch_time_ms), watermark_ms) if batch_time_ms is not None else tick(rows)
+        return run_batch(
+            processor,
+            key,
+            rows,
+            state,
+            now,
+            time_mode=time_mode,
+            timer_order=timer_order,
+            timer_bucket_ms=timer_bucket_ms,
+        )
+
+    run.__name__ = type(processor).__name__
+    run.batch_clock = True  # type: ignore[attr-defined]
+    run.processor = processor  # type: ignore[attr-defined]
+    return run

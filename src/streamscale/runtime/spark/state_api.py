@@ -1,0 +1,149 @@
+"""The state backend interface, the backend a URL names, and the driver's version index.
+
+See :mod:`streamscale.runtime.spark.state` for the protocol: batch ``b`` of a
+shard reads the newest committed version ``< b`` and writes version ``b``; the
+driver commits ``b`` once every task of the batch succeeded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+from urllib.parse import parse_qs, urlsplit
+
+from streamscale.errors import StreamscaleError
+
+__all__ = ["Hint", "StateBackend", "VersionIndex", "state_backend"]
+
+#: The driver's view of a shard's input version: (version, or -1 for none;
+#: the attempt that wrote it, or ``None`` when unknown, e.g. after a restart).
+Hint = tuple[int, str | None]
+
+
+@runtime_checkable
+class StateBackend(Protocol):
+    """Where shard state lives; must be picklable (it travels to Spark tasks)."""
+
+    def read(
+        self, operator: str, shard: int, upto: int, hint: Hint | None = None
+    ) -> tuple[dict[Any, Any], int | None]:
+        """Newest version ``<= upto`` of a shard's state and its version (``None``: empty).
+
+        ``hint`` is the driver's knowledge of that version (see :class:`VersionIndex`).
+        """
+        ...
+
+    def write(
+        self,
+        operator: str,
+        shard: int,
+        version: int,
+        state: dict[Any, Any],
+        *,
+        attempt: str | None = None,
+        drop: Iterable[int] = (),
+    ) -> int:
+        """Write ``version`` (replacing one of the same version), remove ``drop``; its bytes."""
+        ...
+
+    def versions(self, operator: str, shard: int) -> list[int]:
+        """Versions present for a shard, ascending (committed or not)."""
+        ...
+
+    def commit(self, operator: str, version: int) -> None:
+        """Mark every version ``<= version`` of ``operator`` as committed."""
+        ...
+
+    def committed(self, operator: str) -> int:
+        """The last committed batch id of ``operator`` (``-1`` before the first)."""
+        ...
+
+    def load_all(self, operator: str) -> dict[int, dict[Any, Any]]:
+        """The committed state of every shard of ``operator`` that has one."""
+        ...
+
+
+class VersionIndex:
+    """The driver's record of each shard's committed versions (newest last).
+
+    Built once by listing the backend, then kept up to date from the shards
+    each committed batch wrote, so tasks open the right version directly (no
+    directory listing) and may use their worker cache.
+    """
+
+    def __init__(self, backend: StateBackend, operator: str, shards: int) -> None:
+        self.operator = operator
+        self._v: list[list[Hint]] = [
+            [(v, None) for v in backend.versions(operator, g)] for g in range(shards)
+        ]
+
+    def hints(self, upto: int) -> tuple[tuple[Hint, ...], tuple[tuple[int, ...], ...]]:
+        """Per shard: the input version ``<= upto``, and the older versions to remove."""
+        hints: list[Hint] = []
+        drops: list[tuple[int, ...]] = []
+        for vs in self._v:
+            usable = [h for h in vs if h[0] <= upto]
+            h: Hint = usable[-1] if usable else (-1, None)
+            hints.append(h)
+            drops.append(tuple(v for v, _ in vs if v < h[0]))
+        return tuple(hints), tuple(drops)
+
+    def committed(
+        self, batch: int, attempt: str, written: Iterable[int], hints: tuple[Hint, ...]
+    ) -> None:
+        """Record that ``batch`` (run as ``attempt``) committed new versions of ``written``."""
+        for g in written:
+            prev = hints[g]
+            self._v[g] = ([prev] if prev[0] >= 0 else []) + [(batch, attempt)]
+
+
+_TRUE = {"1", "true", "yes", "on"}
+
+
+def _snapshot_opts(opts: dict[str, list[str]], url: str) -> dict[str, Any]:
+    """``snapshot_every``, ``snapshot_ratio`` and ``io_threads`` from a URL query."""
+    out: dict[str, Any] = {}
+    for name, kind in (("snapshot_every", int), ("snapshot_ratio", float), ("io_threads", int)):
+        if name in opts:
+            try:
+                out[name] = kind(opts[name][-1])
+            except ValueError:
+                raise StreamscaleError(f"{name} must be a number", item=url) from None
+    return out
+
+
+def state_backend(url: str | Path) -> StateBackend:
+    """The state backend a URL names: a local path or ``file://`` URL (the default).
+
+    ``s3://bucket/prefix?endpoint=http://host:port`` (and other ``pyarrow.fs``
+    schemes) name a :class:`~streamscale.runtime.spark.state_fs.FsStateBackend`,
+    which every executor of a cluster reads alike.
+
+    Query options: ``fsync=1`` flushes every version and commit marker to the
+    disk before returning (e.g. ``file:///data/state?fsync=1``);
+    ``snapshot_every=N`` and ``snapshot_ratio=R`` set when changelogs are
+    compacted into a snapshot (every ``N`` versions, or when they outgrow ``R``
+    times the snapshot; defaults 16 and 0.5); ``io_threads=N`` bounds the
+    requests :meth:`~streamscale.runtime.spark.state.LocalStateBackend.write_many` and the reads issue at once
+    (default 1 on a local disk, 16 on an object store).
+    """
+    text = str(url)
+    parts = urlsplit(text)
+    if parts.scheme in ("", "file"):
+        opts = parse_qs(parts.query)
+        unknown = sorted(set(opts) - {"fsync", "snapshot_every", "snapshot_ratio", "io_threads"})
+        if unknown:
+            raise StreamscaleError(f"unknown state backend option {unknown[0]!r}", item=text)
+        root = parts.path if parts.scheme == "file" else text.split("?", 1)[0]
+        if not root:
+            raise StreamscaleError("state backend URL names no path", item=text)
+        fsync = opts.get("fsync", ["0"])[-1].lower() in _TRUE
+        from streamscale.runtime.spark.state import LocalStateBackend
+
+        return LocalStateBackend(root, fsync=fsync, **_snapshot_opts(opts, text))
+    if parts.scheme in ("s3", "hdfs", "gs", "abfs"):
+        from streamscale.runtime.spark.state_fs import FsStateBackend
+
+        return FsStateBackend(text)
+    raise StreamscaleError(f"unsupported state backend scheme {parts.scheme!r}", item=text)
