@@ -372,3 +372,34 @@ def test_keyed_stream_process_accepts_a_processor(spark: Any) -> None:
     state: dict[Any, Any] = {}
     fn(pd.DataFrame({"value": [7], "seq": [0]}), state, batch_time_ms=0)
     assert list(state) and fn(pd.DataFrame(), state, batch_time_ms=IDLE_MS) is not None
+
+
+@pytest.mark.spark
+def test_on_spark_a_shard_without_rows_fires_its_due_timers_in_that_batch(
+    spark, tmp_path: Path
+) -> None:
+    """The keyed stage calls a batch-clocked processor for every shard of its unit."""
+    from streamscale.runtime.spark.keyed import KeyedSpec, run_keyed
+    from streamscale.runtime.spark.routing import PartitionMap, global_shards
+
+    e, z = 1, 4
+    keys = [f"k{i}" for i in range(40)]
+    shard = dict(zip(keys, global_shards(keys, e, z).tolist(), strict=True))
+    quiet = next(k for k in keys if shard[k] != shard["k0"])  # input only in batch 0
+    fn = from_processor(IdleCounter(), "key")
+    assert fn.batch_clock
+    spec = KeyedSpec("idle", "key", e, z, fn, {}, (), LocalStateBackend(tmp_path / "st"))
+    pmap = PartitionMap("idle", e, z, ("u0",), (0,) * z)  # one unit serves every shard
+    got = []
+    for b, (rows, at) in enumerate([(["k0", quiet], 0), (["k0"], IDLE_MS + 1)]):
+        pdf = pd.DataFrame({"key": rows, "value": [1.0] * len(rows), "seq": range(len(rows))})
+        out, _ = run_keyed(
+            spark.createDataFrame(pdf), spec, batch_id=b, upto=b - 1, pmap=pmap,
+            attempt=f"a{b}", hints=(), drops=(), dead_letter_dir=str(tmp_path / "dl"),
+            batch_time_ms=at,
+        )  # fmt: skip
+        spec.backend.commit("idle", b)
+        got.append(sorted((r["key"], r["kind"], r["at"]) for r in out.collect()))
+    assert got[0] == [("k0", "count", 0), (quiet, "count", 0)]
+    # batch 1: 'quiet' has no row and its shard none either; its timer (0 + IDLE_MS) fired
+    assert (quiet, "idle", IDLE_MS) in got[1] and ("k0", "count", IDLE_MS + 1) in got[1]

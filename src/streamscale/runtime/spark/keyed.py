@@ -331,6 +331,7 @@ def _reduce_side(
     hints: tuple[Hint, ...],
     drops: tuple[tuple[int, ...], ...],
     out_cols: tuple[str, ...] | None,
+    batch_time_ms: int,
 ) -> Callable[[Iterator[pd.DataFrame]], Iterator[pd.DataFrame]]:
     def emit_stats(stats: TaskStats) -> pd.DataFrame:
         row: dict[str, Any] = {c: [None] for c in (out_cols if out_cols is not None else (_OUT,))}
@@ -354,28 +355,69 @@ def _reduce_side(
         outputs: list[pd.DataFrame] = []
         done_at = np.empty(len(df))
         uniq, starts = np.unique(shards, return_index=True)
-        ends = [*starts[1:].tolist(), len(df)]
+        spans = {
+            g: (a, b)
+            for g, a, b in zip(
+                uniq.tolist(), starts.tolist(), [*starts[1:].tolist(), len(df)], strict=False
+            )
+        }
+        clocked = bool(getattr(spec.fn, "batch_clock", False))
+        kw: dict[str, Any] = dict(spec.fn_params)
+        if clocked:  # timers fire in every shard of the unit, rows or not
+            kw.update(batch_time_ms=batch_time_ms, watermark_ms=None)
+            for g in pmap.shards_of(index):
+                spans.setdefault(g, (0, 0))
         read0 = getattr(spec.backend, "bytes_read", 0)
-        for g, a, b in zip(uniq.tolist(), starts.tolist(), ends, strict=False):
+        many = hasattr(spec.backend, "read_many") and hasattr(spec.backend, "write_many")
+        t_io = time.perf_counter()
+        states: dict[int, Any] = {}
+        if many:  # a task's shard requests go out together (object stores: round trips)
+            hint_of = {g: hints[g] for g in spans} if hints else None
+            states = {
+                g: st
+                for g, (st, _) in spec.backend.read_many(
+                    spec.operator, list(spans), upto, hint_of
+                ).items()
+            }
+        io_s = time.perf_counter() - t_io
+        written: dict[int, Any] = {}
+        for g, (a, b) in spans.items():
             t0 = time.perf_counter()
             rows = rows_df.iloc[a:b].reset_index(drop=True)
-            state, _ = spec.backend.read(spec.operator, g, upto, hints[g] if hints else None)
-            res = spec.fn(rows, state, **spec.fn_params)
+            if many:
+                state = states[g]
+            else:
+                state, _ = spec.backend.read(spec.operator, g, upto, hints[g] if hints else None)
+            res = spec.fn(rows, state, **kw)
             if isinstance(res, tuple):
                 res, state = res
-            nbytes = spec.backend.write(
-                spec.operator,
-                g,
-                batch_id,
-                state,
-                attempt=attempt,
-                drop=drops[g] if drops else (),
-            )
-            done_at[a:b] = time.time()
             out_n = 0 if res is None else len(res)
             if out_n:
                 outputs.append(res)
+            if a == b and not out_n and not getattr(state, "dirty", True):
+                continue  # a shard without rows whose timers changed nothing: no new version
+            nbytes = 0
+            if many:
+                written[g] = state
+            else:
+                nbytes = spec.backend.write(
+                    spec.operator, g, batch_id, state, attempt=attempt,
+                    drop=drops[g] if drops else (),
+                )  # fmt: skip
+            done_at[a:b] = time.time()
             shard_stats[g] = (b - a, time.perf_counter() - t0, nbytes, out_n)
+        if many and written:
+            t_io = time.perf_counter()
+            sizes = spec.backend.write_many(
+                spec.operator, batch_id, written, attempt=attempt,
+                drops={g: drops[g] for g in written} if drops else None,
+            )  # fmt: skip
+            io_s += time.perf_counter() - t_io
+            done_at[:] = time.time()
+            total = max(1, sum(shard_stats[g][0] for g in written))
+            for g in written:  # shared I/O time, attributed by rows
+                n, t, _, o = shard_stats[g]
+                shard_stats[g] = (n, t + io_s * n / total, int(sizes.get(g, 0)), o)
         out = pd.concat(outputs, ignore_index=True) if outputs else pd.DataFrame()
         busy = time.perf_counter() - t_task
         if "event_time" in rows_df.columns and len(df):
@@ -459,6 +501,7 @@ def run_keyed(
     drops: tuple[tuple[int, ...], ...],
     dead_letter_dir: str,
     placed: Mapping[str, tuple[str, str]] | None = None,
+    batch_time_ms: int | None = None,
 ) -> tuple[Any, BatchStats]:
     """Run one batch of ``spec``'s keyed operator over ``df``; write state, never commit.
 
@@ -480,6 +523,12 @@ def run_keyed(
         Unit → (executor id, Spark location): each such unit's task is pinned to that
         executor (:func:`~streamscale.runtime.spark.pinning.pin`), and where every
         reduce task ran is read back from Spark (``None``: no placement, not measured).
+    batch_time_ms
+        The batch's processing time, passed to functions with a ``batch_clock``
+        attribute (a :func:`~streamscale.runtime.spark.processor.from_processor`
+        processor: its timers fire at this time in every shard of the unit, with rows
+        or not). Default: now. A replayed batch runs at its replay's time; nothing of
+        the interrupted attempt was committed, so the committed result is one run's.
 
     Returns
     -------
@@ -491,6 +540,8 @@ def run_keyed(
     from pyspark.sql import types as T
 
     t0 = time.perf_counter()
+    if batch_time_ms is None:
+        batch_time_ms = int(time.time() * 1000)
     release(spec.operator)
     _clear(dead_letter_dir, batch_id, spec.operator)
     numeric = tuple(
@@ -531,7 +582,9 @@ def run_keyed(
                     shuffled, [placed[u][1] if u in placed else None for u in pmap.units]
                 )
         reduced = shuffled.mapInPandas(
-            _reduce_side(spec, batch_id, upto, pmap, attempt, hints, drops, out_cols),
+            _reduce_side(
+                spec, batch_id, upto, pmap, attempt, hints, drops, out_cols, batch_time_ms
+            ),
             reduced_schema,
         ).persist()
         _LIVE[spec.operator] = [reduced]

@@ -25,9 +25,11 @@ clock passes them; the function's ``batch_clock`` attribute says so), and
 otherwise asks its ``clock`` for them from the rows — :func:`column_clock` for
 a time carried by the rows (deterministic across replays), :func:`wall_clock`
 (the default) for the worker's wall clock. Event-time timers and TTL need a
-watermark: without one, only processing time applies. A shard with no rows in
-a batch is not called by the keyed stage, so its due timers fire with its next
-rows.
+watermark: without one, only processing time applies. On the DataFrame keyed
+stage (DAG jobs) a batch-clocked function is called for every shard of its unit,
+rows or not, so a quiet key's timers fire in the batch they are due; a function
+with its own ``clock`` (and the linear pipeline) fires them with the shard's
+next rows.
 """
 
 from __future__ import annotations
@@ -164,8 +166,11 @@ def from_processor(
     time_mode
         ``"ProcessingTime"``, ``"EventTime"`` or ``"None"`` (as Spark's ``timeMode``).
     clock
-        The batch's time from its rows when the runner passes none (default
-        :func:`wall_clock`).
+        The batch's time from its rows (e.g. :func:`column_clock`). Without one the
+        runner's batch time is used (wall time at the batch's start on the driver,
+        :func:`wall_clock` when called directly), and the runner also calls the
+        function for the unit's shards that got no rows, so their due timers fire in
+        that batch; with one, a shard's timers fire with its next rows.
     timer_order
         ``"first"``: due timers fire before the batch's rows; ``"after_input"``: after (Spark).
     timer_bucket_ms
@@ -200,6 +205,6 @@ def from_processor(
         )
 
     run.__name__ = type(processor).__name__
-    run.batch_clock = True  # type: ignore[attr-defined]
+    run.batch_clock = clock is None  # type: ignore[attr-defined]
     run.processor = processor  # type: ignore[attr-defined]
     return run
