@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import pickle
 import signal
 import subprocess
@@ -17,6 +18,7 @@ from streamscale.runtime.spark.state import (
     VersionIndex,
     state_backend,
 )
+from streamscale.runtime.spark.state_log import is_log
 
 
 def _process(be: LocalStateBackend, batch: int, keys: list[str], *, commit: bool = True) -> None:
@@ -160,9 +162,10 @@ def test_bad_backend_urls_are_one_line_errors(url: str) -> None:
 # A driver loop over the backend, killed with SIGKILL at a named point of one
 # batch; batches are deterministic, so the reference is a plain dict replay.
 _DRIVER = r"""
-import os, signal, sys
+import json, os, signal, sys
 from streamscale.runtime.spark.state import VersionIndex, state_backend
 url, kill_batch, point, batches = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4])
+out = sys.argv[5]
 be, shards = state_backend(url), 3
 def die(at, b):
     if b == kill_batch and at == point:
@@ -172,15 +175,29 @@ for b in range(be.committed("op") + 1, batches):
     upto = min(b - 1, be.committed("op"))
     hints, drops = index.hints(upto)
     die("before_write", b)
+    changed = {}
     for g in range(shards):
         state, _ = be.read("op", g, upto, hints[g])
         for i in range(10):
             k = (b * 7 + i * 3 + g) % 17
             state[k] = state.get(k, 0) + b + i
+            changed.setdefault(g, {})[k] = state[k]
         be.write("op", g, b, state, attempt=str(b), drop=drops[g])
         if g == 0:
             die("mid_write", b)
+            die("mid_compaction", b)
     die("after_write", b)
+    # outputs: one file per shard under batch=<b>/, each written whole then renamed, so a
+    # replayed batch overwrites its own files (the sinks' per-batch-id idempotence)
+    d = os.path.join(out, f"batch={b}")
+    os.makedirs(d, exist_ok=True)
+    for g in range(shards):
+        tmp = os.path.join(d, f".part-{g}.tmp")
+        with open(tmp, "w") as f:
+            json.dump({str(k): v for k, v in sorted(changed[g].items())}, f)
+        os.replace(tmp, os.path.join(d, f"part-{g}.json"))
+        if g == 0:
+            die("mid_output", b)
     be.commit("op", b)
     index.committed(b, str(b), range(shards), hints)
     die("after_commit", b)
@@ -197,22 +214,64 @@ def _reference(batches: int, shards: int = 3) -> dict[int, dict[int, int]]:
     return ref
 
 
-KILL_POINTS = ("before_write", "mid_write", "after_write", "after_commit")
+def _reference_outputs(batches: int, shards: int = 3) -> dict[tuple[int, int], dict[str, int]]:
+    """Per (batch, shard): each changed key's new value, computed from scratch."""
+    out = {}
+    for b in range(batches):
+        before = _reference(b, shards)
+        after = _reference(b + 1, shards)
+        for g in range(shards):
+            out[(b, g)] = {str(k): v for k, v in sorted(after[g].items()) if before[g].get(k) != v}
+    return out
 
 
-def check_sigkill(url: str, point: str) -> None:
-    """Kill the driver loop at ``point`` of batch 3, check, restart, check again."""
-    cmd = [sys.executable, "-c", _DRIVER, url, "3", point, "6"]
+KILL_POINTS = (
+    "before_write",
+    "mid_write",
+    "after_write",
+    "mid_compaction",
+    "mid_output",
+    "after_commit",
+)
+
+
+def check_sigkill(url: str, point: str, out: Path) -> None:
+    """Kill the driver loop at ``point`` of batch 3, check, restart, check again.
+
+    ``mid_compaction``: changelogs are kept until every third version, so batch 3's
+    writes are the compaction of a chain into a snapshot, and the kill falls after the
+    first shard's snapshot is written and before the others'.
+    """
+    if point == "mid_compaction":
+        sep = "&" if "?" in url else "?"
+        url = f"{url}{sep}snapshot_every=3&snapshot_ratio=100"
+    cmd = [sys.executable, "-c", _DRIVER, url, "3", point, "6", str(out)]
     killed = subprocess.run(cmd, check=False)
     assert killed.returncode == -signal.SIGKILL
     committed = state_backend(url).committed("op")
     assert committed == (3 if point == "after_commit" else 2)
+    if point == "mid_compaction" and url.startswith("file://"):
+        # the kill fell inside a compaction: shard 0's version 3 is a snapshot written
+        # over a chain of changelogs, the other shards' version 3 not yet written
+        root = Path(url[len("file://") :].split("?")[0]) / "op"
+        with open(root / "0" / "3.pkl", "rb") as f:
+            assert not is_log(pickle.load(f))
+        with open(root / "0" / "2.pkl", "rb") as f:
+            assert is_log(pickle.load(f))
+        assert not (root / "1" / "3.pkl").exists()
     # What was committed is readable and exact; the uncommitted batch left no trace.
     assert state_backend(url).load_all("op") == _reference(committed + 1)
-    subprocess.run([*cmd[:4], "-1", "never", "6"], check=True)  # restart: replay, go on
+    subprocess.run([*cmd[:4], "-1", "never", "6", str(out)], check=True)  # restart: replay
     assert state_backend(url).load_all("op") == _reference(6)
+    # every batch's output exactly once: no file lost, none left from the killed attempt
+    got = {
+        (int(p.parent.name.split("=")[1]), int(p.stem.split("-")[1])): json.loads(p.read_text())
+        for p in out.glob("batch=*/part-*.json")
+    }
+    assert got == _reference_outputs(6)
+    assert not list(out.glob("batch=*/.part-*"))
 
 
 @pytest.mark.parametrize("point", KILL_POINTS)
 def test_state_is_exact_across_sigkill_at_each_point_of_a_batch(tmp_path: Path, point: str) -> None:
-    check_sigkill(f"file://{tmp_path}?fsync=1", point)
+    check_sigkill(f"file://{tmp_path}/state?fsync=1", point, tmp_path / "out")

@@ -116,8 +116,10 @@ def test_unknown_option_is_a_one_line_error(s3_endpoint: str) -> None:
 
 
 @pytest.mark.parametrize("point", KILL_POINTS)
-def test_state_is_exact_across_sigkill_on_the_object_store(url: str, point: str) -> None:
-    check_sigkill(url, point)
+def test_state_is_exact_across_sigkill_on_the_object_store(
+    url: str, point: str, tmp_path: Path
+) -> None:
+    check_sigkill(url, point, tmp_path / "out")
 
 
 def test_a_tasks_shards_go_to_the_store_together_and_come_back_exactly(url: str) -> None:
