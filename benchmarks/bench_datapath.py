@@ -17,8 +17,9 @@ Spark with 2 cores. One JSON line per path with ``"bench": "datapath"``,
   over the streaming generator source, throughput after its first batch.
 
 With ``--dags``, one line per Spark DAG example (``examples/spark-*.yaml``:
-``"path": "dag"``, ``example``, ``rows_per_s`` = tuples the source emitted per second
-of batch time after the first batch, ``static`` policy, ``--dag-batches`` batches of
+``"path": "dag"``, ``example``, ``rows_per_s`` = rows into the first keyed operator per
+second of batch time after the first batch (source tuples times the fan-in, e.g. 4×
+for the diamond), ``static`` policy, ``--dag-batches`` batches of
 ``--dag-rows`` generated tuples, the examples' own functions and keys, local Spark
 with 2 cores) instead of the keyed-stage lines.
 
@@ -107,7 +108,7 @@ EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
 
 def _dag_lines(spark: Any, rows: int, batches: int) -> None:
-    """One line per Spark DAG example: tuples per second of batch time after the first."""
+    """One line per Spark DAG example: first keyed operator's rows per second of batch time."""
     from streamscale.model import Operator, Topology
     from streamscale.runtime.spark.dag import run_graph
     from streamscale.runtime.spark.graph import JobGraph
