@@ -71,12 +71,13 @@ def run_one(master: str, policy: str, alpha: float, args: argparse.Namespace) ->
     spark = build_session(
         master,
         app_name=f"streamscale-skew-{policy}",
-        conf=executor_conf(args.executor_cores, executors),
+        conf=executor_conf(args.executor_cores, executors, pin=args.pin, separate_hosts=args.pin),
     )
     scratch = Path(tempfile.mkdtemp(prefix="streamscale-skew-"))
     try:
         res = ExecutorResources(
             spark.sparkContext,
+            pin=args.pin,
             cores_per_executor=args.executor_cores,
             max_executors=executors,
             initial_executors=executors,
@@ -110,6 +111,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cost-ms", type=float, default=20.0)
     ap.add_argument("--load", type=float, default=1.5, help="Offered rate ÷ capacity.")
     ap.add_argument("--trigger-s", type=float, default=2.0)
+    ap.add_argument(
+        "--pin", action="store_true", help="Pin each unit's task to its node's executor."
+    )
     args = ap.parse_args(argv)
     args.duration = 45.0 if args.quick else 90.0
     alphas = [float(a) for a in args.alphas.split(",") if a.strip()]
