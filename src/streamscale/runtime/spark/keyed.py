@@ -35,13 +35,13 @@ import socket
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from streamscale.errors import StreamscaleError
+from streamscale.runtime.spark.hashing import murmur3_long, partition_keys
 from streamscale.runtime.spark.pinning import job_group, pin, reduce_runs
 from streamscale.runtime.spark.routing import PartitionMap, global_shards
 from streamscale.runtime.spark.state import Hint, StateBackend
@@ -131,56 +131,6 @@ class BatchStats:
     @property
     def rows(self) -> int:
         return sum(t.rows for t in self.tasks)
-
-
-# --- Spark's hash partitioning, reproduced --------------------------------------------------
-
-_M32 = 0xFFFFFFFF
-
-
-def _rotl(x: int, r: int) -> int:
-    return ((x << r) | (x >> (32 - r))) & _M32
-
-
-def _mix(h1: int, k1: int) -> int:
-    k1 = (k1 * 0xCC9E2D51) & _M32
-    k1 = (_rotl(k1, 15) * 0x1B873593) & _M32
-    h1 ^= k1
-    return (_rotl(h1, 13) * 5 + 0xE6546B64) & _M32
-
-
-def murmur3_long(value: int, seed: int = 42) -> int:
-    """Spark's ``hash()`` of a ``long`` (``Murmur3_x86_32.hashLong``), as a signed 32-bit int."""
-    v = value & 0xFFFFFFFFFFFFFFFF
-    h = _mix(_mix(seed & _M32, v & _M32), v >> 32)
-    h ^= 8
-    h ^= h >> 16
-    h = (h * 0x85EBCA6B) & _M32
-    h ^= h >> 13
-    h = (h * 0xC2B2AE35) & _M32
-    h ^= h >> 16
-    return h - (1 << 32) if h >= 1 << 31 else h
-
-
-@lru_cache(maxsize=256)
-def partition_keys(n: int) -> tuple[int, ...]:
-    """For each partition ``p < n``, the smallest ``long`` that Spark hash-partitions to ``p``.
-
-    ``repartition(n, col)`` places a row in ``pmod(murmur3(col), n)``; tagging a
-    row with ``partition_keys(n)[p]`` therefore lands it in partition ``p``.
-    """
-    keys: list[int | None] = [None] * n
-    missing, i = n, 0
-    while missing:
-        p = murmur3_long(i) % n
-        if keys[p] is None:
-            keys[p] = i
-            missing -= 1
-        i += 1
-    return tuple(int(k) for k in keys if k is not None)
-
-
-# --- files ----------------------------------------------------------------------------------
 
 
 def _write_jsonl(path: str, records: Iterable[Mapping[str, Any]]) -> None:
