@@ -254,3 +254,22 @@ def test_dag_under_the_elastic_policy_decides_and_stays_exact(spark, tmp_path) -
         set(b.cores) == {"rank", "totals"} and min(b.cores.values()) >= 2 for b in res.batches
     )
     assert check_against_pandas(ckpt, tmp_path, OPTS) == 120 * n
+
+
+@pytest.mark.spark
+def test_dag_state_lives_where_state_url_says(spark, tmp_path) -> None:
+    from streamscale.runtime.spark.dag import run_graph
+    from streamscale.runtime.spark.state import state_backend
+
+    graph = JobGraph.build(dag_topology(OPTS), source_class=SeqSource)
+    url = f"file://{tmp_path / 'elsewhere'}?fsync=1"
+    res = run_graph(
+        spark, graph, duration_s=600, checkpoint=tmp_path / "ck", out=tmp_path,
+        max_batches=2, state_url=url,
+    )  # fmt: skip
+    n = 120 * len(res.batches)
+    assert not (tmp_path / "ck" / "state").exists()  # nothing went to the default place
+    counts: dict[str, int] = {}
+    for st in state_backend(url).load_all("rank").values():
+        counts.update(st["count"])
+    assert counts == expected(OPTS, n)[0]["key"].value_counts().to_dict()

@@ -129,13 +129,15 @@ class Stream:
         policy: str = "static",
         params: dict[str, Any] | None = None,
         seed: int | None = None,
+        state_url: str | None = None,
     ) -> Any:
         """Run the whole job this stream belongs to; returns a
         :class:`~streamscale.runtime.spark.dag.GraphResult`.
 
         ``policy`` (``static``, ``elastic``, …) plans every keyed operator after each
         batch; ``params`` are its and the controller's settings (checked before the
-        query starts)."""
+        query starts); ``state_url`` is where keyed state lives (default
+        ``checkpoint/state``; e.g. ``s3://bucket/prefix?endpoint=…``)."""
         from streamscale.control.controller import CONTROLLER_SETTINGS
         from streamscale.control.policies import POLICY_SETTINGS, check_params, check_policy
         from streamscale.settings import split_params
@@ -162,6 +164,7 @@ class Stream:
             policy=policy,
             params={**pol, **ctl},
             seed=seed,
+            state_url=state_url,
         )
 
 

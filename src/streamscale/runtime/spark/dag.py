@@ -46,7 +46,7 @@ from streamscale.runtime.spark.runner import (
     drive_query,
     split_run_params,
 )
-from streamscale.runtime.spark.state import LocalStateBackend, VersionIndex
+from streamscale.runtime.spark.state import VersionIndex, state_backend
 
 __all__ = ["GraphBatch", "GraphResult", "run_graph"]
 
@@ -94,6 +94,7 @@ def run_graph(
     params: Mapping[str, Any] | None = None,
     seed: int | None = None,
     resources: Resources | None = None,
+    state_url: str | None = None,
 ) -> GraphResult:
     """Run ``graph`` for ``duration_s`` seconds (or ``max_batches`` batches).
 
@@ -128,6 +129,11 @@ def run_graph(
         Seed of randomized policies.
     resources
         Executors to size from the plan (a cluster master), else the local cores.
+    state_url
+        Where every keyed operator's state lives (any backend URL: a path,
+        ``file://DIR?fsync=1``, ``s3://bucket/prefix?endpoint=…``); default
+        ``checkpoint/state``. On a cluster of several hosts it must be a store every
+        executor reaches.
 
     Raises
     ------
@@ -161,7 +167,7 @@ def run_graph(
     else:
         pol = policy
         plan = plan if plan is not None else merged_default_plan(graph, cluster)
-    backend = LocalStateBackend(checkpoint / "state")
+    backend = state_backend(state_url or checkpoint / "state")
     specs: dict[str, KeyedSpec] = {}
     indexes: dict[str, VersionIndex] = {}
     realizers: dict[str, SparkRealizer] = {}
