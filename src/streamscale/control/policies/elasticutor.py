@@ -101,7 +101,10 @@ def _rc_initial(
     return assemble(cores, placement, tables)
 
 
-class _ElasticBase(PolicyBase):
+class QueueingSized(PolicyBase):
+    """A policy whose settings are the Elasticutor sizing's (``max_cores`` defaults to
+    the cluster's cores); shared by every policy that sizes with the queueing model."""
+
     def __init__(
         self,
         topology: Topology,
@@ -120,7 +123,7 @@ class _ElasticBase(PolicyBase):
     steps=(("allocator", "queueing"), ("placer", "elasticutor"), ("balancer", "shard")),
     initial=_elastic_initial,
 )
-class ElasticPolicy(_ElasticBase):
+class ElasticPolicy(QueueingSized):
     """Elasticutor (paper 000, §3–§4): queueing-model cores per executor, Algorithm 1
     core assignment and intra-executor shard balancing, composed from the registry."""
 
@@ -157,7 +160,7 @@ class NaiveEcPolicy(ElasticPolicy):
     settings=ELASTIC_SETTINGS,
     initial=_elastic_initial,
 )
-class StaticPolicy(_ElasticBase):
+class StaticPolicy(QueueingSized):
     """One core per executor on its home node; every shard on that core (paper 000, §5)."""
 
     def decide(self, snapshot: Snapshot, current: Plan, now: float) -> Decision:
@@ -173,7 +176,7 @@ class StaticPolicy(_ElasticBase):
     steps=(("allocator", "queueing"), ("balancer", "rc")),
     initial=_rc_initial,
 )
-class RcPolicy(_ElasticBase):
+class RcPolicy(QueueingSized):
     """Resource-centric baseline (paper 000, §5): one M/M/k queue per operator sized by
     the same model, shards repartitioned across all of the operator's units."""
 
@@ -237,7 +240,7 @@ class RcDampedPolicy(RcPolicy):
     steps=(("placer", "elasticutor"), ("balancer", "shard")),
     initial=_elastic_initial,
 )
-class ProportionalPolicy(_ElasticBase):
+class ProportionalPolicy(QueueingSized):
     """``k_e = ⌈(load_e + backlog share) / target_utilization⌉`` per executor.
 
     The one-step sizing of production autoscalers (ALGORITHMS.md, "Beyond the

@@ -23,21 +23,19 @@ At each decision:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import replace
-from typing import Any
 
 from streamscale.control.controller import Decision
 from streamscale.control.policies.base import (
-    PolicyBase,
     decision,
     packed_initial,
     place_packed,
     without,
 )
-from streamscale.control.policies.elasticutor import ELASTIC_SETTINGS, elastic_params
+from streamscale.control.policies.elasticutor import ELASTIC_SETTINGS, QueueingSized
 from streamscale.control.policies.spec import policy
-from streamscale.model import Cluster, PerformanceModel, Plan, Routing, Snapshot, Topology
+from streamscale.model import Cluster, Plan, Routing, Snapshot
 from streamscale.planning.adapters.elastic_allocator import GMA_SETTINGS
 from streamscale.planning.registry import PlanningContext, StepResult
 
@@ -85,18 +83,8 @@ def _fits(cluster: Cluster) -> Callable[[StepResult], bool]:
     steps=(("allocator", "queueing"), ("placer", "gma"), ("balancer", "collocate")),
     initial=packed_initial,
 )
-class GmaPolicy(PolicyBase):
+class GmaPolicy(QueueingSized):
     """GMA (paper 002, §IV.E) as a live policy (module docstring)."""
-
-    def __init__(
-        self,
-        topology: Topology,
-        cluster: Cluster,
-        params: Mapping[str, Any],
-        seed: int | None,
-        models: Mapping[str, PerformanceModel] | None = None,
-    ) -> None:
-        super().__init__(topology, cluster, elastic_params(params, cluster), seed, models)
 
     def decide(self, snapshot: Snapshot, current: Plan, now: float) -> Decision:
         context = self.context(snapshot, now)

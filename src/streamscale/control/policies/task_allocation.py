@@ -24,21 +24,18 @@ At each decision:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import replace
-from typing import Any
 
 from streamscale.control.controller import Decision
 from streamscale.control.policies.base import (
-    PolicyBase,
     decision,
     packed_initial,
     place_packed,
     without,
 )
-from streamscale.control.policies.elasticutor import ELASTIC_SETTINGS, elastic_params
+from streamscale.control.policies.elasticutor import ELASTIC_SETTINGS, QueueingSized
 from streamscale.control.policies.spec import policy
-from streamscale.model import Cluster, PerformanceModel, Plan, Snapshot, Topology
+from streamscale.model import Plan, Snapshot
 from streamscale.planning.adapters.task_allocation import PAIRS_SETTINGS, TD_SETTINGS
 
 __all__ = ["TD_POLICY_SETTINGS", "TL_POLICY_SETTINGS", "TaskAllocationPolicy", "TdPolicy"]
@@ -50,20 +47,10 @@ TD_POLICY_SETTINGS = _SIZING.merged(without(TD_SETTINGS, "task_cost"), group="td
 TL_POLICY_SETTINGS = _SIZING.merged(without(PAIRS_SETTINGS, "task_cost"), group="tl")
 
 
-class TaskAllocationPolicy(PolicyBase):
+class TaskAllocationPolicy(QueueingSized):
     """Queueing-model cores, paper 001 placement, traffic-aware routing (module docstring)."""
 
     placer = "tl"
-
-    def __init__(
-        self,
-        topology: Topology,
-        cluster: Cluster,
-        params: Mapping[str, Any],
-        seed: int | None,
-        models: Mapping[str, PerformanceModel] | None = None,
-    ) -> None:
-        super().__init__(topology, cluster, elastic_params(params, cluster), seed, models)
 
     def decide(self, snapshot: Snapshot, current: Plan, now: float) -> Decision:
         context = self.context(snapshot, now)

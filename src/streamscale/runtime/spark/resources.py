@@ -67,8 +67,10 @@ class Resources(Protocol):
         """Request or release resources for ``plan`` (the next batch's); figures to report."""
         ...
 
-    def locations(self, plan: Plan) -> Mapping[str, tuple[str, str]]:
-        """Unit → (executor id, Spark location) for the units whose task is pinned."""
+    def locations(self, plan: Plan) -> Mapping[str, tuple[str, str]] | None:
+        """Unit → (executor id, Spark location) for the units whose task is pinned
+        (empty: none pinned, where tasks ran is still measured); ``None``: no executors
+        to place on, nothing measured."""
         ...
 
     def close(self) -> None: ...
@@ -90,8 +92,8 @@ class FixedResources:
     def apply(self, plan: Plan, now: float) -> Mapping[str, Any]:
         return {}
 
-    def locations(self, plan: Plan) -> Mapping[str, tuple[str, str]]:
-        return {}  # one process (local mode) or a fixed model: nothing to pin to
+    def locations(self, plan: Plan) -> Mapping[str, tuple[str, str]] | None:
+        return None  # one process (local mode) or a fixed model: nothing to pin to
 
     def close(self) -> None:
         return None
