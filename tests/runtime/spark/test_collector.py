@@ -68,6 +68,29 @@ def test_snapshot_follows_the_contract() -> None:
     assert {s.shard: s.state_bytes for s in nxt.shards}[0] == 100
 
 
+def test_one_interval_of_arrivals_is_the_next_batch_not_a_backlog() -> None:
+    topo = _topo()
+    cluster = Cluster.build([Node("a", cores=2)])
+    realizer = SparkRealizer(topo, "op", default_plan(topo, "op", cluster))
+    waiting = [100.0]
+    col = SparkCollector(
+        topo, "op", cluster, realizer, start=0.0, backlog=lambda: waiting[0], interval_s=2.0
+    )
+    tasks = (_task(0, "op[0]#0", {0: (100, 1.0, 10, 100)}),)
+    col.observe(BatchStats(0, 1.0, tasks, dead_letters=0, partitions=1))
+    # 100 taken + 100 waiting over 4 s: 50 t/s; two seconds of it (100) is the next batch
+    snap = col.collect(4.0)
+    assert snap.operators["op"].input_rate == pytest.approx(50.0)
+    assert snap.operators["op"].backlog == 0.0
+    assert col.backlog == 100.0  # the raw count stays reported
+    waiting[0] = 400.0  # the source outran the job: 300 more than one interval brings
+    col.observe(BatchStats(1, 1.0, tasks, dead_letters=0, partitions=1))
+    snap = col.collect(8.0)
+    # arrivals: 100 taken + growth 300 over 4 s = 100 t/s; 400 − 2 s × 100 t/s wait beyond
+    assert snap.operators["op"].input_rate == pytest.approx(100.0)
+    assert snap.operators["op"].backlog == pytest.approx(200.0)
+
+
 def test_realizer_applies_at_the_next_batch_boundary() -> None:
     topo = _topo()
     cluster = Cluster.build([Node("a", cores=4)])

@@ -42,6 +42,12 @@ class SparkCollector:
         observed (0 when unknown). Arrivals over a period are the tuples
         taken plus the backlog's growth, so a source that outruns the job
         still shows its true input rate.
+    interval_s
+        The trigger interval. A micro-batch source always holds what arrived while
+        the last batch ran (about one interval of arrivals when the job keeps up):
+        that is the next batch, not a backlog to catch up on. The snapshot's
+        operator backlog is what waits beyond ``interval_s`` of arrivals at the
+        period's input rate; :attr:`backlog` stays the raw count.
     """
 
     def __init__(
@@ -53,8 +59,10 @@ class SparkCollector:
         *,
         start: float,
         backlog: Callable[[], float] | None = None,
+        interval_s: float = 0.0,
     ) -> None:
         self.topology = topology
+        self.interval_s = max(0.0, float(interval_s))
         self.operator = operator
         self.cluster = cluster
         self.realizer = realizer
@@ -117,6 +125,7 @@ class SparkCollector:
             )
         arrived = max(0.0, self._in + self._queued - self._queued_before)
         in_rate, out_rate = arrived / period, self._out / period
+        excess = max(0.0, self._queued - in_rate * self.interval_s)
         ops: dict[str, OperatorStats] = {}
         before = True
         for name in self.topology.topological_order():
@@ -126,7 +135,7 @@ class SparkCollector:
                     input_rate=in_rate,
                     output_rate=out_rate,
                     service_rate=self._rows / self._busy if self._rows and self._busy else None,
-                    backlog=self._queued,
+                    backlog=excess,
                 )
                 before = False
             elif op.kind == "source":

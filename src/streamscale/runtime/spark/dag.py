@@ -205,6 +205,7 @@ def run_graph(
         realizers,
         start=0.0,
         backlog=lambda: _backlog_of(query_ref[0], graph, taken[0]) if query_ref else 0.0,
+        interval_s=graph.trigger_s,
     )
     controller = Controller(pol, ctl_cfg)
 

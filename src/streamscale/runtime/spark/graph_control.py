@@ -87,12 +87,19 @@ class GraphCollector:
         *,
         start: float,
         backlog: Callable[[], float] | None = None,
+        interval_s: float = 0.0,
     ) -> None:
         self.topology = topology
         self.keyed = keyed
         self.collectors = {
             name: SparkCollector(
-                topology, name, cluster, realizers[name], start=start, backlog=backlog
+                topology,
+                name,
+                cluster,
+                realizers[name],
+                start=start,
+                backlog=backlog,
+                interval_s=interval_s,
             )
             for name in keyed
         }

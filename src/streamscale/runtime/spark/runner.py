@@ -287,6 +287,7 @@ def run_job(
         realizer,
         start=0.0,
         backlog=lambda: _backlog_of(query_ref[0], job, taken[0]) if query_ref else 0.0,
+        interval_s=job.trigger_s,
     )
     controller = Controller(pol, ctl_cfg)
     history = RunHistory()
