@@ -51,6 +51,9 @@ sc = spark.sparkContext
 res = ExecutorResources(sc, cores_per_executor=1, max_executors=most, min_executors=1,
                         initial_executors=2, timeout_s=5 if over else 60)
 res.settle(120)
+def _preloaded(_):  # what a fresh worker has imported before its first task imports anything
+    return sorted(m for m in ("pandas", "pyarrow", "streamscale.runtime.spark.keyed") if m in sys.modules)
+preloaded = sc.parallelize(range(2), 2).map(_preloaded).collect()
 job = Job.simple("calc", calculator, source_options=opts, instances=2, shards=8, trigger_s=0,
                  params={"cost_kind": "wall"})
 class Steps:
@@ -103,7 +106,7 @@ state = {}
 for shard_state in LocalStateBackend(work / "ckpt" / "state").load_all("calc").values():
     state.update(shard_state)
 print("RESULT " + json.dumps({"seen": seen, "added": res.added, "released": res.released,
-                              "killed": killed, "batches": [r.batch_id for r in out.records],
+                              "killed": killed, "preloaded": preloaded, "batches": [r.batch_id for r in out.records],
                               "state": {k: list(v) for k, v in state.items()}}))
 spark.stop()
 """
@@ -167,6 +170,9 @@ def test_a_plan_beyond_the_cluster_is_reported_and_the_job_runs_on(
     assert max(s["alive"] for s in got["seen"]) == 4, got["seen"]
     missing = [s["extra"]["executors_missing"] for s in got["seen"]]
     assert 2 in missing, got["seen"]
+    # executors fork their workers from streamscale's daemon, imports already done
+    want = ["pandas", "pyarrow", "streamscale.runtime.spark.keyed"]
+    assert got["preloaded"] == [want, want]
     assert sum(s["rows"] for s in got["seen"]) == 1400
     _assert_state_matches_pandas(got["state"], opts)
 

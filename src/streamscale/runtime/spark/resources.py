@@ -298,7 +298,8 @@ def executor_conf(
     default locality settings apply. ``separate_hosts`` makes executors fetch each other's shuffle blocks
     through the block transfer service even when they share a host, as executors on
     different hosts do: on a loopback cluster Spark would otherwise read a co-hosted
-    executor's shuffle files from disk and count every byte as local.
+    executor's shuffle files from disk and count every byte as local. Executors fork
+    their Python workers from :mod:`~streamscale.runtime.spark.worker_daemon`.
     """
     conf = {
         "spark.dynamicAllocation.enabled": "false",
@@ -307,6 +308,9 @@ def executor_conf(
         "spark.executor.memory": memory,
         # a released executor's shuffle files go with it; batches never read old shuffles
         "spark.shuffle.service.enabled": "false",
+        # workers forked with pandas, pyarrow and streamscale already imported: an
+        # executor that joins under load starts its workers in milliseconds
+        "spark.python.daemon.module": "streamscale.runtime.spark.worker_daemon",
     }
     if separate_hosts:
         conf["spark.shuffle.readHostLocalDisk"] = "false"
