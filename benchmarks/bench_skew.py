@@ -10,7 +10,9 @@ same executors, one after the other. Prints one JSON line per policy and α
 (``"bench": "skew"``: ``policy``, ``alpha``, ``cores``, ``throughput`` after the first
 batch) and one ratio line per α with the hot-key ceiling — the hottest key's share
 of the tuples bounds any policy at ``1 / (share × cost)`` tuples/s, since one key is
-processed by one task.
+processed by one task — and the best any shard balancer can do over ``static`` on
+these keys and shards (:func:`balance_bounds`). Defaults follow paper 000's
+micro-benchmark: 10K distinct keys, many small shards (16 per executor instance).
 
 Run: ``.venv/bin/python benchmarks/bench_skew.py [--quick] [--alphas 1.0]``.
 """
@@ -39,6 +41,35 @@ def hot_key_share(keys: int, alpha: float) -> float:
     return float(w[0] / w.sum())
 
 
+def balance_bounds(opts: dict[str, str], instances: int, shards: int) -> dict[str, float]:
+    """What shard balancing can gain over ``static`` on this workload, at best.
+
+    From 200,000 tuples of the same generator: each key's share, its shard
+    (the runtime's own hashing), ``static``'s straggler (the instance whose shards
+    carry the most), and the largest task of a longest-processing-time packing of
+    the shards onto ``instances`` cores (what a perfect shard balancer reaches; a
+    shard is never split, so the hottest shard bounds it). The ratio of the two is
+    the most ``elastic`` can beat ``static`` by with these keys and shards.
+    """
+    from streamscale.runtime.spark.routing import global_shards
+    from streamscale.runtime.spark.sources import generate
+
+    df = generate({**opts, "start_time": "0"}, 0, 200_000)
+    share = df["key"].value_counts(normalize=True)
+    g = global_shards(share.index, instances, shards)
+    load = np.bincount(g, weights=share.to_numpy(), minlength=instances * shards)
+    static = float(load.reshape(instances, shards).sum(axis=1).max())
+    units = np.zeros(instances)
+    for x in sorted(load, reverse=True):
+        units[units.argmin()] += x
+    best = float(units.max())
+    return {
+        "static_straggler_share": static,
+        "balanced_straggler_share": best,
+        "best_elastic_vs_static": static / best,
+    }
+
+
 def run_one(master: str, policy: str, alpha: float, args: argparse.Namespace) -> dict[str, Any]:
     from streamscale.runtime.spark.functions import calculator
     from streamscale.runtime.spark.job import Job
@@ -63,7 +94,7 @@ def run_one(master: str, policy: str, alpha: float, args: argparse.Namespace) ->
         calculator,
         source_options=opts,
         instances=cores,
-        shards=4,
+        shards=args.shards,
         cost_ms=args.cost_ms,
         trigger_s=args.trigger_s,
         params={"cost_kind": "wall"},
@@ -107,7 +138,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--worker-cores", type=int, default=8)
     ap.add_argument("--executor-cores", type=int, default=4)
-    ap.add_argument("--keys", type=int, default=1000)
+    ap.add_argument("--keys", type=int, default=10_000, help="Distinct keys (paper 000: 10K).")
+    ap.add_argument("--shards", type=int, default=16, help="Shards per executor instance.")
     ap.add_argument("--cost-ms", type=float, default=20.0)
     ap.add_argument("--load", type=float, default=1.5, help="Offered rate ÷ capacity.")
     ap.add_argument("--trigger-s", type=float, default=2.0)
@@ -128,6 +160,8 @@ def main(argv: list[str] | None = None) -> int:
                 _emit(bench="skew", policy=policy, alpha=alpha, cost_kind="wall",
                       emulated_cores=r["cores"], **r)  # fmt: skip
             share = hot_key_share(args.keys, alpha)
+            bound_opts = {"keys": str(args.keys), "alpha": str(alpha), "omega": "0",
+                          "cost_ms": str(args.cost_ms), "rate": "1000", "seed": "11"}  # fmt: skip
             line: dict[str, Any] = {
                 "bench": "skew",
                 "figure": "ratio",
@@ -137,6 +171,7 @@ def main(argv: list[str] | None = None) -> int:
                 "hot_key_ceiling_tps": 1000.0 / (share * args.cost_ms),
                 "capacity_tps": got[policies[0]]["cores"] * 1000.0 / args.cost_ms,
                 "target": "elastic >= 1.5x static at alpha 1.0",
+                **balance_bounds(bound_opts, got[policies[0]]["cores"], args.shards),
             }
             if "static" in got and "elastic" in got and got["static"]["throughput"] > 0:
                 ratio = got["elastic"]["throughput"] / got["static"]["throughput"]
