@@ -43,8 +43,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true", help="30 s phases instead of 60 s.")
     ap.add_argument("--policies", default=",".join(SURGE_POLICIES))
     ap.add_argument("--workers", type=int, default=2)
-    ap.add_argument("--worker-cores", type=int, default=4)
-    ap.add_argument("--executor-cores", type=int, default=2)
+    ap.add_argument("--worker-cores", type=int, default=8)
+    ap.add_argument("--executor-cores", type=int, default=SurgeConfig.executor_cores)
     ap.add_argument("--out", type=Path, default=Path("results/autoscale"))
     args = ap.parse_args(argv)
     slots = args.workers * args.worker_cores

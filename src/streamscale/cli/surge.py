@@ -15,6 +15,7 @@ from streamscale.cli.demo import check_values
 from streamscale.cli.output import Output
 from streamscale.cli.run import ensure_dir
 from streamscale.errors import StreamscaleError
+from streamscale.runtime.spark.surge import SurgeConfig
 
 __all__ = ["register", "surge"]
 
@@ -32,26 +33,36 @@ def surge(
         help="Comma-separated: elastic, proportional, static-peak, static-base, spark-dynamic.",
     ),
     phase: float = typer.Option(30.0, "--phase", help="Seconds of base, peak, base load."),
-    base_rate: float = typer.Option(75.0, "--base-rate", help="Base offered load (tuples/s)."),
-    peak_factor: float = typer.Option(3.0, "--peak-factor", help="Peak load ÷ base load."),
+    base_rate: float = typer.Option(
+        SurgeConfig.base_rate, "--base-rate", help="Base offered load (tuples/s)."
+    ),
+    peak_factor: float = typer.Option(
+        SurgeConfig.peak_factor, "--peak-factor", help="Peak load ÷ base load."
+    ),
     cost_ms: float = typer.Option(
-        20.0, "--cost-ms", help="Per-tuple cost, waited (cost_kind wall: emulated cores)."
+        SurgeConfig.cost_ms,
+        "--cost-ms",
+        help="Per-tuple cost, waited (cost_kind wall: emulated cores).",
     ),
     warmup: float = typer.Option(
-        30.0, "--warmup", help="Seconds at the base load before the scenario (not scored)."
+        SurgeConfig.warmup_s,
+        "--warmup",
+        help="Seconds at the base load before the scenario (not scored).",
     ),
     latency_target_ms: float = typer.Option(
-        10_000.0, "--latency-target-ms", help="p99 latency a batch must meet (SLO)."
+        SurgeConfig.latency_target_ms, "--latency-target-ms", help="p99 latency a batch must meet."
     ),
     workers: int = typer.Option(2, "--workers", help="Loopback workers to start."),
-    worker_cores: int = typer.Option(4, "--worker-cores", help="Task slots (cores) per worker."),
-    executor_cores: int = typer.Option(2, "--executor-cores", help="Cores per executor."),
+    worker_cores: int = typer.Option(8, "--worker-cores", help="Task slots (cores) per worker."),
+    executor_cores: int = typer.Option(
+        SurgeConfig.executor_cores, "--executor-cores", help="Cores per executor."
+    ),
     master: str | None = typer.Option(
         None, "--master", help="Use this running cluster (spark://…) instead of starting one."
     ),
 ) -> None:
     """Start a loopback cluster, run the surge under each policy, write summary and timeline."""
-    from streamscale.runtime.spark.surge import SURGE_POLICIES, SurgeConfig
+    from streamscale.runtime.spark.surge import SURGE_POLICIES
 
     out: Output = ctx.obj
     names = [p.strip() for p in policies.split(",") if p.strip()]
