@@ -4,15 +4,19 @@ Starts a loopback Spark standalone cluster (``--workers`` × ``--worker-cores`` 
 slots, executors of ``--executor-cores``), then runs generator → keyed calculator
 offered ``--load`` × its capacity (saturation, ``max_rows_per_batch`` bounding each
 batch) with the per-tuple cost *waited* (``cost_kind: wall``: the slots behave like
-cores on a small machine) under ``static`` (one core per executor instance, shards
-fixed) and ``elastic`` (Elasticutor: queueing-model cores and shard balancing), on the
-same executors, one after the other. Prints one JSON line per policy and α
+cores on a small machine) under ``static`` and ``elastic``, on the same executors, one
+after the other, set up as paper 000 §6 sets them up: ``static`` has one executor
+instance per core (all cores used, shards fixed); ``elastic`` has ``y`` elastic
+executors of ``z`` = 256 shards (``y`` = one per Spark executor, the paper's "one or
+two executors per node"), whose cores the queueing model sizes and whose shards are
+balanced over those cores. With ``y`` = cores every elastic executor holds one core
+and Elasticutor is static (the paper's Figure 16). Prints one JSON line per policy and α
 (``"bench": "skew"``: ``policy``, ``alpha``, ``cores``, ``throughput`` after the first
 batch) and one ratio line per α with the hot-key ceiling — the hottest key's share
 of the tuples bounds any policy at ``1 / (share × cost)`` tuples/s, since one key is
 processed by one task — and the best any shard balancer can do over ``static`` on
-these keys and shards (:func:`balance_bounds`). Defaults follow paper 000's
-micro-benchmark: 10K distinct keys, many small shards (16 per executor instance).
+these keys and shards (:func:`balance_bounds`). Keys follow paper 000's
+micro-benchmark: 10K distinct keys.
 
 Run: ``.venv/bin/python benchmarks/bench_skew.py [--quick] [--alphas 1.0]``.
 """
@@ -41,32 +45,55 @@ def hot_key_share(keys: int, alpha: float) -> float:
     return float(w[0] / w.sum())
 
 
-def balance_bounds(opts: dict[str, str], instances: int, shards: int) -> dict[str, float]:
-    """What shard balancing can gain over ``static`` on this workload, at best.
+def _bins(loads: np.ndarray, cap: float) -> int:
+    """Cores (bins of ``cap``) first-fit decreasing needs for one executor's shard loads."""
+    bins: list[float] = []
+    for x in sorted(loads, reverse=True):
+        for i, b in enumerate(bins):
+            if b + x <= cap:
+                bins[i] += x
+                break
+        else:
+            bins.append(x)
+    return max(1, len(bins))
 
-    From 200,000 tuples of the same generator: each key's share, its shard
-    (the runtime's own hashing), ``static``'s straggler (the instance whose shards
-    carry the most), and the largest task of a longest-processing-time packing of
-    the shards onto ``instances`` cores (what a perfect shard balancer reaches; a
-    shard is never split, so the hottest shard bounds it). The ratio of the two is
-    the most ``elastic`` can beat ``static`` by with these keys and shards.
+
+def balance_bounds(
+    opts: dict[str, str], cores: int, static_shards: int, elastic: int, shards: int
+) -> dict[str, float]:
+    """What ``elastic`` can gain over ``static`` on this workload, at best.
+
+    From 200,000 tuples of the same generator: each key's share, its shard (the
+    runtime's own hashing); ``static``'s straggler share (one executor per core,
+    the one whose shards carry the most) and the smallest largest-task share any
+    allocation of the ``cores`` to the ``elastic`` executors with shards packed onto
+    each executor's cores reaches (bisection on the task size, first-fit decreasing
+    per executor; a shard is never split, so the hottest shard bounds it). Their
+    ratio is the most ``elastic`` can beat ``static`` by with these keys and shards.
     """
     from streamscale.runtime.spark.routing import global_shards
     from streamscale.runtime.spark.sources import generate
 
     df = generate({**opts, "start_time": "0"}, 0, 200_000)
     share = df["key"].value_counts(normalize=True)
-    g = global_shards(share.index, instances, shards)
-    load = np.bincount(g, weights=share.to_numpy(), minlength=instances * shards)
-    static = float(load.reshape(instances, shards).sum(axis=1).max())
-    units = np.zeros(instances)
-    for x in sorted(load, reverse=True):
-        units[units.argmin()] += x
-    best = float(units.max())
+    g = global_shards(share.index, cores, static_shards)
+    load = np.bincount(g, weights=share.to_numpy(), minlength=cores * static_shards)
+    static = float(load.reshape(cores, static_shards).sum(axis=1).max())
+    g = global_shards(share.index, elastic, shards)
+    per = np.bincount(g, weights=share.to_numpy(), minlength=elastic * shards).reshape(
+        elastic, shards
+    )
+    lo, hi = float(per.max()), 1.0
+    for _ in range(40):
+        mid = (lo + hi) / 2
+        if sum(_bins(row[row > 0], mid) for row in per) <= cores:
+            hi = mid
+        else:
+            lo = mid
     return {
         "static_straggler_share": static,
-        "balanced_straggler_share": best,
-        "best_elastic_vs_static": static / best,
+        "elastic_best_task_share": hi,
+        "best_elastic_vs_static": static / hi,
     }
 
 
@@ -79,6 +106,10 @@ def run_one(master: str, policy: str, alpha: float, args: argparse.Namespace) ->
 
     executors = args.workers * (args.worker_cores // args.executor_cores)
     cores = executors * args.executor_cores
+    # paper 000 §6: static gets one executor per core; Elasticutor y elastic executors of
+    # z shards each (one per node by its rule of thumb), whose cores the policy sizes
+    instances, shards = (cores, args.static_shards) if policy == "static" else (
+        args.elastic_instances or executors, args.shards)  # fmt: skip
     capacity = cores * 1000.0 / args.cost_ms
     opts = {
         "keys": str(args.keys),
@@ -93,8 +124,8 @@ def run_one(master: str, policy: str, alpha: float, args: argparse.Namespace) ->
         "calc",
         calculator,
         source_options=opts,
-        instances=cores,
-        shards=args.shards,
+        instances=instances,
+        shards=shards,
         cost_ms=args.cost_ms,
         trigger_s=args.trigger_s,
         params={"cost_kind": "wall"},
@@ -124,7 +155,13 @@ def run_one(master: str, policy: str, alpha: float, args: argparse.Namespace) ->
             resources=res,
             seed=1,
         )
-        return {"throughput": out.throughput, "cores": cores, "batches": out.batches}
+        return {
+            "throughput": out.throughput,
+            "cores": cores,
+            "instances": instances,
+            "shards_per_instance": shards,
+            "batches": out.batches,
+        }
     finally:
         spark.stop()
         shutil.rmtree(scratch, ignore_errors=True)
@@ -139,7 +176,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--worker-cores", type=int, default=8)
     ap.add_argument("--executor-cores", type=int, default=4)
     ap.add_argument("--keys", type=int, default=10_000, help="Distinct keys (paper 000: 10K).")
-    ap.add_argument("--shards", type=int, default=16, help="Shards per executor instance.")
+    ap.add_argument(
+        "--shards", type=int, default=256, help="Shards per elastic executor (paper: 256)."
+    )
+    ap.add_argument(
+        "--elastic-instances",
+        type=int,
+        default=0,
+        help="Elastic executors y (default: one per Spark executor, the paper's one per node).",
+    )
+    ap.add_argument(
+        "--static-shards", type=int, default=16, help="Shards per static executor (one per core)."
+    )
     ap.add_argument("--cost-ms", type=float, default=20.0)
     ap.add_argument("--load", type=float, default=1.5, help="Offered rate ÷ capacity.")
     ap.add_argument("--trigger-s", type=float, default=2.0)
@@ -171,7 +219,13 @@ def main(argv: list[str] | None = None) -> int:
                 "hot_key_ceiling_tps": 1000.0 / (share * args.cost_ms),
                 "capacity_tps": got[policies[0]]["cores"] * 1000.0 / args.cost_ms,
                 "target": "elastic >= 1.5x static at alpha 1.0",
-                **balance_bounds(bound_opts, got[policies[0]]["cores"], args.shards),
+                **balance_bounds(
+                    bound_opts,
+                    got[policies[0]]["cores"],
+                    args.static_shards,
+                    args.elastic_instances or got[policies[0]]["cores"] // args.executor_cores,
+                    args.shards,
+                ),
             }
             if "static" in got and "elastic" in got and got["static"]["throughput"] > 0:
                 ratio = got["elastic"]["throughput"] / got["static"]["throughput"]
