@@ -294,11 +294,12 @@ def executor_conf(
 
     The placement helper jar is always added (compiled on first use); ``pin`` adds the
     locality wait that makes pinned tasks wait for their executor
-    (:func:`~streamscale.runtime.spark.pinning.pinning_conf`) — without it Spark's
-    default locality settings apply. ``separate_hosts`` makes executors fetch each other's shuffle blocks
-    through the block transfer service even when they share a host, as executors on
-    different hosts do: on a loopback cluster Spark would otherwise read a co-hosted
-    executor's shuffle files from disk and count every byte as local. Executors fork
+    (:func:`~streamscale.runtime.spark.pinning.pinning_conf`); without it no task waits
+    for locality (``spark.locality.wait`` 0). ``separate_hosts`` makes executors fetch
+    each other's shuffle blocks through the block transfer service even when they share
+    a host, as executors on different hosts do: on a loopback cluster Spark would
+    otherwise read a co-hosted executor's shuffle files from disk and count every byte
+    as local. Executors fork
     their Python workers from :mod:`~streamscale.runtime.spark.worker_daemon`.
     """
     conf = {
@@ -317,6 +318,12 @@ def executor_conf(
     from streamscale.runtime.spark.pinning import pinning_conf
 
     conf.update(pinning_conf(process_wait_s=30.0 if pin else None))
+    if not pin:
+        # Unpinned, a reduce task would otherwise wait up to 3 s per locality level for
+        # the executors holding its map outputs while other slots idle (a 4-executor
+        # batch's tasks launched over 11.6 s, event log); keyed state is in the state
+        # store, not in those executors, so a free slot anywhere is as good.
+        conf["spark.locality.wait"] = "0s"
     return conf
 
 
