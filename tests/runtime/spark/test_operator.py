@@ -85,34 +85,21 @@ def test_counts_match_pandas_and_tasks_get_exactly_their_shards(spark, tmp_path:
 
 
 def test_malformed_tuples_become_dead_letters_with_their_reason() -> None:
-    import numpy as np
-    import pandas as pd
+    import pyarrow as pa
 
-    from streamscale.runtime.spark.operator import BatchContext, _dead_letters
-    from streamscale.runtime.spark.state import LocalStateBackend
+    from streamscale.runtime.spark.keyed_map import route_batch
 
-    ctx = BatchContext(
-        batch_id=3,
-        operator="op",
-        key="key",
-        executors=1,
-        shards=1,
-        upto=2,
-        backend=LocalStateBackend("unused"),
-        fn=counter,
-        fn_params={},
-        before=(),
-        after=(),
-        required=("cost_ms",),
-        columns=("key", "cost_ms"),
-        units=("op[0]#0",),
-        shard_partition=(0,),
-        file_sinks=(),
-        console_rows=0,
-        dead_letter_dir="unused",
+    # Arrow columns are typed: the text column carries "inf" where a pandas frame held np.inf.
+    rb = pa.RecordBatch.from_pydict(
+        {"key": ["a", None, "", "b", "c"], "cost_ms": ["1", "2", "3", "x", "inf"]}
     )
-    df = pd.DataFrame({"key": ["a", None, "", "b", "c"], "cost_ms": ["1", "2", "3", "x", np.inf]})
-    good, letters = _dead_letters(ctx, df)
+    pmap = PartitionMap("op", 1, 1, ("op[0]#0",), (0,))
+    routed, letters = route_batch(
+        rb, key="key", required=("cost_ms",), executors=1, shards=1, pmap=pmap,
+        batch_id=3, index=0, offset=0, numeric=("cost_ms",),
+    )  # fmt: skip
+    assert routed is not None
+    good = routed.to_pandas()
     assert good["key"].tolist() == ["a"] and good["cost_ms"].tolist() == [1.0]
     assert [x["reason"] for x in letters] == [
         "missing key 'key'",
