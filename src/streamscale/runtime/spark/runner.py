@@ -276,6 +276,11 @@ def run_job(
         batch's state committed, the plan's cores become executors.
     plan
         The plan of the first batch (default: the policy's initial plan).
+    state_url
+        Where the keyed state lives (:data:`~streamscale.runtime.spark.state_api.STATE_URL`:
+        a path, ``file://DIR?fsync=1``, ``s3://bucket/prefix?endpoint=…``); default
+        ``checkpoint/state``. On a cluster of several hosts it must be a store every
+        executor reaches.
 
     Raises
     ------
