@@ -12,10 +12,11 @@ stages, with columnar (Arrow) batches on both sides of the shuffle:
   partition key*: an integer chosen so that Spark's own hash partitioning,
   ``pmod(murmur3(key), n)``, sends the row to exactly that partition
   (:func:`partition_keys`);
-* ``repartition(n, key)`` then ``sortWithinPartitions(shard, arrival order)``
-  (a shuffle fetches map outputs in no fixed order; ``seq`` is the arrival
-  order when present);
-* reduce side (``mapInPandas``): per shard, the keyed function runs against the
+* ``repartition(n, key)``;
+* reduce side (``mapInPandas``): the task sorts its rows by (shard, arrival
+  order) (a shuffle fetches map outputs in no fixed order; ``seq`` is the
+  arrival order when present; a stable sort in the task costs less than Spark's
+  row sort); per shard, the keyed function runs against the
   shard's state version ``upto`` and writes version ``batch_id``; it never
   commits (the caller commits every keyed operator once the whole batch
   succeeded). Each task checks it runs the partition its rows were routed to.
@@ -300,6 +301,10 @@ def _reduce_side(
                 "rows reached a partition other than their unit's", item=f"partition {index}"
             )
         shards = df[SHARD].to_numpy(dtype=np.int64) if len(df) else np.empty(0, np.int64)
+        if len(df):  # a shuffle fetches map outputs in no fixed order
+            perm = np.lexsort((df[ORDER].to_numpy(dtype=np.int64), shards))
+            if (np.diff(perm) != 1).any():
+                df, shards = df.take(perm).reset_index(drop=True), shards[perm]
         rows_df = df.drop(columns=list(INTERNAL)) if len(df) else df
         read0 = getattr(spec.backend, "bytes_read", 0)
         outputs, shard_stats, done_at = _run_shards(spec, b, index, rows_df, shards)
@@ -474,7 +479,7 @@ def run_keyed(
         batch_id=batch_id, pmap=pmap, dead_dir=dead_letter_dir, numeric=numeric,
     )  # fmt: skip
     mapped = df.mapInArrow(route, mapped_schema)
-    shuffled = mapped.repartition(pmap.partitions, F.col(PK)).sortWithinPartitions(SHARD, ORDER)
+    shuffled = mapped.repartition(pmap.partitions, F.col(PK))
     spark = df.sparkSession
     sc = spark.sparkContext
     batch = _Batch(

@@ -56,13 +56,12 @@ def shards_of_keys(keys: Iterable[Any], executors: int, shards: int) -> np.ndarr
     seq = keys if isinstance(keys, list) else list(keys)
     if len(cache) + len(seq) > _CACHE_KEYS:
         cache.clear()
-    out = np.empty(len(seq), dtype=np.int64)
-    for i, k in enumerate(seq):
-        g = cache.get(k)
-        if g is None:
-            g = cache[k] = executor_of(k, executors) * shards + shard_of(k, shards)
-        out[i] = g
-    return out
+    got = [cache.get(k) for k in seq]
+    if None in got:
+        for i, k in enumerate(seq):
+            if got[i] is None:
+                got[i] = cache[k] = executor_of(k, executors) * shards + shard_of(k, shards)
+    return np.array(got, dtype=np.int64)
 
 
 def write_jsonl(path: str, records: Iterable[Mapping[str, Any]]) -> None:
@@ -92,18 +91,37 @@ def clear_dead_letters(directory: str, batch_id: int, operator: str) -> None:
             os.remove(f)
 
 
-def _unusable(df: pd.DataFrame, key: str, required: tuple[str, ...]) -> np.ndarray:
-    """Rows that are dead letters, without naming why (the common case has none)."""
-    if key not in df.columns or any(c not in df.columns for c in required):
-        return np.ones(len(df), dtype=bool)
-    k = df[key]
-    bad = k.isna().to_numpy()
-    if k.dtype == object or pd.api.types.is_string_dtype(k):
-        bad |= k.eq("").to_numpy(dtype=bool, na_value=False)
-    for col in required:
-        num = pd.to_numeric(df[col], errors="coerce").to_numpy(dtype=float, na_value=np.nan)
-        bad |= ~np.isfinite(num)
-    return bad
+def _unusable(
+    rb: Any, key: str, required: tuple[str, ...], numeric: tuple[str, ...]
+) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """Rows that are dead letters, computed on the Arrow columns without naming why (the
+    common case has none), and the ``numeric`` columns parsed to ``float64``."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    names = rb.schema.names
+    if key not in names or any(c not in names for c in required):
+        return np.ones(rb.num_rows, dtype=bool), {}
+    k = rb.column(key)
+    bad = pc.is_null(k, nan_is_null=True)
+    if pa.types.is_string(k.type) or pa.types.is_large_string(k.type):
+        bad = pc.or_(bad, pc.fill_null(pc.equal(k, ""), False))
+    mask = bad.to_numpy(zero_copy_only=False)
+    parsed: dict[str, np.ndarray] = {}
+    for col in dict.fromkeys(required):
+        c = rb.column(col)
+        if col not in numeric and pa.types.is_floating(c.type):
+            mask |= pc.fill_null(pc.invert(pc.is_finite(c)), True).to_numpy(zero_copy_only=False)
+        elif col not in numeric and (pa.types.is_integer(c.type) or pa.types.is_decimal(c.type)):
+            mask |= pc.is_null(c).to_numpy(zero_copy_only=False)
+        else:
+            num = pd.to_numeric(c.to_pandas(), errors="coerce").to_numpy(
+                dtype=float, na_value=np.nan
+            )
+            mask |= ~np.isfinite(num)
+            if col in numeric:
+                parsed[col] = num
+    return mask, parsed
 
 
 def dead_letter_reasons(df: pd.DataFrame, key: str, required: tuple[str, ...]) -> pd.Series:
@@ -162,30 +180,37 @@ def route_batch(
     dead letters (``batch``, ``reason``, ``tuple`` as it arrived).
     """
     import pyarrow as pa
+    import pyarrow.compute as pc
 
     names = rb.schema.names
-    df = rb.select([c for c in dict.fromkeys((key, *required, "seq")) if c in names]).to_pandas()
     pos = offset + np.arange(rb.num_rows, dtype=np.int64)
     letters: list[dict[str, Any]] = []
-    bad = _unusable(df, key, required)
+    bad, parsed = _unusable(rb, key, required, numeric)
     if bad.any():
-        reasons = dead_letter_reasons(df, key, required)
+        small = rb.select([c for c in dict.fromkeys((key, *required)) if c in names])
+        reasons = dead_letter_reasons(small.to_pandas(), key, required)
         # Dead letters keep the tuple as it arrived, not its parsed form.
         full = rb.filter(pa.array(bad)).to_pandas()
         for i, why in enumerate(reasons[bad].tolist()):
             tup = {c: (None if pd.isna(v) else v) for c, v in full.iloc[i].items()}
             letters.append({"batch": batch_id, "reason": why, "tuple": tup})
         rb = rb.filter(pa.array(~bad))
-        df, pos = df[~bad].reset_index(drop=True), pos[~bad]
+        pos = pos[~bad]
+        parsed = {c: v[~bad] for c, v in parsed.items()}
     if rb.num_rows == 0:
         return None, letters
     cols = list(rb.columns)
-    for col in numeric:
-        cols[names.index(col)] = pa.array(pd.to_numeric(df[col]).to_numpy(dtype=float))
-    order = df["seq"].to_numpy(dtype=np.int64) if "seq" in df.columns else (index << 40) + pos
+    for col, values in parsed.items():
+        cols[names.index(col)] = pa.array(values)
+    order = (
+        rb.column("seq").to_numpy(zero_copy_only=False).astype(np.int64)
+        if "seq" in names
+        else (index << 40) + pos
+    )
     # Hash each distinct key once (a batch repeats keys many times).
-    codes, uniq = pd.factorize(df[key])
-    g = shards_of_keys(uniq.tolist(), executors, shards)[codes]
+    enc = pc.dictionary_encode(rb.column(key))
+    codes = enc.indices.to_numpy(zero_copy_only=False)
+    g = shards_of_keys(enc.dictionary.to_pylist(), executors, shards)[codes]
     parts = np.asarray(pmap.shard_partition, dtype=np.int64)[g]
     pkeys = np.asarray(partition_keys(pmap.partitions), dtype=np.int64)
     routed = pa.RecordBatch.from_arrays(
