@@ -80,3 +80,65 @@ def test_run_writes_metrics_and_sink(spark, tmp_path: Path, capsys) -> None:
     assert sum(json.loads(x)["rows"] for x in lines) == summary["rows"]
     sunk = sum(1 for f in (out / "sink").glob("*.jsonl") for _ in f.open())
     assert sunk == summary["rows"]  # the calculator emits one tuple per input tuple
+
+
+@pytest.mark.parametrize(
+    ("url", "named"),
+    [
+        ("ftp://host/state", "unsupported state backend scheme 'ftp'"),
+        ("file:///tmp/x?fsync=1&colour=red", "unknown state backend option 'colour'"),
+        ("s3:///prefix", "names no bucket or host"),
+        ("state?snapshot_every=often", "snapshot_every must be a number"),
+        ("", "names no path"),
+    ],
+)
+def test_bad_state_url_is_one_line_error_before_spark(
+    tmp_path: Path, capsys, url: str, named: str
+) -> None:
+    job = tmp_path / "tiny.yaml"
+    job.write_text(JOB)
+    args = ["run", str(job), "--duration", "1", "--master", "spark://127.0.0.1:1"]
+    assert main([*args, "--state-url", url]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "Traceback" not in err
+    assert f"error: --state-url {url}: " in err and named in err, err
+
+
+def test_state_url_that_cannot_be_created_names_it(tmp_path: Path, capsys) -> None:
+    job = tmp_path / "tiny.yaml"
+    job.write_text(JOB)
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    url = str(blocker / "state")
+    assert main(["run", str(job), "--duration", "1", "--state-url", url]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and f"error: --state-url {url}: cannot create" in err
+
+
+def test_state_url_help_comes_from_its_declaration() -> None:
+    from typer.testing import CliRunner
+
+    from streamscale.cli.app import app
+    from streamscale.runtime.spark.state_api import STATE_URL
+
+    res = CliRunner().invoke(app, ["run", "--help"], env={"COLUMNS": "400"})
+    assert res.exit_code == 0
+    assert "--state-url" in res.output and STATE_URL.description in res.output
+
+
+@pytest.mark.spark
+def test_run_keeps_state_where_state_url_says(spark, tmp_path: Path, capsys) -> None:
+    from streamscale.runtime.spark.state import state_backend
+
+    job = tmp_path / "tiny.yaml"
+    job.write_text(JOB)
+    url = f"file://{tmp_path / 'kept'}?fsync=1"
+    args = ["--json", "run", str(job), "--policy", "static", "--master", "local[2]"]
+    ckpt = tmp_path / "ck"
+    code = main([*args, "--max-batches", "2", "--checkpoint", str(ckpt), "--state-url", url])
+    assert code == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["state_url"] == url and not (ckpt / "state").exists()
+    state = state_backend(url).load_all("calc")
+    # the calculator keeps [count, sum] per key: every input tuple counted once
+    assert sum(acc[0] for st in state.values() for acc in st.values()) == summary["rows"] > 0

@@ -14,6 +14,7 @@ from streamscale.cli.output import Output
 from streamscale.control.controller import CONTROLLER_SETTINGS
 from streamscale.control.policies import POLICIES, POLICY_SETTINGS, check_params, check_policy
 from streamscale.errors import StreamscaleError
+from streamscale.runtime.spark.state_api import STATE_URL, check_state_url
 from streamscale.settings import parse_pairs, split_params
 
 __all__ = ["check_run_options", "ensure_dir", "register", "run"]
@@ -76,6 +77,7 @@ def run(
         "--checkpoint",
         help="Checkpoint directory (reuse it to resume; default OUT/checkpoint or a new temporary one).",
     ),
+    state_url: str | None = typer.Option(None, "--state-url", help=STATE_URL.help()),
     cluster_file: Path | None = typer.Option(
         None, "--cluster", help="Cluster file to plan for (default: the Spark cores)."
     ),
@@ -122,6 +124,8 @@ def run(
     if metrics_port is not None and not 1 <= metrics_port <= 65535:
         raise StreamscaleError(f"must be 1..65535, got {metrics_port}", item="--metrics-port")
     params = check_run_options(policy, param, master)
+    if state_url is not None:
+        check_state_url(state_url)
     if not 1 <= min_executors <= max_executors <= 1024 or not 1 <= executor_cores <= 256:
         raise StreamscaleError(
             "need 1 <= --min-executors <= --max-executors <= 1024 and 1 <= --executor-cores <= 256",
@@ -150,6 +154,7 @@ def run(
             executors=(executor_cores, min_executors, max_executors)
             if is_cluster_master(master) and cluster_file is None
             else None,
+            state_url=state_url,
         )
         if out.json:
             out.emit(summary)
@@ -216,6 +221,7 @@ def run(
             seed=seed,
             cluster=cluster,
             resources=resources,
+            state_url=state_url,
         )
     finally:
         if exporter is not None:
@@ -238,6 +244,7 @@ def run(
         "busy_s": res.busy_s,
         "cpu_s": res.cpu_s,
         "checkpoint": str(ckpt),
+        "state_url": state_url or str(ckpt / "state"),
         "out": str(out_dir) if out_dir else None,
     }
     if out.json:

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
+import pandas as pd
 import pytest
 
+from streamscale.model import Edge, Operator, Topology
 from streamscale.runtime.spark.functions import counter
 from streamscale.runtime.spark.job import Job
 from streamscale.runtime.spark.routing import PartitionMap
@@ -85,34 +88,21 @@ def test_counts_match_pandas_and_tasks_get_exactly_their_shards(spark, tmp_path:
 
 
 def test_malformed_tuples_become_dead_letters_with_their_reason() -> None:
-    import numpy as np
-    import pandas as pd
+    import pyarrow as pa
 
-    from streamscale.runtime.spark.operator import BatchContext, _dead_letters
-    from streamscale.runtime.spark.state import LocalStateBackend
+    from streamscale.runtime.spark.keyed_map import route_batch
 
-    ctx = BatchContext(
-        batch_id=3,
-        operator="op",
-        key="key",
-        executors=1,
-        shards=1,
-        upto=2,
-        backend=LocalStateBackend("unused"),
-        fn=counter,
-        fn_params={},
-        before=(),
-        after=(),
-        required=("cost_ms",),
-        columns=("key", "cost_ms"),
-        units=("op[0]#0",),
-        shard_partition=(0,),
-        file_sinks=(),
-        console_rows=0,
-        dead_letter_dir="unused",
+    # Arrow columns are typed: the text column carries "inf" where a pandas frame held np.inf.
+    rb = pa.RecordBatch.from_pydict(
+        {"key": ["a", None, "", "b", "c"], "cost_ms": ["1", "2", "3", "x", "inf"]}
     )
-    df = pd.DataFrame({"key": ["a", None, "", "b", "c"], "cost_ms": ["1", "2", "3", "x", np.inf]})
-    good, letters = _dead_letters(ctx, df)
+    pmap = PartitionMap("op", 1, 1, ("op[0]#0",), (0,))
+    routed, letters = route_batch(
+        rb, key="key", required=("cost_ms",), executors=1, shards=1, pmap=pmap,
+        batch_id=3, index=0, offset=0, numeric=("cost_ms",),
+    )  # fmt: skip
+    assert routed is not None
+    good = routed.to_pandas()
     assert good["key"].tolist() == ["a"] and good["cost_ms"].tolist() == [1.0]
     assert [x["reason"] for x in letters] == [
         "missing key 'key'",
@@ -121,3 +111,86 @@ def test_malformed_tuples_become_dead_letters_with_their_reason() -> None:
         "unparsable field 'cost_ms'",
     ]
     assert letters[2]["tuple"] == {"key": "b", "cost_ms": "x"} and letters[0]["batch"] == 3
+
+
+def _chain_job(opts: dict[str, str]) -> Job:
+    """source → pre (stateless) → count (keyed) → post (stateless) → parquet and jsonl sinks."""
+
+    def pre(df: pd.DataFrame) -> pd.DataFrame:
+        return df.drop(columns=["payload"]).assign(doubled=df["value"] * 2.0)
+
+    def post(df: pd.DataFrame) -> pd.DataFrame:
+        return df.assign(tag=df["key"] + "!")
+
+    ops = [
+        Operator("src", kind="source", params={**opts, "format": SeqSource.name(), "trigger_s": 0}),
+        Operator("pre"),
+        Operator("count", key="key", instances=2, shards=4),
+        Operator("post"),
+        Operator("out", kind="sink", params={"format": "parquet", "path": "pq"}),
+        Operator("lines", kind="sink", params={"format": "jsonl", "path": "js"}),
+    ]
+    edges = [Edge("src", "pre"), Edge("pre", "count", grouping="key"), Edge("count", "post"),
+             Edge("post", "out"), Edge("post", "lines")]  # fmt: skip
+    topo = Topology.build("chain", ops, edges)
+    return Job.build(topo, {"pre": pre, "count": counter, "post": post}, source_class=SeqSource)
+
+
+def _counts(backend: Any) -> tuple[dict[str, int], int]:
+    counts: dict[str, int] = {}
+    last = -1
+    for st in backend.load_all("count").values():
+        assert st["order_violations"] == 0
+        counts.update(st["count"])
+        last = max([last, *st["last_seq"].values()])
+    return counts, last + 1
+
+
+@pytest.mark.spark
+def test_stateless_operators_around_the_keyed_one_and_file_sinks(spark, tmp_path: Path) -> None:
+    from streamscale.runtime.spark.state import state_backend
+
+    opts = {"keys": "30", "step": "200", "bad": "41", "partitions": "2"}
+    url = f"file://{tmp_path / 'elsewhere'}?fsync=1"
+    res = run_job(
+        spark, _chain_job(opts), policy=Flip(_chain_job(opts).topology, "count", k=2),
+        duration_s=300, checkpoint=tmp_path / "ck", out=tmp_path / "out", params=CTL,
+        max_batches=3, state_url=url,
+    )  # fmt: skip
+    assert not (tmp_path / "ck" / "state").exists()  # nothing went to the default place
+    counts, n = _counts(state_backend(url))
+    rows = expected_rows(opts, n)
+    assert counts == rows["key"].dropna().value_counts().to_dict()
+    assert res.dead_letters == int(rows["key"].isna().sum()) > 0
+    # Each batch's outputs went through `post`, once per sink, one file per unit partition.
+    for sink, read in (("pq", pd.read_parquet), ("js", lambda p: pd.read_json(p, lines=True))):
+        files = sorted((tmp_path / "out" / sink).glob("batch-*-part-*"))
+        out = pd.concat([read(f) for f in files], ignore_index=True)
+        assert len(out) == sum(r.extra["out_rows"] for r in res.records)
+        assert (out["tag"] == out["key"] + "!").all()
+        # the last count each key emitted is its committed count
+        assert out.groupby("key")["count"].max().to_dict() == counts
+    # Latencies are per tuple: every batch's tuples carry one each.
+    assert all(r.latency_p50_ms == r.latency_p50_ms for r in res.records if r.rows)
+
+
+@pytest.mark.spark
+def test_linear_state_on_an_object_store(spark, tmp_path: Path, s3_endpoint: str) -> None:
+    import os
+
+    from streamscale.runtime.spark.state import state_backend
+
+    env = spark.sparkContext.environment  # the Python workers' environment
+    saved = dict(env)
+    env.update({k: os.environ[k] for k in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY")})
+    url = f"s3://state/linear-{tmp_path.name}?endpoint={s3_endpoint}"
+    try:
+        run_job(spark, _job(), policy="static", duration_s=300, checkpoint=tmp_path / "ck",
+                max_batches=2, state_url=url)  # fmt: skip
+    finally:
+        env.clear()
+        env.update(saved)
+    assert not (tmp_path / "ck" / "state").exists()
+    counts, n = _counts(state_backend(url))
+    assert n >= 250
+    assert counts == expected_rows(OPTS, n)["key"].dropna().value_counts().to_dict()

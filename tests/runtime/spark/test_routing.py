@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import pickle
 import re
 import subprocess
 import sys
@@ -71,8 +70,6 @@ def test_partition_map_follows_the_routing_tables() -> None:
     assert pm.units == ("op[0]#0", "op[0]#1", "op[1]#0")
     assert pm.shard_partition == (0, 1, 1, 0, 2, 2, 2, 2)
     assert pm.shards_of(1) == (1, 2)
-    part = pickle.loads(pickle.dumps(pm.partitioner()))
-    assert [part(g) for g in range(8)] == list(pm.shard_partition)
 
 
 def test_by_load_numbers_the_heaviest_unit_first_and_keeps_the_grouping() -> None:

@@ -356,6 +356,7 @@ def run_graph_command(
     params: Mapping[str, Any] | None = None,
     seed: int | None = None,
     executors: tuple[int, int, int] | None = None,
+    state_url: str | None = None,
 ) -> dict[str, Any]:
     """``streamscale run`` on a DAG topology; a summary dict.
 
@@ -409,6 +410,7 @@ def run_graph_command(
             seed=seed,
             resources=resources,
             on_batch=on_batch,
+            state_url=state_url,
         )
     finally:
         if log is not None:
@@ -427,5 +429,6 @@ def run_graph_command(
         "wall_s": time.monotonic() - t0,
         "dead_letters": res.dead_letters,
         "checkpoint": str(ckpt),
+        "state_url": state_url or str(ckpt / "state"),
         "out": str(out_dir) if out_dir else None,
     }

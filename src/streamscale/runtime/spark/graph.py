@@ -45,7 +45,14 @@ from streamscale.model.io import load_topology
 from streamscale.runtime.spark.job import _option, resolve_function
 from streamscale.runtime.spark.sources import check_source_options
 
-__all__ = ["GraphNode", "JobGraph", "SinkOut", "merged_default_plan", "run_graph_batch"]
+__all__ = [
+    "GraphNode",
+    "JobGraph",
+    "SinkOut",
+    "map_stateless",
+    "merged_default_plan",
+    "run_graph_batch",
+]
 
 SINK_FORMATS: tuple[str, ...] = ("parquet", "json", "jsonl", "csv", "console", "none", "function")
 _SOURCE_KEYS = ("format", "trigger_s")
@@ -304,6 +311,25 @@ def _mapper(fn: Callable[..., Any], params: Mapping[str, Any], names: tuple[str,
     return run
 
 
+def map_stateless(
+    df: Any,
+    fn: Callable[..., Any],
+    params: Mapping[str, Any],
+    schemas: dict[str, Any],
+    name: str,
+) -> Any:
+    """``df`` through the stateless operator ``name`` (``fn(pdf, **params)``, ``mapInPandas``).
+
+    Its output schema is ``fn.output_schema`` when declared, else derived from ``fn``
+    over a sample of ``df`` the first time and kept in ``schemas[name]`` for the run.
+    """
+    schema = schemas.get(name)
+    if schema is None:
+        sample = df.limit(_SAMPLE_ROWS).toPandas()
+        schema = schemas[name] = _spark_type_schema(fn, params, sample, df.schema)
+    return df.mapInPandas(_mapper(fn, dict(params), tuple(schema.fieldNames())), schema)
+
+
 def _union(dfs: list[Any], item: str) -> Any:
     base = dfs[0]
     cols = sorted(base.columns)
@@ -396,14 +422,7 @@ def run_graph_batch(
                         continue
                 else:
                     assert node.fn is not None
-                    schema = schemas.get(name)
-                    if schema is None:
-                        sample = df_in.limit(_SAMPLE_ROWS).toPandas()
-                        schema = _spark_type_schema(node.fn, node.params, sample, df_in.schema)
-                        schemas[name] = schema
-                    df = df_in.mapInPandas(
-                        _mapper(node.fn, dict(node.params), tuple(schema.fieldNames())), schema
-                    )
+                    df = map_stateless(df_in, node.fn, node.params, schemas, name)
             if len(graph.consumers[name]) > 1 and node.kind != "keyed":
                 df = df.persist()
                 cached.append(df)

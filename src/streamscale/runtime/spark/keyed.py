@@ -3,37 +3,42 @@
 One call runs one batch of one keyed operator as a single Spark job of two
 stages, with columnar (Arrow) batches on both sides of the shuffle:
 
-* map side (``mapInArrow``): malformed tuples go to the dead-letter files
-  (one file per batch, operator and map partition, so a retried task or a
-  replayed batch overwrites instead of duplicating); every other tuple gets
-  its global shard ``e·Z + s``, the partition of the unit serving that shard
-  (the plan's routing table, :class:`~streamscale.runtime.spark.routing.PartitionMap`)
-  and a *native partition key*: an integer chosen so that Spark's own hash
-  partitioning, ``pmod(murmur3(key), n)``, sends the row to exactly that
-  partition (:func:`partition_keys`);
-* ``repartition(n, key)`` then ``sortWithinPartitions(shard, arrival order)``
-  (a shuffle fetches map outputs in no fixed order; ``seq`` is the arrival
-  order when present);
-* reduce side (``mapInPandas``): per shard, the keyed function runs against the
+* map side (``mapInArrow``, :mod:`~streamscale.runtime.spark.keyed_map`):
+  malformed tuples go to the dead-letter files (one file per batch, operator and
+  map partition, so a retried task or a replayed batch overwrites instead of
+  duplicating); every other tuple gets its global shard ``e·Z + s``, the
+  partition of the unit serving that shard (the plan's routing table,
+  :class:`~streamscale.runtime.spark.routing.PartitionMap`) and a *native
+  partition key*: an integer chosen so that Spark's own hash partitioning,
+  ``pmod(murmur3(key), n)``, sends the row to exactly that partition
+  (:func:`partition_keys`);
+* ``repartition(n, key)``;
+* reduce side (``mapInPandas``): the task sorts its rows by (shard, arrival
+  order) (a shuffle fetches map outputs in no fixed order; ``seq`` is the
+  arrival order when present; a stable sort in the task costs less than Spark's
+  row sort); per shard, the keyed function runs against the
   shard's state version ``upto`` and writes version ``batch_id``; it never
   commits (the caller commits every keyed operator once the whole batch
   succeeded). Each task checks it runs the partition its rows were routed to.
+  The stateless functions of :attr:`KeyedSpec.after` then run over the task's
+  outputs, and :attr:`KeyedSpec.task_sink` (a linear pipeline's file sink)
+  writes them from the task.
 
 The task emits its outputs and one statistics row; the result is cached and the
 statistics are collected in the same job, so the returned outputs are already
-computed.
+computed. A spec with ``emit=False`` (outputs consumed by its task sink alone)
+emits only the statistics and caches nothing.
 """
 
 from __future__ import annotations
 
 import contextlib
-import glob
 import json
 import os
 import pickle
 import socket
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -42,13 +47,24 @@ import pandas as pd
 
 from streamscale.errors import StreamscaleError
 from streamscale.runtime.spark.hashing import murmur3_long, partition_keys
+from streamscale.runtime.spark.keyed_map import (
+    INTERNAL,
+    ORDER,
+    PART,
+    PK,
+    SHARD,
+    clear_dead_letters,
+    count_dead_letters,
+    map_side,
+)
 from streamscale.runtime.spark.pinning import job_group, pin, reduce_runs
-from streamscale.runtime.spark.routing import PartitionMap, global_shards
+from streamscale.runtime.spark.routing import PartitionMap
 from streamscale.runtime.spark.state import Hint, StateBackend
 
 __all__ = [
     "BatchStats",
     "KeyedSpec",
+    "Stateless",
     "TaskStats",
     "count_dead_letters",
     "murmur3_long",
@@ -58,10 +74,11 @@ __all__ = [
 ]
 
 _LATENCY_SAMPLE = 4000
-_SHARD, _PART, _PK, _ORDER = "__ss_shard", "__ss_part", "__ss_pk", "__ss_order"
 _STATS, _OUT = "__ss_stats", "__ss_out"
-_INTERNAL = (_SHARD, _PART, _PK, _ORDER)
 _NUMERIC = {"byte", "short", "integer", "long", "float", "double", "decimal"}
+
+#: A stateless operator: ``fn(df, **params) -> DataFrame | None`` and its params.
+Stateless = tuple[Callable[..., Any], Mapping[str, Any]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,6 +94,10 @@ class KeyedSpec:
     required: tuple[str, ...]
     backend: StateBackend
     output_schema: Any | None = None  # pyspark StructType, or None: derived per batch
+    after: tuple[Stateless, ...] = ()  # run over each task's outputs, in the task
+    task_sink: Callable[[pd.DataFrame, int, int], None] | None = None  # (out, batch, partition)
+    sample_rows: int = 0  # outputs each task returns in TaskStats.sample (console sinks)
+    emit: bool = True  # outputs come back as a DataFrame; False: only the task sink sees them
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,127 +154,19 @@ class BatchStats:
         return sum(t.rows for t in self.tasks)
 
 
-def _write_jsonl(path: str, records: Iterable[Mapping[str, Any]]) -> None:
-    tmp = f"{path}.{os.getpid()}.tmp"
-    with open(tmp, "w") as f:
-        for r in records:
-            f.write(json.dumps(r, default=str) + "\n")
-    os.replace(tmp, path)
-
-
-def count_dead_letters(directory: str, batch_id: int | None = None, operator: str = "") -> int:
-    """Dead letters written for ``batch_id`` (or every batch), of ``operator`` (or all)."""
-    b = "*" if batch_id is None else str(batch_id)
-    pattern = f"batch-{b}-{operator}-map-*.jsonl" if operator else f"batch-{b}-*.jsonl"
-    n = 0
-    for f in glob.glob(os.path.join(directory, pattern)):
-        with open(f) as fh:
-            n += sum(1 for _ in fh)
-    return n
-
-
-def _clear(directory: str, batch_id: int, operator: str) -> None:
-    """Remove what an earlier attempt at this batch wrote (its partitioning may differ)."""
-    for f in glob.glob(os.path.join(directory, f"batch-{batch_id}-{operator}-map-*")):
-        with contextlib.suppress(FileNotFoundError):
-            os.remove(f)
-
-
-# --- map side -------------------------------------------------------------------------------
-
-
-def dead_letter_reasons(df: pd.DataFrame, key: str, required: tuple[str, ...]) -> pd.Series:
-    """Per row, why it cannot be routed (``None``: routable)."""
-    reasons = pd.Series(None, index=df.index, dtype=object)
-    if key not in df.columns:
-        reasons[:] = f"missing key field {key!r}"
-    else:
-        k = df[key]
-        empty = k.eq("") if k.dtype == object or pd.api.types.is_string_dtype(k) else False
-        reasons[k.isna() | empty] = f"missing key {key!r}"
-    for col in required:
-        if col not in df.columns:
-            reasons[reasons.isna()] = f"missing field {col!r}"
-            continue
-        num = pd.to_numeric(df[col], errors="coerce").astype(float)
-        reasons[reasons.isna() & (num.isna() | ~np.isfinite(num))] = f"unparsable field {col!r}"
-    return reasons
-
-
-def _map_side(
-    spec: KeyedSpec, batch_id: int, pmap: PartitionMap, dead_dir: str, numeric: tuple[str, ...]
-) -> Callable[[Iterator[Any]], Iterator[Any]]:
-    """Arrow record batches in and out; only the key, required and ``seq`` columns become pandas."""
-    table = np.asarray(pmap.shard_partition, dtype=np.int64)
-    pkeys = np.asarray(partition_keys(pmap.partitions), dtype=np.int64)
-
-    def run(batches: Iterator[Any]) -> Iterator[Any]:
-        import pyarrow as pa
-        from pyspark import TaskContext
-
-        index = TaskContext.get().partitionId()
-        letters: list[dict[str, Any]] = []
-        offset = 0
-        for rb in batches:
-            names = rb.schema.names
-            small = rb.select([c for c in (spec.key, *spec.required, "seq") if c in names])
-            df = small.to_pandas()
-            reasons = dead_letter_reasons(df, spec.key, spec.required)
-            bad = reasons.notna().to_numpy()
-            pos = offset + np.arange(rb.num_rows, dtype=np.int64)
-            offset += rb.num_rows
-            if bad.any():
-                # Dead letters keep the tuple as it arrived, not its parsed form.
-                full = rb.filter(pa.array(bad)).to_pandas()
-                for i, why in enumerate(reasons[bad].tolist()):
-                    tup = {c: (None if pd.isna(v) else v) for c, v in full.iloc[i].items()}
-                    letters.append({"batch": batch_id, "reason": why, "tuple": tup})
-                rb = rb.filter(pa.array(~bad))
-                df, pos = df[~bad].reset_index(drop=True), pos[~bad]
-            if rb.num_rows == 0:
-                continue
-            cols = list(rb.columns)
-            for col in numeric:
-                cols[names.index(col)] = pa.array(pd.to_numeric(df[col]).to_numpy(dtype=float))
-            order = (
-                df["seq"].to_numpy(dtype=np.int64)
-                if "seq" in df.columns
-                else (np.int64(index) << 40) + pos
-            )
-            # Hash each distinct key once (a batch repeats keys many times).
-            codes, uniq = pd.factorize(df[spec.key])
-            shards = global_shards(uniq.tolist(), spec.executors, spec.shards)[codes]
-            parts = table[shards]
-            yield pa.RecordBatch.from_arrays(
-                [
-                    *cols,
-                    pa.array(shards),
-                    pa.array(parts.astype(np.int32)),
-                    pa.array(pkeys[parts]),
-                    pa.array(order),
-                ],
-                names=[*names, _SHARD, _PART, _PK, _ORDER],
-            )
-        if letters:
-            os.makedirs(dead_dir, exist_ok=True)
-            name = f"batch-{batch_id}-{spec.operator}-map-{index}.jsonl"
-            _write_jsonl(os.path.join(dead_dir, name), letters)
-
-    return run
-
-
 # --- reduce side ----------------------------------------------------------------------------
 
 
-def _epoch_s(col: pd.Series) -> np.ndarray:
-    ts = (
-        col
-        if isinstance(col.dtype, pd.DatetimeTZDtype)
-        else pd.to_datetime(col, utc=True, errors="coerce")
-    )
+def _epoch_s(col: pd.Series, tz: str | None) -> np.ndarray:
+    """Seconds since the epoch; Spark hands timestamps to pandas as naive session-local time."""
+    ts = col if isinstance(col.dtype, pd.DatetimeTZDtype) else pd.to_datetime(col, errors="coerce")
+    if ts.dt.tz is None:
+        ts = ts.dt.tz_localize(tz or "UTC", ambiguous="NaT", nonexistent="NaT")
     if ts.dt.unit != "ns":
         ts = ts.dt.as_unit("ns")
-    return (ts.astype("int64").to_numpy() / 1e9).astype(float)
+    ns = ts.to_numpy(dtype="datetime64[ns]").astype("int64").astype(float)
+    ns[ts.isna().to_numpy()] = np.nan
+    return ns / 1e9
 
 
 def _arrow_blob(out: pd.DataFrame) -> bytes:
@@ -272,19 +185,105 @@ def _schema_bytes(blob: bytes | None) -> bytes:
     return b"" if blob is None else pa.ipc.open_stream(blob).schema.serialize().to_pybytes()
 
 
+def apply_stateless(df: pd.DataFrame, ops: tuple[Stateless, ...]) -> pd.DataFrame:
+    """``df`` through each stateless function in turn (``None`` from one: no rows)."""
+    for fn, params in ops:
+        res = fn(df, **params)
+        df = res if res is not None else df.iloc[0:0]
+    return df
+
+
+@dataclass(frozen=True, slots=True)
+class _Batch:
+    """What one batch's reduce tasks are given besides the spec."""
+
+    batch_id: int
+    upto: int
+    pmap: PartitionMap
+    attempt: str | None
+    hints: tuple[Hint, ...]
+    drops: tuple[tuple[int, ...], ...]
+    out_cols: tuple[str, ...] | None
+    batch_time_ms: int
+    tz: str | None
+
+
+def _run_shards(
+    spec: KeyedSpec, b: _Batch, index: int, rows_df: pd.DataFrame, shards: np.ndarray
+) -> tuple[list[pd.DataFrame], dict[int, tuple[int, float, int, int]], np.ndarray]:
+    """The keyed function over each shard of the task against its state; new versions
+    written. Returns the outputs, per shard (rows, busy s, bytes, outputs) and when each
+    row's shard was done (epoch s)."""
+    n = len(rows_df)
+    shard_stats: dict[int, tuple[int, float, int, int]] = {}
+    outputs: list[pd.DataFrame] = []
+    done_at = np.empty(n)
+    uniq, starts = np.unique(shards, return_index=True)
+    ends = [*starts[1:].tolist(), n]
+    spans = dict(zip(uniq.tolist(), zip(starts.tolist(), ends, strict=False), strict=False))
+    kw: dict[str, Any] = dict(spec.fn_params)
+    if getattr(spec.fn, "batch_clock", False):  # timers fire in every shard, rows or not
+        kw.update(batch_time_ms=b.batch_time_ms, watermark_ms=None)
+        for g in b.pmap.shards_of(index):
+            spans.setdefault(g, (0, 0))
+    backend, op = spec.backend, spec.operator
+    many = hasattr(backend, "read_many") and hasattr(backend, "write_many")
+    t_io = time.perf_counter()
+    states: dict[int, Any] = {}
+    if many:  # a task's shard requests go out together (object stores: round trips)
+        hint_of = {g: b.hints[g] for g in spans} if b.hints else None
+        states = {
+            g: st for g, (st, _) in backend.read_many(op, list(spans), b.upto, hint_of).items()
+        }
+    io_s = time.perf_counter() - t_io
+    written: dict[int, Any] = {}
+    for g, (lo, hi) in spans.items():
+        t0 = time.perf_counter()
+        rows = rows_df.iloc[lo:hi].reset_index(drop=True)
+        if many:
+            state = states[g]
+        else:
+            state, _ = backend.read(op, g, b.upto, b.hints[g] if b.hints else None)
+        res = spec.fn(rows, state, **kw)
+        if isinstance(res, tuple):
+            res, state = res
+        out_n = 0 if res is None else len(res)
+        if out_n:
+            outputs.append(res)
+        if lo == hi and not out_n and not getattr(state, "dirty", True):
+            continue  # a shard without rows whose timers changed nothing: no new version
+        nbytes = 0
+        if many:
+            written[g] = state
+        else:
+            nbytes = backend.write(
+                op, g, b.batch_id, state, attempt=b.attempt, drop=b.drops[g] if b.drops else ()
+            )
+        done_at[lo:hi] = time.time()
+        shard_stats[g] = (hi - lo, time.perf_counter() - t0, nbytes, out_n)
+    if many and written:
+        t_io = time.perf_counter()
+        sizes = backend.write_many(
+            op, b.batch_id, written, attempt=b.attempt,
+            drops={g: b.drops[g] for g in written} if b.drops else None,
+        )  # fmt: skip
+        io_s += time.perf_counter() - t_io
+        done_at[:] = time.time()
+        total = max(1, sum(shard_stats[g][0] for g in written))
+        for g in written:  # shared I/O time, attributed by rows
+            r, t, _, o = shard_stats[g]
+            shard_stats[g] = (r, t + io_s * r / total, int(sizes.get(g, 0)), o)
+    return outputs, shard_stats, done_at
+
+
 def _reduce_side(
-    spec: KeyedSpec,
-    batch_id: int,
-    upto: int,
-    pmap: PartitionMap,
-    attempt: str | None,
-    hints: tuple[Hint, ...],
-    drops: tuple[tuple[int, ...], ...],
-    out_cols: tuple[str, ...] | None,
-    batch_time_ms: int,
+    spec: KeyedSpec, b: _Batch
 ) -> Callable[[Iterator[pd.DataFrame]], Iterator[pd.DataFrame]]:
+    out_cols = b.out_cols
+
     def emit_stats(stats: TaskStats) -> pd.DataFrame:
-        row: dict[str, Any] = {c: [None] for c in (out_cols if out_cols is not None else (_OUT,))}
+        cols = () if not spec.emit else out_cols if out_cols is not None else (_OUT,)
+        row: dict[str, Any] = {c: [None] for c in cols}
         row[_STATS] = [pickle.dumps(stats)]
         return pd.DataFrame(row)
 
@@ -293,112 +292,65 @@ def _reduce_side(
 
         index = TaskContext.get().partitionId()
         chunks = [f for f in frames if len(f)]
-        df = pd.concat(chunks, ignore_index=True) if chunks else pd.DataFrame()
+        df = pd.concat(chunks, ignore_index=True) if len(chunks) > 1 else (
+            chunks[0] if chunks else pd.DataFrame()
+        )  # fmt: skip
         t_task, cpu0 = time.perf_counter(), time.process_time()
-        if len(df) and not (df[_PART].to_numpy() == index).all():
+        if len(df) and not (df[PART].to_numpy() == index).all():
             raise StreamscaleError(
                 "rows reached a partition other than their unit's", item=f"partition {index}"
             )
-        shards = df[_SHARD].to_numpy(dtype=np.int64) if len(df) else np.empty(0, np.int64)
-        rows_df = df.drop(columns=list(_INTERNAL)) if len(df) else df
-        shard_stats: dict[int, tuple[int, float, int, int]] = {}
-        outputs: list[pd.DataFrame] = []
-        done_at = np.empty(len(df))
-        uniq, starts = np.unique(shards, return_index=True)
-        spans = {
-            g: (a, b)
-            for g, a, b in zip(
-                uniq.tolist(), starts.tolist(), [*starts[1:].tolist(), len(df)], strict=False
-            )
-        }
-        clocked = bool(getattr(spec.fn, "batch_clock", False))
-        kw: dict[str, Any] = dict(spec.fn_params)
-        if clocked:  # timers fire in every shard of the unit, rows or not
-            kw.update(batch_time_ms=batch_time_ms, watermark_ms=None)
-            for g in pmap.shards_of(index):
-                spans.setdefault(g, (0, 0))
+        shards = df[SHARD].to_numpy(dtype=np.int64) if len(df) else np.empty(0, np.int64)
+        if len(df):  # a shuffle fetches map outputs in no fixed order
+            perm = np.lexsort((df[ORDER].to_numpy(dtype=np.int64), shards))
+            if (np.diff(perm) != 1).any():
+                df, shards = df.take(perm).reset_index(drop=True), shards[perm]
+        rows_df = df.drop(columns=list(INTERNAL)) if len(df) else df
         read0 = getattr(spec.backend, "bytes_read", 0)
-        many = hasattr(spec.backend, "read_many") and hasattr(spec.backend, "write_many")
-        t_io = time.perf_counter()
-        states: dict[int, Any] = {}
-        if many:  # a task's shard requests go out together (object stores: round trips)
-            hint_of = {g: hints[g] for g in spans} if hints else None
-            states = {
-                g: st
-                for g, (st, _) in spec.backend.read_many(
-                    spec.operator, list(spans), upto, hint_of
-                ).items()
-            }
-        io_s = time.perf_counter() - t_io
-        written: dict[int, Any] = {}
-        for g, (a, b) in spans.items():
-            t0 = time.perf_counter()
-            rows = rows_df.iloc[a:b].reset_index(drop=True)
-            if many:
-                state = states[g]
-            else:
-                state, _ = spec.backend.read(spec.operator, g, upto, hints[g] if hints else None)
-            res = spec.fn(rows, state, **kw)
-            if isinstance(res, tuple):
-                res, state = res
-            out_n = 0 if res is None else len(res)
-            if out_n:
-                outputs.append(res)
-            if a == b and not out_n and not getattr(state, "dirty", True):
-                continue  # a shard without rows whose timers changed nothing: no new version
-            nbytes = 0
-            if many:
-                written[g] = state
-            else:
-                nbytes = spec.backend.write(
-                    spec.operator, g, batch_id, state, attempt=attempt,
-                    drop=drops[g] if drops else (),
-                )  # fmt: skip
-            done_at[a:b] = time.time()
-            shard_stats[g] = (b - a, time.perf_counter() - t0, nbytes, out_n)
-        if many and written:
-            t_io = time.perf_counter()
-            sizes = spec.backend.write_many(
-                spec.operator, batch_id, written, attempt=attempt,
-                drops={g: drops[g] for g in written} if drops else None,
-            )  # fmt: skip
-            io_s += time.perf_counter() - t_io
-            done_at[:] = time.time()
-            total = max(1, sum(shard_stats[g][0] for g in written))
-            for g in written:  # shared I/O time, attributed by rows
-                n, t, _, o = shard_stats[g]
-                shard_stats[g] = (n, t + io_s * n / total, int(sizes.get(g, 0)), o)
+        outputs, shard_stats, done_at = _run_shards(spec, b, index, rows_df, shards)
         out = pd.concat(outputs, ignore_index=True) if outputs else pd.DataFrame()
+        if spec.after and not out.empty:
+            out = apply_stateless(out, spec.after)
+        if spec.task_sink is not None:
+            spec.task_sink(out, b.batch_id, index)
         busy = time.perf_counter() - t_task
         if "event_time" in rows_df.columns and len(df):
-            lat = (done_at - _epoch_s(rows_df["event_time"])) * 1000.0
+            lat = (done_at - _epoch_s(rows_df["event_time"], b.tz)) * 1000.0
             lat = lat[np.isfinite(lat)]
         else:
             lat = np.empty(0)
         if len(lat) > _LATENCY_SAMPLE:
             lat = np.random.default_rng(index).choice(lat, _LATENCY_SAMPLE)
-        blob = _arrow_blob(out) if out_cols is None and not out.empty else None
+        emit = spec.emit and not out.empty
+        blob = _arrow_blob(out) if emit and out_cols is None else None
+        sample = (
+            json.loads(out.head(spec.sample_rows).to_json(orient="records", date_format="iso"))
+            if spec.sample_rows and not out.empty
+            else []
+        )
         yield emit_stats(
             TaskStats(
                 partition=index,
-                unit=pmap.units[index],
+                unit=b.pmap.units[index],
                 host=socket.gethostname(),
                 busy_s=busy,
                 rows=len(df),
                 out_rows=len(out),
                 shards=shard_stats,
                 latencies_ms=lat.astype(np.float32),
+                sample=sample,
                 cpu_s=time.process_time() - cpu0,
                 executor=f"{socket.gethostname()}:{os.getppid()}",
                 out_schema=_schema_bytes(blob),
                 state_read_bytes=getattr(spec.backend, "bytes_read", 0) - read0,
             )
         )
-        if out.empty:
+        if not emit:
             return
         if blob is not None:
             yield pd.DataFrame({_OUT: [blob], _STATS: [None]})
             return
+        assert out_cols is not None
         missing = [c for c in out_cols if c not in out.columns]
         if missing:
             raise StreamscaleError(
@@ -483,7 +435,8 @@ def run_keyed(
     Returns
     -------
     The function's outputs (a DataFrame already computed and cached; released at
-    the operator's next batch or by :func:`release`) and the batch statistics.
+    the operator's next batch or by :func:`release`; ``None`` when ``spec.emit`` is
+    false) and the batch statistics.
     An exception in the keyed function fails the Spark job; nothing is committed.
     """
     from pyspark.sql import functions as F
@@ -493,7 +446,7 @@ def run_keyed(
     if batch_time_ms is None:
         batch_time_ms = int(time.time() * 1000)
     release(spec.operator)
-    _clear(dead_letter_dir, batch_id, spec.operator)
+    clear_dead_letters(dead_letter_dir, batch_id, spec.operator)
     numeric = tuple(
         f.name
         for f in df.schema.fields
@@ -506,22 +459,33 @@ def run_keyed(
     mapped_schema = T.StructType(
         [
             *fields,
-            T.StructField(_SHARD, T.LongType()),
-            T.StructField(_PART, T.IntegerType()),
-            T.StructField(_PK, T.LongType()),
-            T.StructField(_ORDER, T.LongType()),
+            T.StructField(SHARD, T.LongType()),
+            T.StructField(PART, T.IntegerType()),
+            T.StructField(PK, T.LongType()),
+            T.StructField(ORDER, T.LongType()),
         ]
     )
     out_cols = None if spec.output_schema is None else tuple(spec.output_schema.fieldNames())
     out_fields = (
-        list(spec.output_schema.fields)
+        []
+        if not spec.emit
+        else list(spec.output_schema.fields)
         if spec.output_schema is not None
         else [T.StructField(_OUT, T.BinaryType())]
     )
     reduced_schema = T.StructType([*out_fields, T.StructField(_STATS, T.BinaryType())])
-    mapped = df.mapInArrow(_map_side(spec, batch_id, pmap, dead_letter_dir, numeric), mapped_schema)
-    shuffled = mapped.repartition(pmap.partitions, F.col(_PK)).sortWithinPartitions(_SHARD, _ORDER)
-    sc = df.sparkSession.sparkContext
+    route = map_side(
+        spec.key, spec.required, spec.executors, spec.shards, operator=spec.operator,
+        batch_id=batch_id, pmap=pmap, dead_dir=dead_letter_dir, numeric=numeric,
+    )  # fmt: skip
+    mapped = df.mapInArrow(route, mapped_schema)
+    shuffled = mapped.repartition(pmap.partitions, F.col(PK))
+    spark = df.sparkSession
+    sc = spark.sparkContext
+    batch = _Batch(
+        batch_id, upto, pmap, attempt, hints, drops, out_cols, batch_time_ms,
+        spark.conf.get("spark.sql.session.timeZone", None),
+    )  # fmt: skip
     planned: tuple[str, ...] = ()
     runs: tuple[Any, ...] = ()
     with job_group(sc, f"streamscale-{spec.operator}-{batch_id}-{attempt}", placed) as group:
@@ -531,23 +495,24 @@ def run_keyed(
                 shuffled = pin(
                     shuffled, [placed[u][1] if u in placed else None for u in pmap.units]
                 )
-        reduced = shuffled.mapInPandas(
-            _reduce_side(
-                spec, batch_id, upto, pmap, attempt, hints, drops, out_cols, batch_time_ms
-            ),
-            reduced_schema,
-        ).persist()
-        _LIVE[spec.operator] = [reduced]
-        tasks = [
-            pickle.loads(r[0])
-            for r in reduced.filter(F.col(_STATS).isNotNull()).select(_STATS).collect()
-        ]
+        reduced = shuffled.mapInPandas(_reduce_side(spec, batch), reduced_schema)
+        if spec.emit:
+            reduced = reduced.persist()
+            _LIVE[spec.operator] = [reduced]
+            tasks = [
+                pickle.loads(r[0])
+                for r in reduced.filter(F.col(_STATS).isNotNull()).select(_STATS).collect()
+            ]
+        else:
+            tasks = [pickle.loads(r[0]) for r in reduced.collect()]
     if group is not None:
         runs = tuple(reduce_runs(sc, group, pmap.partitions))
-    outputs = reduced.filter(F.col(_STATS).isNull()).drop(_STATS)
-    if out_cols is None:
-        outputs = _decode(df.sparkSession, reduced, tasks)
-        _LIVE[spec.operator].append(outputs)
+    outputs = None
+    if spec.emit:
+        outputs = reduced.filter(F.col(_STATS).isNull()).drop(_STATS)
+        if out_cols is None:
+            outputs = _decode(spark, reduced, tasks)
+            _LIVE[spec.operator].append(outputs)
     stats = BatchStats(
         batch_id=batch_id,
         duration_s=time.perf_counter() - t0,

@@ -41,7 +41,6 @@ __all__ = [
     "job_group",
     "location",
     "pin",
-    "pin_rdd",
     "pinning_conf",
     "placement_counts",
     "reduce_runs",
@@ -161,15 +160,6 @@ def _helper(jvm: Any) -> Any:
             item=PINNING_CLASS,
         )
     return helper
-
-
-def pin_rdd(rdd: Any, locations: Sequence[str | None]) -> Any:
-    """A PySpark RDD with partition ``i`` preferring ``locations[i]`` (same elements)."""
-    from pyspark import RDD
-
-    sc = rdd.context
-    pinned = _helper(sc._jvm).pinJava(rdd._jrdd, _locations_array(sc, locations))
-    return RDD(pinned, sc, rdd._jrdd_deserializer)
 
 
 def pin(df: Any, locations: Sequence[str | None]) -> Any:

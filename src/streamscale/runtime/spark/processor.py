@@ -26,10 +26,10 @@ otherwise asks its ``clock`` for them from the rows — :func:`column_clock` for
 a time carried by the rows (deterministic across replays), :func:`wall_clock`
 (the default) for the worker's wall clock. Event-time timers and TTL need a
 watermark: without one, only processing time applies. On the DataFrame keyed
-stage (DAG jobs) a batch-clocked function is called for every shard of its unit,
-rows or not, so a quiet key's timers fire in the batch they are due; a function
-with its own ``clock`` (and the linear pipeline) fires them with the shard's
-next rows.
+stage (linear pipelines and DAG jobs alike) a batch-clocked function is called
+for every shard of its unit, rows or not, so a quiet key's timers fire in the
+batch they are due; a function with its own ``clock`` fires them with the
+shard's next rows.
 """
 
 from __future__ import annotations

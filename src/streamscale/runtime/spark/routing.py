@@ -4,9 +4,9 @@ A key maps to one of ``E`` executors and to one of ``Z`` shards of that
 executor by two *static* hashes that never change, so a key's state never
 leaves its executor. Which task (unit) serves a shard is the plan's routing
 table, which may change at any batch boundary. This module turns a
-:class:`~streamscale.model.Plan` into the partition function handed to
-``RDD.partitionBy`` so that each Spark partition holds exactly the shards of
-one unit.
+:class:`~streamscale.model.Plan` into the partition of every shard, from which the
+keyed stage (:mod:`~streamscale.runtime.spark.keyed`) gives each Spark partition
+exactly the shards of one unit.
 
 The hashes are BLAKE2b digests with distinct personalisation strings, so they
 are stable across processes and machines (Python's ``hash`` is salted per
@@ -29,7 +29,6 @@ from streamscale.model.ids import instance_id
 
 __all__ = [
     "PartitionMap",
-    "ShardPartitioner",
     "executor_instance",
     "executor_of",
     "global_shards",
@@ -74,16 +73,6 @@ def global_shards(keys: Iterable[Any], executors: int, shards: int) -> np.ndarra
             cache[k] = g
         out[i] = g
     return out
-
-
-@dataclass(frozen=True, slots=True)
-class ShardPartitioner:
-    """Picklable ``partitionFunc`` for ``RDD.partitionBy``: global shard → partition."""
-
-    table: tuple[int, ...]
-
-    def __call__(self, shard: int) -> int:
-        return self.table[shard]
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,9 +158,6 @@ class PartitionMap:
     @property
     def partitions(self) -> int:
         return len(self.units)
-
-    def partitioner(self) -> ShardPartitioner:
-        return ShardPartitioner(self.shard_partition)
 
     def shards_of(self, partition: int) -> tuple[int, ...]:
         """Global shards the plan gives to ``partition``."""

@@ -1,7 +1,7 @@
 """``run_job``: run a job on Spark with an elastic keyed operator and the control loop.
 
 Each micro-batch goes through :func:`streamscale.runtime.spark.operator.run_batch`
-inside ``foreachBatch``; at every batch boundary the runner feeds the batch to
+(the DataFrame/Arrow keyed stage every keyed operator runs on) inside ``foreachBatch``; at every batch boundary the runner feeds the batch to
 the collector and runs one :func:`streamscale.control.loop.step` with the wall
 clock, so a policy's plan takes effect from the next batch (paper 000, §3.2:
 the boundary is the consistency point). State and Spark's offsets live under
@@ -31,9 +31,11 @@ from streamscale.model import Cluster, Node, Plan
 from streamscale.runtime.spark.collector import SparkCollector
 from streamscale.runtime.spark.history import RunHistory
 from streamscale.runtime.spark.job import Job
+from streamscale.runtime.spark.keyed import KeyedSpec
 from streamscale.runtime.spark.metrics import BatchRecord, MetricsWriter, build_record
 from streamscale.runtime.spark.operator import (
-    BatchContext,
+    LinearStage,
+    TaskSinks,
     count_dead_letters,
     run_batch,
     warm_up,
@@ -184,6 +186,42 @@ def _num(v: Any) -> bool:
     return isinstance(v, int | float) and not isinstance(v, bool)
 
 
+def linear_stage(job: Job, backend: Any, base: Path) -> LinearStage:
+    """The keyed stage of ``job`` for a run: the keyed function with the stateless
+    operators after it and the file sinks in its reduce tasks, the ones before it as
+    ``mapInPandas`` stages; relative sink paths and ``dead_letters/`` under ``base``."""
+    op = job.operator
+
+    def side(names: tuple[str, ...]) -> tuple[tuple[Any, Mapping[str, Any]], ...]:
+        return tuple((job.functions[n], dict(job.topology.operator(n).params)) for n in names)
+
+    files = tuple(
+        (s.format, str((base / s.path).resolve()))
+        for s in job.sinks
+        if s.format in ("jsonl", "parquet") and s.path
+    )
+    spec = KeyedSpec(
+        operator=job.keyed,
+        key=str(op.key),
+        executors=op.instances,
+        shards=op.shards,
+        fn=job.functions[job.keyed],
+        fn_params=dict(op.params),
+        required=tuple(getattr(job.functions[job.keyed], "required_fields", ())),
+        backend=backend,
+        after=side(job.after),
+        task_sink=TaskSinks(files) if files else None,
+        sample_rows=max((s.rows for s in job.sinks if s.format == "console"), default=0),
+        emit=False,
+    )
+    return LinearStage(
+        spec=spec,
+        before=tuple(zip(job.before, side(job.before), strict=True)),
+        dead_letter_dir=str((base / "dead_letters").resolve()),
+        sink_dirs=tuple(path for _, path in files),
+    )
+
+
 def run_job(
     spark: Any,
     job: Job,
@@ -238,6 +276,11 @@ def run_job(
         batch's state committed, the plan's cores become executors.
     plan
         The plan of the first batch (default: the policy's initial plan).
+    state_url
+        Where the keyed state lives (:data:`~streamscale.runtime.spark.state_api.STATE_URL`:
+        a path, ``file://DIR?fsync=1``, ``s3://bucket/prefix?endpoint=…``); default
+        ``checkpoint/state``. On a cluster of several hosts it must be a store every
+        executor reaches.
 
     Raises
     ------
@@ -266,14 +309,9 @@ def run_job(
     backend = state_backend(state_url or checkpoint / "state")  # e.g. s3://bucket/prefix
     index = VersionIndex(backend, job.keyed, op.instances * op.shards)
     base = Path(out) if out is not None else checkpoint
-    dead_dir = str((base / "dead_letters").resolve())
-    file_sinks = tuple(
-        (s.format, str((base / s.path).resolve()))
-        for s in job.sinks
-        if s.format in ("jsonl", "parquet") and s.path
-    )
-    console = [s for s in job.sinks if s.format == "console"]
     writer = MetricsWriter(Path(out) / "metrics.jsonl") if out is not None else None
+    stage = linear_stage(job, backend, base)
+    console = any(s.format == "console" for s in job.sinks)
 
     warm_up(sc, physical)
     clock = time.monotonic
@@ -295,11 +333,6 @@ def run_job(
     done = threading.Event()
     last_end = [0.0]
     taken = [0]
-    fn_params = dict(op.params)
-    required = tuple(getattr(job.functions[job.keyed], "required_fields", ()))
-
-    def side(names: tuple[str, ...]) -> tuple[tuple[Callable[..., Any], Mapping[str, Any]], ...]:
-        return tuple((job.functions[n], dict(job.topology.operator(n).params)) for n in names)
 
     def on_micro_batch(batch_df: Any, batch_id: int) -> None:
         in_batch.set()
@@ -308,31 +341,11 @@ def run_job(
             upto = min(batch_id - 1, backend.committed(job.keyed))
             hints, drops = index.hints(upto)
             attempt = uuid.uuid4().hex
-            ctx = BatchContext(
-                batch_id=batch_id,
-                operator=job.keyed,
-                key=str(op.key),
-                executors=op.instances,
-                shards=op.shards,
-                upto=upto,
-                backend=backend,
-                fn=job.functions[job.keyed],
-                fn_params=fn_params,
-                before=side(job.before),
-                after=side(job.after),
-                required=required,
-                columns=tuple(batch_df.columns),
-                units=pmap.units,
-                shard_partition=pmap.shard_partition,
-                file_sinks=file_sinks,
-                console_rows=max((s.rows for s in console), default=0),
-                dead_letter_dir=dead_dir,
-                attempt=attempt,
-                hints=hints,
-                drops=drops,
-            )
             placed = None if resources is None else resources.locations(realizer.active)
-            stats = run_batch(batch_df, ctx, pmap, placed)
+            stats = run_batch(
+                batch_df, stage, batch_id=batch_id, upto=upto, pmap=pmap, attempt=attempt,
+                hints=hints, drops=drops, placed=placed,
+            )  # fmt: skip
             index.committed(batch_id, attempt, (g for t in stats.tasks for g in t.shards), hints)
             taken[0] = stats.rows + stats.dead_letters
             collector.observe(stats)
@@ -398,7 +411,7 @@ def run_job(
         history,
         job,
         cores,
-        dead_letters=count_dead_letters(dead_dir),
+        dead_letters=count_dead_letters(stage.dead_letter_dir),
         plan=realizer.active,
     )
 

@@ -13,8 +13,20 @@ from typing import Any, Protocol, runtime_checkable
 from urllib.parse import parse_qs, urlsplit
 
 from streamscale.errors import StreamscaleError
+from streamscale.settings import Setting
 
-__all__ = ["Hint", "StateBackend", "VersionIndex", "state_backend"]
+__all__ = ["STATE_URL", "Hint", "StateBackend", "VersionIndex", "check_state_url", "state_backend"]
+
+#: Where keyed state lives (``streamscale run --state-url``, ``run_job``/``run_graph``'s
+#: ``state_url``); read by :func:`state_backend`.
+STATE_URL = Setting(
+    "state_url",
+    str,
+    None,
+    "where keyed state lives: a directory or file://DIR (options ?fsync=1, snapshot_every=N, "
+    "snapshot_ratio=R, io_threads=N) or s3://BUCKET/PREFIX?endpoint=URL (any host every "
+    "executor reaches); default CHECKPOINT/state",
+)
 
 #: The driver's view of a shard's input version: (version, or -1 for none;
 #: the attempt that wrote it, or ``None`` when unknown, e.g. after a restart).
@@ -147,3 +159,33 @@ def state_backend(url: str | Path) -> StateBackend:
 
         return FsStateBackend(text)
     raise StreamscaleError(f"unsupported state backend scheme {parts.scheme!r}", item=text)
+
+
+def check_state_url(url: str, *, option: str = "--state-url") -> StateBackend:
+    """The backend ``url`` names, checked before any Spark session starts.
+
+    A local directory is created (as ``--out`` is); an object store is not contacted.
+
+    Raises
+    ------
+    StreamscaleError
+        ``url`` names no path or bucket, an unknown scheme or option, a non-numeric
+        option, or a directory that cannot be created; the message names ``option url``.
+    """
+    import os
+
+    from streamscale.runtime.spark.state import LocalStateBackend
+
+    item = f"{option} {url}"
+    try:
+        backend = state_backend(STATE_URL.coerce(url))
+    except StreamscaleError as exc:
+        text = str(exc)
+        reason = text[len(exc.item) + 2 :] if exc.item and text.startswith(exc.item) else text
+        raise StreamscaleError(reason, item=item) from None
+    if type(backend) is LocalStateBackend:  # not a subclass on a remote filesystem
+        try:
+            os.makedirs(backend.root, exist_ok=True)
+        except OSError as exc:
+            raise StreamscaleError(f"cannot create: {exc.strerror or exc}", item=item) from None
+    return backend

@@ -3,7 +3,6 @@ package streamscale.spark
 import scala.reflect.ClassTag
 
 import org.apache.spark.{Partition, TaskContext}
-import org.apache.spark.api.java.JavaRDD
 import org.apache.spark.rdd.RDD
 
 /** The partitions of `prev`, unchanged, each preferring the location `locs(i)`.
@@ -28,10 +27,4 @@ object Pinning {
   /** `rdd` with partition `i` preferring `locs(i)` (callable from py4j: no implicits). */
   def pin[T](rdd: RDD[T], locs: Array[String]): RDD[T] =
     new PinnedRDD[T](rdd, locs)(ClassTag.AnyRef.asInstanceOf[ClassTag[T]])
-
-  /** The same for the JavaRDD behind a PySpark RDD. */
-  def pinJava[T](rdd: JavaRDD[T], locs: Array[String]): JavaRDD[T] = {
-    val tag = ClassTag.AnyRef.asInstanceOf[ClassTag[T]]
-    new JavaRDD[T](new PinnedRDD[T](rdd.rdd, locs)(tag))(tag)
-  }
 }
