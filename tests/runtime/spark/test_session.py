@@ -65,3 +65,20 @@ def test_python_streaming_source_through_foreach_batch(spark, tmp_path: Path) ->
     for k, c in seen:
         totals[k] = totals.get(k, 0) + c
     assert totals == {0: 10, 1: 10, 2: 10}
+
+
+def test_a_spark_connect_session_is_refused_with_one_line(tmp_path: Path) -> None:
+    from streamscale.errors import StreamscaleError
+    from streamscale.runtime.spark.dag import run_graph
+    from streamscale.runtime.spark.runner import run_job
+
+    # the class a Spark Connect client session has; nothing of it is used before the check
+    remote = type("SparkSession", (), {"__module__": "pyspark.sql.connect.session"})()
+    runs = (
+        lambda: run_job(remote, None, policy="static", duration_s=1.0, checkpoint=tmp_path),
+        lambda: run_graph(remote, None, duration_s=1.0, checkpoint=tmp_path),
+    )
+    for run in runs:
+        with pytest.raises(StreamscaleError, match="Spark Connect is not supported") as err:
+            run()
+        assert err.value.item == "session"

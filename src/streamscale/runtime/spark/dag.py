@@ -46,6 +46,7 @@ from streamscale.runtime.spark.runner import (
     drive_query,
     split_run_params,
 )
+from streamscale.runtime.spark.session import require_classic
 from streamscale.runtime.spark.state import VersionIndex, state_backend
 
 __all__ = ["GraphBatch", "GraphResult", "run_graph"]
@@ -141,12 +142,7 @@ def run_graph(
         A batch failed (the message names the operator's error); nothing of it
         was committed and running again on ``checkpoint`` retries it.
     """
-    if type(spark).__module__.startswith("pyspark.sql.connect"):
-        raise StreamscaleError(
-            "Spark Connect is not supported (the keyed stages need the driver's "
-            "SparkContext); use a classic SparkSession",
-            item="session",
-        )
+    require_classic(spark)
     checkpoint = Path(checkpoint)
     base = Path(out) if out is not None else checkpoint
     dead_dir = str((base / "dead_letters").resolve())

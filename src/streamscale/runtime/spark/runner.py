@@ -42,6 +42,7 @@ from streamscale.runtime.spark.operator import (
 )
 from streamscale.runtime.spark.realizer import SparkRealizer, default_plan
 from streamscale.runtime.spark.resources import Resources
+from streamscale.runtime.spark.session import require_classic
 from streamscale.runtime.spark.state import VersionIndex, state_backend
 
 __all__ = ["BatchRecord", "RunResult", "drive_query", "run_job", "summarize_run"]
@@ -288,6 +289,7 @@ def run_job(
         The batch failed (an operator function raised: the message names it);
         its state was not committed and running again retries the batch.
     """
+    require_classic(spark)
     checkpoint = Path(checkpoint)
     sc = spark.sparkContext
     physical = int(sc.defaultParallelism)

@@ -10,7 +10,18 @@ from collections.abc import Mapping
 
 from streamscale.errors import StreamscaleError
 
-__all__ = ["build_session", "check_java", "java_binary"]
+__all__ = ["build_session", "check_java", "java_binary", "require_classic"]
+
+
+def require_classic(spark: object) -> None:
+    """Refuse a Spark Connect session with one line: the keyed stages, executor requests
+    and placement all need the driver's SparkContext."""
+    if type(spark).__module__.startswith("pyspark.sql.connect"):
+        raise StreamscaleError(
+            "Spark Connect is not supported (the keyed stages need the driver's "
+            "SparkContext); use a classic SparkSession",
+            item="session",
+        )
 
 
 def java_binary() -> str:
