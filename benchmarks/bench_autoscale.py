@@ -8,8 +8,12 @@ machine) under each policy in turn, and prints one JSON line per policy
 (``"bench": "autoscale"``) plus one line of ratios against ``static-peak`` and
 ``spark-dynamic`` (``"figure": "ratios"``) with the targets: elastic SLO attainment
 ≥ 0.95 with ≤ 0.6× the core-seconds of static-peak, ahead of Spark's dynamic
-allocation on both. A timeline plot goes to ``--out`` (default
-``results/autoscale``).
+allocation on both. The ratios line also carries
+``oracle_core_seconds_vs_static_peak``: the least core-seconds any policy holding
+whole executors can have against static-peak (the fewest executors that cover each
+phase's load, for exactly that phase; :meth:`SurgeConfig.oracle_core_ratio`), the
+floor below which the core-seconds target cannot be met in the scenario run. A
+timeline plot goes to ``--out`` (default ``results/autoscale``).
 
 Run: ``.venv/bin/python benchmarks/bench_autoscale.py [--quick] [--policies a,b]``.
 """
@@ -84,6 +88,8 @@ def main(argv: list[str] | None = None) -> int:
     el, peak, dyn = (figures.get(p, {}) for p in ("elastic", "static-peak", "spark-dynamic"))
     if "slo_attainment" in el:
         ratios: dict[str, Any] = {"elastic_slo_attainment": el["slo_attainment"]}
+        # the least any policy can hold: whole executors per phase, known in advance
+        ratios["oracle_core_seconds_vs_static_peak"] = cfg.oracle_core_ratio()
         # core-seconds over the same length of time: each run's mean cores × elastic's window
         if "mean_cores" in peak:
             ratios["core_seconds_vs_static_peak"] = el["mean_cores"] / peak["mean_cores"]

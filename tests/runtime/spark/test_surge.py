@@ -65,3 +65,14 @@ def test_reaction_counts_batches_from_the_surge_to_tasks_on_added_executors() ->
     assert reaction(o, cfg) == (2, pytest.approx(5.0))
     o.timeline = [_row(2.0, 0, 3, 1.0, tasks=6), _row(40.0, 1, 3, 1.0, tasks=6)]
     assert reaction(o, cfg) is None
+
+
+def test_oracle_ratio_counts_whole_executors_per_phase_by_hand() -> None:
+    # 100 t/s x 20 ms = 2 cores -> 1 executor of 4; 300 t/s = 6 cores -> 2; static-peak
+    # holds 7 one-core instances -> 2 executors. Phases base, peak, base, base: 5 / 8.
+    assert SurgeConfig().oracle_core_ratio() == 5 / 8
+    # 140 t/s = 2.8 cores -> 1 executor; 420 t/s = 8.4 -> 9 cores -> 3; static-peak
+    # 10 instances -> 3 executors: (3 * 1 + 3) / (4 * 3).
+    assert SurgeConfig(base_rate=140.0).oracle_core_ratio() == 0.5
+    # 2-core executors at 100 t/s: base 1, peak 3, static-peak 7 instances -> 4.
+    assert SurgeConfig(executor_cores=2, max_executors=8).oracle_core_ratio() == 6 / 16
