@@ -45,7 +45,6 @@ from streamscale.runtime.spark.state import LocalStateBackend
 master, work, opts, webui = sys.argv[1], Path(sys.argv[2]), json.loads(sys.argv[3]), int(sys.argv[5])
 over = sys.argv[6] == "over"  # ask for 6 one-core executors on a cluster of 4 cores
 kill = sys.argv[6] == "kill"  # SIGKILL an executor in the middle of a batch
-hold = sys.argv[6] == "hold"  # never wait for executors between batches
 most = 6 if over else 4
 spark = build_session(master, app_name="streamscale-resources-test", conf=executor_conf(1, most))
 sc = spark.sparkContext
@@ -61,8 +60,7 @@ class Steps:
     # cores per decision: 2 (one per executor instance), then 4 (3 + 1), then 2 again
     name = "steps"
     def __init__(self, topology):
-        ks = (1, 5, 5, 5, 5, 5, 5, 5) if over else (1,) * 8 if kill else (
-            (1, 3, 3, 3, 3, 3, 3, 3) if hold else (1, 1, 3, 3, 1, 1, 1, 1))
+        ks = (1, 5, 5, 5, 5, 5, 5, 5) if over else (1,) * 8 if kill else (1, 1, 3, 3, 1, 1, 1, 1)
         self.plans = [split_plan(topology, "calc", k) for k in ks]
         self.i = 0
     def decide(self, snapshot, current, now):
@@ -92,8 +90,6 @@ def on_batch(rec):
         if rec.batch_id == 1:  # batch 2 runs 2 s of waited work per task: kill 1 s into it
             threading.Timer(1.0, kill_one).start()
     # requested executors arrive and released ones go before the next batch
-    elif hold:
-        pass
     elif over:
         res.wait_for(4, 60)
     else:
@@ -102,8 +98,7 @@ def on_batch(rec):
     seen.append({"t": time.monotonic(), "alive": len(res.alive()), "extra": {k: rec.extra.get(k) for k in
                  ("executors_alive", "executors_wanted", "executors_released",
                   "executors_missing")},
-                 "master_cores": apps[0]["cores"] if apps else None, "rows": rec.rows,
-                 "held": rec.extra.get("plan_held"), "units": len(rec.extra.get("units", ()))})
+                 "master_cores": apps[0]["cores"] if apps else None, "rows": rec.rows})
 out = run_job(spark, job, policy=Steps(job.topology), duration_s=400,
               checkpoint=work / "ckpt", max_batches=7, resources=res, on_batch=on_batch,
               params={"interval_s": 0, "stabilization_s": 0, "scale_down_delay_s": 0})
@@ -218,25 +213,4 @@ def test_executors_follow_the_plan_and_state_stays_exact(
     assert got["added"] >= 2 and got["released"] >= 2
     assert max(s["master_cores"] or 0 for s in got["seen"]) == 4  # the master saw it too
     assert sum(s["rows"] for s in got["seen"]) == 1400
-    _assert_state_matches_pandas(got["state"], opts)
-
-
-def test_a_plan_waits_for_its_executors_and_runs_once_they_are_warm(
-    loopback: tuple[str, int], tmp_path: Path
-) -> None:
-    url, webui = loopback
-    opts = {"keys": "40", "alpha": "1.0", "cost_ms": "20", "start_time": "0",
-            "total": "1400", "max_rows_per_batch": "200", "seed": "11"}  # fmt: skip
-    got = _run_script(url, webui, tmp_path, opts, "hold")
-    seen = got["seen"]
-    # the decision after batch 0 asks for 4 one-core executors; 2 are alive and nothing
-    # waits for the others: the batches run while they start hold the 2-unit plan
-    held = [s for s in seen if s["held"]]
-    assert held, seen
-    assert all(s["units"] == seen[0]["units"] for s in held), seen
-    # once all 4 are alive the 4-unit plan runs, and is never held again
-    first = next(i for i, s in enumerate(seen) if s["units"] > seen[0]["units"])
-    assert seen[first - 1]["alive"] == 4 or seen[first]["alive"] == 4, seen
-    assert not any(s["held"] for s in seen[first:]), seen
-    assert sum(s["rows"] for s in seen) == 1400
     _assert_state_matches_pandas(got["state"], opts)

@@ -212,13 +212,12 @@ def run_graph(
             written: dict[str, tuple[str, list[int], Any]] = {}
             rows: dict[str, int] = {}
             observed: dict[str, Any] = {}
-            held = resources is not None and not resources.ready(realizer.current())
 
             def keyed_op(name: str, df: Any) -> Any:
                 upto = min(batch_id - 1, backend.committed(name))
                 hints, drops = indexes[name].hints(upto)
                 attempt = uuid.uuid4().hex
-                pmap = realizers[name].begin_batch(hold=held)
+                pmap = realizers[name].begin_batch()
                 placed = None if resources is None else resources.locations(realizers[name].active)
                 outputs, stats = run_keyed(
                     df,
@@ -257,7 +256,7 @@ def run_graph(
             taken[0] = rows.get(first, 0) + dead
             for name, stats in observed.items():
                 collector.observe(name, stats)
-            extra: dict[str, Any] = {"backlog": collector.backlog, "plan_held": held}
+            extra: dict[str, Any] = {"backlog": collector.backlog}
             control_step(controller, collector, realizer, resources, clock() - start, extra)
             extra["state_read_bytes"] = {  # from the store, not a worker's cache: moved here
                 n: sum(t.state_read_bytes for t in st.tasks) for n, st in observed.items()

@@ -73,11 +73,10 @@ class SparkRealizer:
         """Busy seconds per global shard in the last batch: the order of the next batch's tasks."""
         self._shard_load = dict(shard_load)
 
-    def begin_batch(self, *, hold: bool = False) -> PartitionMap:
-        """Switch to the pending plan, if any and not ``hold`` (its executors are still
-        starting); the partition map for the batch about to run, its partitions numbered
-        heaviest first (see :meth:`PartitionMap.by_load`)."""
-        if self._pending is not None and not hold:
+    def begin_batch(self) -> PartitionMap:
+        """Switch to the pending plan, if any; the partition map for the batch about to run,
+        its partitions numbered heaviest first (see :meth:`PartitionMap.by_load`)."""
+        if self._pending is not None:
             self._active_map = PartitionMap.from_plan(self._pending, self.topology, self.operator)
             self._active, self._pending = self._pending, None
         return self._active_map.by_load(self._shard_load)

@@ -68,11 +68,6 @@ class Resources(Protocol):
         """Request or release resources for ``plan`` (the next batch's); figures to report."""
         ...
 
-    def ready(self, plan: Plan) -> bool:
-        """Whether ``plan``'s resources exist (or were waited for long enough) for the next
-        batch to run it; until then the runner keeps the plan in force."""
-        ...
-
     def locations(self, plan: Plan) -> Mapping[str, tuple[str, str]] | None:
         """Unit → (executor id, Spark location) for the units whose task is pinned
         (empty: none pinned, where tasks ran is still measured); ``None``: no executors
@@ -97,9 +92,6 @@ class FixedResources:
 
     def apply(self, plan: Plan, now: float) -> Mapping[str, Any]:
         return {}
-
-    def ready(self, plan: Plan) -> bool:
-        return True
 
     def locations(self, plan: Plan) -> Mapping[str, tuple[str, str]] | None:
         return None  # one process (local mode) or a fixed model: nothing to pin to
@@ -142,14 +134,6 @@ class ExecutorResources:
         Start the Python workers of executors that joined since the last batch boundary
         (one small task per core, at the boundary) so that no batch waits for a cold
         executor to fork its workers and import pandas in the middle of a stage.
-    hold_s
-        How long a plan that needs executors not yet alive is held back (:meth:`ready`;
-        default ``timeout_s``). Meanwhile batches run the plan in force on the executors
-        that exist, and the new ones join, are warmed at a boundary, and only then get
-        the plan's tasks. Released the other way, a plan needing fewer executors is
-        ready at once. This is how Flink's adaptive scheduler rescales (it waits for
-        the new slots, then switches parallelism): a batch never waits for an executor
-        that is still starting, nor runs its first tasks cold.
     """
 
     sc: Any
@@ -159,7 +143,6 @@ class ExecutorResources:
     initial_executors: int | None = None
     timeout_s: float = 60.0
     warm_new: bool = True
-    hold_s: float | None = None
     clock: Callable[[], float] = time.monotonic
     pin: bool = True
     target: int = 0
@@ -277,15 +260,6 @@ class ExecutorResources:
         if missing and late:
             figures["executors_missing"] = missing
         return figures
-
-    def ready(self, plan: Plan) -> bool:
-        """Whether every executor ``plan`` needs is alive, or the request for them is
-        older than ``hold_s`` (then the plan runs on what exists, its missing
-        executors reported by :meth:`apply`)."""
-        if len(self.alive()) >= self.wanted(plan) or self.requested_at is None:
-            return True
-        hold = self.timeout_s if self.hold_s is None else self.hold_s
-        return self.clock() - self.requested_at >= hold
 
     def locations(self, plan: Plan) -> Mapping[str, tuple[str, str]]:
         """Unit → (executor id, location) for ``plan``'s units on nodes with a live

@@ -339,8 +339,7 @@ def run_job(
     def on_micro_batch(batch_df: Any, batch_id: int) -> None:
         in_batch.set()
         try:
-            held = resources is not None and not resources.ready(realizer.current())
-            pmap = realizer.begin_batch(hold=held)
+            pmap = realizer.begin_batch()
             upto = min(batch_id - 1, backend.committed(job.keyed))
             hints, drops = index.hints(upto)
             attempt = uuid.uuid4().hex
@@ -357,8 +356,6 @@ def run_job(
             extra: dict[str, Any] = {
                 "units": list(pmap.units),
                 "backlog": collector.backlog,
-                # the next plan waits for its executors: this batch ran the one in force
-                "plan_held": held,
                 # state read from the store, not a worker's cache: shards that moved here
                 "state_read_bytes": sum(t.state_read_bytes for t in stats.tasks),
             }
