@@ -230,3 +230,32 @@ def test_spark_dead_letter_rules_agree_with_the_pandas_reading(spark) -> None:
         got = routed.orderBy("row").select(DEAD).toPandas()[DEAD].tolist()
         want = dead_letter_reasons(pdf, key, req).tolist()
         assert got == [w if isinstance(w, str) else None for w in want], (key, req)
+
+
+@pytest.mark.spark
+def test_every_row_of_a_large_layout_reaches_its_shards_partition(spark) -> None:
+    from pyspark.sql import functions as F
+
+    from streamscale.runtime.spark.keyed_map import route
+
+    e, z, n = 32, 256, 7
+    parts = tuple(int(p) for p in np.random.default_rng(2).integers(0, n, e * z))
+    pmap = PartitionMap("op", e, z, tuple(f"u{p}" for p in range(n)), parts)
+    keys = [f"key-{i}" for i in range(3000)]
+    df = spark.createDataFrame([(k, i) for i, k in enumerate(keys)], "key string, seq long")
+    routed, _ = route(df, key="key", required=(), executors=e, shards=z, pmap=pmap)
+    rows = (
+        routed.repartition(n, "__ss_pk")
+        .select(
+            "seq",
+            F.col("__ss_shard").alias("g"),
+            F.col("__ss_part").alias("p"),
+            F.spark_partition_id().alias("pid"),
+        )
+        .orderBy("seq")
+        .collect()
+    )
+    want = global_shards(keys, e, z)
+    assert [r.g for r in rows] == want.tolist()
+    assert [r.p for r in rows] == [parts[g] for g in want]
+    assert all(r.pid == r.p for r in rows)

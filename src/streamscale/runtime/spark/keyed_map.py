@@ -11,8 +11,9 @@ runs on the map side; Spark code-generates them into the scan of the input):
   (:func:`~streamscale.runtime.spark.routing.global_shard_column`: Spark's
   ``xxhash64`` and ``hash`` of ``cast(key as string)``);
 * ``__ss_part``: the partition of the unit serving that shard, looked up in a literal
-  array of the plan's routing table
-  (:attr:`~streamscale.runtime.spark.routing.PartitionMap.shard_partition`);
+  table of the plan's routing table
+  (:attr:`~streamscale.runtime.spark.routing.PartitionMap.shard_partition`, one
+  string literal of fixed-width entries: ``E·Z`` may be 8,192);
 * ``__ss_pk``: a *native partition key* that Spark's hash partitioning sends to
   exactly that partition (:func:`~streamscale.runtime.spark.hashing.partition_keys`),
   looked up the same way;
@@ -160,11 +161,19 @@ def _reason(df: Any, key: str, required: tuple[str, ...]) -> tuple[Any, dict[str
 
 
 def _lookup(values: Iterable[int], index: Any, kind: str) -> Any:
-    """``values[index]`` as a Spark expression over a literal array."""
+    """``values[index]`` (non-negative integers) as a Spark expression.
+
+    The same as ``element_at(array(<values>), index + 1)``, with the table as one
+    string literal of fixed-width decimal entries: the plan stays one literal for any
+    ``E·Z`` (an array of 8,192 literals costs Spark about half a second to analyse on
+    every batch).
+    """
     from pyspark.sql import functions as F
 
-    table = F.array(*[F.lit(int(v)).cast(kind) for v in values])
-    return F.element_at(table, (index + F.lit(1)).cast("int"))
+    vals = [str(int(v)) for v in values]
+    width = max(len(v) for v in vals)
+    table = F.lit("".join(v.rjust(width, "0") for v in vals))
+    return F.substring(table, (index * F.lit(width) + F.lit(1)).cast("int"), width).cast(kind)
 
 
 def route(
