@@ -174,3 +174,88 @@ def test_partition_keys_land_in_their_partition_and_hash_agrees(spark) -> None:
             .collect()
         )
         assert sorted((r.p, r.pid) for r in rows) == [(p, p) for p in range(n)]
+
+
+def _echo(rows: pd.DataFrame, state: dict) -> pd.DataFrame:
+    """Each routed row back, with the dtype its ``cost_ms`` reached the function with."""
+    return rows[["key", "cost_ms"]].assign(dtype=str(rows["cost_ms"].dtype))
+
+
+@pytest.mark.spark
+def test_malformed_tuples_become_dead_letters_with_their_reason(spark, tmp_path: Path) -> None:
+    df = spark.createDataFrame(
+        [("a", "1"), (None, "2"), ("", "3"), ("b", "x"), ("c", "inf"), ("d", " 2.5 ")],
+        "key string, cost_ms string",
+    ).repartition(2)
+    spec = KeyedSpec("op", "key", 1, 1, _echo, {}, ("cost_ms",), LocalStateBackend(tmp_path))
+    pmap = PartitionMap("op", 1, 1, ("op[0]#0",), (0,))
+    out, st = run_keyed(
+        df, spec, batch_id=3, upto=2, pmap=pmap, attempt="a", hints=(), drops=(),
+        dead_letter_dir=str(tmp_path / "dl"),
+    )  # fmt: skip
+    good = out.toPandas().sort_values("key")
+    assert good["key"].tolist() == ["a", "d"] and good["cost_ms"].tolist() == [1.0, 2.5]
+    assert set(good["dtype"]) == {"float64"}  # text parsed before the keyed function
+    files = list((tmp_path / "dl").glob("batch-3-op-part-*.jsonl"))
+    letters = [json.loads(x) for f in files for x in f.read_text().splitlines()]
+    assert st.dead_letters == len(letters) == 4 and {x["batch"] for x in letters} == {3}
+    by_key = {x["tuple"]["key"]: x for x in letters}
+    assert by_key[None]["reason"] == by_key[""]["reason"] == "missing key 'key'"
+    assert by_key["b"]["reason"] == by_key["c"]["reason"] == "unparsable field 'cost_ms'"
+    assert by_key["b"]["tuple"] == {"key": "b", "cost_ms": "x"}  # as it arrived
+
+
+@pytest.mark.spark
+def test_spark_dead_letter_rules_agree_with_the_pandas_reading(spark) -> None:
+    from pyspark.sql import functions as F
+
+    from streamscale.runtime.spark.keyed_map import DEAD, dead_letter_reasons, route
+
+    rng = np.random.default_rng(7)
+    n = 400
+    pdf = pd.DataFrame(
+        {
+            "key": rng.choice(["a", "b", "", None], n),
+            "f": rng.choice([1.5, np.nan, np.inf, -np.inf, 0.0], n),
+            "i": pd.array(rng.choice([1, 2, None], n), dtype="Int64"),
+            "t": rng.choice(["1", "x", "", "-2e3", "nan", None, "Infinity"], n),
+        }
+    )
+    df = spark.createDataFrame(pdf.astype(object).where(pdf.notna(), None),
+                               "key string, f double, i long, t string")  # fmt: skip
+    df = df.withColumn("row", F.monotonically_increasing_id())
+    pmap = PartitionMap("op", 2, 2, ("u0", "u1"), (0, 1, 1, 0))
+    for key, req in (("key", ("f", "i", "t")), ("key", ("t", "gone", "f")), ("nokey", ("f",))):
+        routed, _ = route(df, key=key, required=req, executors=2, shards=2, pmap=pmap)
+        got = routed.orderBy("row").select(DEAD).toPandas()[DEAD].tolist()
+        want = dead_letter_reasons(pdf, key, req).tolist()
+        assert got == [w if isinstance(w, str) else None for w in want], (key, req)
+
+
+@pytest.mark.spark
+def test_every_row_of_a_large_layout_reaches_its_shards_partition(spark) -> None:
+    from pyspark.sql import functions as F
+
+    from streamscale.runtime.spark.keyed_map import route
+
+    e, z, n = 32, 256, 7
+    parts = tuple(int(p) for p in np.random.default_rng(2).integers(0, n, e * z))
+    pmap = PartitionMap("op", e, z, tuple(f"u{p}" for p in range(n)), parts)
+    keys = [f"key-{i}" for i in range(3000)]
+    df = spark.createDataFrame([(k, i) for i, k in enumerate(keys)], "key string, seq long")
+    routed, _ = route(df, key="key", required=(), executors=e, shards=z, pmap=pmap)
+    rows = (
+        routed.repartition(n, "__ss_pk")
+        .select(
+            "seq",
+            F.col("__ss_shard").alias("g"),
+            F.col("__ss_part").alias("p"),
+            F.spark_partition_id().alias("pid"),
+        )
+        .orderBy("seq")
+        .collect()
+    )
+    want = global_shards(keys, e, z)
+    assert [r.g for r in rows] == want.tolist()
+    assert [r.p for r in rows] == [parts[g] for g in want]
+    assert all(r.pid == r.p for r in rows)

@@ -87,32 +87,6 @@ def test_counts_match_pandas_and_tasks_get_exactly_their_shards(spark, tmp_path:
     assert letter["reason"] == "missing key 'key'"
 
 
-def test_malformed_tuples_become_dead_letters_with_their_reason() -> None:
-    import pyarrow as pa
-
-    from streamscale.runtime.spark.keyed_map import route_batch
-
-    # Arrow columns are typed: the text column carries "inf" where a pandas frame held np.inf.
-    rb = pa.RecordBatch.from_pydict(
-        {"key": ["a", None, "", "b", "c"], "cost_ms": ["1", "2", "3", "x", "inf"]}
-    )
-    pmap = PartitionMap("op", 1, 1, ("op[0]#0",), (0,))
-    routed, letters = route_batch(
-        rb, key="key", required=("cost_ms",), executors=1, shards=1, pmap=pmap,
-        batch_id=3, index=0, offset=0, numeric=("cost_ms",),
-    )  # fmt: skip
-    assert routed is not None
-    good = routed.to_pandas()
-    assert good["key"].tolist() == ["a"] and good["cost_ms"].tolist() == [1.0]
-    assert [x["reason"] for x in letters] == [
-        "missing key 'key'",
-        "missing key 'key'",
-        "unparsable field 'cost_ms'",
-        "unparsable field 'cost_ms'",
-    ]
-    assert letters[2]["tuple"] == {"key": "b", "cost_ms": "x"} and letters[0]["batch"] == 3
-
-
 def _chain_job(opts: dict[str, str]) -> Job:
     """source → pre (stateless) → count (keyed) → post (stateless) → parquet and jsonl sinks."""
 

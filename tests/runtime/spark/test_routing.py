@@ -3,17 +3,21 @@
 from __future__ import annotations
 
 import os
+import random
 import re
 import subprocess
 import sys
+import time
 
 import pytest
 
 from streamscale.errors import StreamscaleError
 from streamscale.model import Allocation, Edge, Operator, Placement, Plan, Routing, Topology
+from streamscale.runtime.spark.hashing import murmur3_bytes, xxhash64_bytes
 from streamscale.runtime.spark.routing import (
     PartitionMap,
     executor_of,
+    global_shard_column,
     global_shards,
     shard_of,
 )
@@ -52,6 +56,63 @@ def test_shard_hash_is_independent_of_executor_hash() -> None:
     per_exec = [int(((g // 64) == e).sum()) for e in range(4)]
     assert min(per_exec) > 0.2 * len(keys)
     assert g.tolist() == [executor_of(k, 4) * 64 + shard_of(k, 64) for k in keys]
+
+
+def _odd_keys() -> list[str]:
+    """Unicode, empty-ish, long, and every length around the hashes' 4-, 8- and 32-byte
+    blocks (trailing bytes above 0x7f included: Spark sign-extends them)."""
+    rng = random.Random(3)
+    alphabet = "abXZ09 -_\tàéü\u00ff\u0080日本語🙂\u0000"
+    keys = ["", " ", "  ", "\u0000", "é", "日", "🙂", "x" * 10_000]
+    for _ in range(2200):
+        n = rng.choice([1, 2, 3, 4, 5, 7, 8, 9, 11, 16, 31, 32, 33, 35, 64, 65, 100, 257])
+        keys.append("".join(rng.choice(alphabet) for _ in range(n)))
+    return keys
+
+
+@pytest.mark.spark
+def test_python_hashes_are_sparks_on_strings_and_integers(spark) -> None:
+    from pyspark.sql import functions as F
+
+    keys = _odd_keys()
+    df = spark.createDataFrame([(i, k) for i, k in enumerate(keys)], "i long, k string")
+    rows = (
+        df.select(
+            "i",
+            F.hash("k").alias("h"),
+            F.xxhash64("k").alias("x"),
+            global_shard_column(F.col("k"), 8, 64).alias("g"),
+            global_shard_column(F.col("k"), 3, 10).alias("g3"),
+        )
+        .orderBy("i")
+        .collect()
+    )
+    data = [k.encode() for k in keys]
+    assert [r.h for r in rows] == murmur3_bytes(data).tolist()
+    assert [r.x for r in rows] == xxhash64_bytes(data).tolist()
+    assert [r.g for r in rows] == global_shards(keys, 8, 64).tolist()
+    assert [r.g3 for r in rows] == global_shards(keys, 3, 10).tolist()
+    ints = [
+        0,
+        1,
+        -1,
+        2**31,
+        -(2**63),
+        2**63 - 1,
+        *random.Random(4).sample(range(-(10**15), 10**15), 2000),
+    ]
+    dfi = spark.createDataFrame([(i, v) for i, v in enumerate(ints)], "i long, k long")
+    got = dfi.select("i", global_shard_column(F.col("k"), 5, 16).alias("g")).orderBy("i")
+    assert [r.g for r in got.collect()] == global_shards(ints, 5, 16).tolist()
+
+
+def test_global_shards_of_ten_thousand_keys_is_fast() -> None:
+    keys = [f"user-{i}" for i in range(10_000)]
+    t0 = time.perf_counter()
+    g = global_shards(keys, 32, 256)
+    assert time.perf_counter() - t0 < 1.0
+    assert g.min() >= 0 and g.max() < 32 * 256
+    assert g[:50].tolist() == [executor_of(k, 32) * 256 + shard_of(k, 256) for k in keys[:50]]
 
 
 def test_partition_map_follows_the_routing_tables() -> None:

@@ -47,7 +47,7 @@ from streamscale.runtime.spark.runner import (
     split_run_params,
 )
 from streamscale.runtime.spark.session import require_classic
-from streamscale.runtime.spark.state import VersionIndex, state_backend
+from streamscale.runtime.spark.state import VersionIndex, check_layout, state_backend
 
 __all__ = ["GraphBatch", "GraphResult", "run_graph"]
 
@@ -181,6 +181,7 @@ def run_graph(
             required=tuple(getattr(node.fn, "required_fields", ())),
             backend=backend,
         )
+        check_layout(backend, name, op.instances, op.shards)
         indexes[name] = VersionIndex(backend, name, op.instances * op.shards)
         realizers[name] = SparkRealizer(graph.topology, name, plan)
     if source_df is None:

@@ -1,27 +1,28 @@
 """The keyed stage of one elastic keyed operator on a DataFrame data path (paper 000, §3).
 
 One call runs one batch of one keyed operator as a single Spark job of two
-stages, with columnar (Arrow) batches on both sides of the shuffle:
+stages, with columnar batches on both sides of the shuffle:
 
-* map side (``mapInArrow``, :mod:`~streamscale.runtime.spark.keyed_map`):
-  malformed tuples go to the dead-letter files (one file per batch, operator and
-  map partition, so a retried task or a replayed batch overwrites instead of
-  duplicating); every other tuple gets its global shard ``e·Z + s``, the
-  partition of the unit serving that shard (the plan's routing table,
-  :class:`~streamscale.runtime.spark.routing.PartitionMap`) and a *native
-  partition key*: an integer chosen so that Spark's own hash partitioning,
+* map side (Spark column expressions, :func:`~streamscale.runtime.spark.keyed_map.route`;
+  no Python runs there): every tuple gets its global shard ``e·Z + s`` (Spark's
+  ``xxhash64`` and ``hash`` of the key, :mod:`~streamscale.runtime.spark.routing`),
+  the partition of the unit serving that shard (the plan's routing table,
+  :class:`~streamscale.runtime.spark.routing.PartitionMap`) and a *native partition
+  key*: an integer chosen so that Spark's own hash partitioning,
   ``pmod(murmur3(key), n)``, sends the row to exactly that partition
-  (:func:`partition_keys`);
+  (:func:`partition_keys`). A malformed tuple is marked with the reason and spread
+  over the partitions with the others;
 * ``repartition(n, key)``;
-* reduce side (``mapInPandas``): the task sorts its rows by (shard, arrival
-  order) (a shuffle fetches map outputs in no fixed order; ``seq`` is the
-  arrival order when present; a stable sort in the task costs less than Spark's
-  row sort); per shard, the keyed function runs against the
-  shard's state version ``upto`` and writes version ``batch_id``; it never
-  commits (the caller commits every keyed operator once the whole batch
-  succeeded). Each task checks it runs the partition its rows were routed to.
-  The stateless functions of :attr:`KeyedSpec.after` then run over the task's
-  outputs, and :attr:`KeyedSpec.task_sink` (a linear pipeline's file sink)
+* reduce side (``mapInPandas``): the task checks it runs the partition its rows were
+  routed to, writes the dead letters it received to its own file (one per batch,
+  operator and partition, so a retried task or a replayed batch overwrites instead of
+  duplicating), and sorts its other rows by (shard, arrival order) (a shuffle fetches
+  map outputs in no fixed order; ``seq`` is the arrival order when present; a stable
+  sort in the task costs less than Spark's row sort); per shard, the keyed function
+  runs against the shard's state version ``upto`` and writes version ``batch_id``; it
+  never commits (the caller commits every keyed operator once the whole batch
+  succeeded). The stateless functions of :attr:`KeyedSpec.after` then run over the
+  task's outputs, and :attr:`KeyedSpec.task_sink` (a linear pipeline's file sink)
   writes them from the task.
 
 The task emits its outputs and one statistics row; the result is cached and the
@@ -55,7 +56,9 @@ from streamscale.runtime.spark.keyed_map import (
     SHARD,
     clear_dead_letters,
     count_dead_letters,
-    map_side,
+    route,
+    split_dead_letters,
+    write_dead_letters,
 )
 from streamscale.runtime.spark.pinning import job_group, pin, reduce_runs
 from streamscale.runtime.spark.routing import PartitionMap
@@ -75,7 +78,6 @@ __all__ = [
 
 _LATENCY_SAMPLE = 4000
 _STATS, _OUT = "__ss_stats", "__ss_out"
-_NUMERIC = {"byte", "short", "integer", "long", "float", "double", "decimal"}
 
 #: A stateless operator: ``fn(df, **params) -> DataFrame | None`` and its params.
 Stateless = tuple[Callable[..., Any], Mapping[str, Any]]
@@ -206,6 +208,8 @@ class _Batch:
     out_cols: tuple[str, ...] | None
     batch_time_ms: int
     tz: str | None
+    dead_dir: str
+    parsed: Mapping[str, str]  # required text field -> its parsed column
 
 
 def _run_shards(
@@ -300,12 +304,14 @@ def _reduce_side(
             raise StreamscaleError(
                 "rows reached a partition other than their unit's", item=f"partition {index}"
             )
+        df, letters = split_dead_letters(df, b.parsed, b.batch_id)
+        write_dead_letters(b.dead_dir, b.batch_id, spec.operator, index, letters)
         shards = df[SHARD].to_numpy(dtype=np.int64) if len(df) else np.empty(0, np.int64)
         if len(df):  # a shuffle fetches map outputs in no fixed order
             perm = np.lexsort((df[ORDER].to_numpy(dtype=np.int64), shards))
             if (np.diff(perm) != 1).any():
                 df, shards = df.take(perm).reset_index(drop=True), shards[perm]
-        rows_df = df.drop(columns=list(INTERNAL)) if len(df) else df
+        rows_df = df.drop(columns=[c for c in INTERNAL if c in df.columns])
         read0 = getattr(spec.backend, "bytes_read", 0)
         outputs, shard_stats, done_at = _run_shards(spec, b, index, rows_df, shards)
         out = pd.concat(outputs, ignore_index=True) if outputs else pd.DataFrame()
@@ -420,7 +426,8 @@ def run_keyed(
     attempt, hints, drops
         As produced by :class:`~streamscale.runtime.spark.state.VersionIndex`.
     dead_letter_dir
-        Directory of the dead-letter files (``batch-<b>-<operator>-map-<i>.jsonl``).
+        Directory of the dead-letter files (``batch-<b>-<operator>-part-<p>.jsonl``),
+        one per reduce partition with dead letters; every executor must reach it.
     placed
         Unit → (executor id, Spark location): each such unit's task is pinned to that
         executor (:func:`~streamscale.runtime.spark.pinning.pin`), and where every
@@ -447,24 +454,6 @@ def run_keyed(
         batch_time_ms = int(time.time() * 1000)
     release(spec.operator)
     clear_dead_letters(dead_letter_dir, batch_id, spec.operator)
-    numeric = tuple(
-        f.name
-        for f in df.schema.fields
-        if f.name in spec.required and f.dataType.typeName() not in _NUMERIC
-    )
-    fields = [
-        T.StructField(f.name, T.DoubleType(), True) if f.name in numeric else f
-        for f in df.schema.fields
-    ]
-    mapped_schema = T.StructType(
-        [
-            *fields,
-            T.StructField(SHARD, T.LongType()),
-            T.StructField(PART, T.IntegerType()),
-            T.StructField(PK, T.LongType()),
-            T.StructField(ORDER, T.LongType()),
-        ]
-    )
     out_cols = None if spec.output_schema is None else tuple(spec.output_schema.fieldNames())
     out_fields = (
         []
@@ -474,17 +463,16 @@ def run_keyed(
         else [T.StructField(_OUT, T.BinaryType())]
     )
     reduced_schema = T.StructType([*out_fields, T.StructField(_STATS, T.BinaryType())])
-    route = map_side(
-        spec.key, spec.required, spec.executors, spec.shards, operator=spec.operator,
-        batch_id=batch_id, pmap=pmap, dead_dir=dead_letter_dir, numeric=numeric,
+    mapped, parsed = route(
+        df, key=spec.key, required=spec.required, executors=spec.executors,
+        shards=spec.shards, pmap=pmap,
     )  # fmt: skip
-    mapped = df.mapInArrow(route, mapped_schema)
     shuffled = mapped.repartition(pmap.partitions, F.col(PK))
     spark = df.sparkSession
     sc = spark.sparkContext
     batch = _Batch(
         batch_id, upto, pmap, attempt, hints, drops, out_cols, batch_time_ms,
-        spark.conf.get("spark.sql.session.timeZone", None),
+        spark.conf.get("spark.sql.session.timeZone", None), dead_letter_dir, parsed,
     )  # fmt: skip
     planned: tuple[str, ...] = ()
     runs: tuple[Any, ...] = ()

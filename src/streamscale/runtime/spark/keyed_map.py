@@ -1,15 +1,32 @@
-"""The map side of the keyed stage: dead letters, shard, unit partition, native partition key.
+"""The map side of the keyed stage, as Spark column expressions, and its dead letters.
 
-One ``mapInArrow`` task per input partition routes Arrow record batches (paper 000,
-§3: a key's executor and shard are fixed hashes; the shard's unit is the plan's
-routing table). Only the key, the required fields and ``seq`` become pandas; every
-other column stays Arrow. A malformed tuple (no key, a required field missing or not a
-finite number) goes to the dead-letter file of its batch, operator and map partition
-(``batch-<b>-<operator>-map-<i>.jsonl``), so a retried task or a replayed batch
-overwrites instead of duplicating. Every other tuple leaves with its global shard
-``e·Z + s``, its unit's partition, a *native partition key* that Spark's hash
-partitioning sends to exactly that partition
-(:func:`~streamscale.runtime.spark.hashing.partition_keys`) and its arrival order.
+:func:`route` adds to an operator's input, with Spark's own expressions (no Python
+runs on the map side; Spark code-generates them into the scan of the input):
+
+* ``__ss_dead``: why a row cannot be routed (``None``: routable), the reasons and
+  their precedence of :func:`dead_letter_reasons`: the key column is missing, the
+  key is null, empty or NaN, a required field is missing, or it is not a finite
+  number (text is parsed with ``try_cast(... as double)``);
+* ``__ss_shard``: the global shard ``e·Z + s`` of the key
+  (:func:`~streamscale.runtime.spark.routing.global_shard_column`: Spark's
+  ``xxhash64`` and ``hash`` of ``cast(key as string)``);
+* ``__ss_part``: the partition of the unit serving that shard, looked up in a literal
+  table of the plan's routing table
+  (:attr:`~streamscale.runtime.spark.routing.PartitionMap.shard_partition`, one
+  string literal of fixed-width entries: ``E·Z`` may be 8,192);
+* ``__ss_pk``: a *native partition key* that Spark's hash partitioning sends to
+  exactly that partition (:func:`~streamscale.runtime.spark.hashing.partition_keys`),
+  looked up the same way;
+* ``__ss_order``: arrival order, ``seq`` when the input has it, else
+  ``monotonically_increasing_id()`` (input partition, then position in it);
+* ``__ss_num_<i>``: each required field that arrives as text, parsed to ``double``
+  (the raw column stays as it arrived, for the dead letters).
+
+Dead letters travel through the same shuffle as the routed rows (one Spark job per
+batch, the input scanned once), spread over the partitions by arrival order; the
+reduce task of each partition writes its own to one file per batch, operator and
+partition (``batch-<b>-<operator>-part-<p>.jsonl``), so a retried task or a replayed
+batch overwrites instead of duplicating (:func:`write_dead_letters`).
 """
 
 from __future__ import annotations
@@ -18,50 +35,39 @@ import contextlib
 import glob
 import json
 import os
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from streamscale.runtime.spark.hashing import partition_keys
-from streamscale.runtime.spark.routing import PartitionMap, executor_of, shard_of
+from streamscale.runtime.spark.routing import PartitionMap, global_shard_column
 
 __all__ = [
+    "DEAD",
     "INTERNAL",
     "ORDER",
     "PART",
     "PK",
     "SHARD",
+    "clear_dead_letters",
     "count_dead_letters",
+    "dead_letter_file",
     "dead_letter_reasons",
-    "map_side",
-    "route_batch",
-    "shards_of_keys",
+    "route",
+    "split_dead_letters",
+    "write_dead_letters",
 ]
 
-SHARD, PART, PK, ORDER = "__ss_shard", "__ss_part", "__ss_pk", "__ss_order"
-INTERNAL = (SHARD, PART, PK, ORDER)
-
-# Global shard of every key this worker process has hashed, per (E, Z): a reused Python
-# worker sees the same keys batch after batch, and BLAKE2b per key is the map side's cost.
-_SHARD_CACHE: dict[tuple[int, int], dict[Any, int]] = {}
-_CACHE_KEYS = 1 << 20
+SHARD, PART, PK, ORDER, DEAD = "__ss_shard", "__ss_part", "__ss_pk", "__ss_order", "__ss_dead"
+INTERNAL = (SHARD, PART, PK, ORDER, DEAD)
+_PARSED = "__ss_num_"
 
 
-def shards_of_keys(keys: Iterable[Any], executors: int, shards: int) -> np.ndarray:
-    """Global shard ``e·Z + s`` of each key (int64), as
-    :func:`~streamscale.runtime.spark.routing.global_shards`, remembered per process."""
-    cache = _SHARD_CACHE.setdefault((executors, shards), {})
-    seq = keys if isinstance(keys, list) else list(keys)
-    if len(cache) + len(seq) > _CACHE_KEYS:
-        cache.clear()
-    got = [cache.get(k) for k in seq]
-    if None in got:
-        for i, k in enumerate(seq):
-            if got[i] is None:
-                got[i] = cache[k] = executor_of(k, executors) * shards + shard_of(k, shards)
-    return np.array(got, dtype=np.int64)
+def dead_letter_file(batch_id: int, operator: str, partition: int) -> str:
+    """Name of the dead-letter file of one batch, operator and reduce partition."""
+    return f"batch-{batch_id}-{operator}-part-{partition}.jsonl"
 
 
 def write_jsonl(path: str, records: Iterable[Mapping[str, Any]]) -> None:
@@ -76,7 +82,7 @@ def write_jsonl(path: str, records: Iterable[Mapping[str, Any]]) -> None:
 def count_dead_letters(directory: str, batch_id: int | None = None, operator: str = "") -> int:
     """Dead letters written for ``batch_id`` (or every batch), of ``operator`` (or all)."""
     b = "*" if batch_id is None else str(batch_id)
-    pattern = f"batch-{b}-{operator}-map-*.jsonl" if operator else f"batch-{b}-*.jsonl"
+    pattern = f"batch-{b}-{operator}-part-*.jsonl" if operator else f"batch-{b}-*.jsonl"
     n = 0
     for f in glob.glob(os.path.join(directory, pattern)):
         with open(f) as fh:
@@ -86,46 +92,14 @@ def count_dead_letters(directory: str, batch_id: int | None = None, operator: st
 
 def clear_dead_letters(directory: str, batch_id: int, operator: str) -> None:
     """Remove what an earlier attempt at this batch wrote (its partitioning may differ)."""
-    for f in glob.glob(os.path.join(directory, f"batch-{batch_id}-{operator}-map-*")):
+    for f in glob.glob(os.path.join(directory, f"batch-{batch_id}-{operator}-part-*")):
         with contextlib.suppress(FileNotFoundError):
             os.remove(f)
 
 
-def _unusable(
-    rb: Any, key: str, required: tuple[str, ...], numeric: tuple[str, ...]
-) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-    """Rows that are dead letters, computed on the Arrow columns without naming why (the
-    common case has none), and the ``numeric`` columns parsed to ``float64``."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    names = rb.schema.names
-    if key not in names or any(c not in names for c in required):
-        return np.ones(rb.num_rows, dtype=bool), {}
-    k = rb.column(key)
-    bad = pc.is_null(k, nan_is_null=True)
-    if pa.types.is_string(k.type) or pa.types.is_large_string(k.type):
-        bad = pc.or_(bad, pc.fill_null(pc.equal(k, ""), False))
-    mask = bad.to_numpy(zero_copy_only=False)
-    parsed: dict[str, np.ndarray] = {}
-    for col in dict.fromkeys(required):
-        c = rb.column(col)
-        if col not in numeric and pa.types.is_floating(c.type):
-            mask |= pc.fill_null(pc.invert(pc.is_finite(c)), True).to_numpy(zero_copy_only=False)
-        elif col not in numeric and (pa.types.is_integer(c.type) or pa.types.is_decimal(c.type)):
-            mask |= pc.is_null(c).to_numpy(zero_copy_only=False)
-        else:
-            num = pd.to_numeric(c.to_pandas(), errors="coerce").to_numpy(
-                dtype=float, na_value=np.nan
-            )
-            mask |= ~np.isfinite(num)
-            if col in numeric:
-                parsed[col] = num
-    return mask, parsed
-
-
 def dead_letter_reasons(df: pd.DataFrame, key: str, required: tuple[str, ...]) -> pd.Series:
-    """Per row, why it cannot be routed (``None``: routable)."""
+    """Per row, why it cannot be routed (``None``: routable); pandas' reading of the rules
+    :func:`route` applies in Spark (the first reason that applies wins)."""
     reasons = pd.Series(None, index=df.index, dtype=object)
     if key not in df.columns:
         reasons[:] = f"missing key field {key!r}"
@@ -142,119 +116,149 @@ def dead_letter_reasons(df: pd.DataFrame, key: str, required: tuple[str, ...]) -
     return reasons
 
 
-def route_batch(
-    rb: Any,
-    *,
-    key: str,
-    required: tuple[str, ...],
-    executors: int,
-    shards: int,
+def _not_finite(c: Any) -> Any:
+    from pyspark.sql import functions as F
+
+    return c.isNull() | F.isnan(c) | (F.abs(c) == F.lit(float("inf")))
+
+
+def _reason(df: Any, key: str, required: tuple[str, ...]) -> tuple[Any, dict[str, Any]]:
+    """The ``__ss_dead`` column of :func:`route`, and the parsed form of each required
+    text column."""
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    types = {f.name: f.dataType for f in df.schema.fields}
+    rules: list[tuple[Any, str]] = []
+    if key not in types:
+        rules.append((F.lit(True), f"missing key field {key!r}"))
+    else:
+        k, kt = df[key], types[key]
+        bad = k.isNull()
+        if isinstance(kt, T.StringType):
+            bad = bad | (k == F.lit(""))
+        elif isinstance(kt, T.FloatType | T.DoubleType):
+            bad = bad | F.isnan(k)
+        rules.append((bad, f"missing key {key!r}"))
+    parsed: dict[str, Any] = {}
+    for col in dict.fromkeys(required):
+        if col not in types:
+            rules.append((F.lit(True), f"missing field {col!r}"))
+            continue
+        c, ct = df[col], types[col]
+        if isinstance(ct, T.FloatType | T.DoubleType):
+            bad = _not_finite(c)
+        elif isinstance(ct, T.IntegralType | T.DecimalType):
+            bad = c.isNull()
+        else:
+            parsed[col] = c.try_cast("double")
+            bad = _not_finite(parsed[col])
+        rules.append((bad, f"unparsable field {col!r}"))
+    reason = F.when(rules[0][0], F.lit(rules[0][1]))
+    for cond, why in rules[1:]:
+        reason = reason.when(cond, F.lit(why))
+    return reason, parsed
+
+
+def _lookup(values: Iterable[int], index: Any, kind: str) -> Any:
+    """``values[index]`` (non-negative integers) as a Spark expression.
+
+    The same as ``element_at(array(<values>), index + 1)``, with the table as one
+    string literal of fixed-width decimal entries: the plan stays one literal for any
+    ``E·Z`` (an array of 8,192 literals costs Spark about half a second to analyse on
+    every batch).
+    """
+    from pyspark.sql import functions as F
+
+    vals = [str(int(v)) for v in values]
+    width = max(len(v) for v in vals)
+    table = F.lit("".join(v.rjust(width, "0") for v in vals))
+    return F.substring(table, (index * F.lit(width) + F.lit(1)).cast("int"), width).cast(kind)
+
+
+def route(
+    df: Any, *, key: str, required: tuple[str, ...], executors: int, shards: int,
     pmap: PartitionMap,
-    batch_id: int,
-    index: int,
-    offset: int,
-    numeric: tuple[str, ...] = (),
-) -> tuple[Any | None, list[dict[str, Any]]]:
-    """Route one Arrow record batch of map partition ``index``.
+) -> tuple[Any, dict[str, str]]:  # fmt: skip
+    """The input of one batch with its routing columns (see the module docstring).
 
     Parameters
     ----------
-    rb
-        A ``pyarrow.RecordBatch``: the operator's input columns.
+    df
+        The operator's input (a Spark DataFrame).
     key, required, executors, shards
-        The keyed operator (its key column, required numeric fields, ``E`` and ``Z``).
+        The keyed operator: key column, required numeric fields, ``E`` and ``Z``.
     pmap
         The partition of every global shard this batch.
-    batch_id
-        The micro-batch (written into each dead letter).
-    index, offset
-        The map partition and the position of ``rb``'s first row in it: without a
-        ``seq`` column, arrival order is ``index·2⁴⁰ + position``.
-    numeric
-        Required columns that arrive as text and leave parsed as ``float64``.
 
     Returns
     -------
-    The routed rows (the input columns, ``numeric`` parsed, then shard, partition,
-    native partition key and arrival order), ``None`` when none is routable, and the
-    dead letters (``batch``, ``reason``, ``tuple`` as it arrived).
+    The DataFrame (every input column as it arrived, then ``__ss_shard``,
+    ``__ss_part``, ``__ss_pk``, ``__ss_order``, ``__ss_dead`` and the parsed text
+    fields), and the name of each parsed column by the field it parses.
     """
-    import pyarrow as pa
-    import pyarrow.compute as pc
+    from pyspark.sql import functions as F
 
-    names = rb.schema.names
-    pos = offset + np.arange(rb.num_rows, dtype=np.int64)
-    letters: list[dict[str, Any]] = []
-    bad, parsed = _unusable(rb, key, required, numeric)
-    if bad.any():
-        small = rb.select([c for c in dict.fromkeys((key, *required)) if c in names])
-        reasons = dead_letter_reasons(small.to_pandas(), key, required)
-        # Dead letters keep the tuple as it arrived, not its parsed form.
-        full = rb.filter(pa.array(bad)).to_pandas()
-        for i, why in enumerate(reasons[bad].tolist()):
-            tup = {c: (None if pd.isna(v) else v) for c, v in full.iloc[i].items()}
-            letters.append({"batch": batch_id, "reason": why, "tuple": tup})
-        rb = rb.filter(pa.array(~bad))
-        pos = pos[~bad]
-        parsed = {c: v[~bad] for c, v in parsed.items()}
-    if rb.num_rows == 0:
-        return None, letters
-    cols = list(rb.columns)
-    for col, values in parsed.items():
-        cols[names.index(col)] = pa.array(values)
-    order = (
-        rb.column("seq").to_numpy(zero_copy_only=False).astype(np.int64)
-        if "seq" in names
-        else (index << 40) + pos
+    n = pmap.partitions
+    reason, parsed = _reason(df, key, required)
+    order = df["seq"].cast("long") if "seq" in df.columns else F.monotonically_increasing_id()
+    shard = (
+        global_shard_column(df[key], executors, shards)
+        if key in df.columns
+        else F.lit(None).cast("long")
     )
-    # Hash each distinct key once (a batch repeats keys many times).
-    enc = pc.dictionary_encode(rb.column(key))
-    codes = enc.indices.to_numpy(zero_copy_only=False)
-    g = shards_of_keys(enc.dictionary.to_pylist(), executors, shards)[codes]
-    parts = np.asarray(pmap.shard_partition, dtype=np.int64)[g]
-    pkeys = np.asarray(partition_keys(pmap.partitions), dtype=np.int64)
-    routed = pa.RecordBatch.from_arrays(
-        [*cols, pa.array(g), pa.array(parts.astype(np.int32)), pa.array(pkeys[parts]),
-         pa.array(order)],
-        names=[*names, *INTERNAL],
-    )  # fmt: skip
-    return routed, letters
+    names = {col: f"{_PARSED}{i}" for i, col in enumerate(parsed)}
+    routed = df.select(
+        "*",
+        shard.alias(SHARD),
+        order.alias(ORDER),
+        reason.alias(DEAD),
+        *[parsed[col].alias(names[col]) for col in parsed],
+    )
+    # Routable rows go to their shard's unit; dead letters are spread by arrival order.
+    part = F.when(
+        F.col(DEAD).isNull(), _lookup(pmap.shard_partition, F.col(SHARD), "int")
+    ).otherwise(F.pmod(F.coalesce(F.col(ORDER), F.lit(0)), F.lit(n)).cast("int"))
+    routed = routed.withColumn(PART, part)
+    routed = routed.withColumn(PK, _lookup(partition_keys(n), F.col(PART), "long"))
+    return routed, names
 
 
-def map_side(
-    key: str,
-    required: tuple[str, ...],
-    executors: int,
-    shards: int,
-    *,
-    operator: str,
-    batch_id: int,
-    pmap: PartitionMap,
-    dead_dir: str,
-    numeric: tuple[str, ...],
-) -> Callable[[Iterator[Any]], Iterator[Any]]:
-    """The ``mapInArrow`` function of one batch: :func:`route_batch` over every record batch,
-    then the partition's dead letters in one file."""
+def split_dead_letters(
+    df: pd.DataFrame, parsed: Mapping[str, str], batch_id: int
+) -> tuple[pd.DataFrame, list[dict[str, Any]]]:
+    """A reduce task's rows without its dead letters (the text fields replaced by their
+    parsed form), and the dead letters (``batch``, ``reason``, ``tuple`` as it arrived)."""
+    letters: list[dict[str, Any]] = []
+    if DEAD not in df.columns:  # a task without rows
+        return df, letters
+    why = df[DEAD]
+    bad = why.notna().to_numpy()
+    if bad.any():
+        extra = [*INTERNAL, *parsed.values()]
+        raw = df.loc[bad, [c for c in df.columns if c not in extra]]
+        for reason, tup in zip(why[bad].tolist(), raw.to_dict("records"), strict=True):
+            clean = {c: (None if _missing(v) else v) for c, v in tup.items()}
+            letters.append({"batch": batch_id, "reason": reason, "tuple": clean})
+        df = df.loc[~bad].reset_index(drop=True)
+    for col, name in parsed.items():
+        df[col] = df.pop(name).astype(np.float64)
+    return df, letters
 
-    def run(batches: Iterator[Any]) -> Iterator[Any]:
-        from pyspark import TaskContext
 
-        index = TaskContext.get().partitionId()
-        letters: list[dict[str, Any]] = []
-        offset = 0
-        for rb in batches:
-            routed, bad = route_batch(
-                rb, key=key, required=required, executors=executors, shards=shards,
-                pmap=pmap, batch_id=batch_id, index=index, offset=offset, numeric=numeric,
-            )  # fmt: skip
-            offset += rb.num_rows
-            letters.extend(bad)
-            if routed is not None:
-                yield routed
-        if letters:
-            os.makedirs(dead_dir, exist_ok=True)
-            write_jsonl(
-                os.path.join(dead_dir, f"batch-{batch_id}-{operator}-map-{index}.jsonl"), letters
-            )
+def _missing(v: Any) -> bool:
+    try:
+        return bool(pd.isna(v))
+    except (TypeError, ValueError):  # a list or array value
+        return False
 
-    return run
+
+def write_dead_letters(
+    directory: str, batch_id: int, operator: str, partition: int, letters: list[dict[str, Any]]
+) -> None:
+    """One partition's dead letters of a batch, replacing what an earlier attempt wrote."""
+    if letters:
+        os.makedirs(directory, exist_ok=True)
+        write_jsonl(
+            os.path.join(directory, dead_letter_file(batch_id, operator, partition)), letters
+        )

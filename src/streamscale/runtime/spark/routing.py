@@ -8,15 +8,29 @@ table, which may change at any batch boundary. This module turns a
 keyed stage (:mod:`~streamscale.runtime.spark.keyed`) gives each Spark partition
 exactly the shards of one unit.
 
-The hashes are BLAKE2b digests with distinct personalisation strings, so they
-are stable across processes and machines (Python's ``hash`` is salted per
-process) and independent of each other (with one shared hash, ``E`` and ``Z``
-powers of two would tie a key's shard to its executor).
+The two hashes are Spark's own, over the key's string form
+(``cast(key as string)``), so the keyed stage computes a row's shard as a column
+expression (:func:`global_shard_column`), with no Python on the map side:
+
+* executor ``e = pmod(xxhash64(key), E)`` (XXH64, seed 42);
+* shard ``s = pmod(hash(key), Z)`` (Spark's Murmur3 x86 32-bit, seed 42);
+* global shard ``g = e·Z + s``.
+
+They are two different hash functions, not one hash cut in two: with ``E`` and
+``Z`` powers of two, ``h mod E`` and ``h mod Z`` of a single hash share their low
+bits, which would tie a key's shard to its executor (every executor would use only
+``Z/E`` of its shards). xxhash64 and Murmur3 are independent mixing functions, both
+built into Spark (code-generated, no Python), and both deterministic across
+processes, machines and Spark versions (Spark keeps them stable for bucketed
+tables), unlike Python's salted ``hash``. :func:`executor_of`, :func:`shard_of` and
+:func:`global_shards` compute the same values in Python
+(:func:`~streamscale.runtime.spark.hashing.xxhash64_bytes`,
+:func:`~streamscale.runtime.spark.hashing.murmur3_bytes`) for strings, integers and
+booleans. State records which scheme wrote it (:data:`HASH_SCHEME`).
 """
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -26,34 +40,47 @@ import numpy as np
 from streamscale.errors import StreamscaleError
 from streamscale.model import Plan, Topology
 from streamscale.model.ids import instance_id
+from streamscale.runtime.spark.hashing import murmur3_bytes, xxhash64_bytes
 
 __all__ = [
+    "HASH_SCHEME",
     "PartitionMap",
     "executor_instance",
     "executor_of",
+    "global_shard_column",
     "global_shards",
-    "key_hash",
+    "key_bytes",
     "shard_of",
 ]
 
-_EXECUTOR_PERSON = b"ss-executor"
-_SHARD_PERSON = b"ss-shard"
+#: The key → (executor, shard) hashes, as recorded with an operator's state.
+HASH_SCHEME = "spark-xxhash64-murmur3/string"
 
 
-def key_hash(key: Any, person: bytes) -> int:
-    """A 64-bit hash of ``str(key)``, stable across processes, personalised by ``person``."""
-    data = key if isinstance(key, bytes) else str(key).encode("utf-8")
-    return int.from_bytes(hashlib.blake2b(data, digest_size=8, person=person).digest(), "little")
+def key_bytes(key: Any) -> bytes:
+    """The UTF-8 bytes of ``cast(key as string)`` in Spark (strings, integers, booleans)."""
+    if isinstance(key, bytes):
+        return key
+    if isinstance(key, bool | np.bool_):
+        return b"true" if key else b"false"
+    return str(key).encode("utf-8")
+
+
+def _hashes(keys: Sequence[Any], executors: int, shards: int) -> tuple[np.ndarray, np.ndarray]:
+    data = [key_bytes(k) for k in keys]
+    e = xxhash64_bytes(data) % executors  # numpy's % of a positive modulus is Spark's pmod
+    s = murmur3_bytes(data).astype(np.int64) % shards
+    return e, s
 
 
 def executor_of(key: Any, executors: int) -> int:
-    """The executor ``h1(key) % E`` that owns ``key`` forever (paper 000, §3)."""
-    return key_hash(key, _EXECUTOR_PERSON) % executors
+    """The executor ``pmod(xxhash64(key), E)`` that owns ``key`` forever (paper 000, §3)."""
+    return int(_hashes([key], executors, 1)[0][0])
 
 
 def shard_of(key: Any, shards: int) -> int:
-    """The local shard ``h2(key) % Z`` of ``key`` within its executor (paper 000, §3)."""
-    return key_hash(key, _SHARD_PERSON) % shards
+    """The local shard ``pmod(hash(key), Z)`` of ``key`` within its executor (paper 000, §3)."""
+    return int(_hashes([key], 1, shards)[1][0])
 
 
 def executor_instance(operator: str, executor: int) -> str:
@@ -64,15 +91,20 @@ def executor_instance(operator: str, executor: int) -> str:
 def global_shards(keys: Iterable[Any], executors: int, shards: int) -> np.ndarray:
     """Global shard index ``e·Z + s`` of every key (int64 array), hashing each distinct key once."""
     seq = list(keys)
-    cache: dict[Any, int] = {}
-    out = np.empty(len(seq), dtype=np.int64)
-    for i, k in enumerate(seq):
-        g = cache.get(k)
-        if g is None:
-            g = executor_of(k, executors) * shards + shard_of(k, shards)
-            cache[k] = g
-        out[i] = g
-    return out
+    index: dict[Any, int] = {}
+    codes = np.fromiter((index.setdefault(k, len(index)) for k in seq), np.int64, len(seq))
+    e, s = _hashes(list(index), executors, shards)
+    return (e * shards + s)[codes]
+
+
+def global_shard_column(key: Any, executors: int, shards: int) -> Any:
+    """The Spark column ``e·Z + s`` (long) of a key column, as :func:`global_shards`."""
+    from pyspark.sql import functions as F
+
+    text = key.cast("string")
+    e = F.pmod(F.xxhash64(text), F.lit(executors).cast("long"))
+    s = F.pmod(F.hash(text), F.lit(shards)).cast("long")
+    return e * F.lit(shards).cast("long") + s
 
 
 @dataclass(frozen=True, slots=True)

@@ -43,7 +43,7 @@ from streamscale.runtime.spark.operator import (
 from streamscale.runtime.spark.realizer import SparkRealizer, default_plan
 from streamscale.runtime.spark.resources import Resources
 from streamscale.runtime.spark.session import require_classic
-from streamscale.runtime.spark.state import VersionIndex, state_backend
+from streamscale.runtime.spark.state import VersionIndex, check_layout, state_backend
 
 __all__ = ["BatchRecord", "RunResult", "drive_query", "run_job", "summarize_run"]
 
@@ -309,6 +309,7 @@ def run_job(
 
     op = job.operator
     backend = state_backend(state_url or checkpoint / "state")  # e.g. s3://bucket/prefix
+    check_layout(backend, job.keyed, op.instances, op.shards)
     index = VersionIndex(backend, job.keyed, op.instances * op.shards)
     base = Path(out) if out is not None else checkpoint
     writer = MetricsWriter(Path(out) / "metrics.jsonl") if out is not None else None

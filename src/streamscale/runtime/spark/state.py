@@ -19,11 +19,17 @@ fails the batch with one line naming the operator, the shard and the path.
 Versions and the commit marker are written to a temporary file renamed into
 place (optionally fsynced, with their directory), so a crash between writing
 state and committing leaves the previous version readable.
+
+Which shard a key's state lives in depends on the key hashes and on ``E`` and
+``Z``; each operator's state records them (``<operator>/_layout.json``,
+:func:`~streamscale.runtime.spark.state_api.check_layout`), so a run under another
+layout fails before its first batch instead of reading the wrong shards.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import pickle
 import threading
@@ -34,11 +40,25 @@ from pathlib import Path
 from typing import Any
 
 from streamscale.errors import StreamscaleError
-from streamscale.runtime.spark.state_api import Hint, StateBackend, VersionIndex, state_backend
+from streamscale.runtime.spark.state_api import (
+    LAYOUT_FILE,
+    Hint,
+    StateBackend,
+    VersionIndex,
+    check_layout,
+    state_backend,
+)
 from streamscale.runtime.spark.state_io import IoPool, first_error
 from streamscale.runtime.spark.state_log import Chain, TrackedDict, apply_log, is_log, log_record
 
-__all__ = ["Hint", "LocalStateBackend", "StateBackend", "VersionIndex", "state_backend"]
+__all__ = [
+    "Hint",
+    "LocalStateBackend",
+    "StateBackend",
+    "VersionIndex",
+    "check_layout",
+    "state_backend",
+]
 
 # Worker-local cache, path -> (version, attempt, state). Correctness never
 # depends on it: an entry is used only when version AND writing attempt match
@@ -371,6 +391,30 @@ class LocalStateBackend:
             return int(self._get(os.path.join(self.root, operator, "_committed")).strip() or -1)
         except FileNotFoundError:
             return -1
+
+    def layout(self, operator: str) -> dict[str, Any] | None:
+        """The layout record of ``operator``'s state (``None``: none written)."""
+        file = os.path.join(self.root, operator, LAYOUT_FILE)
+        try:
+            raw = self._get(file)
+        except FileNotFoundError:
+            return None
+        try:
+            rec = json.loads(raw)
+        except ValueError as e:
+            raise StreamscaleError(f"layout record is unreadable ({e})", item=file) from None
+        if not isinstance(rec, dict):
+            raise StreamscaleError("layout record is not an object", item=file)
+        return rec
+
+    def write_layout(self, operator: str, record: Mapping[str, Any]) -> None:
+        """Write ``operator``'s layout record (atomically: wholly there or absent)."""
+        data = json.dumps(dict(record), sort_keys=True).encode()
+        self._put(os.path.join(self.root, operator), LAYOUT_FILE, data)
+
+    def has_shards(self, operator: str) -> bool:
+        """Whether any shard of ``operator`` has stored state (committed or not)."""
+        return any(n.isdigit() for n in self._list(os.path.join(self.root, operator)))
 
     def load_all(self, operator: str) -> dict[int, dict[Any, Any]]:
         upto = self.committed(operator)

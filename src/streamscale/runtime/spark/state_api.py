@@ -15,7 +15,19 @@ from urllib.parse import parse_qs, urlsplit
 from streamscale.errors import StreamscaleError
 from streamscale.settings import Setting
 
-__all__ = ["STATE_URL", "Hint", "StateBackend", "VersionIndex", "check_state_url", "state_backend"]
+__all__ = [
+    "LAYOUT_FILE",
+    "STATE_URL",
+    "Hint",
+    "StateBackend",
+    "VersionIndex",
+    "check_layout",
+    "check_state_url",
+    "state_backend",
+]
+
+#: The layout record of an operator's state, beside its shards and commit marker.
+LAYOUT_FILE = "_layout.json"
 
 #: Where keyed state lives (``streamscale run --state-url``, ``run_job``/``run_graph``'s
 #: ``state_url``); read by :func:`state_backend`.
@@ -108,6 +120,54 @@ class VersionIndex:
         for g in written:
             prev = hints[g]
             self._v[g] = ([prev] if prev[0] >= 0 else []) + [(batch, attempt)]
+
+
+def check_layout(backend: StateBackend, operator: str, executors: int, shards: int) -> None:
+    """Check that ``operator``'s state was written under this run's layout, or record it.
+
+    The layout is the key hashes (:data:`~streamscale.runtime.spark.routing.HASH_SCHEME`),
+    ``E`` and ``Z``: under any other, keys hash to other shards and their state would be
+    read as empty. Without a record and without shard state, the record is written
+    (atomically, through the backend); a backend that keeps no records is not checked.
+
+    Raises
+    ------
+    StreamscaleError
+        The record differs from this run's layout, or shard state exists without a
+        record (written before layouts were recorded); one line naming the operator
+        and what differs.
+    """
+    from streamscale.runtime.spark.routing import HASH_SCHEME
+
+    read = getattr(backend, "layout", None)
+    if read is None:
+        return
+    want: dict[str, Any] = {"hash": HASH_SCHEME, "executors": executors, "shards": shards}
+    have = read(operator)
+    item = f"operator {operator}"
+    if have is None:
+        if backend.has_shards(operator):  # type: ignore[attr-defined]
+            raise StreamscaleError(
+                "shard state has no layout record (written before layouts were recorded, "
+                f"under other key hashes than {HASH_SCHEME}); reading it with E={executors}, "
+                f"Z={shards} would look for keys in the wrong shards: move it away to start "
+                "from an empty state",
+                item=item,
+            )
+        backend.write_layout(operator, want)  # type: ignore[attr-defined]
+        return
+    label = {"hash": "key hashes", "executors": "E", "shards": "Z"}
+    diffs = [
+        f"{label[k]} {have.get(k)!r} in the state, {want[k]!r} in this run"
+        for k in ("hash", "executors", "shards")
+        if have.get(k) != want[k]
+    ]
+    if diffs:
+        raise StreamscaleError(
+            "state was written under another layout (" + "; ".join(diffs) + "); its keys "
+            "would be read from the wrong shards",
+            item=item,
+        )
 
 
 _TRUE = {"1", "true", "yes", "on"}

@@ -2,7 +2,8 @@
 
 The layout and the protocol are those of
 :class:`~streamscale.runtime.spark.state.LocalStateBackend`
-(``<prefix>/<operator>/<shard>/<version>.pkl`` and ``<operator>/_committed``);
+(``<prefix>/<operator>/<shard>/<version>.pkl``, ``<operator>/_committed`` and
+``<operator>/_layout.json``);
 only the four file primitives differ. A single object PUT is atomic on an
 object store, so a version or commit marker is either wholly there or absent
 and a crash between writing state and committing leaves the previous version
