@@ -192,10 +192,10 @@ def run_one(master: str, policy: str, alpha: float, args: argparse.Namespace) ->
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help="60 s per run instead of 120 s.")
+    ap.add_argument("--quick", action="store_true", help="90 s per run instead of 150 s.")
     ap.add_argument(
         "--warmup-s", type=float, default=None,
-        help="Unscored start of each run (default: 30 s, 20 s with --quick).",
+        help="Unscored start of each run (default: 60 s, 45 s with --quick).",
     )  # fmt: skip
     ap.add_argument("--alphas", default="1.0")
     ap.add_argument("--policies", default="static,elastic")
@@ -222,9 +222,9 @@ def main(argv: list[str] | None = None) -> int:
         "--pin", action="store_true", help="Pin each unit's task to its node's executor."
     )
     args = ap.parse_args(argv)
-    args.duration = 60.0 if args.quick else 120.0
-    if args.warmup_s is None:
-        args.warmup_s = 20.0 if args.quick else 30.0
+    args.duration = 90.0 if args.quick else 150.0
+    if args.warmup_s is None:  # elastic reaches its 16 tasks and executors in about 60 s
+        args.warmup_s = 45.0 if args.quick else 60.0
     alphas = [float(a) for a in args.alphas.split(",") if a.strip()]
     policies = [p.strip() for p in args.policies.split(",") if p.strip()]
     d = Path(tempfile.mkdtemp(prefix="streamscale-skew-cluster-"))
