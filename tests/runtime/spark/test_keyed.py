@@ -82,8 +82,22 @@ def _good(pdf: pd.DataFrame) -> pd.DataFrame:
     return pdf[ok].sort_values("seq")
 
 
+@pytest.fixture(params=[None, 37], ids=["one-arrow-batch", "arrow-batches-of-37"])
+def arrow_batch(spark, request):
+    """Rows per Arrow batch: Spark's default, or small so each reduce task gets many
+    chunks, dead letters among them."""
+    key = "spark.sql.execution.arrow.maxRecordsPerBatch"
+    before = spark.conf.get(key)
+    if request.param is not None:
+        spark.conf.set(key, str(request.param))
+    yield request.param
+    spark.conf.set(key, before)
+
+
 @pytest.mark.spark
-def test_calculator_state_outputs_and_dead_letters_match_pandas(spark, tmp_path: Path) -> None:
+def test_calculator_state_outputs_and_dead_letters_match_pandas(
+    spark, arrow_batch, tmp_path: Path
+) -> None:
     from pyspark.sql import types as T
 
     backend = LocalStateBackend(tmp_path / "state")

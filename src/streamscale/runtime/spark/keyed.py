@@ -49,6 +49,7 @@ import pandas as pd
 from streamscale.errors import StreamscaleError
 from streamscale.runtime.spark.hashing import murmur3_long, partition_keys
 from streamscale.runtime.spark.keyed_map import (
+    DEAD,
     INTERNAL,
     ORDER,
     PART,
@@ -296,9 +297,15 @@ def _reduce_side(
 
         index = TaskContext.get().partitionId()
         chunks = [f for f in frames if len(f)]
+        # The dead-letter reasons are almost all null: pandas' concat tests an all-null
+        # object column value by value (0.3 s per 200,000 rows), numpy joins it at once.
+        split = len(chunks) > 1 and all(DEAD in f.columns for f in chunks)
+        reasons = [f.pop(DEAD).to_numpy(dtype=object) for f in chunks] if split else []
         df = pd.concat(chunks, ignore_index=True) if len(chunks) > 1 else (
             chunks[0] if chunks else pd.DataFrame()
         )  # fmt: skip
+        if split:
+            df[DEAD] = np.concatenate(reasons)
         t_task, cpu0 = time.perf_counter(), time.process_time()
         if len(df) and not (df[PART].to_numpy() == index).all():
             raise StreamscaleError(
