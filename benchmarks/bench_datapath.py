@@ -16,6 +16,17 @@ Spark with 2 cores. One JSON line per path with ``"bench": "datapath"``,
 * ``spark-native``: ``applyInPandasWithState`` (:func:`~streamscale.runtime.spark.native.run_native`)
   over the streaming generator source, throughput after its first batch.
 
+Two reference lines per α place those figures (they keep no state between batches, so
+they are not baselines of a stateful operator):
+
+* ``spark-pandas``: Spark's own grouped Python path, ``groupBy(key).applyInPandas``,
+  running the same calculator function per key group (a fresh state per group), one
+  output row per input row like the keyed stage, written to the ``noop`` sink: what a
+  keyed Python function costs in Spark without any state kept;
+* ``spark-sql-window``: the calculator's outputs in Spark SQL alone (running
+  ``count`` and ``sum`` per key over arrival order, a window function), one output
+  row per input row, written to the ``noop`` sink.
+
 With ``--dags``, one line per Spark DAG example (``examples/spark-*.yaml``:
 ``"path": "dag"``, ``example``, ``rows_per_s`` = rows into the first keyed operator per
 second of batch time after the first batch (source tuples times the fan-in, e.g. 4×
@@ -104,6 +115,31 @@ def _keyed(df: Any, n: int, pmap: PartitionMap, root: Path, repeat: int) -> list
     return times
 
 
+def _noop_times(out: Any, repeat: int) -> list[float]:
+    """Seconds of each of ``repeat`` runs of ``out`` into the ``noop`` sink, after a warm-up."""
+    times = []
+    for i in range(repeat + 1):
+        t0 = time.perf_counter()
+        out.write.format("noop").mode("overwrite").save()
+        if i:
+            times.append(time.perf_counter() - t0)
+    return times
+
+
+def _references(df: Any) -> dict[str, Any]:
+    """The reference paths' outputs over ``df``: one row per input row, no state kept."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    schema = "key string, count long, sum double"
+    grouped = df.groupBy("key").applyInPandas(lambda pdf: calculator(pdf, {}), schema)
+    w = Window.partitionBy("key").orderBy("seq").rowsBetween(Window.unboundedPreceding, 0)
+    window = df.select(
+        "key", F.count("*").over(w).alias("count"), F.sum("value").over(w).alias("sum")
+    )
+    return {"spark-pandas": grouped, "spark-sql-window": window}
+
+
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
 
@@ -172,14 +208,11 @@ def main() -> None:
                 t = statistics.median(_keyed(df, n, pmap, Path(tmp), args.repeat))
             _emit(path=name, alpha=alpha, rows=n, seconds=round(t, 3), rows_per_s=round(n / t))
         agg = df.groupBy("key").agg(F.count("*").alias("count"), F.sum("value").alias("sum"))
-        times = []
-        for i in range(args.repeat + 1):
-            t0 = time.perf_counter()
-            agg.write.format("noop").mode("overwrite").save()
-            if i:
-                times.append(time.perf_counter() - t0)
-        t = statistics.median(times)
+        t = statistics.median(_noop_times(agg, args.repeat))
         _emit(path="spark-sql", alpha=alpha, rows=n, seconds=round(t, 3), rows_per_s=round(n / t))
+        for name, out in _references(df).items():
+            t = statistics.median(_noop_times(out, args.repeat))
+            _emit(path=name, alpha=alpha, rows=n, seconds=round(t, 3), rows_per_s=round(n / t))
         df.unpersist()
         m = args.native_rows
         nopts = {**opts, "rate": "1e9", "start_time": "0", "total": str(3 * m)}
