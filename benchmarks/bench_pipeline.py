@@ -6,7 +6,14 @@ Runs generator → keyed calculator (10 K keys, 1 ms mean cost per tuple,
 shuffles per minute, all in one run on one machine, and prints one JSON line
 per configuration (``"bench": "pipeline"``) with ``policy``, ``alpha``,
 ``omega``, ``throughput`` (tuples/s after the warm-up batch), ``p50_ms``,
-``p99_ms`` and ``efficiency`` (throughput ÷ cores ÷ mean per-tuple cost).
+``p99_ms`` and ``efficiency`` (throughput ÷ cores ÷ mean per-tuple cost),
+``trigger_s``, ``rows_per_batch`` (a batch takes at most one trigger interval of the
+offered rate) and ``overhead_s_per_batch``: the median, over the batches after the
+first, of the time since the previous batch ended minus the tasks' summed busy time ÷
+cores — what a batch costs besides its tuples' work spread evenly on the cores
+(Spark's per-batch work: offsets, query planning, two jobs; the driver's; the tasks'
+imbalance). ``efficiency`` at most ``work ÷ (work + overhead)`` per batch, so longer
+triggers (``--trigger``) amortize it.
 Then one ``"bench": "pipeline_ratio"`` line per (α, ω) comparing ``elastic``'s
 throughput with ``static``'s and ``spark-native``'s, and one
 ``"bench": "pipeline_efficiency"`` line with the median efficiency of
@@ -26,6 +33,7 @@ Run: ``.venv/bin/python benchmarks/bench_pipeline.py [--quick] [--duration S]
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import math
 import shutil
@@ -46,6 +54,12 @@ def _emit(line: dict[str, Any]) -> None:
         k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in line.items()
     }
     print(json.dumps(clean), flush=True)
+
+
+def _overhead(records: Any, cores: int) -> float | None:
+    """Median of (time since the previous batch ended − busy ÷ cores) after the first batch."""
+    gaps = [cur.time - prev.time - cur.busy_s / cores for prev, cur in itertools.pairwise(records)]
+    return round(statistics.median(gaps), 3) if gaps else None
 
 
 def main() -> None:
@@ -94,6 +108,11 @@ def main() -> None:
                     else:
                         r = o.result
                         line.update(
+                            trigger_s=args.trigger,
+                            rows_per_batch=round(statistics.mean(x.rows for x in r.records[1:]))
+                            if len(r.records) > 1
+                            else None,
+                            overhead_s_per_batch=_overhead(r.records, cores),
                             throughput=round(r.throughput, 1),
                             p50_ms=round(r.p50_ms, 1),
                             p99_ms=round(r.p99_ms, 1),

@@ -72,7 +72,8 @@ class DemoConfig:
     instances: int | None = None
     shards: int = 64
     trigger_s: float = 2.0
-    batch_cap_s: float = 2.0
+    #: rows per batch at most ``rate × batch_cap_s`` (None: one trigger interval's worth)
+    batch_cap_s: float | None = None
     seed: int = 7
     params: Mapping[str, Any] = field(default_factory=dict)
 
@@ -83,6 +84,8 @@ class DemoConfig:
             raise StreamscaleError("must be > 0", item="--duration")
         if self.rate is not None and self.rate <= 0:
             raise StreamscaleError("must be > 0", item="--rate")
+        if self.batch_cap_s is not None and self.batch_cap_s <= 0:
+            raise StreamscaleError("must be > 0", item="batch_cap_s")
 
     @property
     def batches(self) -> int:
@@ -97,6 +100,13 @@ class DemoConfig:
     def wall_cap_s(self) -> float:
         """Wall-time cap per policy, for a run whose batches fall far behind the trigger."""
         return 4.0 * self.duration_s + 120.0
+
+    @property
+    def cap_s(self) -> float:
+        """Seconds of offered tuples a batch takes at most (one trigger interval by default)."""
+        if self.batch_cap_s is not None:
+            return self.batch_cap_s
+        return self.trigger_s if self.trigger_s > 0 else 2.0
 
     def executors_for(self, cores: int) -> int:
         """Elastic executors of the calculator: ``instances`` or one per core."""
@@ -122,7 +132,7 @@ def microbench_job(config: DemoConfig, cores: int) -> Job:
         "seed": str(config.seed),
         "partitions": str(max(cores, 1)),
         # A bounded batch keeps a saturated run from snowballing into ever larger batches.
-        "max_rows_per_batch": str(max(int(rate * config.batch_cap_s), 1)),
+        "max_rows_per_batch": str(max(int(rate * config.cap_s), 1)),
     }
     return Job.simple(
         "calc",
