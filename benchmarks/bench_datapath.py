@@ -44,6 +44,7 @@ Run: ``.venv/bin/python benchmarks/bench_datapath.py [--rows N] [--repeat R]``.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import statistics
@@ -160,7 +161,8 @@ def _dag_lines(spark: Any, rows: int, batches: int) -> None:
                 op = Operator(name=op.name, kind="source", params=params)
             ops.append(op)
         graph = JobGraph.build(Topology.build(base.name, ops, list(base.edges)))
-        with tempfile.TemporaryDirectory() as tmp:
+        # Console sinks (the star's `show`) print on the driver: keep stdout JSON lines only.
+        with tempfile.TemporaryDirectory() as tmp, contextlib.redirect_stdout(sys.stderr):
             res = run_graph(spark, graph, duration_s=900, checkpoint=Path(tmp) / "ck",
                             out=Path(tmp), max_batches=batches)  # fmt: skip
         scored = res.batches[1:]
