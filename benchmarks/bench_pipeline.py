@@ -39,10 +39,12 @@ import math
 import shutil
 import statistics
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from streamscale.runtime.spark.demo import DemoConfig, run_demo
+from streamscale.runtime.spark.metrics import BatchRecord
 
 ALPHAS = (0.5, 1.0)
 OMEGAS = (0.0, 2.0, 8.0)
@@ -56,7 +58,7 @@ def _emit(line: dict[str, Any]) -> None:
     print(json.dumps(clean), flush=True)
 
 
-def _overhead(records: Any, cores: int) -> float | None:
+def _overhead(records: Sequence[BatchRecord], cores: int) -> float | None:
     """Median of (time since the previous batch ended − busy ÷ cores) after the first batch."""
     gaps = [cur.time - prev.time - cur.busy_s / cores for prev, cur in itertools.pairwise(records)]
     return round(statistics.median(gaps), 3) if gaps else None

@@ -46,6 +46,8 @@ __all__ = [
 ]
 
 DEFAULT_POLICIES: tuple[str, ...] = ("elastic", "static", "rc", "naive-ec", NATIVE_POLICY)
+#: seconds of offered tuples a batch takes at most when batches run back to back (trigger 0)
+_UNTRIGGERED_CAP_S = 2.0
 
 
 @dataclass(frozen=True)
@@ -106,7 +108,7 @@ class DemoConfig:
         """Seconds of offered tuples a batch takes at most (one trigger interval by default)."""
         if self.batch_cap_s is not None:
             return self.batch_cap_s
-        return self.trigger_s if self.trigger_s > 0 else 2.0
+        return self.trigger_s if self.trigger_s > 0 else _UNTRIGGERED_CAP_S
 
     def executors_for(self, cores: int) -> int:
         """Elastic executors of the calculator: ``instances`` or one per core."""
