@@ -11,7 +11,15 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-__all__ = ["bucket_totals", "count_keys", "enrich", "odd_only", "project", "rank_in_key"]
+__all__ = [
+    "bucket_totals",
+    "count_keys",
+    "enrich",
+    "odd_only",
+    "project",
+    "rank_in_key",
+    "tier",
+]
 
 
 def enrich(df: pd.DataFrame, *, buckets: int = 5) -> pd.DataFrame:
@@ -89,3 +97,9 @@ def count_keys(rows: pd.DataFrame, state: dict[Any, Any]) -> pd.DataFrame:
     return pd.DataFrame(
         {"key": keys, "count": np.asarray([counts[k] for k in keys], dtype=np.int64)}
     )
+
+
+def tier(df: pd.DataFrame, *, size: int = 100) -> pd.DataFrame:
+    """Keep ``key`` and ``count`` and add ``tier = count // size`` (a stage after a keyed one)."""
+    count = df["count"].to_numpy(dtype=np.int64)
+    return pd.DataFrame({"key": df["key"], "count": count, "tier": count // size})
