@@ -314,7 +314,8 @@ def _plot(path: Path, outcomes: Sequence[PolicyOutcome], limit: float | None) ->
     if limit:
         ax1.axhline(limit, color="grey", linestyle="--", linewidth=1, label="physical limit")
     ax1.set_ylabel("throughput (tuples/s)")
-    ax1.legend(loc="best", fontsize="small")
+    if ax1.get_legend_handles_labels()[0]:  # no policy ran and no limit: nothing to name
+        ax1.legend(loc="best", fontsize="small")
     ax2.set_ylabel("p99 latency (ms)")
     ax2.set_yscale("log")
     ax2.set_xlabel("time since the policy's warm-up batch ended (s)")
