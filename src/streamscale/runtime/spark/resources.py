@@ -147,6 +147,8 @@ class ExecutorResources:
     pin: bool = True
     target: int = 0
     requested_at: float | None = None
+    #: every total asked of the cluster manager: ``(epoch seconds, executors)``, for billing
+    requests: list[tuple[float, int]] = field(default_factory=list)
     added: int = 0
     released: int = 0
     slots: dict[str, str] = field(default_factory=dict)
@@ -222,6 +224,20 @@ class ExecutorResources:
             raise StreamscaleError(f"the cluster manager refused {n} executors", item="executors")
         self.target = n
         self.requested_at = self.clock()
+        self.requests.append((time.time(), n))
+
+    def scale_to(self, n: int) -> list[str]:
+        """Hold ``n`` executors (within the bounds) while no batch runs: request more, or
+        release the newest beyond ``n``; returns the executors released."""
+        n = max(self.min_executors, min(self.max_executors, n))
+        alive = self.alive()
+        excess = alive[n:][::-1]
+        if excess and self.sc._jsc.sc().killExecutors(self.sc._jvm.PythonUtils.toSeq(excess)):
+            self.released += len(excess)
+        else:
+            excess = []
+        self._set(n)
+        return excess
 
     def apply(self, plan: Plan, now: float) -> Mapping[str, Any]:
         alive = self.alive()
