@@ -31,15 +31,23 @@ def _commit() -> str:
         return "unknown"
 
 
+def _script() -> str:
+    try:
+        return str(Path(sys.argv[0]).resolve().relative_to(RESULTS.parents[1]))
+    except ValueError:
+        return sys.argv[0]
+
+
 def record(bench: str, line: dict[str, Any], *, argv: list[str]) -> dict[str, Any]:
-    """``line`` with ``commit``, ``cores``, ``load_avg``, ``command`` and ``utc`` added,
-    appended to ``benchmarks/results/<bench>.jsonl``; returns the line as written."""
+    """``line`` with ``commit``, ``cores``, ``load_avg``, ``command`` (the running script
+    and ``argv``, its arguments) and ``utc`` added, appended to
+    ``benchmarks/results/<bench>.jsonl``; returns the line as written."""
     full = {
         **line,
         "commit": _commit(),
         "cores": os.cpu_count(),
         "load_avg": [round(x, 2) for x in os.getloadavg()],
-        "command": " ".join(shlex.quote(a) for a in [Path(sys.executable).name, *argv]),
+        "command": " ".join(shlex.quote(a) for a in ["python", _script(), *argv]),
         "utc": datetime.now(UTC).isoformat(timespec="seconds"),
     }
     RESULTS.mkdir(parents=True, exist_ok=True)

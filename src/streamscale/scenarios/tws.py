@@ -24,7 +24,14 @@ from pyspark.sql.types import DoubleType, LongType, StructField, StructType
 
 from streamscale.runtime.spark.functions import COST_KINDS, calculator
 
-__all__ = ["OUTPUT_SCHEMA", "ROCKSDB_CONF", "CalculatorProcessor", "calculator_query"]
+__all__ = [
+    "OUTPUT_SCHEMA",
+    "ROCKSDB_CONF",
+    "CalculatorProcessor",
+    "calculator_group_state",
+    "calculator_query",
+    "group_state_query",
+]
 
 #: Spark's RocksDB state store with changelog checkpointing (Spark ≥ 3.4)
 ROCKSDB_CONF = {
@@ -88,4 +95,36 @@ def calculator_query(
         outputStructType=OUTPUT_SCHEMA,
         outputMode="Update",
         timeMode="None",
+    )
+
+
+def calculator_group_state(cost_kind: str = "cpu") -> Any:
+    """The calculator as a user writes it for ``applyInPandasWithState``: the key's
+    ``(count, sum)`` in the group state, one output row per input row."""
+
+    def run(key: Any, frames: Iterator[pd.DataFrame], state: Any) -> Iterator[pd.DataFrame]:
+        df = pd.concat(list(frames), ignore_index=True)
+        if "seq" in df.columns:
+            df = df.sort_values("seq", kind="stable", ignore_index=True)
+        k = key[0]
+        acc: dict[Any, Any] = {}
+        if state.exists:
+            count, total = state.get
+            acc[k] = [int(count), float(total)]
+        out = calculator(df, acc, cost_kind=cost_kind)
+        state.update((int(acc[k][0]), float(acc[k][1])))
+        yield out
+
+    return run
+
+
+def group_state_query(stream: Any, *, cost_kind: str = "cpu", key: str = "key") -> Any:
+    """``stream.groupBy(key).applyInPandasWithState`` of the calculator, update mode, no
+    timeout (Spark's default state store)."""
+    return stream.groupBy(key).applyInPandasWithState(
+        calculator_group_state(cost_kind),
+        OUTPUT_SCHEMA,
+        "count long, sum double",
+        "update",
+        "NoTimeout",
     )
