@@ -214,7 +214,10 @@ def _drive(
     deadline = time.time() + cfg.duration_s
     window: deque[tuple[float, int, float, int]] = deque(maxlen=st.window_batches)
     seen, last_busy = 0, 0.0
-    restart_s, calm_until = st.restart_s, 0.0
+    # as Flink's autoscaler after a job (re)start: no decision within the stabilization
+    # interval, and the first batch of each run (start-up, recovery) is not a sample
+    restart_s, calm_until = st.restart_s, time.time() + st.stabilization_s
+    first_of_run = True
     pending: dict[str, Any] | None = None  # the last rescale, until its first batch
     while time.time() < deadline:
         if query.exception() is not None:
@@ -226,7 +229,9 @@ def _drive(
         for e in new:
             b = float(busy.value)
             end = e.end_offset.get("seq", 0) if isinstance(e.end_offset, dict) else 0
-            window.append((e.end_s, e.rows, b - last_busy, int(end)))
+            if not first_of_run:
+                window.append((e.end_s, e.rows, b - last_busy, int(end)))
+            first_of_run = False
             last_busy = b
             on_batch({"policy": "restart-ds2", "batch": e.batch_id, "rows": e.rows,
                       "executors": len(resources.alive()), "partitions": p})  # fmt: skip
@@ -256,6 +261,7 @@ def _drive(
         query = pending.pop("query")
         p = pending["applied"]
         window.clear()
+        first_of_run = True
         calm_until = time.time() + st.stabilization_s
     query.stop()
     if pending is not None:
