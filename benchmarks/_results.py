@@ -14,6 +14,9 @@ from pathlib import Path
 from typing import Any
 
 RESULTS = Path(__file__).resolve().parent / "results"
+#: One benchmark process is one run: every line it records carries the same ``run``
+#: (its start time), so tables quote one run's lines together, never a mix of runs.
+RUN = datetime.now(UTC).isoformat(timespec="seconds")
 
 
 def _commit() -> str:
@@ -41,9 +44,11 @@ def _script() -> str:
 def record(bench: str, line: dict[str, Any], *, argv: list[str]) -> dict[str, Any]:
     """``line`` with ``commit``, ``cores``, ``load_avg``, ``command`` (the running script
     and ``argv``, its arguments) and ``utc`` added, appended to
-    ``benchmarks/results/<bench>.jsonl``; returns the line as written."""
+    ``benchmarks/results/<bench>.jsonl``; returns the line as written. ``run`` names the
+    process that recorded it (:data:`RUN`)."""
     full = {
         **line,
+        "run": RUN,
         "commit": _commit(),
         "cores": os.cpu_count(),
         "load_avg": [round(x, 2) for x in os.getloadavg()],

@@ -28,6 +28,9 @@ Python path, ``groupBy(key).applyInPandas`` of the calculator) and ``spark-sql-w
 With ``--dags``, one line per Spark DAG example instead (``"path": "dag"``, rows into the
 first keyed operator per second of batch time, ``static`` policy).
 
+Then one ``"figure": "ratios"`` line per α: ``elastic_over`` — elastic's rows/s over each
+other path's, from the same run.
+
 Lines are appended to ``benchmarks/results/datapath.jsonl``.
 
 Run: ``.venv/bin/python benchmarks/bench_datapath.py [--quick] [--rows N] [--batches B]``.
@@ -54,6 +57,7 @@ from streamscale.scenarios.spark_log import ProgressLog
 from streamscale.scenarios.tws import ROCKSDB_CONF, calculator_query, group_state_query
 
 E, Z, CORES = 2, 64, 2
+TARGETS = "elastic >= 3x spark-tws and >= 5x spark-native rows/s (zero per-tuple cost)"
 PATHS = ("elastic", "static", "spark-sql", "spark-tws", "spark-native", "spark-pandas",
          "spark-sql-window")  # fmt: skip
 
@@ -186,6 +190,7 @@ def main(argv: list[str] | None = None) -> None:
     provider = "spark.sql.streaming.stateStore.providerClass"
     default_provider = spark.conf.get(provider)
     for alpha in [float(a) for a in args.alphas.split(",")]:
+        rates: dict[str, float] = {}
         opts = {"keys": "10000", "alpha": str(alpha), "cost_ms": "0", "seed": "7"}
         with tempfile.TemporaryDirectory() as tmp:
             src = Path(tmp) / "in"
@@ -202,10 +207,15 @@ def main(argv: list[str] | None = None) -> None:
                 finally:
                     log.detach()
                 t = statistics.median(secs)
+                rates[path] = args.rows / t
                 _emit(argv, path=path, alpha=alpha, rows=args.rows, batches=len(secs),
                       seconds=round(t, 3), rows_per_s=round(args.rows / t),
                       seconds_min=round(min(secs), 3), seconds_max=round(max(secs), 3),
                       harness=HARNESS, cost_ms=0, cores=CORES)  # fmt: skip
+        if "elastic" in rates:
+            _emit(argv, figure="ratios", alpha=alpha, targets=TARGETS, harness=HARNESS,
+                  elastic_over={p: round(rates["elastic"] / r, 3) for p, r in rates.items()
+                                if p != "elastic"})  # fmt: skip
     spark.stop()
 
 
