@@ -63,7 +63,8 @@ WATCH_SETTINGS = Schema(
         "admission",
         float,
         1.0,
-        "a batch admits at most live cores x tuples/s per core x trigger x this (0: no cap)",
+        "a batch admits at most what the live cores process in this x max(trigger, 3 x the "
+        "batches' overhead) (0: no limit)",
         low=0.0,
     ),
     Setting(

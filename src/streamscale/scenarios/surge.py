@@ -209,6 +209,8 @@ class SurgeOutcome:
     spans: list[BatchSpan] = field(default_factory=list)
     executors: list[ExecutorSpan] = field(default_factory=list)
     requests: list[Request] = field(default_factory=list)
+    #: the requests made while a batch ran (epoch seconds)
+    mid_batch: list[float] = field(default_factory=list)
     samples: list[tuple[float, dict[str, float]]] = field(default_factory=list)
     rescales: list[dict[str, Any]] = field(default_factory=list)
     settings: dict[str, Any] = field(default_factory=dict)
@@ -364,6 +366,7 @@ def run_policy(
         _record(outcome, spark, log, sampler)
         if resources is not None:
             outcome.requests = [Request(t, n) for t, n in resources.requests]
+            outcome.mid_batch = [t for t, _ in resources.mid_batch]
     except StreamscaleError as exc:
         outcome.error = str(exc)
     finally:

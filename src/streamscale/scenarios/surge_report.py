@@ -6,15 +6,17 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from streamscale.scenarios.surge_score import reaction, timeline
+from streamscale.scenarios.surge_score import reaction, timeline, up_requests
 
 __all__ = ["markdown", "plot_surge"]
 
 
 def plot_surge(path: Path, outcomes: Sequence[Any], cfg: Any) -> None:
     """Executors, offered vs committed rate and p99 over the generator's clock, one line
-    per policy; the surge's start, and for each policy its first request for more
-    executors (▲), their arrival (●) and their first second of tasks (■)."""
+    per policy; the surge's start, and for each policy every request for more executors
+    during the surge (▲; filled when made while a batch ran — the decision and the
+    request are the same instant), the first executor's arrival (●) and its first
+    second of tasks (■)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -30,7 +32,13 @@ def plot_surge(path: Path, outcomes: Sequence[Any], cfg: Any) -> None:
         axes[1].plot(t, [r["input_rate"] for r in rows], marker=".", label=o.policy)
         axes[2].plot(t, [r["p99_ms"] for r in rows], marker=".", label=o.policy)
         marks = reaction(o, cfg)
-        for key, marker in (("decision_s", "^"), ("arrival_s", "o"), ("tasks_s", "s")):
+        top = max(r["executors"] for r in rows) + 0.6
+        mid = set(getattr(o, "mid_batch", []))
+        for t_req in up_requests(o, cfg):  # every request up during the surge
+            axes[0].plot([t_req - o.t0], [top], marker="^", linestyle="none",
+                         color=line.get_color(),
+                         fillstyle="full" if t_req in mid else "none")  # fmt: skip
+        for key, marker in (("arrival_s", "o"), ("tasks_s", "s")):
             if marks[key] is not None:
                 x = cfg.surge_at + marks[key]
                 axes[0].plot([x], [max(r["executors"] for r in rows) + 0.3], marker=marker,
@@ -52,7 +60,7 @@ def plot_surge(path: Path, outcomes: Sequence[Any], cfg: Any) -> None:
     axes[0].set_title(
         f"surge {base:g} → {base * cfg.peak_factor:g} → {base:g} t/s, "
         f"{cfg.cost_ms:g} ms per tuple waited (cost_kind wall: emulated cores); "
-        "▲ request ● arrival ■ tasks",
+        "▲ request (filled: while a batch ran) ● arrival ■ tasks",
         fontsize="small",
     )
     for ax in axes:

@@ -31,7 +31,7 @@ from streamscale.scenarios.scoring import (
     score_tuples,
 )
 
-__all__ = ["alive_at", "reaction", "summarize_surge", "timeline"]
+__all__ = ["alive_at", "reaction", "summarize_surge", "timeline", "up_requests"]
 
 #: task time (ms) an added executor must have run to count as working (warm-up tasks
 #: that start its Python workers take milliseconds)
@@ -48,6 +48,20 @@ def _emit_fn(o: Any, cfg: Any) -> Any:
 def alive_at(executors: list[ExecutorSpan], t: float) -> int:
     """Executors alive at epoch time ``t``."""
     return sum(1 for e in executors if e.added_s <= t and (e.removed_s is None or e.removed_s > t))
+
+
+def up_requests(o: Any, cfg: Any) -> list[float]:
+    """Epoch times of the requests for more executors than the previous request, from the
+    surge's start to its end (one, for a policy that meets a step in one step)."""
+    at, end = o.t0 + cfg.surge_at, o.t0 + cfg.surge_at + cfg.phase_s
+    prev = max((r.total for r in o.requests if r.t_s <= at), default=0)
+    out = []
+    for r in o.requests:
+        if at < r.t_s <= end and r.total > prev:
+            out.append(r.t_s)
+        if r.t_s > at:
+            prev = r.total
+    return out
 
 
 def reaction(o: Any, cfg: Any) -> dict[str, float | None]:
@@ -130,6 +144,8 @@ def summarize_surge(o: Any, cfg: Any) -> dict[str, Any]:
         "batches": n_batches,
         "window_s": w[1] - w[0],
         **{f"reaction_{k}": v for k, v in react.items()},
+        "surge_requests": len(up_requests(o, cfg)),
+        "mid_batch_requests": len(getattr(o, "mid_batch", [])),
         **({"rescales": _rescales(o, emit)} if o.rescales else {}),
     }
 

@@ -82,15 +82,15 @@ res.settle(120)
 log = ProgressLog().attach(spark)
 job = Job.simple("calc", calculator, source_options=opts, instances=2, shards=8, trigger_s=1.0,
                  params={"cost_kind": "wall"})
-out = run_job(spark, job, policy="elastic", duration_s=400, checkpoint=work / "ckpt",
-              resources=res, max_batches=int(sys.argv[4]),
+out = run_job(spark, job, policy="elastic", duration_s=float(sys.argv[4]),
+              checkpoint=work / "ckpt", resources=res,
               params={"latency_target_ms": 1000.0, "catch_up_s": 3.0, "startup_s": 3.0})
-batches = [(e.start_s, e.start_s + e.trigger_ms / 1000.0) for e in log.settle()]
+spans = [(b.end_s, b.start_seq, b.end_seq) for b in log.seq_spans()]
 state = {}
 for shard_state in LocalStateBackend(work / "ckpt" / "state").load_all("calc").values():
     state.update(shard_state)
 mid = [r.extra.get("mid_batch_requests") for r in out.records]
-print("RESULT " + json.dumps({"requests": res.requests, "batches": batches, "mid": mid,
+print("RESULT " + json.dumps({"mid_batch": res.mid_batch, "spans": spans, "mid": mid,
                               "rows": sum(r.rows for r in out.records),
                               "state": {k: list(v) for k, v in state.items()}}))
 spark.stop()
@@ -115,27 +115,32 @@ def test_a_surge_gets_executors_while_a_batch_runs_and_state_stays_exact(
 ) -> None:
     from streamscale.runtime.spark.sources import generate
 
-    # 30 t/s for 6 s, then 400 t/s (20 ms each, waited): one core serves 50 t/s
+    # 10 t/s for 30 s (the batches learn the per-core rate), then 400 t/s (20 ms each,
+    # waited): one core serves 50 t/s; the query runs 75 s, and every tuple it committed
+    # is in the state exactly once
     opts = {"keys": "40", "alpha": "1.0", "cost_ms": "20", "seed": "5",
-            "schedule": "0:30,6:400", "total": "3000"}  # fmt: skip
+            "schedule": "0:10,30:400", "total": "5000"}  # fmt: skip
     script = tmp_path / "job.py"
     script.write_text(_JOB)
     proc = subprocess.run(
-        [sys.executable, str(script), loopback, str(tmp_path), json.dumps(opts), "40"],
+        [sys.executable, str(script), loopback, str(tmp_path), json.dumps(opts), "75"],
         capture_output=True, text=True, timeout=600,
         env={**os.environ, "PYSPARK_PYTHON": sys.executable},
     )  # fmt: skip
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")]
     assert proc.returncode == 0 and lines, proc.stderr[-3000:]
     got = json.loads(lines[-1][len("RESULT ") :])
-    mid = [n for batch in got["mid"] for n in (batch or [])]
-    assert mid, got["mid"]  # the watch asked between boundaries
-    asked = [t for t, n in got["requests"] if n in mid]
-    inside = [t for t in asked if any(a < t < b for a, b in got["batches"])]
-    assert inside, (asked, got["batches"])  # ... while a batch was running (Spark's own times)
-    want = generate(opts, 0, 3000).groupby("key")["value"].agg(["count", "sum"])
+    assert any(got["mid"]) and got["mid_batch"], got["mid"]  # the watch asked ...
+    # ... before the first batch that took surge tuples (seq >= 300) ended: the request did
+    # not wait for that batch's boundary (batch end times are Spark's own)
+    first_surge_end = min(end for end, _, hi in got["spans"] if hi > 300)
+    assert got["mid_batch"][0][0] < first_surge_end, (got["mid_batch"], got["spans"])
+    rows = got["rows"]
+    # the batches streamscale committed (the last may end after Spark's last progress event)
+    assert rows >= max(hi for _, _, hi in got["spans"]) > 300
+    want = generate(opts, 0, rows).groupby("key")["value"].agg(["count", "sum"])
     state = got["state"]
-    assert got["rows"] == 3000 and set(state) == set(want.index)
+    assert set(state) == set(want.index)
     for key, (count, total) in state.items():
         assert count == want.loc[key, "count"]
         assert total == pytest.approx(want.loc[key, "sum"])

@@ -163,6 +163,8 @@ class ExecutorResources:
     startups: deque[float] = field(default_factory=lambda: deque(maxlen=32))
     #: executors that arrived: ``(epoch seconds, executor id)``, for the timeline
     arrivals: list[tuple[float, str]] = field(default_factory=list)
+    #: requests made between batch boundaries: ``(epoch seconds, executors)``
+    mid_batch: list[tuple[float, int]] = field(default_factory=list)
     _seen: set[str] = field(default_factory=set)
     _arrived: set[str] = field(default_factory=set)
     _waiting: deque[float] = field(default_factory=deque)  # request times, oldest first
@@ -266,6 +268,7 @@ class ExecutorResources:
                 return False
             self.floor, self.floor_until = n, self.clock() + hold_s
             self._set(n)
+            self.mid_batch.append((time.time(), n))
             return True
 
     def observe_arrivals(self) -> list[str]:

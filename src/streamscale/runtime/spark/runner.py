@@ -375,10 +375,11 @@ def run_job(
             if resources is not None:
                 extra["cost_kind"] = job.cost_kind
             if watch is not None:
-                busy = sum(t.busy_s for t in stats.tasks)
-                if stats.rows > 0 and busy > 0:
-                    watch.live.service_rate = stats.rows / busy
-                watch.live.planned_cores = realizer.current().allocation.total
+                watch.live.observe(
+                    rows=stats.rows, busy_s=sum(t.busy_s for t in stats.tasks),
+                    cycle_s=now - last_end[0], planned_cores=realizer.current().allocation.total,
+                    longest_s=max((t.busy_s for t in stats.tasks), default=0.0),
+                )  # fmt: skip
                 extra["admission_limit"] = watch.update_admission()
                 extra["mid_batch_requests"] = [r[1] for r in watch.requests[seen_requests[0] :]]
                 seen_requests[0] = len(watch.requests)

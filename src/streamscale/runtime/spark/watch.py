@@ -15,8 +15,10 @@ from __future__ import annotations
 import json
 import math
 import os
+import statistics
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -89,18 +91,28 @@ def admitted_offset(spark_checkpoint: Path) -> dict[str, Any] | None:
 
 
 def admission_limit(cores: int, service_rate: float | None, trigger_s: float,
-                    factor: float) -> int | None:  # fmt: skip
-    """Tuples one batch may admit: what ``cores`` process in one trigger interval, times
-    ``factor`` (``None``: no limit — factor 0, no rate measured yet, or no trigger).
+                    factor: float, overhead_s: float = 0.0) -> int | None:  # fmt: skip
+    """Tuples one batch may admit: what ``cores`` process in ``factor × max(trigger_s,
+    3 × overhead_s)`` seconds (``None``: no limit — factor 0, no rate measured yet, or no
+    trigger).
+
+    ``overhead_s`` is a batch's time besides its tuples' work (Spark's planning, offsets,
+    the shuffle, the commit). A batch admitting one trigger interval of work would spend
+    most of its time on that overhead when the overhead is seconds, and the limit would
+    cut throughput instead of bounding latency; three overheads of work keep a capped
+    batch at least 3/4 work.
 
     >>> admission_limit(4, 50.0, 2.0, 1.0)
     400
+    >>> admission_limit(4, 50.0, 2.0, 1.0, overhead_s=1.5)  # 4.5 s of work
+    900
     """
     if factor <= 0 or service_rate is None or trigger_s <= 0 or cores < 1:
         return None
     if not math.isfinite(service_rate) or service_rate <= 0:
         return None
-    return max(1, math.ceil(cores * service_rate * trigger_s * factor))
+    window = factor * max(trigger_s, 3.0 * max(0.0, overhead_s))
+    return max(1, math.ceil(cores * service_rate * window))
 
 
 def write_admission(path: Path, limit: int | None) -> None:
@@ -113,10 +125,26 @@ def write_admission(path: Path, limit: int | None) -> None:
 @dataclass
 class Live:
     """What the batch thread tells the watch: the per-core service rate of the last
-    batches and the cores of the plan in force (read by the watch thread)."""
+    batches, the cores of the plan in force and the batches' overhead (read by the watch
+    thread)."""
 
     service_rate: float | None = None
     planned_cores: int = 0
+    overheads: deque[float] = field(default_factory=lambda: deque(maxlen=5))
+
+    def observe(self, *, rows: int, busy_s: float, cycle_s: float, longest_s: float,
+                planned_cores: int) -> None:  # fmt: skip
+        """One finished batch: its tuples, their busy core-seconds, the time since the
+        previous batch ended and its longest task's busy time (what the cycle spent
+        besides that task is the overhead: a skewed task's work is not overhead)."""
+        if rows > 0 and busy_s > 0:
+            self.service_rate = rows / busy_s
+            self.overheads.append(max(0.0, cycle_s - longest_s))
+        self.planned_cores = planned_cores
+
+    @property
+    def overhead_s(self) -> float:
+        return statistics.median(self.overheads) if self.overheads else 0.0
 
 
 @dataclass
@@ -134,6 +162,7 @@ class SourceWatch:
     max_utilization: float = 0.9
     theta: float = 1.0
     admission_file: Path | None = None
+    warm: bool = True
     clock: Callable[[], float] = time.time
     #: mid-batch requests: ``(epoch seconds, executors, reason, figures)``
     requests: list[tuple[float, int, str, dict[str, Any]]] = field(default_factory=list)
@@ -169,7 +198,7 @@ class SourceWatch:
         if self.live.planned_cores > 0:
             cores = min(cores, self.live.planned_cores)
         limit = admission_limit(cores, self.live.service_rate, self.trigger_s,
-                                self.config.admission)  # fmt: skip
+                                self.config.admission, self.live.overhead_s)  # fmt: skip
         if limit != self._limit:
             write_admission(self.admission_file, limit)
             self._limit = limit
@@ -177,7 +206,9 @@ class SourceWatch:
 
     def tick(self) -> None:
         """One sample: arrivals, the admission file, and a request if the load needs one."""
-        self.resources.observe_arrivals()
+        new = self.resources.observe_arrivals()
+        if new and self.warm:
+            self._warm(len(new) * self.resources.cores_per_executor)
         self.update_admission()
         offset = admitted_offset(self.spark_checkpoint)
         if offset is None or not isinstance(offset.get("seq"), int | float):
@@ -209,6 +240,17 @@ class SourceWatch:
             )
         if request is not None and res.request_more(request.executors, hold_s=self.hold_s):
             self.requests.append((now, request.executors, request.reason, request.figures))
+
+    def _warm(self, tasks: int) -> None:
+        """Start the Python workers of executors that just arrived, while the batch runs:
+        a small job whose tasks take the free slots, which are the new executors' (the old
+        ones are busy), so the next batch finds them warm instead of the boundary waiting
+        for them (:attr:`ExecutorResources.warm_new` is off under the watch)."""
+        from streamscale.runtime.spark.operator import warm_up
+
+        sc = self.resources.sc
+        threading.Thread(target=warm_up, args=(sc, tasks), name="streamscale-warm",
+                         daemon=True).start()  # fmt: skip
 
     @property
     def hold_s(self) -> float:
@@ -253,6 +295,8 @@ def make_watch(
     ):
         return None, {}
     resources.standby = config.standby_executors
+    warm = resources.warm_new
+    resources.warm_new = False  # the watch warms arrivals while the batch runs instead
     s = {**SETTINGS.parse({}), **{k: v for k, v in policy_params.items() if k in SETTINGS}}
     admission = checkpoint / "admission" if config.admission > 0 else None
     watch = SourceWatch(
@@ -267,6 +311,7 @@ def make_watch(
         max_utilization=float(s["max_utilization"]),
         theta=float(s["theta"]),
         admission_file=admission,
+        warm=warm,
     )
     if admission is None:
         return watch, {}
