@@ -78,7 +78,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--worker-cores", type=int, default=8)
     ap.add_argument("--executor-cores", type=int, default=SurgeConfig.executor_cores)
-    ap.add_argument("--out", type=Path, default=Path("results/autoscale"))
+    ap.add_argument("--out", type=Path,
+                    default=Path(tempfile.gettempdir()) / "streamscale-autoscale")  # fmt: skip
     args = ap.parse_args(argv)
     slots = args.workers * args.worker_cores
     max_ex = args.workers * (args.worker_cores // args.executor_cores)
