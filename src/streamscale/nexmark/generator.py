@@ -40,6 +40,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -431,10 +432,19 @@ def generate(cfg: GeneratorConfig, lo: int, hi: int) -> Events:
     is_p, is_a = rem < pp, (rem >= pp) & (rem < pp + ap)
     is_b = ~(is_p | is_a)
     return Events(
-        person=_persons(cfg, num[is_p], eid[is_p]),
-        auction=_auctions(cfg, num[is_a], eid[is_a]),
-        bid=_bids(cfg, num[is_b], eid[is_b]),
+        person=_table(_persons, cfg, num, eid, is_p),
+        auction=_table(_auctions, cfg, num, eid, is_a),
+        bid=_table(_bids, cfg, num, eid, is_b),
     )
+
+
+def _table(
+    make: Any, cfg: GeneratorConfig, num: np.ndarray, eid: np.ndarray, sel: np.ndarray
+) -> pd.DataFrame:
+    if sel.any():
+        return make(cfg, num[sel], eid[sel])
+    one = np.zeros(1, dtype=np.int64)  # no such event here: the table's columns, no rows
+    return make(cfg, one, one).iloc[0:0].reset_index(drop=True)
 
 
 def parse_schedule(text: str | Sequence[tuple[float, float]]) -> tuple[tuple[float, float], ...]:
