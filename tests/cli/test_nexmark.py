@@ -39,3 +39,20 @@ def test_bad_input_is_one_line(tmp_path: Path, capsys) -> None:
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 3 and "--events 0" in err[0] and "--rate" in err[1]
     assert "already holds" in err[2]
+
+
+def test_run_refuses_bad_input_before_starting_spark(tmp_path: Path, capsys) -> None:
+    ev = tmp_path / "ev"
+    assert main(["nexmark", "generate", "--events", "100", "--out", str(ev)]) == 0
+    capsys.readouterr()
+    base = ["nexmark", "run", "--events", str(ev), "--out", str(tmp_path / "o")]
+    assert main([*base, "--query", "q9"]) == 2
+    assert main([*base, "--query", "q5", "--engine", "flink"]) == 2
+    assert main([*base, "--query", "q5", "--policy", "nope"]) == 2
+    assert main([*base, "--query", "q5", "--engine", "spark-sql", "--policy", "elastic"]) == 2
+    assert main(["nexmark", "run", "--query", "q1", "--events", str(tmp_path / "missing"),
+                 "--out", str(tmp_path / "o")]) == 2  # fmt: skip
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 5
+    assert [e.split(":")[2].strip() for e in err] == ["q9", "flink", "nope", "elastic",
+                                                       str(tmp_path / "missing")]  # fmt: skip

@@ -11,6 +11,7 @@ from streamscale.nexmark.files import read_events, write_events
 from streamscale.nexmark.generator import GeneratorConfig
 from streamscale.nexmark.results import QUERIES, same_rows
 from streamscale.nexmark.spark_sql import run_spark_sql
+from streamscale.nexmark.streamscale_engine import run_streamscale
 from tests.nexmark._reference import reference
 
 pytestmark = pytest.mark.spark
@@ -25,12 +26,28 @@ def events(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.mark.parametrize("q", QUERIES)
-def test_spark_sql_equals_reference(spark, events: Path, tmp_path: Path, q: str) -> None:
-    ev = read_events(events)
-    want = reference(q, ev)
-    info = run_spark_sql(spark, q, events, tmp_path)
-    got = pd.read_parquet(tmp_path / "result.parquet")
-    assert same_rows(got, want) is None, same_rows(got, want)
-    assert info["rows_out"] == len(want)
-    if q in ("q0", "q5", "q7", "q8", "q11"):
+def test_both_engines_equal_the_reference(spark, events: Path, tmp_path: Path, q: str) -> None:
+    want = reference(q, read_events(events))
+    if q in ("q0", "q3", "q5", "q6", "q7", "q8", "q11"):
         assert len(want) > 0  # the event set exercises the query
+    info = run_spark_sql(spark, q, events, tmp_path / "sql")
+    sql = pd.read_parquet(tmp_path / "sql" / "result.parquet")
+    assert same_rows(sql, want) is None, same_rows(sql, want)
+    assert info["rows_out"] == len(want)
+    info = run_streamscale(spark, q, events, tmp_path / "ss")
+    assert info["batches"] == 3  # one per file of each table
+    ss = pd.read_parquet(tmp_path / "ss" / "result.parquet")
+    assert same_rows(ss, sql) is None, same_rows(ss, sql)
+
+
+@pytest.mark.parametrize("q", ["q5", "q8"])
+def test_elastic_run_stopped_and_resumed_gives_the_same_result(
+    spark, events: Path, tmp_path: Path, q: str
+) -> None:
+    first = run_streamscale(spark, q, events, tmp_path, policy="elastic", stop_after=1)
+    assert first["batches"] >= 1
+    rest = run_streamscale(spark, q, events, tmp_path, policy="elastic", fresh=False)
+    assert first["batches"] + rest["batches"] == 3
+    got = pd.read_parquet(tmp_path / "result.parquet")
+    want = reference(q, read_events(events))
+    assert same_rows(got, want) is None, same_rows(got, want)
