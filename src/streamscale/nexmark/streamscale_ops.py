@@ -223,16 +223,19 @@ def q6_avg_per_seller(rows: pd.DataFrame, state: dict[Any, Any]) -> pd.DataFrame
 
 
 def q5_windows(df: pd.DataFrame) -> pd.DataFrame:
-    """Q5's hop windows (10 s every 2 s): each bid once per window holding it."""
+    """Q5's hop windows (10 s every 2 s): bids per (window start, auction) in this
+    chunk of the batch, each bid counted once per window holding it (a combiner: the
+    keyed stage adds these partial counts, so far fewer rows cross the shuffle)."""
     t = df["dateTime"].to_numpy(dtype=_I64) // 1000
     first = (t // SLIDE_MS) * SLIDE_MS
     k = HOP_MS // SLIDE_MS
-    return pd.DataFrame(
+    w = pd.DataFrame(
         {
             "wstart": np.concatenate([first - i * SLIDE_MS for i in range(k)]),
             "auction": np.tile(df["auction"].to_numpy(dtype=_I64), k),
         }
     )
+    return w.groupby(["wstart", "auction"], sort=False).size().rename("n").reset_index()
 
 
 def q5_hot_items(rows: pd.DataFrame, state: dict[Any, Any]) -> pd.DataFrame | None:
@@ -241,7 +244,7 @@ def q5_hot_items(rows: pd.DataFrame, state: dict[Any, Any]) -> pd.DataFrame | No
 
     WATERMARK: a window whose end is below it is final: emit once and drop it."""
     windows: dict[int, dict[int, int]] = state.setdefault("w", {})
-    g = rows.groupby(["wstart", "auction"], sort=False).size()
+    g = rows.groupby(["wstart", "auction"], sort=False)["n"].sum()
     for (w, a), n in zip(g.index.tolist(), g.tolist(), strict=True):
         counts = windows.setdefault(w, {})
         counts[a] = counts.get(a, 0) + n
@@ -258,13 +261,21 @@ def q5_hot_items(rows: pd.DataFrame, state: dict[Any, Any]) -> pd.DataFrame | No
 def q7_windows(df: pd.DataFrame) -> pd.DataFrame:
     """Q7's tumbling windows (10 s): each bid with the end of its window (a member:
     its price counts for the maximum) and, when it lies exactly on a window's end, with
-    that window too (``B.dateTime BETWEEN end - 10 s AND end`` holds there as well)."""
+    that window too (``B.dateTime BETWEEN end - 10 s AND end`` holds there as well).
+
+    A combiner: a bid priced below the highest member of its window in this chunk can
+    never equal the window's maximum, so only the chunk's candidates cross the shuffle."""
     t = df["dateTime"].to_numpy(dtype=_I64) // 1000
     own = df.assign(wend=(t // TUMBLE_MS) * TUMBLE_MS + TUMBLE_MS, member=True)
-    edge = df[t % TUMBLE_MS == 0]
-    edge = edge.assign(wend=(t[t % TUMBLE_MS == 0]), member=False)
+    on_edge = t % TUMBLE_MS == 0
+    edge = df[on_edge].assign(wend=t[on_edge], member=False)
     cols = ["wend", "member", "auction", "bidder", "price", "dateTime", "extra"]
-    return pd.concat([own[cols], edge[cols]], ignore_index=True)
+    both = pd.concat([own[cols], edge[cols]], ignore_index=True)
+    top = own.groupby("wend")["price"].max()
+    local = both["wend"].map(top).fillna(-1).to_numpy(dtype=np.float64)
+    price = both["price"].to_numpy(dtype=np.float64)
+    keep = np.where(both["member"].to_numpy(dtype=bool), price == local, price >= local)
+    return both[keep].reset_index(drop=True)
 
 
 def q7_highest(rows: pd.DataFrame, state: dict[Any, Any]) -> pd.DataFrame | None:
