@@ -50,9 +50,10 @@ def test_run_refuses_bad_input_before_starting_spark(tmp_path: Path, capsys) -> 
     assert main([*base, "--query", "q5", "--engine", "flink"]) == 2
     assert main([*base, "--query", "q5", "--policy", "nope"]) == 2
     assert main([*base, "--query", "q5", "--engine", "spark-sql", "--policy", "elastic"]) == 2
+    assert main([*base, "--query", "q5", "--engine", "spark-sql", "--resume"]) == 2
     assert main(["nexmark", "run", "--query", "q1", "--events", str(tmp_path / "missing"),
                  "--out", str(tmp_path / "o")]) == 2  # fmt: skip
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 5
+    assert len(err) == 6
     assert [e.split(":")[2].strip() for e in err] == ["q9", "flink", "nope", "elastic",
-                                                       str(tmp_path / "missing")]  # fmt: skip
+                                                       "--resume", str(tmp_path / "missing")]  # fmt: skip

@@ -100,6 +100,8 @@ def run_cmd(
     check_policy(policy)
     if engine == "spark-sql" and policy != "static":
         raise StreamscaleError("spark-sql runs Spark's own plan: no policy", item=policy)
+    if engine == "spark-sql" and resume:
+        raise StreamscaleError("spark-sql runs start afresh", item="--resume")
     if files_per_trigger < 1:
         raise StreamscaleError("must be >= 1", item=f"--files-per-trigger {files_per_trigger}")
     read_meta(events)
