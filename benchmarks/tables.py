@@ -163,6 +163,41 @@ def planner_scale() -> str:
     return f"{table}\n\n{_source('planner_scale', lines)}"
 
 
+def nexmark() -> str:
+    """Per query and engine the newest line (queries may be rerun alone: ``--queries``)."""
+    path = RESULTS / "nexmark.jsonl"
+    if not path.exists():
+        return _missing("nexmark", "python benchmarks/bench_nexmark.py")
+    newest: dict[tuple[str, str], Line] = {}
+    for raw in path.read_text().splitlines():
+        if raw.strip():
+            x = json.loads(raw)
+            if "query" in x and "engine" in x:
+                newest[(x["query"], x["engine"])] = x
+    queries = sorted({q for q, _ in newest}, key=lambda q: int(q.lstrip("q")))
+    engines = ("spark-sql", "streamscale", "streamscale-1batch")
+
+    def cell(q: str, e: str) -> str:
+        x = newest.get((q, e))
+        if x is None:
+            return ""
+        mode = x.get("spark_mode") or x.get("mode") or ""
+        ratio = "" if e == "spark-sql" else f" ({_fmt(x.get('ratio_vs_spark_sql'))}×)"
+        return f"{_fmt(x['rows_per_s'])}{ratio}" + (f" {mode}" if e == "spark-sql" else "")
+
+    rows = [[q, *(cell(q, e) for e in engines)] for q in queries]
+    table = _table(["query", "spark-sql rows/s", "streamscale", "streamscale, one batch"], rows)
+    lines = list(newest.values())
+    loads = [x["load_avg"][0] for x in lines if isinstance(x.get("load_avg"), list)]
+    runs = sorted({(x.get("commit"), x.get("command")) for x in lines})
+    src = "; ".join(f"`{c}` at `{k}`" for k, c in runs)
+    load = f", load {min(loads):.1f}–{max(loads):.1f}" if loads else ""
+    return (
+        f"{table}\n\n*Newest line per query and engine in `benchmarks/results/nexmark.jsonl` "
+        f"({lines[0].get('cores')} cores{load}): {src}. Harness: {lines[-1].get('harness')}.*"
+    )
+
+
 #: The other Spark benchmarks: their lines' figures as they are, one row per line.
 COLUMNS: dict[str, tuple[str, ...]] = {
     "skew": ("bench", "policy", "alpha", "emulated_cores", "throughput", "elastic_vs_static"),
@@ -192,6 +227,7 @@ TABLES: dict[str, Callable[[], str]] = {
     "autoscale": autoscale,
     "datapath": datapath,
     "planner_scale": planner_scale,
+    "nexmark": nexmark,
     **{name: generic(name) for name in COLUMNS},
 }
 
