@@ -128,7 +128,7 @@ def _frame(keys: list[str], b: int) -> pd.DataFrame:
 
 
 def test_timers_fire_first_for_keys_with_and_without_input() -> None:
-    fn = from_processor(IdleCounter(), "key")
+    fn = from_processor(IdleCounter(), "key", timer_order="first")
     state: dict[Any, Any] = {}
     got = [_rows(fn(_frame(["a", "b"], 0), state, batch_time_ms=0))]
     got.append(_rows(fn(_frame(["a"], 1), state, batch_time_ms=2000)))
