@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -64,9 +70,11 @@ class SessionEnd(StatefulProcessor):
         pass
 
 
-@pytest.mark.spark
-def test_event_time_timers_and_late_rows_batch_for_batch(spark: Any, tmp_path: Path) -> None:
-    src = write_batches(tmp_path, BATCHES)
+@pytest.fixture(scope="module")
+def reference(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Any]:
+    """The input files and Spark's own output for them (transformWithStateInPandas)."""
+    root = tmp_path_factory.mktemp("event_time")
+    src = write_batches(root, BATCHES)
     want = run_spark(
         spark,
         source(spark, src),
@@ -74,8 +82,16 @@ def test_event_time_timers_and_late_rows_batch_for_batch(spark: Any, tmp_path: P
             SessionEnd(), OUT, "append", "EventTime"
         ),
         COLS,
-        tmp_path / "spark",
+        root / "spark",
     )
+    return src, want
+
+
+@pytest.mark.spark
+def test_event_time_timers_and_late_rows_batch_for_batch(
+    spark: Any, reference: tuple[Path, Any], tmp_path: Path
+) -> None:
+    src, want = reference
     got, res = run_streamscale(
         source(spark, src), SessionEnd(), COLS, tmp_path / "ss", time_mode="EventTime"
     )
@@ -89,3 +105,44 @@ def test_event_time_timers_and_late_rows_batch_for_batch(spark: Any, tmp_path: P
     wms = [b.extra.get("watermark_ms") for b in res.batches]
     assert wms == [0, 7000, 15000, 25000, 35000]
     assert sum(b.extra.get("late_rows", {}).get("SessionEnd", 0) for b in res.batches) == 1
+
+
+def _logged(path: Path) -> list[int]:
+    if not path.exists():
+        return []
+    return [json.loads(x)["batch_id"] for x in path.read_text().splitlines() if x.strip()]
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+def test_event_time_after_a_sigkilled_driver_matches_spark(
+    spark: Any, reference: tuple[Path, Any], tmp_path: Path
+) -> None:
+    """The driver dies mid-run; the restart resumes the watermark and timers exactly."""
+    from tests.runtime.spark._parity_driver import job
+
+    src, want = reference
+    ckpt, out = tmp_path / "ck", tmp_path / "out"
+    driver = Path(__file__).with_name("_parity_driver.py")
+    proc = subprocess.Popen(
+        [sys.executable, str(driver), str(src), str(ckpt), str(out)],
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 300
+        while len(_logged(out / "batches.jsonl")) < 2:
+            assert proc.poll() is None, "driver exited early"
+            assert time.monotonic() < deadline, "driver made no progress"
+            time.sleep(0.1)
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(30)
+    assert max(_logged(out / "batches.jsonl")) < max(want)  # killed before the end
+    job(spark, src, None).run(checkpoint=ckpt, out=out, duration_s=300)
+    rows = spark.read.parquet(str(out / "ends")).collect()
+    got: dict[int, list[tuple[Any, ...]]] = {}
+    for r in rows:
+        got.setdefault(int(r["batch_id"]), []).append(tuple(r[c] for c in COLS))
+    assert {b: sorted(v) for b, v in got.items()} == want
