@@ -146,3 +146,57 @@ def test_event_time_after_a_sigkilled_driver_matches_spark(
     for r in rows:
         got.setdefault(int(r["batch_id"]), []).append(tuple(r[c] for c in COLS))
     assert {b: sorted(v) for b, v in got.items()} == want
+
+
+class RowSessionEnd(SessionEnd):
+    """SessionEnd on the Row API (``transformWithState``): Rows in, Rows out."""
+
+    def handleInputRows(self, key: Any, rows: Iterator[Any], timerValues: Any) -> Any:
+        from pyspark.sql import Row
+
+        got = list(rows)
+        frame = pd.DataFrame({"ts": [r["ts"] for r in got]})
+        for out in super().handleInputRows(key, iter([frame]), timerValues):
+            yield Row(**{c: _py(out[c].iloc[0]) for c in COLS})
+
+    def handleExpiredTimer(self, key: Any, timerValues: Any, expiredTimerInfo: Any) -> Any:
+        from pyspark.sql import Row
+
+        for out in super().handleExpiredTimer(key, timerValues, expiredTimerInfo):
+            yield Row(**{c: _py(out[c].iloc[0]) for c in COLS})
+
+
+def _py(v: Any) -> Any:
+    return v.item() if hasattr(v, "item") else v
+
+
+@pytest.mark.spark
+def test_row_api_event_time_batch_for_batch(
+    spark: Any, reference: tuple[Path, Any], tmp_path: Path
+) -> None:
+    src, pandas_want = reference
+    want = run_spark(
+        spark,
+        source(spark, src),
+        lambda df: df.groupBy("k").transformWithState(RowSessionEnd(), OUT, "append", "EventTime"),
+        COLS,
+        tmp_path / "spark",
+    )
+    assert want == pandas_want
+    got, _ = run_streamscale(
+        source(spark, src), RowSessionEnd(), COLS, tmp_path / "ss", time_mode="EventTime", api="row"
+    )
+    assert got == want
+
+
+def test_what_differs_from_spark_is_refused_before_the_query_starts() -> None:
+    from streamscale.errors import StreamscaleError
+    from streamscale.runtime.spark.processor import from_processor
+
+    with pytest.raises(StreamscaleError, match="initialState"):
+        from_processor(SessionEnd(), "k", initialState=object())
+    with pytest.raises(StreamscaleError, match="output mode"):
+        from_processor(SessionEnd(), "k", output_mode="complete")
+    with pytest.raises(StreamscaleError, match="api"):
+        from_processor(SessionEnd(), "k", api="arrow")
+    assert from_processor(SessionEnd(), "k", output_mode="update").time_mode == "ProcessingTime"
