@@ -200,3 +200,16 @@ def test_what_differs_from_spark_is_refused_before_the_query_starts() -> None:
     with pytest.raises(StreamscaleError, match="api"):
         from_processor(SessionEnd(), "k", api="arrow")
     assert from_processor(SessionEnd(), "k", output_mode="update").time_mode == "ProcessingTime"
+
+
+def test_group_state_timeouts_are_refused_by_name() -> None:
+    from streamscale.errors import StreamscaleError
+    from streamscale.runtime.spark.native import from_group_state
+
+    def fn(key: Any, frames: Any, state: Any) -> Any:
+        return iter(())
+
+    for conf in ("EventTimeTimeout", "ProcessingTimeTimeout"):
+        with pytest.raises(StreamscaleError, match=f"GroupStateTimeout.{conf}"):
+            from_group_state(fn, "k", conf)
+    assert callable(from_group_state(fn, "k", "NoTimeout"))

@@ -316,7 +316,7 @@ def test_processor_equals_the_pandas_reference_across_moves_and_a_restart(
             # no compaction in 9 batches: every version after the first is a changelog
             backend = LocalStateBackend(root, snapshot_every=100, snapshot_ratio=100.0)
             proc = IdleCounter() if b == 0 else IdleCounterV2()
-            fn = from_processor(proc, "key", clock=column_clock("batch_ms"))
+            fn = from_processor(proc, "key", clock=column_clock("batch_ms"), timer_order="first")
             spec = KeyedSpec("op", "key", 2, 4, fn, {}, (), backend)
         parts = plans[b % 3]
         pmap = PartitionMap("op", 2, 4, tuple(f"u{p}" for p in range(max(parts) + 1)), parts)

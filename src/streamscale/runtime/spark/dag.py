@@ -377,6 +377,7 @@ def run_graph_command(
     seed: int | None = None,
     executors: tuple[int, int, int] | None = None,
     state_url: str | None = None,
+    available_now: bool = False,
 ) -> dict[str, Any]:
     """``streamscale run`` on a DAG topology; a summary dict.
 
@@ -431,6 +432,7 @@ def run_graph_command(
             resources=resources,
             on_batch=on_batch,
             state_url=state_url,
+            available_now=available_now,
         )
     finally:
         if log is not None:
