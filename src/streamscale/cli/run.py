@@ -102,6 +102,12 @@ def run(
         None, "--metrics-port", help="Serve Prometheus /metrics on 127.0.0.1:PORT."
     ),
     spark_ui: bool = typer.Option(True, "--spark-ui/--no-spark-ui", help="Spark's web UI."),
+    available_now: bool = typer.Option(
+        False,
+        "--available-now",
+        help="Process what the source holds, then the batches that advance the watermark "
+        "and fire due timers, then stop (Spark's trigger(availableNow=True)).",
+    ),
 ) -> None:
     """Run JOB_FILE on Spark with elastic keyed operators; print a live table and a summary.
 
@@ -137,7 +143,8 @@ def run(
     from streamscale.model.io import load_topology
     from streamscale.runtime.spark.dag import needs_graph, run_graph_command
 
-    if needs_graph(load_topology(job_file)):  # a DAG: every operator in one batch
+    # a DAG, or a bounded run: every operator in one batch
+    if available_now or needs_graph(load_topology(job_file)):
         from streamscale.runtime.spark.graph import JobGraph
 
         JobGraph.from_yaml(job_file)  # names what cannot run before Spark starts
@@ -158,6 +165,7 @@ def run(
             if is_cluster_master(master) and cluster_file is None
             else None,
             state_url=state_url,
+            available_now=available_now,
         )
         if out.json:
             out.emit(summary)

@@ -128,7 +128,7 @@ def _frame(keys: list[str], b: int) -> pd.DataFrame:
 
 
 def test_timers_fire_first_for_keys_with_and_without_input() -> None:
-    fn = from_processor(IdleCounter(), "key")
+    fn = from_processor(IdleCounter(), "key", timer_order="first")
     state: dict[Any, Any] = {}
     got = [_rows(fn(_frame(["a", "b"], 0), state, batch_time_ms=0))]
     got.append(_rows(fn(_frame(["a"], 1), state, batch_time_ms=2000)))
@@ -316,7 +316,7 @@ def test_processor_equals_the_pandas_reference_across_moves_and_a_restart(
             # no compaction in 9 batches: every version after the first is a changelog
             backend = LocalStateBackend(root, snapshot_every=100, snapshot_ratio=100.0)
             proc = IdleCounter() if b == 0 else IdleCounterV2()
-            fn = from_processor(proc, "key", clock=column_clock("batch_ms"))
+            fn = from_processor(proc, "key", clock=column_clock("batch_ms"), timer_order="first")
             spec = KeyedSpec("op", "key", 2, 4, fn, {}, (), backend)
         parts = plans[b % 3]
         pmap = PartitionMap("op", 2, 4, tuple(f"u{p}" for p in range(max(parts) + 1)), parts)

@@ -154,3 +154,32 @@ def test_typed_updates_write_only_their_keys(tmp_path: Path) -> None:
         v.update(v.get() + 1)
     be.write("op", 0, 1, state)
     assert (tmp_path / "op" / "0" / "1.pkl").stat().st_size < full / 20
+
+
+def test_list_state_expires_each_element_on_its_own(tmp_path: Path) -> None:
+    def b0(h: StatefulHandle) -> None:
+        h.setKey("k").getListState("l", ttlDurationMs=1500).put(["a", "b"])
+
+    def b1(h: StatefulHandle) -> list[Any]:
+        lst = h.setKey("k").getListState("l", ttlDurationMs=1500)
+        lst.appendValue("c")  # expires at 1000 + 1500
+        return list(lst.get())
+
+    def look(h: StatefulHandle) -> tuple[list[Any], bool]:
+        lst = h.setKey("k").getListState("l")
+        return list(lst.get()), lst.exists()
+
+    seen = _batches(tmp_path, [b0, b1, look, look])
+    # a and b (written at 0 ms) are gone at 2000 ms; c (written at 1000 ms) at 3000 ms
+    assert seen[1:] == [["a", "b", "c"], (["c"], True), ([], False)]
+
+
+def test_expire_all_counts_list_elements_and_keeps_the_key() -> None:
+    state: dict[Any, Any] = {}
+    h = StatefulHandle(state, now_ms=0)
+    h.setKey("k").getListState("l", ttlDurationMs=100).put([1, 2])
+    StatefulHandle(state, now_ms=50).setKey("k").getListState("l", ttlDurationMs=100).appendValue(3)
+    later = StatefulHandle(state, now_ms=120).setKey("z")
+    assert later.expireAll() == 2
+    assert later.key == "z"
+    assert list(later.setKey("k").getListState("l").get()) == [3]

@@ -38,6 +38,7 @@ class _Builder:
     operators: list[Operator] = field(default_factory=list)
     edges: list[Edge] = field(default_factory=list)
     functions: dict[str, Callable[..., Any]] = field(default_factory=dict)
+    available_now: bool = False
 
     def fresh(self, base: str) -> str:
         taken = {op.name for op in self.operators}
@@ -165,6 +166,7 @@ class Stream:
             params={**pol, **ctl},
             seed=seed,
             state_url=state_url,
+            available_now=self._b.available_now,
         )
 
 
@@ -197,12 +199,19 @@ class KeyedStream:
         return Stream(b, (n,))
 
 
-def stream(df: Any, *, name: str = "job", trigger_s: float = 0.0) -> Stream:
-    """A job over ``df``, any streaming DataFrame (``spark.readStream…load()``)."""
+def stream(
+    df: Any, *, name: str = "job", trigger_s: float = 0.0, available_now: bool = False
+) -> Stream:
+    """A job over ``df``, any streaming DataFrame (``spark.readStream…load()``).
+
+    ``withWatermark`` on ``df`` is the query's watermark, as in Spark (see
+    :mod:`~streamscale.runtime.spark.event_time`). ``available_now``: a run processes
+    what the source holds, then the batches that advance the watermark and fire due
+    timers, then stops (``trigger(availableNow=True)``)."""
     if not getattr(df, "isStreaming", False):
         raise StreamscaleError(
             "stream() needs a streaming DataFrame (spark.readStream...)", item=name
         )
-    b = _Builder(name, df)
+    b = _Builder(name, df, available_now=bool(available_now))
     b.add(Operator(name="source", kind="source", params={"trigger_s": trigger_s}), ())
     return Stream(b, ("source",))

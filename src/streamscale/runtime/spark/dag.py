@@ -34,6 +34,7 @@ from streamscale.control import Controller, Policy
 from streamscale.control.policies import initial_plan, make_policy
 from streamscale.errors import StreamscaleError
 from streamscale.model import Cluster, Node, Plan
+from streamscale.runtime.spark.event_time import QueryClock
 from streamscale.runtime.spark.graph import JobGraph, SinkOut, merged_default_plan, run_graph_batch
 from streamscale.runtime.spark.graph_control import GraphCollector, GraphRealizer
 from streamscale.runtime.spark.keyed import KeyedSpec, count_dead_letters, release, run_keyed
@@ -96,6 +97,7 @@ def run_graph(
     seed: int | None = None,
     resources: Resources | None = None,
     state_url: str | None = None,
+    available_now: bool = False,
 ) -> GraphResult:
     """Run ``graph`` for ``duration_s`` seconds (or ``max_batches`` batches).
 
@@ -135,6 +137,10 @@ def run_graph(
         ``file://DIR?fsync=1``, ``s3://bucket/prefix?endpoint=…``); default
         ``checkpoint/state``. On a cluster of several hosts it must be a store every
         executor reaches.
+    available_now
+        Process what the source holds when the run starts, then the batches without
+        input that Spark would run to advance the watermark and fire timers, then
+        stop (as ``trigger(availableNow=True)``); ``duration_s`` still bounds the run.
 
     Raises
     ------
@@ -212,11 +218,24 @@ def run_graph(
         interval_s=graph.trigger_s,
     )
     controller = Controller(pol, ctl_cfg)
+    if source_df is None:
+        reader = spark.readStream.format(graph.source_format)
+        if graph.source_options:
+            reader = reader.options(**dict(graph.source_options))
+        source_df = reader.load()
+    elif not getattr(source_df, "isStreaming", False):
+        raise StreamscaleError(
+            "stream() needs a streaming DataFrame (spark.readStream...)",
+            item=f"operator {graph.source}",
+        )
+    clock_ = QueryClock.build(graph, source_df, checkpoint, available_now=available_now)
+    source_df = clock_.paced(spark, source_df)
 
     def on_micro_batch(batch_df: Any, batch_id: int) -> None:
         in_batch.set()
         t0 = time.perf_counter()
         try:
+            times = clock_.times(batch_id)
             written: dict[str, tuple[str, list[int], Any]] = {}
             rows: dict[str, int] = {}
             observed: dict[str, Any] = {}
@@ -238,6 +257,7 @@ def run_graph(
                     drops=drops,
                     dead_letter_dir=dead_dir,
                     placed=placed,
+                    **clock_.keyed_args(times),
                 )
                 written[name] = (attempt, [g for t in stats.tasks for g in t.shards], hints)
                 rows[name] = stats.rows
@@ -259,12 +279,16 @@ def run_graph(
                 indexes[name].committed(batch_id, attempt, shards, hints)
             for name in graph.keyed:
                 release(name)
+            clock_.after_batch(spark, times)
             dead = count_dead_letters(dead_dir, batch_id)
             first = graph.keyed[0]
             taken[0] = rows.get(first, 0) + dead
             for name, stats in observed.items():
                 collector.observe(name, stats)
-            extra: dict[str, Any] = {"backlog": collector.backlog}
+            extra: dict[str, Any] = {"backlog": collector.backlog, **clock_.record(times)}
+            late = {n: st.late_rows for n, st in observed.items() if st.late_rows}
+            if late:
+                extra["late_rows"] = late
             control_step(controller, collector, realizer, resources, clock() - start, extra)
             extra["state_read_bytes"] = {  # from the store, not a worker's cache: moved here
                 n: sum(t.state_read_bytes for t in st.tasks) for n, st in observed.items()
@@ -290,33 +314,32 @@ def run_graph(
         finally:
             in_batch.clear()
 
-    if source_df is None:
-        reader = spark.readStream.format(graph.source_format)
-        if graph.source_options:
-            reader = reader.options(**dict(graph.source_options))
-        source_df = reader.load()
-    elif not getattr(source_df, "isStreaming", False):
-        raise StreamscaleError(
-            "stream() needs a streaming DataFrame (spark.readStream...)",
-            item=f"operator {graph.source}",
+    stop_at = time.monotonic() + duration_s
+    while True:  # availableNow: again while the last run asked Spark for another batch
+        stream = (
+            source_df.writeStream.foreachBatch(on_micro_batch)
+            .option("checkpointLocation", str((checkpoint / "spark").resolve()))
+            .queryName(f"streamscale-graph-{graph.topology.name}-{uuid.uuid4().hex[:8]}")
         )
-    stream = (
-        source_df.writeStream.foreachBatch(on_micro_batch)
-        .option("checkpointLocation", str((checkpoint / "spark").resolve()))
-        .queryName(f"streamscale-graph-{graph.topology.name}-{uuid.uuid4().hex[:8]}")
-    )
-    if graph.trigger_s > 0:
-        stream = stream.trigger(processingTime=f"{graph.trigger_s} seconds")
-    query = stream.start()
-    query_ref.append(query)
-    drive_query(
-        query,
-        stop_at=time.monotonic() + duration_s,
-        done=done,
-        in_batch=in_batch,
-        records=batches,
-        item=f"topology {graph.topology.name}",
-    )
+        if available_now:
+            stream = stream.trigger(availableNow=True)
+        elif graph.trigger_s > 0:
+            stream = stream.trigger(processingTime=f"{graph.trigger_s} seconds")
+        ticks = clock_.ticks()
+        query = stream.start()
+        query_ref[:] = [query]
+        drive_query(
+            query,
+            stop_at=stop_at,
+            done=done,
+            in_batch=in_batch,
+            records=batches,
+            item=f"topology {graph.topology.name}",
+        )
+        if not available_now or done.is_set() or time.monotonic() >= stop_at:
+            break
+        if clock_.ticks() == ticks:
+            break
     return GraphResult(tuple(batches), plan, count_dead_letters(dead_dir))
 
 
@@ -361,6 +384,7 @@ def run_graph_command(
     seed: int | None = None,
     executors: tuple[int, int, int] | None = None,
     state_url: str | None = None,
+    available_now: bool = False,
 ) -> dict[str, Any]:
     """``streamscale run`` on a DAG topology; a summary dict.
 
@@ -415,6 +439,7 @@ def run_graph_command(
             resources=resources,
             on_batch=on_batch,
             state_url=state_url,
+            available_now=available_now,
         )
     finally:
         if log is not None:

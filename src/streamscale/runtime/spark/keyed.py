@@ -120,6 +120,7 @@ class TaskStats:
     executor: str = ""  # host:pid of the executor's Python worker daemon
     state_read_bytes: int = 0  # state read from the store (not the worker's cache): moved here
     out_schema: bytes = b""  # Arrow schema of the outputs when the operator declares none
+    late_rows: int = 0  # rows at or behind the late-row watermark, dropped (as Spark's operator)
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,6 +156,10 @@ class BatchStats:
     @property
     def rows(self) -> int:
         return sum(t.rows for t in self.tasks)
+
+    @property
+    def late_rows(self) -> int:
+        return sum(t.late_rows for t in self.tasks)
 
 
 # --- reduce side ----------------------------------------------------------------------------
@@ -211,6 +216,8 @@ class _Batch:
     tz: str | None
     dead_dir: str
     parsed: Mapping[str, str]  # required text field -> its parsed column
+    watermark_ms: int | None = None  # the query's watermark (evicts: timers, TTL)
+    late: tuple[str, int] | None = None  # (event-time column, ms): rows at or before are late
 
 
 def _run_shards(
@@ -228,7 +235,7 @@ def _run_shards(
     spans = dict(zip(uniq.tolist(), zip(starts.tolist(), ends, strict=False), strict=False))
     kw: dict[str, Any] = dict(spec.fn_params)
     if getattr(spec.fn, "batch_clock", False):  # timers fire in every shard, rows or not
-        kw.update(batch_time_ms=b.batch_time_ms, watermark_ms=None)
+        kw.update(batch_time_ms=b.batch_time_ms, watermark_ms=b.watermark_ms)
         for g in b.pmap.shards_of(index):
             spans.setdefault(g, (0, 0))
     backend, op = spec.backend, spec.operator
@@ -319,6 +326,14 @@ def _reduce_side(
             if (np.diff(perm) != 1).any():
                 df, shards = df.take(perm).reset_index(drop=True), shards[perm]
         rows_df = df.drop(columns=[c for c in INTERNAL if c in df.columns])
+        late_n = 0
+        if b.late is not None and getattr(spec.fn, "drops_late_rows", False) and len(rows_df):
+            from streamscale.runtime.spark.event_time import late_mask
+
+            late = late_mask(rows_df[b.late[0]], b.late[1])
+            late_n = int(late.sum())
+            if late_n:
+                rows_df, shards = rows_df[~late].reset_index(drop=True), shards[~late]
         read0 = getattr(spec.backend, "bytes_read", 0)
         outputs, shard_stats, done_at = _run_shards(spec, b, index, rows_df, shards)
         out = pd.concat(outputs, ignore_index=True) if outputs else pd.DataFrame()
@@ -356,6 +371,7 @@ def _reduce_side(
                 executor=f"{socket.gethostname()}:{os.getppid()}",
                 out_schema=_schema_bytes(blob),
                 state_read_bytes=getattr(spec.backend, "bytes_read", 0) - read0,
+                late_rows=late_n,
             )
         )
         if not emit:
@@ -417,6 +433,8 @@ def run_keyed(
     dead_letter_dir: str,
     placed: Mapping[str, tuple[str, str]] | None = None,
     batch_time_ms: int | None = None,
+    watermark_ms: int | None = None,
+    late: tuple[str, int] | None = None,
 ) -> tuple[Any, BatchStats]:
     """Run one batch of ``spec``'s keyed operator over ``df``; write state, never commit.
 
@@ -445,6 +463,11 @@ def run_keyed(
         processor: its timers fire at this time in every shard of the unit, with rows
         or not). Default: now. A replayed batch runs at its replay's time; nothing of
         the interrupted attempt was committed, so the committed result is one run's.
+    watermark_ms, late
+        The query's watermark for the batch (passed with ``batch_time_ms``), and the
+        event-time column with the late-row watermark: a function with a true
+        ``drops_late_rows`` attribute does not see rows at or before it (counted in
+        :attr:`TaskStats.late_rows`). See :mod:`~streamscale.runtime.spark.event_time`.
 
     Returns
     -------
@@ -480,6 +503,7 @@ def run_keyed(
     batch = _Batch(
         batch_id, upto, pmap, attempt, hints, drops, out_cols, batch_time_ms,
         spark.conf.get("spark.sql.session.timeZone", None), dead_letter_dir, parsed,
+        watermark_ms, late,
     )  # fmt: skip
     planned: tuple[str, ...] = ()
     runs: tuple[Any, ...] = ()

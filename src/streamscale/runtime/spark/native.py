@@ -302,8 +302,13 @@ class GroupStateView:
 def from_group_state(
     func: Callable[[tuple[Any, ...], Iterator[pd.DataFrame], Any], Iterator[pd.DataFrame]],
     key: str,
+    timeout: str = "NoTimeout",
 ) -> Callable[[pd.DataFrame, dict[Any, Any]], pd.DataFrame | None]:
     """A keyed function running an ``applyInPandasWithState`` function unchanged.
+
+    ``timeout`` is ``applyInPandasWithState``'s ``timeoutConf``: only ``NoTimeout``
+    runs; ``ProcessingTimeTimeout`` and ``EventTimeTimeout`` are refused here, before
+    the query starts.
 
     ``func(key_tuple, frames, state)`` is called once per key present in a
     shard's rows, with that key's rows (in arrival order) as one frame and a
@@ -311,6 +316,10 @@ def from_group_state(
     keeps, versions and moves with the shard. Its yielded frames are the
     operator's outputs.
     """
+
+    name = str(timeout).split(".")[-1]
+    if name.lower() != "notimeout":
+        raise StreamscaleError(f"GroupStateTimeout.{name} is not supported", item=str(timeout))
 
     def run(rows: pd.DataFrame, state: dict[Any, Any]) -> pd.DataFrame | None:
         outs: list[pd.DataFrame] = []

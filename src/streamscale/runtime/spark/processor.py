@@ -15,9 +15,9 @@ the typed entries it touched.
 One call (one shard of one batch): ``init(handle)``; the timers due at the
 batch's time fire (``handleExpiredTimer`` for their keys, whether or not the
 key has rows in the batch); ``handleInputRows`` runs once per key with rows, in
-arrival order; ``close()``. Spark fires timers *after* the batch's input rows;
-``timer_order="after_input"`` does the same. A timer registered while timers
-fire is due from the next batch on.
+arrival order; ``close()``. As in Spark, timers fire *after* the batch's input
+rows (``timer_order="after_input"``, the default; ``"first"`` fires them before).
+A timer registered while timers fire is due from the next batch on.
 
 Time comes from the batch, never from a hidden clock: the function accepts
 ``batch_time_ms`` and ``watermark_ms`` keywords (a runner that knows its batch
@@ -50,6 +50,8 @@ __all__ = ["Clock", "column_clock", "from_processor", "is_processor", "run_batch
 Clock = Callable[[pd.DataFrame], tuple[int, int | None] | None]
 
 _ORDERS = ("first", "after_input")
+_APIS = ("pandas", "row")
+_OUTPUT_MODES = ("append", "update")
 
 
 def wall_clock(rows: pd.DataFrame) -> tuple[int, int | None]:
@@ -84,8 +86,29 @@ def is_processor(obj: Any) -> bool:
     return callable(getattr(obj, "init", None)) and callable(getattr(obj, "handleInputRows", None))
 
 
-def _frames(out: Iterable[pd.DataFrame] | None) -> list[pd.DataFrame]:
-    return [] if out is None else [f for f in out if f is not None and len(f)]
+def _frames(out: Iterable[Any] | None) -> list[pd.DataFrame]:
+    """The frames a handler yielded: pandas DataFrames, or ``Row``s (``transformWithState``)."""
+    if out is None:
+        return []
+    frames: list[pd.DataFrame] = []
+    rows: list[dict[str, Any]] = []
+    for f in out:
+        if f is None:
+            continue
+        if isinstance(f, pd.DataFrame):
+            if len(f):
+                frames.append(f)
+        else:  # a pyspark Row (or any object with asDict)
+            rows.append(f.asDict(recursive=True))
+    if rows:
+        frames.append(pd.DataFrame(rows))
+    return frames
+
+
+def _as_rows(grp: pd.DataFrame) -> Iterable[Any]:
+    from pyspark.sql import Row
+
+    return iter([Row(**r) for r in grp.to_dict("records")])
 
 
 def _timer_values(mode: str, now_ms: int, watermark_ms: int | None) -> TimerValues:
@@ -115,8 +138,9 @@ def run_batch(
     now: tuple[int, int | None] | None,
     *,
     time_mode: str = "ProcessingTime",
-    timer_order: str = "first",
+    timer_order: str = "after_input",
     timer_bucket_ms: int = 1000,
+    api: str = "pandas",
 ) -> pd.DataFrame | None:
     """One shard's batch through ``processor``; ``now`` is (processing ms, watermark ms).
 
@@ -135,7 +159,8 @@ def run_batch(
         if len(rows):
             for k, grp in rows.groupby(key, sort=False):
                 handle.setKey(k)
-                frames = iter([grp.reset_index(drop=True)])
+                grp = grp.reset_index(drop=True)
+                frames = _as_rows(grp) if api == "row" else iter([grp])
                 outs += _frames(processor.handleInputRows((handle.key,), frames, tv))
         if now is not None and timer_order == "after_input":
             outs += _fire(processor, handle, tv)
@@ -152,8 +177,11 @@ def from_processor(
     *,
     time_mode: str = "ProcessingTime",
     clock: Clock | None = None,
-    timer_order: str = "first",
+    timer_order: str = "after_input",
     timer_bucket_ms: int = 1000,
+    api: str = "pandas",
+    output_mode: str = "append",
+    initialState: Any = None,
 ) -> Callable[..., pd.DataFrame | None]:
     """A keyed function running ``processor`` (a ``transformWithStateInPandas`` processor).
 
@@ -172,13 +200,34 @@ def from_processor(
         function for the unit's shards that got no rows, so their due timers fire in
         that batch; with one, a shard's timers fire with its next rows.
     timer_order
-        ``"first"``: due timers fire before the batch's rows; ``"after_input"``: after (Spark).
+        ``"after_input"`` (Spark's order): due timers fire after the batch's rows;
+        ``"first"``: before them (not Spark's order; asked for explicitly).
     timer_bucket_ms
         Width of the buckets indexing timers in the shard state.
+    api
+        ``"pandas"`` (``transformWithStateInPandas``: ``handleInputRows`` gets pandas
+        DataFrames) or ``"row"`` (``transformWithState``, Spark 4.1: an iterator of
+        ``Row``s; handlers yield ``Row``s).
+    output_mode
+        ``"append"`` or ``"update"``, as Spark's ``outputMode`` (the rows are the same).
+    initialState
+        Refused: ``handleInitialState`` is not run (one line naming it, before the
+        query starts).
     """
     if not is_processor(processor):
         raise StreamscaleError(
             "not a StatefulProcessor (needs init and handleInputRows)", item=repr(processor)
+        )
+    if initialState is not None:
+        raise StreamscaleError(
+            "initialState (handleInitialState) is not supported", item=type(processor).__name__
+        )
+    if api not in _APIS:
+        raise StreamscaleError(f"api must be one of {_APIS}", item=str(api))
+    if str(output_mode).lower() not in _OUTPUT_MODES:
+        raise StreamscaleError(
+            f"output mode must be one of {_OUTPUT_MODES} (as transformWithState)",
+            item=str(output_mode),
         )
     if timer_order not in _ORDERS:
         raise StreamscaleError(f"timer_order must be one of {_ORDERS}", item=str(timer_order))
@@ -202,9 +251,12 @@ def from_processor(
             time_mode=time_mode,
             timer_order=timer_order,
             timer_bucket_ms=timer_bucket_ms,
+            api=api,
         )
 
     run.__name__ = type(processor).__name__
     run.batch_clock = clock is None  # type: ignore[attr-defined]
+    run.time_mode = StatefulHandle({}, now_ms=0, time_mode=time_mode).time_mode  # type: ignore[attr-defined]
+    run.drops_late_rows = True  # type: ignore[attr-defined]  # as TransformWithStateExec
     run.processor = processor  # type: ignore[attr-defined]
     return run

@@ -15,8 +15,8 @@ a replayed batch expires exactly the same entries) or, for event-time TTL,
 against the watermark: an entry written at event time ``t`` with TTL ``d`` is
 gone from the first batch whose watermark is ``>= t + d``. Expired entries are
 never returned and are removed when next touched (or by :meth:`expireAll`).
-A list state shares one expiry, reset by every update (Spark keeps one per
-element).
+As in Spark, every element of a list state has its own expiry: ``put`` sets
+them all, ``appendValue``/``appendList`` set only the new elements'.
 
 Schemas and evolution: a value given a dataclass ``schema`` is stored by field
 name and read back as that dataclass; given a Spark ``StructType`` or a DDL
@@ -263,6 +263,10 @@ class StatefulHandle:
                         self.state[k] = live
                     else:
                         del self.state[k]
+            elif k[1] == "list":
+                key, self.key = self.key, k[3]
+                gone += len(v[0]) - len(ListState(self, k[2], None, None, None)._live()[0])
+                self.key = key
             elif self._expired(v[1]):
                 del self.state[k]
                 gone += 1
@@ -313,26 +317,57 @@ class ValueState(_Typed):
 
 
 class ListState(_Typed):
-    """A list per key: ``exists``, ``get``, ``put``, ``appendValue``, ``appendList``, ``clear``."""
+    """A list per key: ``exists``, ``get``, ``put``, ``appendValue``, ``appendList``, ``clear``.
+
+    Stored as ``(values, ("each", expiries))``: one expiry per element, as in Spark
+    (an entry written with one shared expiry, ``(values, expiry)``, still reads).
+    """
 
     kind = "list"
 
+    def _live(self) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
+        e = dict.get(self.h.state, self._k)  # a read: not a change
+        if e is None:
+            return (), ()
+        vals, exp = e
+        exps = exp[1] if isinstance(exp, tuple) and exp and exp[0] == "each" else (exp,) * len(vals)
+        keep = [i for i, x in enumerate(exps) if not self.h._expired(x)]
+        if len(keep) != len(vals):
+            if keep:
+                self.h.state[self._k] = (
+                    tuple(vals[i] for i in keep),
+                    ("each", tuple(exps[i] for i in keep)),
+                )
+            else:
+                del self.h.state[self._k]
+        return tuple(vals[i] for i in keep), tuple(exps[i] for i in keep)
+
+    def _entry(self) -> Any:
+        vals, _ = self._live()
+        return (vals, None) if vals else None
+
     def get(self) -> Iterator[Any]:
-        e = self._entry()
-        return iter(()) if e is None else (self.codec.decode(v) for v in e[0])
+        vals, _ = self._live()
+        return (self.codec.decode(v) for v in vals)
 
     def put(self, newState: Iterable[Any], *, event_time_ms: int | None = None) -> None:
         stored = tuple(self.codec.encode(v) for v in newState)
-        self.h.state[self._k] = (stored, self._exp(event_time_ms))
+        if not stored:
+            self.clear()
+            return
+        exp = self._exp(event_time_ms)
+        self.h.state[self._k] = (stored, ("each", (exp,) * len(stored)))
 
     def appendValue(self, newState: Any, *, event_time_ms: int | None = None) -> None:
         self.appendList((newState,), event_time_ms=event_time_ms)
 
     def appendList(self, newState: Iterable[Any], *, event_time_ms: int | None = None) -> None:
-        e = self._entry()
-        old = () if e is None else e[0]
+        vals, exps = self._live()
         new = tuple(self.codec.encode(v) for v in newState)
-        self.h.state[self._k] = ((*old, *new), self._exp(event_time_ms))
+        if not new and not vals:
+            return
+        exp = self._exp(event_time_ms)
+        self.h.state[self._k] = ((*vals, *new), ("each", (*exps, *((exp,) * len(new)))))
 
 
 class MapState(_Typed):

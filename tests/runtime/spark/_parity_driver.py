@@ -1,0 +1,49 @@
+"""A driver process for the event-time restart test: SessionEnd on a checkpoint.
+
+Usage: python _parity_driver.py SRC CHECKPOINT OUT
+Each batch with output is written to ``OUT/ends/batch_id=<b>`` and logged in
+``OUT/batches.jsonl``; the log sink waits a second so the test can kill the
+driver while a run is under way.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
+
+import streamscale
+from streamscale.runtime.spark.session import build_session
+from tests.runtime.spark._parity import source
+from tests.runtime.spark.test_parity_event_time import SessionEnd
+
+
+def job(spark: object, src: Path, log: Path | None) -> Any:
+    s = streamscale.stream(source(spark, src), available_now=True)
+    out = s.key_by("k", executors=2, shards=4).process(SessionEnd(), time_mode="EventTime")
+    out.to("parquet", path="ends")
+    if log is not None:
+
+        def slow_log(df: object, batch_id: int) -> None:
+            with open(log, "a") as fh:
+                fh.write(json.dumps({"batch_id": batch_id}) + "\n")
+            time.sleep(1.0)
+
+        out.to(slow_log)
+    return s
+
+
+def main() -> None:
+    src, ckpt, out = Path(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3])
+    out.mkdir(parents=True, exist_ok=True)
+    spark = build_session("local[2]", app_name="streamscale-parity-restart", shuffle_partitions=2)
+    job(spark, src, out / "batches.jsonl").run(checkpoint=ckpt, out=out, duration_s=600)
+    spark.stop()
+
+
+if __name__ == "__main__":
+    main()
