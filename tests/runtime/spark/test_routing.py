@@ -10,6 +10,8 @@ import sys
 import time
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from streamscale.errors import StreamscaleError
 from streamscale.model import Allocation, Edge, Operator, Placement, Plan, Routing, Topology
@@ -175,3 +177,32 @@ def test_resource_centric_tables_may_name_any_unit() -> None:
 def test_incomplete_plans_are_rejected(tables: dict, msg: str) -> None:
     with pytest.raises(StreamscaleError, match=re.escape(msg)):
         PartitionMap.from_plan(Plan(routing=Routing(tables)), _topo(), "op")
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    parts=st.lists(st.integers(0, 9), min_size=1, max_size=40),
+    loads=st.lists(st.floats(0.0, 10.0), min_size=40, max_size=40),
+    n=st.integers(1, 12),
+)
+def test_folding_keeps_units_whole_and_within_the_ready_cores(
+    parts: list[int], loads: list[float], n: int
+) -> None:
+    from streamscale.runtime.spark.routing import PartitionMap
+
+    used = sorted(set(parts))
+    dense = [used.index(p) for p in parts]
+    m = PartitionMap("op", 1, len(parts), tuple(f"u{p}" for p in used), tuple(dense))
+    shard_load = dict(enumerate(loads[: len(parts)]))
+    f = m.folded(n, shard_load)
+    assert f.partitions == min(n, m.partitions)
+    # a unit's shards stay together; every shard lands on a real partition
+    for p in range(m.partitions):
+        assert len({f.shard_partition[g] for g in m.shards_of(p)}) == 1
+    assert all(0 <= q < f.partitions for q in f.shard_partition)
+    # the heaviest units keep a partition of their own name
+    unit_load = {
+        m.units[p]: sum(shard_load[g] for g in m.shards_of(p)) for p in range(m.partitions)
+    }
+    heaviest = sorted(unit_load, key=lambda u: (-unit_load[u], m.units.index(u)))[: f.partitions]
+    assert set(f.units) == set(heaviest)

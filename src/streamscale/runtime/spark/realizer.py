@@ -73,10 +73,15 @@ class SparkRealizer:
         """Busy seconds per global shard in the last batch: the order of the next batch's tasks."""
         self._shard_load = dict(shard_load)
 
-    def begin_batch(self) -> PartitionMap:
+    def begin_batch(self, max_partitions: int | None = None) -> PartitionMap:
         """Switch to the pending plan, if any; the partition map for the batch about to run,
-        its partitions numbered heaviest first (see :meth:`PartitionMap.by_load`)."""
+        its partitions numbered heaviest first (see :meth:`PartitionMap.by_load`), folded
+        onto at most ``max_partitions`` (the cores ready to run them; see
+        :meth:`PartitionMap.folded`)."""
         if self._pending is not None:
             self._active_map = PartitionMap.from_plan(self._pending, self.topology, self.operator)
             self._active, self._pending = self._pending, None
-        return self._active_map.by_load(self._shard_load)
+        pmap = self._active_map.by_load(self._shard_load)
+        if max_partitions is not None and pmap.partitions > max_partitions:
+            pmap = pmap.folded(max(1, max_partitions), self._shard_load)
+        return pmap

@@ -169,6 +169,8 @@ class ExecutorResources:
     _arrived: set[str] = field(default_factory=set)
     _waiting: deque[float] = field(default_factory=deque)  # request times, oldest first
     _lock: threading.RLock = field(default_factory=threading.RLock)
+    _ready: set[str] | None = None  # alive at the boundary before the last one
+    _last_boundary: set[str] | None = None
 
     def __post_init__(self) -> None:
         if not 1 <= self.min_executors <= self.max_executors or self.cores_per_executor < 1:
@@ -189,6 +191,7 @@ class ExecutorResources:
         self._seen = set(self.alive())
         self._arrived = set(self._seen)
         self._waiting.clear()  # start-up is not an executor's start-up time
+        self._last_boundary = set(self._seen)  # warmed before the first batch (run_job)
 
     # -- reading the live cluster ------------------------------------------------------
     def alive(self) -> list[str]:
@@ -306,9 +309,20 @@ class ExecutorResources:
         with self._lock:
             return self._apply(plan)
 
+    def ready_cores(self) -> int:
+        """Cores of the executors that were alive at the previous batch boundary and still
+        are: they ran (or were warmed during) a whole batch, so none of their tasks waits
+        for a JVM or Python workers to start. Before any boundary: every executor alive."""
+        with self._lock:
+            alive = self.alive()
+            if self._ready is None:
+                return len(alive) * self.cores_per_executor
+            return sum(1 for e in alive if e in self._ready) * self.cores_per_executor
+
     def _apply(self, plan: Plan) -> Mapping[str, Any]:
         self.observe_arrivals()
         alive = self.alive()
+        self._ready, self._last_boundary = self._last_boundary, set(alive)
         new = [e for e in alive if e not in self._seen]
         joined_later = bool(new) and bool(self._seen)
         self._seen.update(alive)

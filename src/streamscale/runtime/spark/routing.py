@@ -187,6 +187,43 @@ class PartitionMap:
             tuple(new_index[p] for p in self.shard_partition),
         )
 
+    def folded(self, n: int, shard_load: Mapping[int, float]) -> PartitionMap:
+        """At most ``n`` partitions: the heaviest ``n`` units keep theirs, every other
+        unit's shards join the partition with the least load so far (LPT, heaviest
+        first); a unit's shards always stay together.
+
+        For a batch that would otherwise hand tasks to executors still starting (their
+        JVM and Python workers cold, the batch waiting on them): the plan is unchanged,
+        only this batch runs it on the cores that are ready.
+
+        >>> m = PartitionMap("op", 1, 4, ("a", "b", "c"), (0, 1, 2, 2))
+        >>> f = m.folded(2, {0: 3.0, 1: 1.0, 2: 0.5, 3: 0.5})
+        >>> f.units, f.shard_partition
+        (('a', 'b'), (0, 1, 1, 1))
+        """
+        if n < 1:
+            raise ValueError("n must be >= 1")
+        if self.partitions <= n:
+            return self
+        load = [0.0] * len(self.units)
+        for g, p in enumerate(self.shard_partition):
+            load[p] += shard_load.get(g, 0.0)
+        order = sorted(range(len(self.units)), key=lambda p: (-load[p], p))
+        kept = order[:n]
+        target = {p: i for i, p in enumerate(kept)}
+        acc = [load[p] for p in kept]
+        for p in order[n:]:
+            i = min(range(n), key=lambda j: (acc[j], j))
+            target[p] = i
+            acc[i] += load[p]
+        return PartitionMap(
+            self.operator,
+            self.executors,
+            self.shards,
+            tuple(self.units[p] for p in kept),
+            tuple(target[p] for p in self.shard_partition),
+        )
+
     @property
     def partitions(self) -> int:
         return len(self.units)

@@ -349,7 +349,9 @@ def run_job(
     def on_micro_batch(batch_df: Any, batch_id: int) -> None:
         in_batch.set()
         try:
-            pmap = realizer.begin_batch()
+            # tasks only for cores ready to run them (executors still starting get none)
+            ready = getattr(resources, "ready_cores", None)
+            pmap = realizer.begin_batch(ready() or None if ready is not None else None)
             upto = min(batch_id - 1, backend.committed(job.keyed))
             hints, drops = index.hints(upto)
             attempt = uuid.uuid4().hex

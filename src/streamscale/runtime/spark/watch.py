@@ -219,7 +219,7 @@ class SourceWatch:
             return
         res = self.resources
         view = WatchView(
-            service_rate=self.live.service_rate,
+            service_rate=self.effective_rate(),
             cores_alive=len(res.alive()) * res.cores_per_executor,
             executors_requested=res.target,
             cores_per_executor=res.cores_per_executor,
@@ -240,6 +240,18 @@ class SourceWatch:
             )
         if request is not None and res.request_more(request.executors, hold_s=self.hold_s):
             self.requests.append((now, request.executors, request.reason, request.figures))
+
+    def effective_rate(self) -> float | None:
+        """Tuples per second a core sustains across batches: the busy-time rate times the
+        share of a capped batch that is work, ``W / (W + overhead)`` with ``W`` the
+        admission window — sizing on the busy-time rate alone would leave every batch's
+        overhead uncovered and the backlog growing."""
+        mu = self.live.service_rate
+        if mu is None:
+            return None
+        o = self.live.overhead_s
+        w = max(self.trigger_s, 3.0 * o) * max(self.config.admission, 1e-9)
+        return mu * w / (w + o) if w + o > 0 else mu
 
     def _warm(self, tasks: int) -> None:
         """Start the Python workers of executors that just arrived, while the batch runs:
