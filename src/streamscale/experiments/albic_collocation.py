@@ -225,7 +225,7 @@ def albic_vs_cola(
     nodes: int = 40,
     key_groups: int = 800,
     operators: int = 20,
-    variant: str = "tuned",
+    variant: str | dict[str, Any] = "tuned",
     max_migrations: int | None = None,
     max_load_distance_pct: float = 5.0,
     max_partition_load_pct: float = 25.0,
@@ -265,7 +265,7 @@ def albic_vs_cola(
     row = {
         "setup": f"{nodes}x{key_groups}x{operators}",
         "max_collocation_pct": max_collocation_pct,
-        "albic_variant": variant,
+        "albic_variant": variant if isinstance(variant, str) else "custom",
         "albic_start": start,
         "max_migrations": migration_budget(key_groups)
         if max_migrations is None
