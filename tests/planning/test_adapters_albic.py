@@ -79,3 +79,16 @@ def test_needs_a_snapshot() -> None:
 def test_bad_param_is_a_user_error() -> None:
     with pytest.raises(StreamscaleError, match="max_migrations"):
         get("balancer", "flux").adapter(_context({"max_migrations": "many"}), Plan())
+
+
+def test_albic_pair_share_adds_pairs_within_its_budget() -> None:
+    base = {"max_migrations": 4, "deterministic_limit": 0.02, "time_limit_s": 10}
+    one = get("balancer", "albic").adapter(_context(base), Plan())
+    many = get("balancer", "albic").adapter(
+        _context({**base, "pair_share": 1.0, "max_load_distance_pct": 100.0}), Plan()
+    )
+    assert one.figures["new_pairs"] <= 1
+    assert 1 < many.figures["new_pairs"] <= 4
+    assert many.figures["migrations"] <= 4
+    with pytest.raises(StreamscaleError, match="pair_share"):
+        get("balancer", "albic").adapter(_context({"pair_share": 2.0}), Plan())

@@ -136,3 +136,46 @@ def test_chance_collocations_are_protected() -> None:
     split = albic(p, max_migrations=1, new_pairs=0, protect_existing=False)
     assert split.assignment[0] != split.assignment[1]
     assert load_distance(p, split.assignment) == pytest.approx(0.0)
+
+
+def test_many_pairs_fit_their_share_of_the_budget() -> None:
+    # 10 one-to-one pairs on 2 nodes, every pair split at the start (up/i on i % 2,
+    # down/i on (i + 1) % 2): collocating one pair moves one key group.
+    p = _pipeline(n=2, per_op=10)
+    # maxLoadDistance 15 %: one key group is 10 % of a node's load, so a pin fits
+    kw = {"max_migrations": 6, "max_load_distance_pct": 15.0, "time_limit_s": 2, "seed": 0}
+    one = albic(p, **kw)
+    many = albic(p, new_pairs=None, pair_share=0.5, **kw)
+    assert one.extra["new_pairs"] == 1
+    # half of 6 moves for pairs: three pairs, each collocated once moved
+    assert many.extra["new_pairs"] == 3
+    assert migrations(p, many.assignment) <= 6
+    for s in many.collocated:
+        assert len(set(many.assignment[list(s)])) == 1
+    together = sum(many.assignment[i] == many.assignment[10 + i] for i in range(10))
+    assert together >= 3
+    assert collocation_factor(p, many.assignment) > collocation_factor(p, one.assignment)
+
+
+def test_pairs_keep_nodes_within_max_load_distance() -> None:
+    # up0, up1 and a filler on a; down0, down1 and a filler on b: 3 units each. Any pin
+    # moves one unit onto a node; within 5 % of the mean (cap 3.15) none fits, within
+    # 40 % (cap 4.2) the first goes to a (tie), the second to b, the less loaded then.
+    p = KeyGroupProblem.build(
+        ["up0", "up1", "fa", "down0", "down1", "fb"],
+        ["a", "b"],
+        [1.0] * 6,
+        [0, 0, 0, 1, 1, 1],
+        operators=["up", "up", "f", "down", "down", "f"],
+        traffic=[(0, 3, 100.0), (1, 4, 90.0)],
+    )
+    kw = {"max_migrations": 8, "new_pairs": None, "max_partition_load_pct": 80.0, "seed": 0}
+    tight = albic(p, max_load_distance_pct=5.0, **kw)
+    assert tight.extra["new_pairs"] == 0
+    loose = albic(p, max_load_distance_pct=40.0, **kw)
+    assert loose.extra["new_pairs"] == 2
+    assert sorted(map(sorted, loose.collocated)) == [[0, 3], [1, 4]]
+    a = loose.assignment
+    assert a[0] == a[3] == 0 and a[1] == a[4] == 1
+    with pytest.raises(ValueError, match="pair_share"):
+        albic(p, new_pairs=None, pair_share=1.5)

@@ -41,3 +41,35 @@ def test_seeded() -> None:
     assert random_job(7) == random_job(7)
     assert list(random_jobs(3, seed=2)) == list(random_jobs(3, seed=2))
     assert random_job(7) != random_job(8)
+
+
+@pytest.mark.parametrize("split", ["multinomial", "compositions"])
+def test_both_splits_keep_the_class(split: str) -> None:
+    for job in random_jobs(100, seed=5, split=split):  # type: ignore[arg-type]
+        assert 3 <= len(job.groups) <= 7 and job.total_tasks == 17
+        assert all(g.tasks >= 1 for g in job.groups)
+
+
+def test_split_spread_matches_its_distribution() -> None:
+    # Five groups of 17 tasks. multinomial: 1 + Mult(12, 1/5) per group, variance
+    # 12 · 1/5 · 4/5 = 1.92. compositions (uniform over the C(16, 4) cuts): variance
+    # (n − k)·n·(k − 1) / (k²·(k + 1)) = 12·17·4 / (25·6) = 5.44.
+    def variance(split: str) -> float:
+        sizes = [
+            g.tasks
+            for job in random_jobs(600, seed=9, groups=(5, 5), split=split)  # type: ignore[arg-type]
+            for g in job.groups
+        ]
+        mean = sum(sizes) / len(sizes)
+        assert mean == pytest.approx(17 / 5)
+        return sum((x - mean) ** 2 for x in sizes) / len(sizes)
+
+    assert variance("multinomial") == pytest.approx(1.92, rel=0.12)
+    assert variance("compositions") == pytest.approx(5.44, rel=0.12)
+
+
+def test_unknown_split_names_itself() -> None:
+    from streamscale.errors import ModelError
+
+    with pytest.raises(ModelError, match="unknown split"):
+        random_job(1, split="even")  # type: ignore[arg-type]

@@ -1,4 +1,4 @@
-"""PNG plots of the ALBIC reproduction (load distance over rounds; ALBIC vs COLA)."""
+"""PNG plots of the ALBIC reproduction (load distance over rounds; ALBIC vs COLA, Figs. 11-12)."""
 
 from __future__ import annotations
 
@@ -11,16 +11,15 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
-__all__ = ["plot_all"]
+__all__ = ["plot_all", "plot_collocation"]
 
 
 def plot_all(
     out: Path,
     milp_vs_flux: Mapping[str, Mapping[str, Sequence[float]]],
     scale_in: Mapping[str, Sequence[float]],
-    albic_vs_cola: Sequence[Mapping[str, Any]],
 ) -> None:
-    """Write ``milp_vs_flux.png``, ``scale_in.png`` and ``albic_vs_cola.png`` into ``out``."""
+    """Write ``milp_vs_flux.png`` and ``scale_in.png`` into ``out``."""
     out.mkdir(parents=True, exist_ok=True)
     n = max(1, len(milp_vs_flux))
     fig, axes = plt.subplots(1, n, figsize=(4 * n, 3.2), squeeze=False)
@@ -48,29 +47,71 @@ def plot_all(
     fig.savefig(out / "scale_in.png", dpi=110)
     plt.close(fig)
 
+
+def plot_collocation(
+    out: Path,
+    by_factor: Sequence[Mapping[str, Any]],
+    by_size: Sequence[Mapping[str, Any]],
+    periods: Mapping[str, Mapping[str, Sequence[float]]],
+) -> None:
+    """Write ``albic_vs_cola.png`` (as Fig. 11) and ``albic_periods.png`` (as Fig. 12).
+
+    Fig. 11: collocation in the last period against the maximum collocation
+    factor and against the cluster size, ALBIC's variants beside COLA. Fig. 12:
+    per adaptation period, collocation, load distance, migrations and load
+    index of every run in ``periods``.
+    """
+    out.mkdir(parents=True, exist_ok=True)
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(9, 3.5))
-    settings = sorted(
-        {r.get("albic_max_load_distance_pct", 0.0) for r in albic_vs_cola}, reverse=True
-    )
-    first = [r for r in albic_vs_cola if r.get("albic_max_load_distance_pct", 0.0) == settings[0]]
-    xs = [r["max_collocation_pct"] for r in first]
-    for ld in settings:
-        rows = [r for r in albic_vs_cola if r.get("albic_max_load_distance_pct", 0.0) == ld]
-        a1.plot(
-            [r["max_collocation_pct"] for r in rows],
-            [r["albic_collocation_pct"] for r in rows],
-            marker="o",
-            label=f"ALBIC (maxLD {ld:g} %)",
-        )
-    a1.plot(xs, [r["cola_collocation_pct"] for r in first], marker="s", label="COLA")
-    a1.set_xlabel("max collocation factor (%)")
-    a1.set_ylabel("collocation factor (%)")
-    a1.legend(fontsize=8)
-    a2.bar([x - 3 for x in xs], [r["albic_migrations"] for r in first], width=6, label="ALBIC")
-    a2.bar([x + 3 for x in xs], [r["cola_migrations"] for r in first], width=6, label="COLA")
-    a2.set_xlabel("max collocation factor (%)")
-    a2.set_ylabel("migrations per round")
-    a2.legend()
+    for ax, rows, key, label in (
+        (a1, by_factor, "max_collocation_pct", "max collocation factor (%)"),
+        (a2, by_size, "setup", "nodes x key groups x operators (max collocation 50 %)"),
+    ):
+        variants = sorted({r["albic_variant"] for r in rows})
+        for v in variants:
+            sel = [r for r in rows if r["albic_variant"] == v]
+            ax.plot(
+                [str(r[key]) for r in sel],
+                [r["albic_final_collocation_pct"] for r in sel],
+                marker="o",
+                label=f"ALBIC {v}",
+            )
+        if variants:
+            sel = [r for r in rows if r["albic_variant"] == variants[0]]
+            ax.plot(
+                [str(r[key]) for r in sel],
+                [r["cola_final_collocation_pct"] for r in sel],
+                marker="s",
+                label="COLA",
+            )
+        ax.set_xlabel(label, fontsize=8)
+        ax.set_ylabel("collocation factor, last period (%)")
+        ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(out / "albic_vs_cola.png", dpi=110)
+    plt.close(fig)
+
+    panels = (
+        ("coll", "collocation factor (%)"),
+        ("ld", "load distance (% of mean)"),
+        ("mig", "migrations"),
+        ("index", "load index"),
+    )
+    runs = list(periods.items())
+    fig, axes = plt.subplots(
+        max(1, len(runs)), len(panels), figsize=(13, 2.4 * max(1, len(runs))), squeeze=False
+    )
+    for row, (name, ser) in zip(axes, runs, strict=False):
+        for ax, (key, ylabel) in zip(row, panels, strict=True):
+            for side in ("albic", "cola"):
+                ys = ser[f"{side}_{key}"]
+                ax.plot(range(1, len(ys) + 1), ys, marker=".", ms=3, label=side.upper())
+            if key == "mig":
+                ax.set_yscale("log")
+            ax.set_title(name, fontsize=8)
+            ax.set_xlabel("adaptation period", fontsize=8)
+            ax.set_ylabel(ylabel, fontsize=8)
+            ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(out / "albic_periods.png", dpi=90)
     plt.close(fig)

@@ -106,41 +106,73 @@ def perturb(
 
 
 def headline(
-    ac_rows: list[dict[str, Any]], literal: dict[str, Any] | None = None
+    synth: dict[str, dict[str, Any]], job2: dict[str, dict[str, Any]]
 ) -> list[dict[str, Any]]:
-    """ALBIC vs COLA at the highest maximum collocation factor, maxLoadDistance 5 %.
+    """ALBIC vs COLA over adaptation periods (paper 003, §5.3 Fig. 11 and §5.4 Fig. 12).
 
-    ``tuned``: ALBIC with ``protect_existing`` (chance collocations kept),
-    ``literal``: §4.3.2 as written (``literal``, when given, is that run);
-    both with the MILP without ``finish_drain``, started from a
-    low-collocation allocation. Figure, variant, paper, measured.
+    ``synth`` and ``job2`` map the variant (``literal``: §4.3.2 as written,
+    one new pair a period; ``tuned``: pairs within half the budget, chance
+    collocations kept) to the rows
+    :func:`~streamscale.experiments.albic_collocation.albic_vs_cola` and
+    :func:`~streamscale.experiments.albic_collocation.real_job2` return.
+    Figure, variant, paper, measured.
     """
-    top = max(r["max_collocation_pct"] for r in ac_rows)
-    rows = [r for r in ac_rows if r["max_collocation_pct"] == top]
-    tuned = min(rows, key=lambda x: abs(x["albic_max_load_distance_pct"] - 5.0))
-    f = f"003 §5.3 ALBIC vs COLA, max collocation {top:g} %"
     out: list[dict[str, Any]] = []
-    for variant, r in (("literal", literal), ("tuned", tuned)):
-        if r is None:
-            continue
-        vals = [
-            (
-                "ALBIC minus COLA collocation, final round (points)",
-                "up to +10",
-                round(r["albic_final_collocation_pct"] - r["cola_final_collocation_pct"], 1),
-            ),
-            (
-                "ALBIC collocation from start to final round (%)",
-                "built up",
-                f"{r['albic_start_collocation_pct']:.1f} -> {r['albic_final_collocation_pct']:.1f}",
-            ),
-            ("ALBIC migrations per round", "about 10", round(r["albic_migrations"], 1)),
-            ("COLA migrations per round", "about 200", round(r["cola_migrations"], 1)),
-            ("ALBIC load distance (%)", "lower than COLA", round(r["albic_distance_pct"], 2)),
-            ("COLA load distance (%)", "—", round(r["cola_distance_pct"], 2)),
-        ]
+    for variant in ("literal", "tuned"):
+        r, j = synth.get(variant), job2.get(variant)
+        vals: list[tuple[str, Any, Any]] = []
+        if r is not None:
+            f = f"003 §5.3 {r['setup']}, max collocation {r['max_collocation_pct']:g} %"
+            vals += [
+                (
+                    f"{f}: ALBIC minus COLA collocation, period {r['periods']} (points)",
+                    "up to +10",
+                    round(r["albic_minus_cola_final_points"], 1),
+                ),
+                (
+                    f"{f}: ALBIC collocation, start -> period {r['periods']} (%)",
+                    "built up to COLA's",
+                    f"{r['albic_start_collocation_pct']:.1f} -> "
+                    f"{r['albic_final_collocation_pct']:.1f}",
+                ),
+                (
+                    f"{f}: first period ALBIC within 10 points of COLA",
+                    "gradually",
+                    r["periods_to_within_10_points"],
+                ),
+                (
+                    f"{f}: COLA / ALBIC migrations per period",
+                    "about 20 (200 / 10)",
+                    round(r["cola_over_albic_migrations"], 1),
+                ),
+                (
+                    f"{f}: ALBIC / COLA load distance, last period (%)",
+                    "ALBIC lower",
+                    f"{r['albic_final_distance_pct']:.2f} / {r['cola_final_distance_pct']:.2f}",
+                ),
+            ]
+        if j is not None:
+            f = "003 §5.4 real job 2"
+            vals += [
+                (
+                    f"{f}: ALBIC / COLA migrations per period",
+                    "about 10 / about 200",
+                    f"{j['albic_migrations']:.1f} / {j['cola_migrations']:.1f}",
+                ),
+                (
+                    f"{f}: ALBIC / COLA collocation, period {j['periods']} (%)",
+                    "equal (optimum)",
+                    f"{j['albic_final_collocation_pct']:.1f} / "
+                    f"{j['cola_final_collocation_pct']:.1f}",
+                ),
+                (
+                    f"{f}: first period ALBIC within 10 points of COLA",
+                    "gradually",
+                    j["periods_to_within_10_points"],
+                ),
+            ]
         out += [
-            {"figure": f"{f}: {name}", "variant": variant, "paper": paper, "measured": m}
+            {"figure": name, "variant": variant, "paper": paper, "measured": m}
             for name, paper, m in vals
         ]
     return out

@@ -6,6 +6,15 @@ paper: TD ≈ 264/s on a 2014 Core i3, TL two orders of magnitude fewer), the
 prioritisation and task-count micro-benchmarks (Fig. 4) and TD-RC under a
 varying input rate (Fig. 9). The paper's "TL" in §7 is prioritised by IMC,
 so ``tl_pct`` reports TL-IMC; TL by relative significance is ``tl_rs_pct``.
+
+The §7.3 jobs are the generator's ``multinomial`` reading (see
+:mod:`streamscale.planning.random_jobs`); naive is reported as §3.1 first
+states it (literal) and with its refinement (tuned), which makes it TL-IMC
+without ``pickNode``. ``task_allocation_ablation.jsonl`` (written by
+``benchmarks/bench_task_allocation.py --ablation``) shows what moves each
+figure. Modelling differences that remain: the optimum carries 32 GB/s per
+2000 jobs against the paper's 26.3 under every reading tried (the
+percentages do not depend on the IMC scale, so this gap does not move them).
 """
 
 from __future__ import annotations
@@ -32,6 +41,7 @@ __all__ = ["HEADLINE_FILE", "PAPER", "example2", "headline", "readme_block", "ru
 HEADLINE_FILE = Path(__file__).with_name("task_allocation_headline.jsonl")
 
 PAPER = {
+    "optimal_gbps": 26.3,
     "td_pct": 93.1,
     "tl_pct": 85.9,
     "gain_gbps": {"td": 24.5, "tl-imc": 22.6, "optimal": 26.3},
@@ -61,6 +71,7 @@ def run(
         "optimality": {
             "graphs": opt["graphs"],
             "naive_pct": pct.get("naive"),
+            "naive_literal_pct": pct.get("naive-literal"),
             "tl_pct": pct.get("tl-imc"),
             "tl_rs_pct": pct.get("tl"),
             "td_pct": pct.get("td"),
@@ -107,10 +118,13 @@ def _links(counts: Any, a: int, b: int) -> int:
 def headline(r: dict[str, Any]) -> list[dict[str, Any]]:
     """One record per headline figure and variant: figure, variant, paper, measured.
 
-    ``literal`` is the algorithm as written (TL: task pairs in task-id order;
-    TD: Algorithm 5 without the added fills), ``tuned`` the default.
+    ``literal`` is the algorithm as written (naive: §3.1 as first stated,
+    task-id order; TL: task pairs in task-id order; TD: Algorithm 5 without
+    the added fills), ``tuned`` the default.
     """
-    pct = r["optimality"]["detail"]["pct_of_optimal"]
+    d = r["optimality"]["detail"]
+    pct = d["pct_of_optimal"]
+    opt_gbps = round(d["total_gain_gbps"]["optimal"] * 2000 / max(1, d["graphs"]), 1)
 
     def rnd(v: float | None) -> float | None:
         return None if v is None else round(v, 1)
@@ -125,8 +139,18 @@ def headline(r: dict[str, Any]) -> list[dict[str, Any]]:
         "tuned": _links(top_down(job).counts, 0, 1),
     }
     out = []
-    for variant, td, tl in (("literal", "td-literal", "tl-imc-storm"), ("tuned", "td", "tl-imc")):
+    rules = (
+        ("literal", "td-literal", "tl-imc-storm", "naive-literal"),
+        ("tuned", "td", "tl-imc", "naive"),
+    )
+    for variant, td, tl, naive in rules:
         out += [
+            {
+                "figure": "001 §7.3 optimum, total IMC gain per 2000 jobs (GB/s)",
+                "variant": variant,
+                "paper": PAPER["optimal_gbps"],
+                "measured": opt_gbps,
+            },
             {
                 "figure": "001 §7.3 TD IMC gain, % of optimal",
                 "variant": variant,
@@ -138,6 +162,12 @@ def headline(r: dict[str, Any]) -> list[dict[str, Any]]:
                 "variant": variant,
                 "paper": PAPER["tl_pct"],
                 "measured": rnd(pct.get(tl)),
+            },
+            {
+                "figure": "001 §7.3 naive IMC gain, % of optimal",
+                "variant": variant,
+                "paper": "below TL (§3.1)",
+                "measured": rnd(pct.get(naive)),
             },
             {
                 "figure": "001 Example 2 TL collocated ⟨v1,v2⟩ links",
@@ -171,6 +201,7 @@ def _markdown(r: dict[str, Any]) -> str:
             d["incomplete"].get(name, 0),
         ]
         for name in (
+            "naive-literal",
             "naive",
             "tl",
             "tl-storm",
@@ -211,15 +242,17 @@ def _markdown(r: dict[str, Any]) -> str:
         [
             "# Task allocation (paper 001): naive, TL, TD vs optimal",
             "## Headline figures: literal and tuned beside the paper\n\n"
-            "literal: TL pairs tasks in task-id order (`-storm`), TD runs Algorithm 5 "
-            "as written (`-literal`); tuned: the defaults (diagonal pair order; TD's "
-            "extra fills).\n\n"
+            "literal: naive as §3.1 first states it (`naive-literal`), TL pairs tasks in "
+            "task-id order (`-storm`), TD runs Algorithm 5 as written (`-literal`); tuned: "
+            "the defaults (naive with §3.1's refinement, diagonal pair order, TD's extra "
+            "fills).\n\n"
             + markdown_table(
                 ["figure", "variant", "paper", "measured"],
                 [[h["figure"], h["variant"], h["paper"], h["measured"]] for h in r["headline"]],
             ),
             f"## Optimality over {o['graphs']} random jobs (§7.3)\n\n"
-            f"3–7 groups, 17 tasks, 500 % spread in proportion to task counts, "
+            f"3–7 groups, 17 tasks (one per group, the rest drawn uniformly: the "
+            f"`{d['split']}` reading), 500 % spread in proportion to task counts, "
             f"8 × 100 % nodes; optimum by CP-SAT, proven on {d['proven_optimal']} of "
             f"{o['graphs']} jobs. The paper's §7 TL is TL-IMC.\n\n"
             + markdown_table(
@@ -259,17 +292,18 @@ def _plots(out: Path, r: dict[str, Any]) -> None:
     import matplotlib.pyplot as plt
 
     d = r["optimality"]["detail"]
-    names = ["naive", "tl", "tl-imc", "td", "td-affinity"]
+    names = ["naive-literal", "naive", "tl-imc-storm", "tl-imc", "td"]
     fig, ax = plt.subplots(figsize=(6, 3.5))
     ax.bar(names, [d["pct_of_optimal"][n] for n in names], color="tab:blue", label="measured")
     ax.scatter(
-        ["tl-imc", "td"],
+        ["tl-imc-storm", "td"],
         [PAPER["tl_pct"], PAPER["td_pct"]],
         color="tab:red",
         zorder=3,
         label="paper",
     )
-    ax.set_ylim(80, 100)
+    ax.set_ylim(50, 100)
+    ax.tick_params(axis="x", labelsize=8)
     ax.set_ylabel("total IMC gain, % of optimal")
     ax.set_title(f"Optimality over {d['graphs']} random jobs")
     ax.legend()

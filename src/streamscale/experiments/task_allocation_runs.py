@@ -17,7 +17,7 @@ from streamscale.planning.placement.optimal import optimal
 from streamscale.planning.placement.reconfigure import reconfigure
 from streamscale.planning.placement.task_level import task_level
 from streamscale.planning.placement.top_down import top_down
-from streamscale.planning.random_jobs import random_jobs
+from streamscale.planning.random_jobs import Split, random_jobs
 
 __all__ = [
     "HEURISTICS",
@@ -31,6 +31,7 @@ __all__ = [
 
 HEURISTICS: dict[str, Callable[[GroupJob], TaskAllocation]] = {
     "naive": naive_pairs,
+    "naive-literal": lambda j: naive_pairs(j, order="storm", refine=False),
     "tl": task_level,
     "tl-imc": lambda j: task_level(j, priority="imc"),
     "tl-storm": lambda j: task_level(j, order="storm"),
@@ -44,11 +45,19 @@ HEURISTICS: dict[str, Callable[[GroupJob], TaskAllocation]] = {
 
 
 def optimality(
-    graphs: int, seed: int, *, cost_noise: float = 0.0, time_limit_s: float = 30.0
+    graphs: int,
+    seed: int,
+    *,
+    cost_noise: float = 0.0,
+    split: Split = "multinomial",
+    imc: tuple[float, float] = (5.0, 20.0),
+    time_limit_s: float = 30.0,
 ) -> dict[str, Any]:
     """Total IMC gain of every heuristic as % of the optimum over random jobs (§7.3).
 
-    A heuristic that leaves a task unplaced scores 0 on that job (counted in
+    ``cost_noise``, ``split`` and ``imc`` choose the reading of the job
+    generator (:func:`~streamscale.planning.random_jobs.random_job`). A
+    heuristic that leaves a task unplaced scores 0 on that job (counted in
     ``incomplete``); jobs with no complete allocation at all are skipped.
     """
     totals = dict.fromkeys([*HEURISTICS, "optimal"], 0.0)
@@ -56,7 +65,8 @@ def optimality(
     ratios: dict[str, list[float]] = {k: [] for k in HEURISTICS}
     proven = used = 0
     solve_s: list[float] = []
-    for job in random_jobs(graphs, seed=seed, cost_noise=cost_noise):
+    total_imc = 0.0
+    for job in random_jobs(graphs, seed=seed, cost_noise=cost_noise, split=split, imc=imc):
         t0 = time.perf_counter()
         best = optimal(job, time_limit_s=time_limit_s)
         solve_s.append(time.perf_counter() - t0)
@@ -66,6 +76,7 @@ def optimality(
         proven += best.proven_optimal
         opt = best.allocation.gain
         totals["optimal"] += opt
+        total_imc += sum(e.imc for e in job.edges)
         for name, fn in HEURISTICS.items():
             alloc = fn(job)
             gain = alloc.gain if alloc.complete else 0.0
@@ -77,7 +88,10 @@ def optimality(
         "graphs": used,
         "generated": graphs,
         "cost_noise": cost_noise,
+        "split": split,
+        "imc": list(imc),
         "proven_optimal": proven,
+        "optimal_share_of_imc_pct": 100.0 * totals["optimal"] / total_imc if total_imc else None,
         "total_gain_gbps": {k: v / 1000.0 for k, v in totals.items()},
         "pct_of_optimal": pct,
         "median_ratio": {k: statistics.median(v) for k, v in ratios.items() if v},

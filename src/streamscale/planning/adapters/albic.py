@@ -130,6 +130,15 @@ ALBIC_SETTINGS = Schema(
         low=0.0,
         low_open=True,
     ),
+    Setting(
+        "pair_share",
+        float,
+        0.0,
+        "0: one new collocation pair a round (§4.3.2 as written); above 0: pairs, highest "
+        "rate first, while their moves fit this share of the budget and maxLoadDistance",
+        low=0.0,
+        high=1.0,
+    ),
 )
 FLUX_SETTINGS = Schema("balancer flux", *BUDGET)
 POTC_SETTINGS = Schema(
@@ -228,6 +237,8 @@ def albic_step(context: PlanningContext, plan: Plan) -> StepResult:
         score_factor=sf,
         max_load_distance_pct=params["max_load_distance_pct"],
         max_partition_load_pct=params["max_partition_load_pct"],
+        new_pairs=None if params["pair_share"] > 0 else 1,
+        pair_share=params["pair_share"],
         seed=context.seed,
         **_milp_kwargs(params),
     )

@@ -91,7 +91,18 @@ ORDER = Setting(
     choices=("diagonal", "storm", "random"),
 )
 JOB_SETTINGS = Schema("task allocation", *JOB)
-PAIRS_SETTINGS = Schema("placer naive/tl", *JOB, ORDER)
+PAIRS_SETTINGS = Schema("placer tl", *JOB, ORDER)
+NAIVE_SETTINGS = Schema(
+    "placer naive",
+    *JOB,
+    ORDER,
+    Setting(
+        "refine",
+        bool,
+        True,
+        "a pair with one task placed puts the other beside it (§3.1's refinement)",
+    ),
+)
 TD_SETTINGS = Schema(
     "placer td",
     *JOB,
@@ -305,12 +316,17 @@ def _order(context: PlanningContext) -> Any:
     "placer",
     "naive",
     "paper 001 §3.1: task pairs by IMC onto nodes by capacity",
-    params=PAIRS_SETTINGS,
+    params=NAIVE_SETTINGS,
     promises=("cpu_capacity",),
 )
 def naive_placer(context: PlanningContext, plan: Plan) -> StepResult:
-    order = _order(context)
-    return _run("naive", context, plan, lambda j: naive_pairs(j, order=order, seed=context.seed))
+    p = NAIVE_SETTINGS.read(context.params)
+    return _run(
+        "naive",
+        context,
+        plan,
+        lambda j: naive_pairs(j, order=p["order"], refine=p["refine"], seed=context.seed),
+    )
 
 
 @register(

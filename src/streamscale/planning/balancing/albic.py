@@ -25,6 +25,7 @@ Collocation, per adaptation round:
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -95,9 +96,102 @@ def split_sets(
     return out
 
 
-def _node_of_set(problem: KeyGroupProblem, s: Sequence[int]) -> int:
-    nodes = np.unique(problem.assignment[list(s)])
-    loads = problem.node_loads()
+@dataclass(frozen=True, slots=True)
+class _Round:
+    """Step 3's outcome: the sets after merging, the pins and the pairs added."""
+
+    sets: list[list[int]]
+    pinned: list[tuple[int, int]]
+    added: list[tuple[int, int]]
+
+
+def _improve(
+    problem: KeyGroupProblem,
+    pairs: Sequence[tuple[float, int, int]],
+    sets: Sequence[Sequence[int]],
+    *,
+    max_partition_load: float,
+    new_pairs: int | None,
+    pair_budget: int | None,
+    max_cost: float | None,
+    load_cap: float | None,
+) -> _Round:
+    """Step 3: pin qualifying pairs, highest rate first, each on one node.
+
+    Node choice (paper 003, §4.3.2): where the set one of the two belongs to
+    lives (case 2), else the less loaded of their nodes (cases 1 and 3). The
+    loads compared are those the round's earlier pins leave, and a set pinned
+    earlier in the round keeps its node. ``pair_budget`` bounds the key groups
+    the pins move, ``max_cost`` their migration cost; ``load_cap`` (load per
+    unit of capacity weight, or None) skips a pin that would raise its node
+    above it.
+    """
+    asg = problem.assignment
+    loads = problem.node_loads().astype(float)
+    live: dict[int, list[int]] = {i: sorted(map(int, s)) for i, s in enumerate(sets)}
+    where = {g: i for i, s in live.items() for g in s}
+    pin_of: dict[int, int] = {}
+    moved: set[int] = set()
+    cost = 0.0
+    added: list[tuple[int, int]] = []
+    next_id = len(live)
+    for _, a, b in pairs:
+        if new_pairs is not None and len(added) >= new_pairs:
+            break
+        ia, ib = where.get(a), where.get(b)
+        if ia is not None and ia == ib:
+            continue
+        sa = live[ia] if ia is not None else [a]
+        sb = live[ib] if ib is not None else [b]
+        merged = sorted({*sa, *sb})
+        if float(problem.load[merged].sum()) >= max_partition_load:
+            continue
+        pins = {pin_of[i] for i in (ia, ib) if i is not None and i in pin_of}
+        if len(pins) > 1:
+            continue  # both halves already pinned to different nodes this round
+        if pins:
+            node = pins.pop()
+        elif (ia is None) != (ib is None):  # case 2: go where the existing set lives
+            node = _least_loaded(np.unique(asg[sa if ia is not None else sb]), loads)
+        else:  # cases 1 and 3: the less loaded of the two nodes
+            node = _least_loaded(np.unique(asg[[a, b]]), loads)
+        if problem.removing[node]:
+            continue
+        moving = [g for g in merged if asg[g] != node and g not in moved]
+        step_cost = float(problem.cost[moving].sum())
+        if pair_budget is not None and len(moved) + len(moving) > pair_budget:
+            continue
+        if max_cost is not None and cost + step_cost > max_cost:
+            continue
+        arriving = float(problem.load[moving].sum())
+        if (
+            load_cap is not None
+            and moving
+            and loads[node] + arriving > load_cap * problem.capacity[node]
+        ):
+            continue
+        for g in moving:
+            loads[asg[g]] -= problem.load[g]
+        loads[node] += arriving
+        moved.update(moving)
+        cost += step_cost
+        for i in (ia, ib):
+            if i is not None:
+                del live[i]
+                pin_of.pop(i, None)
+        live[next_id] = merged
+        pin_of[next_id] = node
+        where.update((g, next_id) for g in merged)
+        next_id += 1
+        added.append((a, b))
+    return _Round(
+        list(live.values()),
+        [(live[i][0], n) for i, n in pin_of.items()],
+        added,
+    )
+
+
+def _least_loaded(nodes: np.ndarray, loads: np.ndarray) -> int:
     return int(nodes[np.argmin(loads[nodes])])
 
 
@@ -112,7 +206,8 @@ def albic(
     max_partition_load_pct: float = 25.0,
     partition_load_step_pct: float = 5.0,
     max_resolves: int = 5,
-    new_pairs: int = 1,
+    new_pairs: int | None = 1,
+    pair_share: float = 0.5,
     protect_existing: bool = True,
     time_limit_s: float = 2.0,
     deterministic_limit: float | None = None,
@@ -137,7 +232,13 @@ def albic(
     max_resolves
         Most re-solves with a smaller maxPartitionLoad.
     new_pairs
-        New collocation constraints per round (the paper adds one).
+        New collocation constraints per round: 1 is the paper's step 3;
+        ``None`` adds pairs, highest rate first, while their moves fit in
+        ``pair_share`` of the migration budget and keep every node within
+        maxLoadDistance of its share of the load.
+    pair_share
+        With ``new_pairs=None``: the share of ``max_migrations`` (and of
+        ``max_cost``) the new pairs' moves may take; the MILP balances with the rest.
     protect_existing
         Qualifying pairs (step 1) already on one node, by chance or from
         earlier rounds, join ``collocated`` so the round does not split them
@@ -151,12 +252,20 @@ def albic(
         ``method="albic"``; ``collocated`` holds the sets to keep for the next
         round; ``extra`` has ``collocation_pct``, ``resolves`` and ``new_pairs``.
     """
+    if not 0.0 <= pair_share <= 1.0:
+        raise ValueError(f"pair_share must be in [0, 1], got {pair_share}")
     mean = problem.mean_load
     pairs = collocation_candidates(problem, score_factor=score_factor)
     if protect_existing:
         asg = problem.assignment
         together = [[a, b] for _, a, b in pairs if asg[a] == asg[b] and asg[a] >= 0]
         collocated = [*map(list, collocated), *together]
+    many = new_pairs is None
+    pair_budget = max_migrations
+    if many and max_migrations is not None:
+        pair_budget = int(pair_share * max_migrations)
+    pair_cost = max_cost * pair_share if many and max_cost is not None else max_cost
+    load_cap = (1.0 + max_load_distance_pct / 100.0) * mean if many else None
     mpl = max_partition_load_pct
     result: BalanceResult | None = None
     resolves = 0
@@ -165,51 +274,29 @@ def albic(
         sets = split_sets(
             problem, collocated, max_partition_load=mpl / 100 * mean, max_cost=max_cost, seed=seed
         )
-        where = {g: i for i, s in enumerate(sets) for g in s}
-        pinned: list[tuple[int, int]] = []
-        added = []
-        budget_left = max_migrations
-        for _, a, b in pairs:
-            if len(added) >= new_pairs:
-                break
-            ia, ib = where.get(a), where.get(b)
-            if ia is not None and ia == ib:
-                continue
-            merged = sorted(
-                set(sets[ia] if ia is not None else [a]) | set(sets[ib] if ib is not None else [b])
-            )
-            if float(problem.load[merged].sum()) >= mpl / 100 * mean:
-                continue
-            if (ia is None) != (ib is None):  # case 2: go where the existing set lives
-                node = _node_of_set(problem, sets[ia] if ia is not None else sets[ib])  # type: ignore[index]
-            else:  # cases 1 and 3: the less loaded of the two nodes
-                node = _node_of_set(problem, [a, b])
-            if problem.removing[node]:
-                continue
-            moving = [g for g in merged if problem.assignment[g] != node]
-            cost = float(problem.cost[moving].sum())
-            if budget_left is not None and len(moving) > budget_left:
-                continue
-            if max_cost is not None and cost > max_cost:
-                continue
-            sets = [s for i, s in enumerate(sets) if i not in (ia, ib)] + [merged]
-            where = {g: i for i, s in enumerate(sets) for g in s}
-            pinned.append((merged[0], node))
-            added.append((a, b))
-            if budget_left is not None:
-                budget_left -= len(moving)
+        step = _improve(
+            problem,
+            pairs,
+            sets,
+            max_partition_load=mpl / 100 * mean,
+            new_pairs=new_pairs,
+            pair_budget=pair_budget,
+            max_cost=pair_cost,
+            load_cap=load_cap,
+        )
+        added = step.added
         result = solve_milp(
             problem,
             max_migrations=max_migrations,
             max_cost=max_cost,
-            collocate=sets,
-            pinned=pinned,
+            collocate=step.sets,
+            pinned=step.pinned,
             time_limit_s=time_limit_s,
             deterministic_limit=deterministic_limit,
             seed=seed,
         )
         dist = load_distance_pct(problem, result.assignment)
-        if dist <= max_load_distance_pct or resolves >= max_resolves or not sets:
+        if dist <= max_load_distance_pct or resolves >= max_resolves or not step.sets:
             break
         resolves += 1
         mpl = max(mpl - partition_load_step_pct, 0.0)
