@@ -71,7 +71,7 @@ DYNAMIC_SETTINGS: dict[str, dict[str, str]] = {
     "spark-dynamic": {  # Spark's defaults but for the bounds
         "spark.dynamicAllocation.enabled": "true",
         "spark.dynamicAllocation.shuffleTracking.enabled": "true",
-        "spark.dynamicAllocation.shuffleTracking.timeout": "infinity",
+        # shuffleTracking.timeout left at Spark's default (infinity; Spark refuses the word)
         "spark.dynamicAllocation.executorIdleTimeout": "60s",
         "spark.dynamicAllocation.schedulerBacklogTimeout": "1s",
         "spark.dynamicAllocation.sustainedSchedulerBacklogTimeout": "1s",
@@ -389,11 +389,20 @@ def run_surge(
     *,
     on_batch: Callable[[dict[str, Any]], None] = lambda row: None,
 ) -> list[SurgeOutcome]:
-    """Every policy in turn on the same cluster."""
+    """Every policy in turn on the same cluster; a policy whose run fails is reported with
+    its error (one line) and the others still run."""
     for p in policies:
         if p not in SURGE_POLICIES:
             raise StreamscaleError(f"unknown policy (known: {', '.join(SURGE_POLICIES)})", item=p)
-    return [run_policy(master, cfg, p, on_batch=on_batch) for p in policies]
+    out = []
+    for p in policies:
+        try:
+            out.append(run_policy(master, cfg, p, on_batch=on_batch))
+        except Exception as exc:  # Spark refused a setting, the session died: say which
+            failed = SurgeOutcome(p)
+            failed.error = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
+            out.append(failed)
+    return out
 
 
 def config_dict(cfg: SurgeConfig) -> dict[str, Any]:
