@@ -1,76 +1,61 @@
-"""Committed benchmark results: each JSON line appended to ``benchmarks/results/<bench>.jsonl``.
-
-Every line is stamped with where and how it was measured — ``commit`` (``git rev-parse
-HEAD``; ``"unknown"`` outside a git checkout), ``cores`` (``os.cpu_count()``),
-``load_avg`` (``os.getloadavg()``, 1/5/15 min), ``command`` (the argv) and ``utc`` (ISO
-8601) — so a README figure can be traced to the run that produced it (BENCHMARKS.md,
-"Where results live").
-"""
+"""Committed benchmark results: every JSON line a benchmark prints is also appended to
+``benchmarks/results/<bench>.jsonl`` with the commit, the machine's cores and load, the
+command and the UTC time, so README figures come from files, never from memory."""
 
 from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
+import sys
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-__all__ = ["RESULTS", "record"]
-
-#: Folder of the committed results files.
 RESULTS = Path(__file__).resolve().parent / "results"
+#: One benchmark process is one run: every line it records carries the same ``run``
+#: (its start time), so tables quote one run's lines together, never a mix of runs.
+RUN = datetime.now(UTC).isoformat(timespec="seconds")
 
 
 def _commit() -> str:
     try:
         out = subprocess.run(
-            ["git", "rev-parse", "HEAD"],
-            cwd=Path(__file__).resolve().parent,
-            capture_output=True,
-            text=True,
-            check=True,
-            timeout=10,
-        )
+            ["git", "rev-parse", "--short=12", "HEAD"],
+            capture_output=True, text=True, cwd=RESULTS.parent, timeout=10, check=True,
+        )  # fmt: skip
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True, text=True, cwd=RESULTS.parent, timeout=10, check=True,
+        )  # fmt: skip
+        return out.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
     except (OSError, subprocess.SubprocessError):
         return "unknown"
-    return out.stdout.strip() or "unknown"
 
 
-def _load_avg() -> list[float] | None:
+def _script() -> str:
     try:
-        return [round(v, 2) for v in os.getloadavg()]
-    except OSError:
-        return None
+        return str(Path(sys.argv[0]).resolve().relative_to(RESULTS.parents[1]))
+    except ValueError:
+        return sys.argv[0]
 
 
 def record(bench: str, line: dict[str, Any], *, argv: list[str]) -> dict[str, Any]:
-    """``line`` with ``commit``, ``cores``, ``load_avg``, ``command`` and ``utc`` added,
-    appended as one JSON line to ``benchmarks/results/<bench>.jsonl`` (folder created).
-
-    Parameters
-    ----------
-    bench
-        Name of the results file (without ``.jsonl``), e.g. ``"planner_scale"``.
-    line
-        The JSON-able figures of one measurement; not modified.
-    argv
-        The command that produced it (usually ``sys.argv``).
-
-    Returns
-    -------
-    dict
-        The stamped line, as written.
-    """
-    out = {
+    """``line`` with ``commit``, ``cores``, ``load_avg``, ``command`` (the running script
+    and ``argv``, its arguments) and ``utc`` added, appended to
+    ``benchmarks/results/<bench>.jsonl``; returns the line as written. ``run`` names the
+    process that recorded it (:data:`RUN`)."""
+    full = {
         **line,
+        "run": RUN,
         "commit": _commit(),
         "cores": os.cpu_count(),
-        "load_avg": _load_avg(),
-        "command": list(argv),
+        "load_avg": [round(x, 2) for x in os.getloadavg()],
+        "command": " ".join(shlex.quote(a) for a in ["python", _script(), *argv]),
         "utc": datetime.now(UTC).isoformat(timespec="seconds"),
     }
     RESULTS.mkdir(parents=True, exist_ok=True)
-    with (RESULTS / f"{bench}.jsonl").open("a", encoding="utf-8") as fh:
-        fh.write(json.dumps(out, sort_keys=False) + "\n")
-    return out
+    with (RESULTS / f"{bench}.jsonl").open("a") as f:
+        f.write(json.dumps(full, default=str) + "\n")
+    return full

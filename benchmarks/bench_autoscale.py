@@ -1,19 +1,18 @@
-"""Elastic executors under a load surge, against static sizing and Spark's dynamic allocation.
+"""Elastic executors under a load surge, against static sizing, Spark's dynamic allocation
+and restart-based DS2 rescaling of Spark's own stateful operator.
 
 Starts a loopback Spark standalone cluster (``--workers`` × ``--worker-cores`` task
-slots, executors of ``--executor-cores``), runs the surge scenario
-(:mod:`streamscale.runtime.spark.surge`: a warm-up, then base → peak → base offered load, per-tuple
-cost *waited* — ``cost_kind: wall`` — so the slots behave like cores on this small
-machine) under each policy in turn, and prints one JSON line per policy
-(``"bench": "autoscale"``) plus one line of ratios against ``static-peak`` and
-``spark-dynamic`` (``"figure": "ratios"``) with the targets: elastic SLO attainment
-≥ 0.95 with ≤ 0.6× the core-seconds of static-peak, ahead of Spark's dynamic
-allocation on both. The ratios line also carries
-``oracle_core_seconds_vs_static_peak``: the least core-seconds any policy holding
-whole executors can have against static-peak (the fewest executors that cover each
-phase's load, for exactly that phase; :meth:`SurgeConfig.oracle_core_ratio`), the
-floor below which the core-seconds target cannot be met in the scenario run. A
-timeline plot goes to ``--out`` (default ``results/autoscale``).
+slots, executors of ``--executor-cores``, 2 by default), runs the surge scenario
+(:mod:`streamscale.scenarios.surge`: a warm-up, then base → peak → base offered load,
+per-tuple cost *waited* — ``cost_kind: wall`` — so the slots behave like cores on this
+small machine) under each policy in turn, and prints one JSON line per policy
+(``"bench": "autoscale"``) and one line of ratios (``"figure": "ratios"``). Every policy
+is scored from Spark's own records (:mod:`streamscale.scenarios.surge_score`):
+``slo_tuples`` (tuples that met the latency target end to end) is the headline,
+``slo_batches`` beside it, core-seconds billed from each executor's request. The ratio
+line carries the oracle core-seconds floor (the fewest whole executors per phase) for
+executors of 1, 2 and 4 cores. Lines are appended to ``benchmarks/results/autoscale.jsonl``;
+a timeline plot goes to ``--out``.
 
 Run: ``.venv/bin/python benchmarks/bench_autoscale.py [--quick] [--policies a,b]``.
 """
@@ -27,35 +26,68 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from _results import record
+
 from streamscale.runtime.spark.cluster import cluster_down, cluster_up
-from streamscale.runtime.spark.surge import (
-    SURGE_POLICIES,
-    SurgeConfig,
-    config_dict,
-    plot_surge,
-    run_surge,
-    summarize_surge,
-)
+from streamscale.scenarios.surge import SURGE_POLICIES, SurgeConfig, config_dict, run_surge
+from streamscale.scenarios.surge_report import plot_surge
+from streamscale.scenarios.surge_score import summarize_surge, timeline
+
+TARGETS = "elastic slo_tuples>=0.90 with <=0.75x static-peak core-seconds; ahead of " \
+    "spark-dynamic(-tuned) and restart-ds2 on both"  # fmt: skip
 
 
-def _emit(**fields: Any) -> None:
-    print(json.dumps(fields), flush=True)
+def _emit(line: dict[str, Any], argv: list[str]) -> None:
+    print(json.dumps(record("autoscale", line, argv=argv), default=str), flush=True)
+
+
+def ratios(figures: dict[str, dict[str, Any]], cfg: SurgeConfig) -> dict[str, Any]:
+    """Elastic against every other policy that ran: core-seconds ratio and SLO difference."""
+    el = figures.get("elastic", {})
+    out: dict[str, Any] = {
+        "figure": "ratios",
+        "targets": TARGETS,
+        "oracle_core_seconds_vs_static_peak": {
+            f"{c}-core": round(cfg.oracle_core_ratio(c), 4) for c in (1, 2, 4)
+        },
+    }
+    if "slo_tuples" not in el:
+        return out
+    out["elastic_slo_tuples"] = el["slo_tuples"]
+    ahead = True
+    for name, f in figures.items():
+        if name == "elastic" or "core_seconds" not in f:
+            continue
+        key = name.replace("-", "_")
+        out[f"core_seconds_vs_{key}"] = el["core_seconds"] / f["core_seconds"]
+        out[f"slo_tuples_minus_{key}"] = el["slo_tuples"] - f["slo_tuples"]
+        if name.startswith(("spark-dynamic", "restart")):
+            ahead &= el["core_seconds"] < f["core_seconds"] and el["slo_tuples"] >= f["slo_tuples"]
+    cs_peak = out.get("core_seconds_vs_static_peak")
+    out["met"] = bool(
+        el["slo_tuples"] >= 0.90 and cs_peak is not None and cs_peak <= 0.75 and ahead
+    )
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="30 s phases instead of 60 s.")
     ap.add_argument("--policies", default=",".join(SURGE_POLICIES))
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--worker-cores", type=int, default=8)
     ap.add_argument("--executor-cores", type=int, default=SurgeConfig.executor_cores)
-    ap.add_argument("--out", type=Path, default=Path("results/autoscale"))
+    ap.add_argument("--out", type=Path,
+                    default=Path(tempfile.gettempdir()) / "streamscale-autoscale")  # fmt: skip
     args = ap.parse_args(argv)
     slots = args.workers * args.worker_cores
+    max_ex = args.workers * (args.worker_cores // args.executor_cores)
     cfg = SurgeConfig(
         phase_s=30.0 if args.quick else 60.0,
         executor_cores=args.executor_cores,
-        max_executors=args.workers * (args.worker_cores // args.executor_cores),
+        max_executors=max_ex,
+        elastic_instances=max_ex,
     )
     policies = [p.strip() for p in args.policies.split(",") if p.strip()]
     args.out.mkdir(parents=True, exist_ok=True)
@@ -66,46 +98,20 @@ def main(argv: list[str] | None = None) -> int:
             info.master_url,
             cfg,
             policies,
-            on_batch=lambda row: print(json.dumps(row), file=sys.stderr, flush=True),
+            on_batch=lambda row: print(json.dumps(row, default=str), file=sys.stderr, flush=True),
         )
     finally:
         cluster_down(d)
     figures = {o.policy: summarize_surge(o, cfg) for o in outcomes}
-    common = {"cost_kind": "wall", "emulated_cores": slots, "config": config_dict(cfg)}
-    dyn_defaults = {  # Spark's defaults, left unchanged for the spark-dynamic policy
-        "executorIdleTimeout": "60s",
-        "schedulerBacklogTimeout": "1s",
-        "sustainedSchedulerBacklogTimeout": "1s",
-        "shuffleTracking.timeout": "infinity",
-    }
-    for f in figures.values():
-        more = {"spark_dynamic_defaults": dyn_defaults} if f["policy"] == "spark-dynamic" else {}
-        _emit(bench="autoscale", **f, **common, **more)
+    common = {"cost_kind": "wall", "emulated_cores": slots, "quick": args.quick,
+              "config": config_dict(cfg)}  # fmt: skip
+    for o in outcomes:
+        _emit({"bench": "autoscale", **figures[o.policy], "settings": o.settings, **common}, argv)
     (args.out / "timeline.json").write_text(
-        json.dumps({o.policy: o.timeline for o in outcomes}, indent=1)
+        json.dumps({o.policy: timeline(o, cfg) for o in outcomes}, indent=1, default=str)
     )
     plot_surge(args.out / "timeline.png", outcomes, cfg)
-    el, peak, dyn = (figures.get(p, {}) for p in ("elastic", "static-peak", "spark-dynamic"))
-    if "slo_attainment" in el:
-        ratios: dict[str, Any] = {"elastic_slo_attainment": el["slo_attainment"]}
-        # the least any policy can hold: whole executors per phase, known in advance
-        ratios["oracle_core_seconds_vs_static_peak"] = cfg.oracle_core_ratio()
-        # core-seconds over the same length of time: each run's mean cores × elastic's window
-        if "mean_cores" in peak:
-            ratios["core_seconds_vs_static_peak"] = el["mean_cores"] / peak["mean_cores"]
-        if "mean_cores" in dyn:
-            ratios["core_seconds_vs_spark_dynamic"] = el["mean_cores"] / dyn["mean_cores"]
-            ratios["slo_attainment_minus_spark_dynamic"] = (
-                el["slo_attainment"] - dyn["slo_attainment"]
-            )
-        ratios["met"] = bool(
-            el["slo_attainment"] >= 0.95
-            and ratios.get("core_seconds_vs_static_peak", 9.9) <= 0.6
-            and ratios.get("core_seconds_vs_spark_dynamic", 9.9) < 1.0
-            and ratios.get("slo_attainment_minus_spark_dynamic", -1.0) >= 0.0
-        )
-        _emit(bench="autoscale", figure="ratios", targets="slo>=0.95, cs<=0.6x static-peak, "
-              "ahead of spark-dynamic on both", **ratios, **common)  # fmt: skip
+    _emit({"bench": "autoscale", **ratios(figures, cfg), **common}, argv)
     return 0
 
 

@@ -1,44 +1,39 @@
-"""The keyed data path at zero per-tuple cost: streamscale's keyed stage against Spark's own.
+"""The keyed data path at zero per-tuple cost: streamscale's keyed stage against Spark's own,
+every path on one harness.
 
-Same generator (10 K keys, Zipf α ∈ {0.5, 1.0}, ``cost_ms`` 0), one run, local
-Spark with 2 cores. One JSON line per path with ``"bench": "datapath"``,
-``path``, ``alpha``, ``rows_per_s`` (and ``rows``, ``seconds``):
+The harness (``harness`` in every line, :data:`streamscale.scenarios.harness.HARNESS`):
+``--batches`` + 1 Parquet files of ``--rows`` generated tuples each (10 K keys, Zipf
+α ∈ {0.5, 1.0}, ``cost_ms`` 0), read by each path as a streaming query that takes one
+file per batch; every output goes to Spark's ``noop`` sink; a batch's time is Spark's
+own ``durationMs.triggerExecution``, the median over the batches after the first. Local
+Spark with 2 cores and 2 shuffle partitions for every path. One JSON line per path with
+``"bench": "datapath"``, ``path``, ``alpha``, ``rows``, ``seconds``, ``rows_per_s``:
 
-* ``elastic``: :func:`streamscale.runtime.spark.keyed.run_keyed` with the
-  calculator, ``E = 2`` executors of ``Z = 64`` shards, shards placed on one
-  unit per core by longest-processing-time first on the batch's shard loads
-  (what the elastic planner's routing tables do), state read and written
-  per shard every batch;
-* ``static``: the same stage with each executor's shards on its own unit
-  (no rebalancing);
-* ``spark-sql``: Spark's own ``groupBy(key).agg(count, sum)`` over the same rows
-  (no state kept between batches), written to the ``noop`` sink;
-* ``spark-native``: ``applyInPandasWithState`` (:func:`~streamscale.runtime.spark.native.run_native`)
-  over the streaming generator source, throughput after its first batch.
+* ``elastic`` / ``static``: streamscale's keyed operator through its Python API
+  (``stream(df).key_by("key", executors=2, shards=64).process(calculator)``) under the
+  ``elastic`` / ``static`` policy, state kept per shard;
+* ``spark-sql``: Spark's streaming aggregation ``groupBy(key).agg(count, sum)``, update
+  mode, state in Spark's default state store;
+* ``spark-tws``: the calculator as a ``StatefulProcessor`` under
+  ``transformWithStateInPandas`` on the RocksDB provider with changelog checkpointing
+  (:mod:`streamscale.scenarios.tws`);
+* ``spark-native``: the calculator under ``applyInPandasWithState`` (count and sum in the
+  group state), Spark's default state store.
 
-Two reference lines per α place those figures (they keep no state between batches, so
-they are not baselines of a stateful operator):
+Two reference lines keep no state between batches (so they are not baselines of a
+stateful operator), run per batch in ``foreachBatch``: ``spark-pandas`` (Spark's grouped
+Python path, ``groupBy(key).applyInPandas`` of the calculator) and ``spark-sql-window``
+(the calculator's outputs in SQL alone: running count and sum per key by a window).
 
-* ``spark-pandas``: Spark's own grouped Python path, ``groupBy(key).applyInPandas``,
-  running the same calculator function per key group (a fresh state per group), one
-  output row per input row like the keyed stage, written to the ``noop`` sink: what a
-  keyed Python function costs in Spark without any state kept;
-* ``spark-sql-window``: the calculator's outputs in Spark SQL alone (running
-  ``count`` and ``sum`` per key over arrival order, a window function), one output
-  row per input row, written to the ``noop`` sink.
+With ``--dags``, one line per Spark DAG example instead (``"path": "dag"``, rows into the
+first keyed operator per second of batch time, ``static`` policy).
 
-With ``--dags``, one line per Spark DAG example (``examples/spark-*.yaml``:
-``"path": "dag"``, ``example``, ``rows_per_s`` = rows into the first keyed operator per
-second of batch time after the first batch (source tuples times the fan-in, e.g. 4×
-for the diamond), ``static`` policy, ``--dag-batches`` batches of
-``--dag-rows`` generated tuples, the examples' own functions and keys, local Spark
-with 2 cores) instead of the keyed-stage lines.
+Then one ``"figure": "ratios"`` line per α: ``elastic_over`` — elastic's rows/s over each
+other path's, from the same run.
 
-``elastic``, ``static`` and ``spark-sql`` time ``--repeat`` batches of ``--rows``
-cached input rows after one warm-up batch (median batch time); the keyed stage
-also returns every output row cached (one per input tuple).
+Lines are appended to ``benchmarks/results/datapath.jsonl``.
 
-Run: ``.venv/bin/python benchmarks/bench_datapath.py [--rows N] [--repeat R]``.
+Run: ``.venv/bin/python benchmarks/bench_datapath.py [--quick] [--rows N] [--batches B]``.
 """
 
 from __future__ import annotations
@@ -50,101 +45,96 @@ import os
 import statistics
 import sys
 import tempfile
-import time
-import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import numpy as np
+from _results import record
 
 from streamscale.runtime.spark.functions import calculator
-from streamscale.runtime.spark.keyed import KeyedSpec, release, run_keyed
-from streamscale.runtime.spark.routing import PartitionMap, global_shards
-from streamscale.runtime.spark.sources import generate
-from streamscale.runtime.spark.state import LocalStateBackend
+from streamscale.scenarios.harness import HARNESS, batch_seconds, file_stream, write_batches
+from streamscale.scenarios.spark_log import ProgressLog
+from streamscale.scenarios.tws import ROCKSDB_CONF, calculator_query, group_state_query
 
 E, Z, CORES = 2, 64, 2
+TARGETS = "elastic >= 3x spark-tws and >= 5x spark-native rows/s (zero per-tuple cost)"
+PATHS = ("elastic", "static", "spark-sql", "spark-tws", "spark-native", "spark-pandas",
+         "spark-sql-window")  # fmt: skip
 
 
-def _emit(**line: Any) -> None:
-    print(json.dumps({"bench": "datapath", **line}), flush=True)
+def _emit(argv: list[str], **line: Any) -> None:
+    full = record("datapath", {"bench": "datapath", **line}, argv=argv)
+    print(json.dumps(full), flush=True)
 
 
-def _lpt(loads: np.ndarray, units: int) -> tuple[int, ...]:
-    """Shards onto ``units`` partitions, heaviest first onto the least-loaded one."""
-    acc = [0.0] * units
-    parts = [0] * len(loads)
-    for g in np.argsort(-loads, kind="stable").tolist():
-        p = min(range(units), key=acc.__getitem__)
-        parts[g] = p
-        acc[p] += float(loads[g])
-    return tuple(parts)
+def _noop(df: Any, batch_id: int) -> None:
+    df.write.format("noop").mode("overwrite").save()
 
 
-def _keyed(df: Any, n: int, pmap: PartitionMap, root: Path, repeat: int) -> list[float]:
-    from pyspark.sql import types as T
+def _streamscale(spark: Any, src: Path, ck: Path, policy: str, batches: int) -> None:
+    from streamscale.runtime.spark.api import stream
 
-    schema = T.StructType(
-        [
-            T.StructField("key", T.StringType()),
-            T.StructField("count", T.LongType()),
-            T.StructField("sum", T.DoubleType()),
-        ]
-    )
-    backend = LocalStateBackend(root / "state")
-    spec = KeyedSpec("calc", "key", E, Z, calculator, {}, ("cost_ms",), backend, schema)
-    times = []
-    for b in range(repeat + 1):
-        t0 = time.perf_counter()
-        _, stats = run_keyed(
-            df,
-            spec,
-            batch_id=b,
-            upto=b - 1,
-            pmap=pmap,
-            attempt=uuid.uuid4().hex,
-            hints=(),
-            drops=(),
-            dead_letter_dir=str(root / "dead"),
-        )
-        backend.commit("calc", b)
-        if b:
-            times.append(time.perf_counter() - t0)
-        if stats.rows != n:
-            raise SystemExit(f"keyed stage processed {stats.rows} rows of {n}")
-    release("calc")
-    return times
+    calc = stream(file_stream(spark, src)).key_by("key", executors=E, shards=Z)
+    out = calc.process(calculator, name="calc")
+    out.to(_noop, name="noop")
+    out.run(checkpoint=ck, max_batches=batches, duration_s=3600, policy=policy)
 
 
-def _noop_times(out: Any, repeat: int) -> list[float]:
-    """Seconds of each of ``repeat`` runs of ``out`` into the ``noop`` sink, after a warm-up."""
-    times = []
-    for i in range(repeat + 1):
-        t0 = time.perf_counter()
-        out.write.format("noop").mode("overwrite").save()
-        if i:
-            times.append(time.perf_counter() - t0)
-    return times
+def _query(spark: Any, df: Any, ck: Path, *, per_batch: Callable[[Any], Any] | None = None) -> None:
+    """A streaming query of ``df`` into the noop sink (``per_batch``: a stateless
+    transformation of each micro-batch, run in ``foreachBatch``)."""
+    if per_batch is None:
+        ws = df.writeStream.format("noop").outputMode("update")
+    else:
+        ws = df.writeStream.foreachBatch(lambda b, i: _noop(per_batch(b), i))
+    q = ws.option("checkpointLocation", str(ck)).trigger(availableNow=True).start()
+    q.awaitTermination()
+    if q.exception() is not None:
+        raise SystemExit(f"query failed: {q.exception()}")
 
 
-def _references(df: Any) -> dict[str, Any]:
-    """The reference paths' outputs over ``df``: one row per input row, no state kept."""
+def _pandas_per_batch(df: Any) -> Any:
+    schema = "key string, count long, sum double"
+    return df.groupBy("key").applyInPandas(lambda pdf: calculator(pdf, {}), schema)
+
+
+def _window_per_batch(df: Any) -> Any:
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    schema = "key string, count long, sum double"
-    grouped = df.groupBy("key").applyInPandas(lambda pdf: calculator(pdf, {}), schema)
     w = Window.partitionBy("key").orderBy("seq").rowsBetween(Window.unboundedPreceding, 0)
-    window = df.select(
+    return df.select(
         "key", F.count("*").over(w).alias("count"), F.sum("value").over(w).alias("sum")
     )
-    return {"spark-pandas": grouped, "spark-sql-window": window}
+
+
+def run_path(spark: Any, path: str, src: Path, ck: Path, batches: int) -> None:
+    """One path over the files in ``src`` as a streaming query (checkpoint ``ck``)."""
+    from pyspark.sql import functions as F
+
+    if path in ("elastic", "static"):
+        _streamscale(spark, src, ck, path, batches)
+        return
+    df = file_stream(spark, src)
+    if path == "spark-sql":
+        agg = df.groupBy("key").agg(F.count("*").alias("count"), F.sum("value").alias("sum"))
+        _query(spark, agg, ck)
+    elif path == "spark-tws":
+        _query(spark, calculator_query(df), ck)
+    elif path == "spark-native":
+        _query(spark, group_state_query(df), ck)
+    elif path == "spark-pandas":
+        _query(spark, df, ck, per_batch=_pandas_per_batch)
+    elif path == "spark-sql-window":
+        _query(spark, df, ck, per_batch=_window_per_batch)
+    else:
+        raise SystemExit(f"unknown path {path!r} (known: {', '.join(PATHS)})")
 
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
 
-def _dag_lines(spark: Any, rows: int, batches: int) -> None:
+def _dag_lines(spark: Any, rows: int, batches: int, argv: list[str]) -> None:
     """One line per Spark DAG example: first keyed operator's rows per second of batch time."""
     from streamscale.model import Operator, Topology
     from streamscale.runtime.spark.dag import run_graph
@@ -169,67 +159,63 @@ def _dag_lines(spark: Any, rows: int, batches: int) -> None:
         busy = sum(b.duration_s for b in scored)
         first = graph.keyed[0]
         n = sum(b.keyed_rows.get(first, 0) for b in scored)
-        _emit(path="dag", example=path.name, keyed=list(graph.keyed), rows=n,
+        _emit(argv, path="dag", example=path.name, keyed=list(graph.keyed), rows=n,
               seconds=round(busy, 3), rows_per_s=round(n / busy) if busy else None)  # fmt: skip
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
+    argv = sys.argv[1:] if argv is None else argv
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--rows", type=int, default=200_000)
-    ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--native-rows", type=int, default=20_000, help="rows per native batch")
+    ap.add_argument("--rows", type=int, default=200_000, help="rows per batch")
+    ap.add_argument("--batches", type=int, default=3, help="timed batches (after one warm-up)")
+    ap.add_argument("--paths", default=",".join(PATHS))
+    ap.add_argument("--alphas", default="0.5,1.0")
+    ap.add_argument("--quick", action="store_true", help="50,000 rows, 2 batches, α 1.0")
     ap.add_argument("--dags", action="store_true", help="Lines for the DAG examples instead.")
     ap.add_argument("--dag-rows", type=int, default=20_000)
     ap.add_argument("--dag-batches", type=int, default=4)
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
+    if args.quick:
+        args.rows, args.batches, args.alphas = 50_000, 2, "1.0"
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    from pyspark.sql import functions as F
-
-    from streamscale.runtime.spark.job import Job
-    from streamscale.runtime.spark.native import run_native
     from streamscale.runtime.spark.session import build_session
 
-    spark = build_session(f"local[{CORES}]", shuffle_partitions=CORES)
+    conf = {k: v for k, v in ROCKSDB_CONF.items() if "changelog" in k}
+    spark = build_session(f"local[{CORES}]", shuffle_partitions=CORES, conf=conf)
     if args.dags:
-        _dag_lines(spark, args.dag_rows, args.dag_batches)
+        _dag_lines(spark, args.dag_rows, args.dag_batches, argv)
         spark.stop()
         return
-    for alpha in (0.5, 1.0):
+    paths = [p.strip() for p in args.paths.split(",") if p.strip()]
+    provider = "spark.sql.streaming.stateStore.providerClass"
+    default_provider = spark.conf.get(provider)
+    for alpha in [float(a) for a in args.alphas.split(",")]:
+        rates: dict[str, float] = {}
         opts = {"keys": "10000", "alpha": str(alpha), "cost_ms": "0", "seed": "7"}
-        pdf = generate(opts, 0, args.rows)
-        df = spark.createDataFrame(pdf).repartition(CORES).cache()
-        n = df.count()
-        loads = np.bincount(global_shards(pdf["key"].tolist(), E, Z), minlength=E * Z)
-        units = tuple(f"u{p}" for p in range(CORES))
-        paths = {
-            "elastic": PartitionMap("calc", E, Z, units, _lpt(loads.astype(float), CORES)),
-            "static": PartitionMap("calc", E, Z, units, tuple(g // Z for g in range(E * Z))),
-        }
-        for name, pmap in paths.items():
-            with tempfile.TemporaryDirectory() as tmp:
-                t = statistics.median(_keyed(df, n, pmap, Path(tmp), args.repeat))
-            _emit(path=name, alpha=alpha, rows=n, seconds=round(t, 3), rows_per_s=round(n / t))
-        agg = df.groupBy("key").agg(F.count("*").alias("count"), F.sum("value").alias("sum"))
-        t = statistics.median(_noop_times(agg, args.repeat))
-        _emit(path="spark-sql", alpha=alpha, rows=n, seconds=round(t, 3), rows_per_s=round(n / t))
-        for name, out in _references(df).items():
-            t = statistics.median(_noop_times(out, args.repeat))
-            _emit(path=name, alpha=alpha, rows=n, seconds=round(t, 3), rows_per_s=round(n / t))
-        df.unpersist()
-        m = args.native_rows
-        nopts = {**opts, "rate": "1e9", "start_time": "0", "total": str(3 * m)}
-        nopts["max_rows_per_batch"] = str(m)
-        job = Job.simple(
-            "calc", calculator, source_options=nopts, instances=E, shards=Z, trigger_s=0
-        )
         with tempfile.TemporaryDirectory() as tmp:
-            res = run_native(spark, job, duration_s=600, checkpoint=Path(tmp) / "ck", max_batches=3)
-        _emit(
-            path="spark-native",
-            alpha=alpha,
-            rows=res.rows,
-            rows_per_s=round(res.throughput),
-        )
+            src = Path(tmp) / "in"
+            write_batches(src, opts, args.rows, args.batches + 1)
+            for path in paths:
+                # the state store is fixed per query at its start: RocksDB for spark-tws
+                # (the only store it supports), Spark's default for everything else
+                spark.conf.set(provider, ROCKSDB_CONF[provider] if path == "spark-tws"
+                               else default_provider)  # fmt: skip
+                log = ProgressLog().attach(spark)
+                try:
+                    run_path(spark, path, src, Path(tmp) / f"ck-{path}", args.batches + 1)
+                    secs = batch_seconds(log.settle())
+                finally:
+                    log.detach()
+                t = statistics.median(secs)
+                rates[path] = args.rows / t
+                _emit(argv, path=path, alpha=alpha, rows=args.rows, batches=len(secs),
+                      seconds=round(t, 3), rows_per_s=round(args.rows / t),
+                      seconds_min=round(min(secs), 3), seconds_max=round(max(secs), 3),
+                      harness=HARNESS, cost_ms=0, cores=CORES)  # fmt: skip
+        if "elastic" in rates:
+            _emit(argv, figure="ratios", alpha=alpha, targets=TARGETS, harness=HARNESS,
+                  elastic_over={p: round(rates["elastic"] / r, 3) for p, r in rates.items()
+                                if p != "elastic"})  # fmt: skip
     spark.stop()
 
 

@@ -25,12 +25,13 @@ from typing import Any
 
 import psutil
 import yaml
+from _results import record
 
 EXAMPLE = Path(__file__).parents[1] / "examples" / "microbench.yaml"
 
 
 def _emit(**fields: Any) -> None:
-    print(json.dumps(fields), flush=True)
+    print(json.dumps(record("memory", fields, argv=sys.argv[1:])), flush=True)
 
 
 def _rss_mb() -> tuple[float, float]:

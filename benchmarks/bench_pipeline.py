@@ -38,10 +38,13 @@ import json
 import math
 import shutil
 import statistics
+import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+
+from _results import record
 
 from streamscale.runtime.spark.demo import DemoConfig, run_demo
 from streamscale.runtime.spark.metrics import BatchRecord
@@ -55,7 +58,7 @@ def _emit(line: dict[str, Any]) -> None:
     clean = {
         k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in line.items()
     }
-    print(json.dumps(clean), flush=True)
+    print(json.dumps(record("pipeline", clean, argv=sys.argv[1:])), flush=True)
 
 
 def _overhead(records: Sequence[BatchRecord], cores: int) -> float | None:

@@ -30,9 +30,12 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any
+
+from _results import record
 
 from streamscale.runtime.spark.cluster import cluster_down, cluster_up
 
@@ -40,7 +43,7 @@ _EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "spark-colocated.y
 
 
 def _emit(**fields: Any) -> None:
-    print(json.dumps(fields), flush=True)
+    print(json.dumps(record("placement", fields, argv=sys.argv[1:])), flush=True)
 
 
 def _graph(args: argparse.Namespace) -> Any:

@@ -318,7 +318,7 @@ def main(argv: list[str] | None = None) -> int:
         "omega": args.omega,
         "backlog_s": args.backlog_s,
     }
-    cmd = [sys.argv[0], *(sys.argv[1:] if argv is None else argv)]
+    cmd = list(sys.argv[1:] if argv is None else argv)
     for e, z in sizes:
         for line in bench(e, z, repeats=repeats, seed=args.seed, **cfg):
             out = line if args.no_record else record("planner_scale", line, argv=cmd)

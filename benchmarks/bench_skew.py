@@ -29,17 +29,19 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from _results import record
 
 from streamscale.runtime.spark.cluster import cluster_down, cluster_up
 
 
 def _emit(**fields: Any) -> None:
-    print(json.dumps(fields), flush=True)
+    print(json.dumps(record("skew", fields, argv=sys.argv[1:])), flush=True)
 
 
 def hot_key_share(keys: int, alpha: float) -> float:

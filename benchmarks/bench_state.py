@@ -41,6 +41,8 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from _results import record
+
 from streamscale.runtime.spark.state import LocalStateBackend, VersionIndex, state_backend
 from streamscale.runtime.spark.state_log import TrackedDict
 
@@ -168,7 +170,7 @@ def main(argv: list[str] | None = None) -> None:
                     **row,
                     "load_avg": round(os.getloadavg()[0], 2),
                 }
-                print(json.dumps(line), flush=True)
+                print(json.dumps(record("state", line, argv=sys.argv[1:])), flush=True)
     finally:
         if moto is not None:
             moto[0].terminate()

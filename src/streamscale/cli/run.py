@@ -13,6 +13,7 @@ import typer
 from streamscale.cli.output import Output
 from streamscale.control.controller import CONTROLLER_SETTINGS
 from streamscale.control.policies import POLICIES, POLICY_SETTINGS, check_params, check_policy
+from streamscale.control.watch import WATCH_SETTINGS
 from streamscale.errors import StreamscaleError
 from streamscale.runtime.spark.state_api import STATE_URL, check_state_url
 from streamscale.settings import parse_pairs, split_params
@@ -25,6 +26,8 @@ _PARAM_HELP = (
     + POLICY_SETTINGS.help()
     + ". Controller settings: "
     + CONTROLLER_SETTINGS.help()
+    + ". Watch settings (decisions while a batch runs; one keyed operator on a cluster): "
+    + WATCH_SETTINGS.help()
     + "."
 )
 
@@ -39,14 +42,14 @@ def check_run_options(policy: str, pairs: list[str], master: str) -> dict[str, A
     """Policy, ``--param`` values and master checked before anything starts; typed params."""
     check_policy(policy)
     raw = parse_pairs(pairs)
-    pol, ctl = split_params(raw, POLICY_SETTINGS, CONTROLLER_SETTINGS)
+    pol, ctl, watch = split_params(raw, POLICY_SETTINGS, CONTROLLER_SETTINGS, WATCH_SETTINGS)
     check_params(pol)
     if not _MASTER.match(master):
         raise StreamscaleError(
             "expected local, local[N], local[*], spark://HOST:PORT, yarn or k8s://URL",
             item=f"--master {master}",
         )
-    return {**pol, **ctl}
+    return {**pol, **ctl, **watch}
 
 
 def ensure_dir(path: Path, option: str) -> None:

@@ -15,7 +15,7 @@ from streamscale.cli.demo import check_values
 from streamscale.cli.output import Output
 from streamscale.cli.run import ensure_dir
 from streamscale.errors import StreamscaleError
-from streamscale.runtime.spark.surge import SurgeConfig
+from streamscale.scenarios.surge import SurgeConfig
 
 __all__ = ["register", "surge"]
 
@@ -30,7 +30,8 @@ def surge(
     policies: str = typer.Option(
         "elastic,static-base",
         "--policies",
-        help="Comma-separated: elastic, proportional, static-peak, static-base, spark-dynamic.",
+        help="Comma-separated: elastic, proportional, static-peak, static-base, "
+        "spark-dynamic, spark-dynamic-tuned, restart-ds2.",
     ),
     phase: float = typer.Option(30.0, "--phase", help="Seconds of base, peak, base load."),
     base_rate: float = typer.Option(
@@ -50,7 +51,9 @@ def surge(
         help="Seconds at the base load before the scenario (not scored).",
     ),
     latency_target_ms: float = typer.Option(
-        SurgeConfig.latency_target_ms, "--latency-target-ms", help="p99 latency a batch must meet."
+        SurgeConfig.latency_target_ms,
+        "--latency-target-ms",
+        help="End-to-end latency each tuple should meet (the SLO).",
     ),
     workers: int = typer.Option(2, "--workers", help="Loopback workers to start."),
     worker_cores: int = typer.Option(8, "--worker-cores", help="Task slots (cores) per worker."),
@@ -62,7 +65,7 @@ def surge(
     ),
 ) -> None:
     """Start a loopback cluster, run the surge under each policy, write summary and timeline."""
-    from streamscale.runtime.spark.surge import SURGE_POLICIES
+    from streamscale.scenarios.surge import SURGE_POLICIES
 
     out: Output = ctx.obj
     names = [p.strip() for p in policies.split(",") if p.strip()]
@@ -116,14 +119,15 @@ def _run(
     out_dir: Path,
 ) -> dict[str, Any]:
     from streamscale.runtime.spark.cluster import cluster_down, cluster_up
-    from streamscale.runtime.spark.surge import config_dict, plot_surge, run_surge, summarize_surge
+    from streamscale.scenarios.surge import config_dict, run_surge
+    from streamscale.scenarios.surge_report import markdown, plot_surge
+    from streamscale.scenarios.surge_score import summarize_surge, timeline
 
     def show(row: dict[str, Any]) -> None:
         if not out.json:
-            p99 = row["p99_ms"]
             print(
-                f"{row['policy']:>13}  t={row['t']:6.1f}s  executors={row['executors']:2d}  "
-                f"rate={row['input_rate']:7.1f} t/s  p99={'-' if p99 is None else f'{p99:.0f}'} ms",
+                f"{row['policy']:>19}  batch {row['batch']:4d}  rows={row['rows']:5d}  "
+                f"executors={row['executors']:2d}",
                 file=sys.stderr,
                 flush=True,
             )
@@ -141,31 +145,9 @@ def _run(
     figures = {o.policy: summarize_surge(o, cfg) for o in outcomes}
     summary = {"policies": figures, "config": config_dict(cfg), "master": master}
     (out_dir / "summary.json").write_text(json.dumps(summary, indent=2, default=str))
-    (out_dir / "timeline.json").write_text(json.dumps({o.policy: o.timeline for o in outcomes}))
-    plot_surge(out_dir / "timeline.png", outcomes, cfg)
-    (out_dir / "summary.md").write_text(_markdown(figures, cfg))
-    return summary
-
-
-def _markdown(figures: dict[str, dict[str, Any]], cfg: Any) -> str:
-    head = (
-        f"# streamscale surge: {cfg.base_rate:g} → {cfg.base_rate * cfg.peak_factor:g} → "
-        f"{cfg.base_rate:g} tuples/s, {cfg.phase_s:g} s each after a {cfg.warmup_s:g} s "
-        "warm-up (not scored)\n\n"
-        f"{cfg.cost_ms:g} ms per tuple *waited* (cost_kind wall: up to {cfg.max_executors} "
-        f"executors × {cfg.executor_cores} task slots emulate cores), SLO: p99 ≤ "
-        f"{cfg.latency_target_ms:g} ms per batch.\n\n"
-        "| policy | SLO attainment | core-seconds | peak executors | scale-ups | scale-downs "
-        "| tuples/s | p99 ms |\n|---|---|---|---|---|---|---|---|\n"
+    (out_dir / "timeline.json").write_text(
+        json.dumps({o.policy: timeline(o, cfg) for o in outcomes}, default=str)
     )
-    rows = []
-    for name, f in figures.items():
-        if "error" in f:
-            rows.append(f"| {name} | failed: {f['error']} | | | | | | |")
-            continue
-        rows.append(
-            f"| {name} | {100 * f['slo_attainment']:.0f} % | {f['core_seconds']:.0f} | "
-            f"{f['peak_executors']} | {f['scale_ups']} | {f['scale_downs']} | "
-            f"{f['throughput']:.0f} | {f['p99_ms']:.0f} |"
-        )
-    return head + "\n".join(rows) + "\n\n![executors, rate and p99 over time](timeline.png)\n"
+    plot_surge(out_dir / "timeline.png", outcomes, cfg)
+    (out_dir / "summary.md").write_text(markdown(figures, cfg))
+    return summary

@@ -54,6 +54,8 @@ class PolicyBase:
     """Topology, cluster, parsed settings, executors and the last shard sizes."""
 
     name = ""
+    #: sizes cores from load: the watch may request executors for it between boundaries
+    mid_batch = False
 
     def __init__(
         self,

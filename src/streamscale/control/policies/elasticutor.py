@@ -105,6 +105,8 @@ class QueueingSized(PolicyBase):
     """A policy whose settings are the Elasticutor sizing's (``max_cores`` defaults to
     the cluster's cores); shared by every policy that sizes with the queueing model."""
 
+    mid_batch = True
+
     def __init__(
         self,
         topology: Topology,
@@ -162,6 +164,8 @@ class NaiveEcPolicy(ElasticPolicy):
 )
 class StaticPolicy(QueueingSized):
     """One core per executor on its home node; every shard on that core (paper 000, §5)."""
+
+    mid_batch = False
 
     def decide(self, snapshot: Snapshot, current: Plan, now: float) -> Decision:
         self.context(snapshot, now)

@@ -48,6 +48,11 @@ class SparkCollector:
         that is the next batch, not a backlog to catch up on. The snapshot's
         operator backlog is what waits beyond ``interval_s`` of arrivals at the
         period's input rate; :attr:`backlog` stays the raw count.
+    offered
+        The rate the source offers now, read between batches (the watch,
+        :mod:`~streamscale.runtime.spark.watch`); the snapshot's input rate is at least
+        that, so a surge that began during a long batch is planned for at its rate,
+        not the period's average.
     """
 
     def __init__(
@@ -60,6 +65,7 @@ class SparkCollector:
         start: float,
         backlog: Callable[[], float] | None = None,
         interval_s: float = 0.0,
+        offered: Callable[[], float | None] | None = None,
     ) -> None:
         self.topology = topology
         self.interval_s = max(0.0, float(interval_s))
@@ -67,6 +73,7 @@ class SparkCollector:
         self.cluster = cluster
         self.realizer = realizer
         self._backlog = backlog or (lambda: 0.0)
+        self._offered = offered or (lambda: None)
         op = topology.operator(operator)
         self._n_shards = op.instances * op.shards
         self._bytes: dict[int, int] = {}
@@ -125,6 +132,9 @@ class SparkCollector:
             )
         arrived = max(0.0, self._in + self._queued - self._queued_before)
         in_rate, out_rate = arrived / period, self._out / period
+        now_rate = self._offered()
+        if now_rate is not None and now_rate > in_rate:
+            in_rate = now_rate
         excess = max(0.0, self._queued - in_rate * self.interval_s)
         ops: dict[str, OperatorStats] = {}
         before = True

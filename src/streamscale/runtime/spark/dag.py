@@ -151,6 +151,13 @@ def run_graph(
     else:
         slots = max(2, int(spark.sparkContext.defaultParallelism)) * 2
         cluster = Cluster.build([Node("local", cores=slots)])
+    from streamscale.control.watch import WATCH_SETTINGS
+
+    for key in params or {}:
+        if key in WATCH_SETTINGS:
+            raise StreamscaleError(
+                "the watch runs for jobs with one keyed operator so far", item=key
+            )
     ctl_cfg, pol_params = split_run_params(params)
     if isinstance(policy, str):
         pol = make_policy(policy, graph.topology, cluster, params=pol_params, seed=seed)

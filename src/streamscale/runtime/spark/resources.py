@@ -32,7 +32,10 @@ task to (:mod:`~streamscale.runtime.spark.pinning`).
 from __future__ import annotations
 
 import math
+import statistics
+import threading
 import time
+from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -147,10 +150,25 @@ class ExecutorResources:
     pin: bool = True
     target: int = 0
     requested_at: float | None = None
+    #: every total asked of the cluster manager: ``(epoch seconds, executors)``, for billing
+    requests: list[tuple[float, int]] = field(default_factory=list)
     added: int = 0
     released: int = 0
     slots: dict[str, str] = field(default_factory=dict)
+    #: executors held beyond the plan (warm capacity), and a floor a mid-batch request set
+    standby: int = 0
+    floor: int = 0
+    floor_until: float = 0.0
+    #: observed request-to-arrival seconds of executors (the latest 32)
+    startups: deque[float] = field(default_factory=lambda: deque(maxlen=32))
+    #: executors that arrived: ``(epoch seconds, executor id)``, for the timeline
+    arrivals: list[tuple[float, str]] = field(default_factory=list)
+    #: requests made between batch boundaries: ``(epoch seconds, executors)``
+    mid_batch: list[tuple[float, int]] = field(default_factory=list)
     _seen: set[str] = field(default_factory=set)
+    _arrived: set[str] = field(default_factory=set)
+    _waiting: deque[float] = field(default_factory=deque)  # request times, oldest first
+    _lock: threading.RLock = field(default_factory=threading.RLock)
 
     def __post_init__(self) -> None:
         if not 1 <= self.min_executors <= self.max_executors or self.cores_per_executor < 1:
@@ -169,6 +187,8 @@ class ExecutorResources:
         start = self.initial_executors or self.min_executors
         self._set(max(self.min_executors, min(self.max_executors, start)))
         self._seen = set(self.alive())
+        self._arrived = set(self._seen)
+        self._waiting.clear()  # start-up is not an executor's start-up time
 
     # -- reading the live cluster ------------------------------------------------------
     def alive(self) -> list[str]:
@@ -211,19 +231,83 @@ class ExecutorResources:
 
     # -- acting -------------------------------------------------------------------------
     def wanted(self, plan: Plan) -> int:
+        """Executors for ``plan``'s cores, plus :attr:`standby`, and at least a mid-batch
+        request's :attr:`floor` while it holds."""
         cores = plan.allocation.total
         n = math.ceil(cores / self.cores_per_executor) if cores > 0 else self.min_executors
+        n += self.standby
+        if self.clock() < self.floor_until:
+            n = max(n, self.floor)
         return max(self.min_executors, min(self.max_executors, n))
 
     def _set(self, n: int) -> None:
-        jvm = self.sc._jvm
-        empty = jvm.PythonUtils.toScalaMap(jvm.java.util.HashMap())
-        if not self.sc._jsc.sc().requestTotalExecutors(int(n), 0, empty):
-            raise StreamscaleError(f"the cluster manager refused {n} executors", item="executors")
-        self.target = n
-        self.requested_at = self.clock()
+        with self._lock:
+            jvm = self.sc._jvm
+            empty = jvm.PythonUtils.toScalaMap(jvm.java.util.HashMap())
+            if not self.sc._jsc.sc().requestTotalExecutors(int(n), 0, empty):
+                raise StreamscaleError(
+                    f"the cluster manager refused {n} executors", item="executors"
+                )
+            now = time.time()
+            alive = len(self.alive())
+            for _ in range(max(0, n - alive - len(self._waiting))):
+                self._waiting.append(now)
+            while self._waiting and alive + len(self._waiting) > n:
+                self._waiting.pop()  # withdrawn: the newest requests first
+            self.target = n
+            self.requested_at = self.clock()
+            self.requests.append((now, n))
+
+    def request_more(self, n: int, *, hold_s: float) -> bool:
+        """Ask for ``n`` executors in total now, while a batch may be running (the watch's
+        mid-batch scale-out); only ever raises the request. The boundary keeps at least
+        ``n`` for ``hold_s`` seconds (scale-in waits, as after any scale-up)."""
+        with self._lock:
+            n = max(self.min_executors, min(self.max_executors, n))
+            if n <= self.target:
+                return False
+            self.floor, self.floor_until = n, self.clock() + hold_s
+            self._set(n)
+            self.mid_batch.append((time.time(), n))
+            return True
+
+    def observe_arrivals(self) -> list[str]:
+        """Record executors that arrived since the last call, each with its start-up time
+        (request to arrival, requests matched oldest first); returns their ids."""
+        with self._lock:
+            new = [e for e in self.alive() if e not in self._arrived]
+            now = time.time()
+            for e in new:
+                self._arrived.add(e)
+                self.arrivals.append((now, e))
+                if self._waiting:
+                    self.startups.append(now - self._waiting.popleft())
+            return new
+
+    def startup_s(self, default: float) -> float:
+        """The median observed executor start-up time (``default`` before any)."""
+        with self._lock:
+            return statistics.median(self.startups) if self.startups else default
+
+    def scale_to(self, n: int) -> list[str]:
+        """Hold ``n`` executors (within the bounds) while no batch runs: request more, or
+        release the newest beyond ``n``; returns the executors released."""
+        n = max(self.min_executors, min(self.max_executors, n))
+        alive = self.alive()
+        excess = alive[n:][::-1]
+        if excess and self.sc._jsc.sc().killExecutors(self.sc._jvm.PythonUtils.toSeq(excess)):
+            self.released += len(excess)
+        else:
+            excess = []
+        self._set(n)
+        return excess
 
     def apply(self, plan: Plan, now: float) -> Mapping[str, Any]:
+        with self._lock:
+            return self._apply(plan)
+
+    def _apply(self, plan: Plan) -> Mapping[str, Any]:
+        self.observe_arrivals()
         alive = self.alive()
         new = [e for e in alive if e not in self._seen]
         joined_later = bool(new) and bool(self._seen)

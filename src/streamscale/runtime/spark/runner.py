@@ -44,6 +44,7 @@ from streamscale.runtime.spark.realizer import SparkRealizer, default_plan
 from streamscale.runtime.spark.resources import Resources
 from streamscale.runtime.spark.session import require_classic
 from streamscale.runtime.spark.state import VersionIndex, check_layout, state_backend
+from streamscale.runtime.spark.watch import make_watch, split_watch_params
 
 __all__ = ["BatchRecord", "RunResult", "drive_query", "run_job", "summarize_run"]
 
@@ -302,10 +303,16 @@ def run_job(
         cores = physical
     else:
         cores = cluster.total_cores
+    watch_cfg, params = split_watch_params(params)
     ctl_cfg, pol_params = split_run_params(params)
     pol, initial = _resolve_policy(policy, job, cluster, pol_params, seed)
     initial = plan if plan is not None else initial
     _register_source(spark, job)
+    watch, watch_options = make_watch(
+        watch_cfg, policy=pol, policy_params=pol_params, resources=resources,
+        source_format=job.source_format, source_options=job.source_options,
+        checkpoint=checkpoint, trigger_s=job.trigger_s,
+    )  # fmt: skip
 
     op = job.operator
     backend = state_backend(state_url or checkpoint / "state")  # e.g. s3://bucket/prefix
@@ -329,6 +336,7 @@ def run_job(
         start=0.0,
         backlog=lambda: _backlog_of(query_ref[0], job, taken[0]) if query_ref else 0.0,
         interval_s=job.trigger_s,
+        offered=None if watch is None else (lambda: watch.rate),
     )
     controller = Controller(pol, ctl_cfg)
     history = RunHistory()
@@ -336,6 +344,7 @@ def run_job(
     done = threading.Event()
     last_end = [0.0]
     taken = [0]
+    seen_requests = [0]
 
     def on_micro_batch(batch_df: Any, batch_id: int) -> None:
         in_batch.set()
@@ -365,6 +374,15 @@ def run_job(
             applied = control_step(controller, collector, realizer, resources, now, extra)
             if resources is not None:
                 extra["cost_kind"] = job.cost_kind
+            if watch is not None:
+                watch.live.observe(
+                    rows=stats.rows, busy_s=sum(t.busy_s for t in stats.tasks),
+                    cycle_s=now - last_end[0], planned_cores=realizer.current().allocation.total,
+                    longest_s=max((t.busy_s for t in stats.tasks), default=0.0),
+                )  # fmt: skip
+                extra["admission_limit"] = watch.update_admission()
+                extra["mid_batch_requests"] = [r[1] for r in watch.requests[seen_requests[0] :]]
+                seen_requests[0] = len(watch.requests)
             for a in applied:
                 extra.setdefault("figures", []).append(dict(a.figures))
             rec, lat = build_record(
@@ -390,8 +408,8 @@ def run_job(
             in_batch.clear()
 
     reader = spark.readStream.format(job.source_format)
-    if job.source_options:
-        reader = reader.options(**dict(job.source_options))
+    if job.source_options or watch_options:
+        reader = reader.options(**dict(job.source_options), **watch_options)
     writer_stream = (
         reader.load()
         .writeStream.foreachBatch(on_micro_batch)
@@ -402,14 +420,20 @@ def run_job(
         writer_stream = writer_stream.trigger(processingTime=f"{job.trigger_s} seconds")
     query = writer_stream.start()
     query_ref.append(query)
-    drive_query(
-        query,
-        stop_at=t0 + duration_s,
-        done=done,
-        in_batch=in_batch,
-        records=history.recent,
-        item=f"operator {job.keyed}",
-    )
+    if watch is not None:
+        watch.start()
+    try:
+        drive_query(
+            query,
+            stop_at=t0 + duration_s,
+            done=done,
+            in_batch=in_batch,
+            records=history.recent,
+            item=f"operator {job.keyed}",
+        )
+    finally:
+        if watch is not None:
+            watch.stop()
     return summarize_run(
         history,
         job,

@@ -18,8 +18,10 @@ Options (strings, as Spark passes them): ``keys`` (10000), ``alpha`` (0.5),
 cost, 1.0), ``payload_bytes`` (128), ``rate`` (tuples/s, 1000), ``schedule``
 (``"t:rate,t:rate"``, seconds from the start; the rate holds until the next
 point), ``seed`` (0), ``partitions`` (2), ``total`` (stop after this many
-tuples), ``max_rows_per_batch`` (admission limit per micro-batch) and
-``start_time`` (epoch seconds used as ``t0`` instead of the clock).
+tuples), ``max_rows_per_batch`` (admission limit per micro-batch),
+``admission_file`` (a file holding a live admission limit: the driver rewrites it as the
+cores alive change, the reader reads it at each batch's start; absent or empty: no
+limit) and ``start_time`` (epoch seconds used as ``t0`` instead of the clock).
 """
 
 from __future__ import annotations
@@ -140,6 +142,7 @@ class GeneratorSpec:
     total: int | None = None
     max_rows_per_batch: int | None = None
     start_time: float | None = None
+    admission_file: str | None = None
     # Rate segments: start times, rates and cumulative counts at each start.
     _seg_t: np.ndarray = field(init=False, repr=False, compare=False)
     _seg_r: np.ndarray = field(init=False, repr=False, compare=False)
@@ -194,6 +197,7 @@ class GeneratorSpec:
             total=_opt(options, "total", int, None),
             max_rows_per_batch=_opt(options, "max_rows_per_batch", int, None),
             start_time=_opt(options, "start_time", float, None),
+            admission_file=_opt(options, "admission_file", str, None),
         )
 
     def to_options(self) -> dict[str, str]:
@@ -214,6 +218,8 @@ class GeneratorSpec:
             v = getattr(self, name)
             if v is not None:
                 out[name] = repr(v)
+        if self.admission_file is not None:
+            out["admission_file"] = self.admission_file
         return out
 
     def available(self, elapsed_s: float) -> int:
@@ -407,6 +413,18 @@ class SeqStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             return ReadMaxRows(self.spec.max_rows_per_batch)
         return ReadAllAvailable()
 
+    def admission(self) -> int | None:
+        """The live admission limit in ``admission_file`` (``None``: no file, or empty)."""
+        path = getattr(self.spec, "admission_file", None)
+        if not path:
+            return None
+        try:
+            with open(path, encoding="utf-8") as f:
+                text = f.read().strip()
+        except FileNotFoundError:
+            return None
+        return max(1, int(text)) if text else None
+
     def prepareForTriggerAvailableNow(self) -> None:
         self._until = self.clock()
 
@@ -418,6 +436,9 @@ class SeqStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             end = min(end, seq + limit.max_rows)
         elif isinstance(limit, ReadMinRows) and end - seq < limit.min_rows:
             end = seq
+        live = None if self._until is not None else self.admission()  # availableNow: all
+        if live is not None:
+            end = min(end, seq + live)
         return {"seq": end, "t0": t0}
 
     def partitions(self, start: dict, end: dict) -> list[InputPartition]:

@@ -13,7 +13,8 @@ file extension), ``time_column`` (``timestamp``), ``time_unit`` for numeric
 timestamps (``s``/``ms``/``us``/``ns``, default ``s``), ``speed`` (replay speed
 factor, 1.0; ``0`` = everything available at once), ``key_column`` (``key``; cast
 to string so keyed operators see the same key type as from the generator),
-``partitions`` (2), ``max_rows_per_batch``, ``start_time`` (epoch seconds).
+``partitions`` (2), ``max_rows_per_batch``, ``start_time`` (epoch seconds),
+``admission_file`` (a live admission limit, as the generator's).
 """
 
 from __future__ import annotations
@@ -63,6 +64,7 @@ class TraceSpec:
     partitions: int = 2
     max_rows_per_batch: int | None = None
     start_time: float | None = None
+    admission_file: str | None = None
 
     @classmethod
     def from_options(cls, options: Mapping[str, Any]) -> TraceSpec:
@@ -90,6 +92,7 @@ class TraceSpec:
             partitions=get("partitions", int, 2),
             max_rows_per_batch=get("max_rows_per_batch", int, None),
             start_time=get("start_time", float, None),
+            admission_file=get("admission_file", str, None),
         )
         if spec.format is not None and spec.format not in set(_FORMATS.values()):
             raise StreamscaleError(f"unknown format {spec.format!r}", item="option 'format'")

@@ -1,0 +1,234 @@
+"""Markdown tables of the committed benchmark results, written into README.md and
+docs/results.md between ``<!-- results:NAME -->`` and ``<!-- /results:NAME -->``.
+
+Every table quotes one run — the lines of the newest ``run`` in
+``benchmarks/results/<bench>.jsonl`` (:mod:`_results`) — and names its command, commit,
+cores and load, so no Spark figure in the docs is typed by hand. ``--check`` exits 1
+when a document's block differs from what the files give (the drift test runs it);
+``--write`` rewrites the blocks.
+
+Run: ``.venv/bin/python benchmarks/tables.py --write`` after committing new results.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "benchmarks" / "results"
+DOCS = (ROOT / "README.md", ROOT / "docs" / "results.md")
+
+Line = dict[str, Any]
+
+
+def latest_run(bench: str, where: Callable[[Line], bool] = lambda _: True) -> list[Line]:
+    """The lines of the newest run in ``results/<bench>.jsonl`` that satisfy ``where``."""
+    path = RESULTS / f"{bench}.jsonl"
+    if not path.exists():
+        return []
+    lines = [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+    lines = [x for x in lines if where(x)]
+    if not lines:
+        return []
+    run = lines[-1].get("run", lines[-1].get("utc"))
+    return [x for x in lines if x.get("run", x.get("utc")) == run]
+
+
+def _fmt(v: Any, digits: int = 3) -> str:
+    if v is None:
+        return "–"
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    if isinstance(v, float):
+        if abs(v) >= 1000:
+            return f"{v:,.0f}"
+        return f"{v:.{digits}g}"
+    if isinstance(v, int):
+        return f"{v:,}"
+    return str(v)
+
+
+def _pct(v: Any) -> str:
+    return "–" if v is None else f"{100.0 * float(v):.1f} %"
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    out += ["| " + " | ".join(r) + " |" for r in rows]
+    return "\n".join(out)
+
+
+def _source(bench: str, lines: Sequence[Line]) -> str:
+    x = lines[-1]
+    load = x.get("load_avg")
+    load_s = f", load {load[0]:.1f}" if isinstance(load, list) and load else ""
+    return (
+        f"*From `benchmarks/results/{bench}.jsonl`, run {x.get('run', x.get('utc'))} at "
+        f"commit `{x.get('commit')}` on {x.get('cores')} cores{load_s}: "
+        f"`{x.get('command')}`.*"
+    )
+
+
+def _missing(bench: str, command: str) -> str:
+    return f"*No committed run of `{bench}` yet: `{command}` records one.*"
+
+
+def autoscale() -> str:
+    lines = latest_run("autoscale")
+    pol = [x for x in lines if "policy" in x]
+    if not pol:
+        return _missing("autoscale", "python benchmarks/bench_autoscale.py")
+    ratio = next((x for x in lines if x.get("figure") == "ratios"), {})
+    peak = next((x["core_seconds"] for x in pol if x["policy"] == "static-peak"), None)
+    rows = [
+        [
+            x["policy"],
+            _pct(x.get("slo_tuples")),
+            _pct(x.get("slo_batches")),
+            _fmt(x.get("core_seconds")),
+            _fmt(x["core_seconds"] / peak, 3) if peak else "–",
+            _fmt(x.get("mean_cores")),
+            _fmt(x.get("peak_executors")),
+            f"{x.get('scale_ups', 0)} / {x.get('scale_downs', 0)}",
+            _fmt(x.get("reaction_tasks_s")),
+            _fmt(x.get("p99_ms")),
+        ]
+        for x in pol
+    ]
+    cfg = pol[0].get("config", {})
+    head = (
+        f"Surge {cfg.get('base_rate')} → {cfg.get('base_rate', 0) * cfg.get('peak_factor', 0):g}"
+        f" → {cfg.get('base_rate')} tuples/s, {cfg.get('phase_s')} s phases, "
+        f"{cfg.get('cost_ms')} ms per tuple *waited* (cost_kind wall: "
+        f"{pol[0].get('emulated_cores')} task slots emulate cores on this machine), "
+        f"{cfg.get('executor_cores')}-core executors, latency target "
+        f"{cfg.get('latency_target_ms')} ms."
+    )
+    floor = ratio.get("oracle_core_seconds_vs_static_peak")
+    tail = f"\n\nOracle core-seconds ÷ static-peak's, by executor size: {floor}." if floor else ""
+    table = _table(
+        ["policy", "slo tuples", "slo batches", "core-seconds", "÷ static-peak",
+         "mean cores", "peak executors", "ups / downs", "first tasks on added (s)",
+         "p99 ms"],
+        rows,
+    )  # fmt: skip
+    return f"{head}\n\n{table}{tail}\n\n{_source('autoscale', lines)}"
+
+
+def datapath() -> str:
+    lines = latest_run("datapath", lambda x: x.get("path") != "dag")
+    paths = [x for x in lines if "path" in x]
+    if not paths:
+        return _missing("datapath", "python benchmarks/bench_datapath.py")
+    ratios = {x["alpha"]: x.get("elastic_over", {}) for x in lines if x.get("figure") == "ratios"}
+    rows = [
+        [
+            x["path"],
+            _fmt(x["alpha"]),
+            _fmt(x["rows"]),
+            _fmt(x["rows_per_s"]),
+            _fmt(ratios.get(x["alpha"], {}).get(x["path"])) if x["path"] != "elastic" else "1",
+        ]
+        for x in paths
+    ]
+    head = f"Harness: {paths[0].get('harness')}"
+    table = _table(["path", "Zipf α", "rows per batch", "rows/s", "elastic ÷ path"], rows)
+    return f"{head}\n\n{table}\n\n{_source('datapath', lines)}"
+
+
+def planner_scale() -> str:
+    lines = latest_run("planner_scale")
+    if not lines:
+        return _missing("planner_scale", "python benchmarks/bench_planner_scale.py")
+    rows = [
+        [
+            x.get("decision", "–"),
+            _fmt(x["executors"]),
+            _fmt(x["shards"]),
+            _fmt(x["median_s"]),
+            f"{_fmt(x.get('min_s'))} – {_fmt(x.get('max_s'))}",
+            _fmt(x.get("peak_mb")),
+        ]
+        for x in lines
+        if "executors" in x
+    ]
+    table = _table(["decision", "executors", "shards", "median s", "min – max s", "peak MB"],
+                   rows)  # fmt: skip
+    return f"{table}\n\n{_source('planner_scale', lines)}"
+
+
+#: The other Spark benchmarks: their lines' figures as they are, one row per line.
+COLUMNS: dict[str, tuple[str, ...]] = {
+    "skew": ("bench", "policy", "alpha", "emulated_cores", "throughput", "elastic_vs_static"),
+    "pipeline": ("bench", "policy", "alpha", "omega", "throughput", "p99_ms", "efficiency"),
+    "placement": ("bench", "policy", "placement_hit", "remote_shuffle_bytes", "batch_s"),
+    "state": ("backend", "keys", "bytes_written_per_batch", "written_fraction", "batch_s",
+              "recovery_s"),
+    "memory": ("figure", "minutes", "batches", "rss_growth_pct", "python_growth_pct"),
+}  # fmt: skip
+
+
+def generic(bench: str) -> Callable[[], str]:
+    """A table of the newest run's lines of ``bench`` over :data:`COLUMNS`."""
+
+    def table() -> str:
+        lines = [x for x in latest_run(bench) if not x.get("sample")]
+        if not lines:
+            return _missing(bench, f"python benchmarks/bench_{bench}.py")
+        cols = [c for c in COLUMNS[bench] if any(c in x for x in lines)]
+        rows = [[_fmt(x.get(c)) for c in cols] for x in lines]
+        return f"{_table(cols, rows)}\n\n{_source(bench, lines)}"
+
+    return table
+
+
+TABLES: dict[str, Callable[[], str]] = {
+    "autoscale": autoscale,
+    "datapath": datapath,
+    "planner_scale": planner_scale,
+    **{name: generic(name) for name in COLUMNS},
+}
+
+
+def render(text: str) -> str:
+    """``text`` with every ``results:NAME`` block regenerated (unknown names refused)."""
+
+    def one(m: re.Match[str]) -> str:
+        name = m.group(1)
+        if name not in TABLES:
+            raise SystemExit(f"tables: unknown results block {name!r}")
+        return f"<!-- results:{name} -->\n{TABLES[name]()}\n<!-- /results:{name} -->"
+
+    return re.sub(r"<!-- results:([\w-]+) -->.*?<!-- /results:\1 -->", one, text, flags=re.DOTALL)
+
+
+def drift(paths: Sequence[Path] = DOCS) -> list[Path]:
+    """The documents whose blocks differ from the committed results."""
+    return [p for p in paths if p.exists() and render(p.read_text()) != p.read_text()]
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    g = ap.add_mutually_exclusive_group(required=True)
+    g.add_argument("--write", action="store_true", help="Rewrite the blocks.")
+    g.add_argument("--check", action="store_true", help="Exit 1 when a block drifted.")
+    args = ap.parse_args(argv)
+    if args.check:
+        stale = drift()
+        for p in stale:
+            print(f"tables: {p.relative_to(ROOT)} differs from benchmarks/results", file=sys.stderr)
+        return 1 if stale else 0
+    for p in DOCS:
+        if p.exists():
+            p.write_text(render(p.read_text()))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

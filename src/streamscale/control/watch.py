@@ -1,0 +1,252 @@
+"""Seeing a surge as it arrives: decisions between batch boundaries, from the source.
+
+The batch-boundary controller (:mod:`streamscale.control.controller`) decides once per
+finished batch, from what the batch measured. A surge makes batches long, so each such
+decision waits for the slow batch it is trying to fix. The watch decides *while a batch
+runs*: every ``watch_period_s`` the shell reads how many tuples the source offers (its
+end offsets, or the generator's schedule through the same interface) and how many the
+running batch admitted, and :func:`watch_step` answers with a request for executors when
+the offered rate and the backlog need more cores than are requested — in one step, to
+the size :func:`~streamscale.planning.allocation.surge.surge_cores` gives. The watch only
+ever asks for *more*: shards still move at batch boundaries (state safety unchanged) and
+scale-in stays with the boundary controller and its delay (hysteresis).
+
+Pure: no clock, no I/O; the shell passes the time in every :class:`Sample`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from streamscale.planning.allocation.surge import surge_cores
+from streamscale.settings import Schema, Setting
+
+__all__ = [
+    "WATCH_SETTINGS",
+    "Request",
+    "Sample",
+    "WatchConfig",
+    "WatchState",
+    "WatchView",
+    "offered_rate",
+    "watch_step",
+]
+
+#: The watch's settings, declared once.
+WATCH_SETTINGS = Schema(
+    "watch",
+    Setting(
+        "mid_batch",
+        bool,
+        True,
+        "request executors while a batch runs when the offered load needs more",
+    ),
+    Setting(
+        "watch_period_s",
+        float,
+        None,
+        "seconds between reads of the source (default: a quarter of the trigger interval)",
+        low=0.0,
+        low_open=True,
+    ),
+    Setting(
+        "rate_window_s",
+        float,
+        2.0,
+        "seconds of source offsets the offered rate is measured over",
+        low=0.0,
+        low_open=True,
+    ),
+    Setting(
+        "admission",
+        float,
+        1.0,
+        "a batch admits at most what the live cores process in this x max(trigger, 3 x the "
+        "batches' overhead) (0: no limit)",
+        low=0.0,
+    ),
+    Setting(
+        "standby_executors",
+        int,
+        0,
+        "idle executors held beyond the plan: warm capacity, billed like any executor",
+        low=0,
+    ),
+    Setting(
+        "proactive",
+        bool,
+        False,
+        "size for the offered rate's trend extrapolated one start-up time ahead",
+    ),
+    Setting(
+        "startup_s",
+        float,
+        10.0,
+        "executor start-up time assumed until one was observed (s)",
+        low=0.0,
+    ),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class WatchConfig:
+    """Parsed :data:`WATCH_SETTINGS` (see each setting's description)."""
+
+    mid_batch: bool = True
+    watch_period_s: float | None = None
+    rate_window_s: float = 2.0
+    admission: float = 1.0
+    standby_executors: int = 0
+    proactive: bool = False
+    startup_s: float = 10.0
+
+    @classmethod
+    def from_params(cls, params: dict[str, Any] | None) -> WatchConfig:
+        return cls(**WATCH_SETTINGS.parse(params or {}))
+
+    def period_s(self, trigger_s: float) -> float:
+        """Seconds between samples: the setting, or a quarter of the trigger interval."""
+        if self.watch_period_s is not None:
+            return self.watch_period_s
+        return max(0.1, trigger_s / 4.0) if trigger_s > 0 else 0.25
+
+
+@dataclass(frozen=True, slots=True)
+class Sample:
+    """What the source showed at ``now``: tuples offered so far (its end offsets) and
+    tuples admitted by the batches started so far (the running batch's end offset)."""
+
+    now: float
+    available: float
+    admitted: float
+
+
+@dataclass(frozen=True, slots=True)
+class WatchView:
+    """The job as the shell sees it when it samples."""
+
+    service_rate: float | None  # tuples/s per core, from the last batches' busy time
+    cores_alive: int
+    executors_requested: int
+    cores_per_executor: int
+    max_executors: int
+    startup_s: float  # learned: median observed request-to-arrival time
+    trigger_s: float
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """Ask the cluster manager for ``executors`` in total (more than requested now)."""
+
+    executors: int
+    reason: str
+    figures: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class WatchState:
+    """The samples within the rate window (older ones dropped) and the executors the
+    previous sample found needed beyond the request (0: none) — a need is acted on when
+    two samples in a row show it, so one late offset read does not buy executors."""
+
+    samples: tuple[Sample, ...] = ()
+    pending: int = 0
+
+
+def offered_rate(samples: tuple[Sample, ...]) -> float | None:
+    """Tuples per second offered over the samples (``None``: fewer than two, or no time).
+
+    >>> offered_rate((Sample(0.0, 100.0, 0.0), Sample(2.0, 700.0, 0.0)))
+    300.0
+    """
+    if len(samples) < 2 or samples[-1].now <= samples[0].now:
+        return None
+    return (samples[-1].available - samples[0].available) / (samples[-1].now - samples[0].now)
+
+
+def _trend(samples: tuple[Sample, ...]) -> float:
+    """The offered rate's change per second: the later half's rate minus the earlier's."""
+    mid = len(samples) // 2
+    a, b = offered_rate(samples[: mid + 1]), offered_rate(samples[mid:])
+    if a is None or b is None:
+        return 0.0
+    dt = (samples[-1].now - samples[0].now) / 2.0
+    return (b - a) / dt if dt > 0 else 0.0
+
+
+def watch_step(
+    state: WatchState,
+    sample: Sample,
+    view: WatchView,
+    *,
+    config: WatchConfig,
+    latency_target_s: float,
+    catch_up_s: float,
+    max_utilization: float = 0.9,
+    theta: float = 1.0,
+) -> tuple[WatchState, Request | None]:
+    """One sample: the new state and a request for more executors, if the load needs one.
+
+    The backlog counted is what waits beyond one trigger interval of arrivals (what
+    arrived while a batch runs is the next batch, not a backlog), as the boundary
+    collector counts it. ``proactive`` sizes for ``rate + trend × startup_s``.
+
+    Examples
+    --------
+    Base load 100 tuples/s on 2 executors of 2 cores (50 tuples/s per core, 4 s to
+    start an executor); at t = 2 s the rate steps to 300 tuples/s while the running batch
+    admitted 150. Two samples show the step (2.25 s, 2.5 s), and one request follows,
+    straight to the size that also drains what piles up while executors start:
+    λ = 300 + (300 − 4 × 50) × 4 s / 5 s = 380 ⇒ ⌈380 / 50 / 0.9⌉ = 9 cores ⇒ 5 executors.
+
+    >>> from dataclasses import replace
+    >>> cfg, view = WatchConfig(rate_window_s=1.0), WatchView(50.0, 4, 2, 2, 8, 4.0, 2.0)
+    >>> s, asked = WatchState(), []
+    >>> for i in range(17):
+    ...     t = i * 0.25
+    ...     offered = 100 * t if t <= 2 else 200 + 300 * (t - 2)
+    ...     s, r = watch_step(s, Sample(t, offered, min(offered, 150)), view, config=cfg,
+    ...                       latency_target_s=2.0, catch_up_s=5.0)
+    ...     if r is not None:
+    ...         asked.append((t, r.executors, r.reason))
+    ...         view = replace(view, executors_requested=r.executors)
+    >>> asked
+    [(2.5, 5, 'offered 300 t/s, backlog 0 beyond one trigger: 9 cores')]
+    """
+    keep = tuple(s for s in state.samples if s.now >= sample.now - config.rate_window_s)
+    new = WatchState((*keep, sample))
+    # the rate since the previous sample sizes the step (a window average would ramp up
+    # with the surge and ask several times); the window's rate is reported beside it
+    rate = offered_rate(new.samples[-2:])
+    if not config.mid_batch or rate is None or rate < 0 or view.service_rate is None:
+        return new, None
+    backlog = max(0.0, sample.available - sample.admitted - rate * view.trigger_s)
+    sized = rate + (_trend(new.samples) * view.startup_s if config.proactive else 0.0)
+    max_cores = view.max_executors * view.cores_per_executor
+    cores = surge_cores(
+        max(0.0, sized),
+        backlog,
+        view.service_rate,
+        latency_target_s=latency_target_s,
+        catch_up_s=catch_up_s,
+        startup_s=view.startup_s,
+        current_cores=view.cores_alive,
+        max_cores=max_cores,
+        max_utilization=max_utilization,
+        theta=theta,
+    )
+    executors = min(
+        view.max_executors,
+        math.ceil(cores / view.cores_per_executor) + config.standby_executors,
+    )
+    if executors <= view.executors_requested:
+        return new, None
+    if state.pending <= view.executors_requested:  # first sample showing the need
+        return WatchState(new.samples, executors), None
+    figures = {"offered_rate": rate, "offered_rate_window": offered_rate(new.samples),
+               "backlog": backlog, "cores": cores, "startup_s": view.startup_s,
+               "sized_rate": sized}  # fmt: skip
+    reason = f"offered {rate:.0f} t/s, backlog {backlog:.0f} beyond one trigger: {cores} cores"
+    return new, Request(executors, reason, figures)

@@ -1,0 +1,320 @@
+"""The watch's I/O shell: a driver thread that reads the source while batches run.
+
+Every ``period_s`` it reads what the source offers (:class:`Offered`: the bundled
+sources' pure schedules, through the same interface a Kafka source's end offsets would
+serve) and what the running batch admitted (the end offset Spark wrote to its offset
+log *before* running the batch), feeds :func:`streamscale.control.watch.watch_step`, and
+carries out its answer at once: more executors are requested while the batch runs
+(:meth:`ExecutorResources.request_more`). It also keeps the live admission limit
+(:func:`admission_limit`) in the file the source reads at each batch's start, and
+records executors' arrivals, from which the start-up time is learned.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import statistics
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from streamscale.control.watch import Sample, WatchConfig, WatchState, WatchView, watch_step
+
+__all__ = [
+    "GeneratorOffered",
+    "Live",
+    "Offered",
+    "SourceWatch",
+    "admission_limit",
+    "admitted_offset",
+    "offered_for",
+    "write_admission",
+]
+
+
+class Offered(Protocol):
+    """Tuples the source has offered by ``now`` (epoch seconds), given the stream's
+    start ``t0`` from its offsets; ``None``: unknown."""
+
+    def available(self, now: float, offset: Mapping[str, Any]) -> float | None: ...
+
+
+@dataclass(frozen=True)
+class GeneratorOffered:
+    """The generator's (or a trace's) offered tuples: its pure schedule at ``now − t0``."""
+
+    reader_available: Callable[[float], float]
+
+    def available(self, now: float, offset: Mapping[str, Any]) -> float | None:
+        t0 = offset.get("t0")
+        if not isinstance(t0, int | float):
+            return None
+        return float(self.reader_available(now - float(t0)))
+
+
+def offered_for(fmt: str, options: Mapping[str, Any]) -> Offered | None:
+    """The :class:`Offered` of a bundled source (``None``: the source has none)."""
+    if fmt == "streamscale_generator":
+        from streamscale.runtime.spark.sources import GeneratorSpec
+
+        return GeneratorOffered(GeneratorSpec.from_options(options).available)
+    if fmt == "streamscale_trace":
+        from streamscale.runtime.spark.trace import TraceSpec, TraceStreamReader
+
+        reader = TraceStreamReader(TraceSpec.from_options(options))
+        return GeneratorOffered(reader.available)
+    return None
+
+
+def admitted_offset(spark_checkpoint: Path) -> dict[str, Any] | None:
+    """The end offset of the newest batch in Spark's offset log (written before the batch
+    runs: the running batch's), as the source wrote it; ``None`` before the first."""
+    d = spark_checkpoint / "offsets"
+    try:
+        ids = [int(n) for n in os.listdir(d) if n.isdigit()]
+    except FileNotFoundError:
+        return None
+    for b in sorted(ids, reverse=True)[:2]:  # the newest may be mid-write
+        try:
+            lines = (d / str(b)).read_text().splitlines()
+            out = json.loads(lines[2])
+        except (OSError, IndexError, ValueError):
+            continue
+        return out if isinstance(out, dict) else None
+    return None
+
+
+def admission_limit(cores: int, service_rate: float | None, trigger_s: float,
+                    factor: float, overhead_s: float = 0.0) -> int | None:  # fmt: skip
+    """Tuples one batch may admit: what ``cores`` process in ``factor × max(trigger_s,
+    3 × overhead_s)`` seconds (``None``: no limit — factor 0, no rate measured yet, or no
+    trigger).
+
+    ``overhead_s`` is a batch's time besides its tuples' work (Spark's planning, offsets,
+    the shuffle, the commit). A batch admitting one trigger interval of work would spend
+    most of its time on that overhead when the overhead is seconds, and the limit would
+    cut throughput instead of bounding latency; three overheads of work keep a capped
+    batch at least 3/4 work.
+
+    >>> admission_limit(4, 50.0, 2.0, 1.0)
+    400
+    >>> admission_limit(4, 50.0, 2.0, 1.0, overhead_s=1.5)  # 4.5 s of work
+    900
+    """
+    if factor <= 0 or service_rate is None or trigger_s <= 0 or cores < 1:
+        return None
+    if not math.isfinite(service_rate) or service_rate <= 0:
+        return None
+    window = factor * max(trigger_s, 3.0 * max(0.0, overhead_s))
+    return max(1, math.ceil(cores * service_rate * window))
+
+
+def write_admission(path: Path, limit: int | None) -> None:
+    """Atomically replace the admission file (empty: no limit)."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text("" if limit is None else str(limit))
+    os.replace(tmp, path)
+
+
+@dataclass
+class Live:
+    """What the batch thread tells the watch: the per-core service rate of the last
+    batches, the cores of the plan in force and the batches' overhead (read by the watch
+    thread)."""
+
+    service_rate: float | None = None
+    planned_cores: int = 0
+    overheads: deque[float] = field(default_factory=lambda: deque(maxlen=5))
+
+    def observe(self, *, rows: int, busy_s: float, cycle_s: float, longest_s: float,
+                planned_cores: int) -> None:  # fmt: skip
+        """One finished batch: its tuples, their busy core-seconds, the time since the
+        previous batch ended and its longest task's busy time (what the cycle spent
+        besides that task is the overhead: a skewed task's work is not overhead)."""
+        if rows > 0 and busy_s > 0:
+            self.service_rate = rows / busy_s
+            self.overheads.append(max(0.0, cycle_s - longest_s))
+        self.planned_cores = planned_cores
+
+    @property
+    def overhead_s(self) -> float:
+        return statistics.median(self.overheads) if self.overheads else 0.0
+
+
+@dataclass
+class SourceWatch:
+    """The watch thread (see the module docstring); ``start``/``stop`` around a query."""
+
+    offered: Offered
+    spark_checkpoint: Path
+    resources: Any  # ExecutorResources
+    live: Live
+    config: WatchConfig
+    trigger_s: float
+    latency_target_s: float
+    catch_up_s: float
+    max_utilization: float = 0.9
+    theta: float = 1.0
+    admission_file: Path | None = None
+    warm: bool = True
+    clock: Callable[[], float] = time.time
+    #: mid-batch requests: ``(epoch seconds, executors, reason, figures)``
+    requests: list[tuple[float, int, str, dict[str, Any]]] = field(default_factory=list)
+    rate: float | None = None
+    _state: WatchState = field(default_factory=WatchState)
+    _stop: threading.Event = field(default_factory=threading.Event)
+    _thread: threading.Thread | None = None
+    _limit: int | None = -1
+
+    def start(self) -> SourceWatch:
+        self._thread = threading.Thread(target=self._run, name="streamscale-watch", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=10.0)
+
+    def _run(self) -> None:
+        period = self.config.period_s(self.trigger_s)
+        while not self._stop.wait(period):
+            try:
+                self.tick()
+            except Exception as exc:  # a failed read must never stop the job; say why
+                self.requests.append((self.clock(), -1, f"watch error: {exc}", {}))
+
+    def update_admission(self) -> int | None:
+        """Rewrite the admission file for the cores that will run the next batch."""
+        if self.admission_file is None:
+            return None
+        cores = len(self.resources.alive()) * self.resources.cores_per_executor
+        if self.live.planned_cores > 0:
+            cores = min(cores, self.live.planned_cores)
+        limit = admission_limit(cores, self.live.service_rate, self.trigger_s,
+                                self.config.admission, self.live.overhead_s)  # fmt: skip
+        if limit != self._limit:
+            write_admission(self.admission_file, limit)
+            self._limit = limit
+        return limit
+
+    def tick(self) -> None:
+        """One sample: arrivals, the admission file, and a request if the load needs one."""
+        new = self.resources.observe_arrivals()
+        if new and self.warm:
+            self._warm(len(new) * self.resources.cores_per_executor)
+        self.update_admission()
+        offset = admitted_offset(self.spark_checkpoint)
+        if offset is None or not isinstance(offset.get("seq"), int | float):
+            return
+        now = self.clock()
+        available = self.offered.available(now, offset)
+        if available is None:
+            return
+        res = self.resources
+        view = WatchView(
+            service_rate=self.live.service_rate,
+            cores_alive=len(res.alive()) * res.cores_per_executor,
+            executors_requested=res.target,
+            cores_per_executor=res.cores_per_executor,
+            max_executors=res.max_executors,
+            startup_s=res.startup_s(self.config.startup_s),
+            trigger_s=self.trigger_s,
+        )
+        sample = Sample(now, available, float(offset["seq"]))
+        self._state, request = watch_step(
+            self._state, sample, view, config=self.config,
+            latency_target_s=self.latency_target_s, catch_up_s=self.catch_up_s,
+            max_utilization=self.max_utilization, theta=self.theta,
+        )  # fmt: skip
+        samples = self._state.samples
+        if len(samples) >= 2 and samples[-1].now > samples[0].now:
+            self.rate = (samples[-1].available - samples[0].available) / (
+                samples[-1].now - samples[0].now
+            )
+        if request is not None and res.request_more(request.executors, hold_s=self.hold_s):
+            self.requests.append((now, request.executors, request.reason, request.figures))
+
+    def _warm(self, tasks: int) -> None:
+        """Start the Python workers of executors that just arrived, while the batch runs:
+        a small job whose tasks take the free slots, which are the new executors' (the old
+        ones are busy), so the next batch finds them warm instead of the boundary waiting
+        for them (:attr:`ExecutorResources.warm_new` is off under the watch)."""
+        from streamscale.runtime.spark.operator import warm_up
+
+        sc = self.resources.sc
+        threading.Thread(target=warm_up, args=(sc, tasks), name="streamscale-warm",
+                         daemon=True).start()  # fmt: skip
+
+    @property
+    def hold_s(self) -> float:
+        """How long the boundary keeps a mid-batch request: the catch-up time plus the
+        start-up time, so the executors serve the backlog they were asked for."""
+        return self.catch_up_s + self.resources.startup_s(self.config.startup_s)
+
+
+def split_watch_params(
+    params: Mapping[str, Any] | None,
+) -> tuple[WatchConfig, dict[str, Any]]:
+    """The watch's settings out of ``params`` (checked), and the rest."""
+    from streamscale.control.watch import WATCH_SETTINGS
+
+    rest = dict(params or {})
+    mine = {k: rest.pop(k) for k in list(rest) if k in WATCH_SETTINGS}
+    return WatchConfig.from_params(mine), rest
+
+
+def make_watch(
+    config: WatchConfig,
+    *,
+    policy: Any,
+    policy_params: Mapping[str, Any],
+    resources: Any,
+    source_format: str,
+    source_options: Mapping[str, Any],
+    checkpoint: Path,
+    trigger_s: float,
+) -> tuple[SourceWatch | None, dict[str, str]]:
+    """The watch for a run, and the source options it adds (the admission file); ``None``
+    when the run has nothing to watch: no executors to request (a fixed cluster), a
+    policy that does not size cores from load, or a source with no :class:`Offered`."""
+    from streamscale.planning.adapters.elasticutor import SETTINGS
+    from streamscale.runtime.spark.resources import ExecutorResources
+
+    offered = offered_for(source_format, source_options)
+    if (
+        not isinstance(resources, ExecutorResources)
+        or not getattr(policy, "mid_batch", False)
+        or offered is None
+    ):
+        return None, {}
+    resources.standby = config.standby_executors
+    warm = resources.warm_new
+    resources.warm_new = False  # the watch warms arrivals while the batch runs instead
+    s = {**SETTINGS.parse({}), **{k: v for k, v in policy_params.items() if k in SETTINGS}}
+    admission = checkpoint / "admission" if config.admission > 0 else None
+    watch = SourceWatch(
+        offered=offered,
+        spark_checkpoint=checkpoint / "spark",
+        resources=resources,
+        live=Live(),
+        config=config,
+        trigger_s=trigger_s,
+        latency_target_s=float(s["latency_target_ms"]) / 1000.0,
+        catch_up_s=float(s["catch_up_s"]),
+        max_utilization=float(s["max_utilization"]),
+        theta=float(s["theta"]),
+        admission_file=admission,
+        warm=warm,
+    )
+    if admission is None:
+        return watch, {}
+    checkpoint.mkdir(parents=True, exist_ok=True)
+    write_admission(admission, None)
+    return watch, {"admission_file": str(admission.resolve())}

@@ -1,0 +1,1 @@
+"""Scenarios run against the Spark runtime: surges, the Spark-native baselines, scoring."""

@@ -1,0 +1,105 @@
+"""The surge's report: a timeline picture per policy and a Markdown summary."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from streamscale.scenarios.surge_score import reaction, timeline, up_requests
+
+__all__ = ["markdown", "plot_surge"]
+
+
+def plot_surge(path: Path, outcomes: Sequence[Any], cfg: Any) -> None:
+    """Executors, offered vs committed rate and p99 over the generator's clock, one line
+    per policy; the surge's start, and for each policy every request for more executors
+    during the surge (▲; filled when made while a batch ran — the decision and the
+    request are the same instant), the first executor's arrival (●) and its first
+    second of tasks (■)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(3, 1, figsize=(9, 9), sharex=True)
+    for o in outcomes:
+        rows = timeline(o, cfg)
+        if not rows:
+            continue
+        t = [r["t"] for r in rows]
+        (line,) = axes[0].step(t, [r["executors"] for r in rows], where="post", label=o.policy)
+        axes[1].plot(t, [r["input_rate"] for r in rows], marker=".", label=o.policy)
+        axes[2].plot(t, [r["p99_ms"] for r in rows], marker=".", label=o.policy)
+        marks = reaction(o, cfg)
+        top = max(r["executors"] for r in rows) + 0.6
+        mid = set(getattr(o, "mid_batch", []))
+        for t_req in up_requests(o, cfg):  # every request up during the surge
+            axes[0].plot([t_req - o.t0], [top], marker="^", linestyle="none",
+                         color=line.get_color(),
+                         fillstyle="full" if t_req in mid else "none")  # fmt: skip
+        for key, marker in (("arrival_s", "o"), ("tasks_s", "s")):
+            if marks[key] is not None:
+                x = cfg.surge_at + marks[key]
+                axes[0].plot([x], [max(r["executors"] for r in rows) + 0.3], marker=marker,
+                             color=line.get_color(), linestyle="none")  # fmt: skip
+    p, base, w = cfg.phase_s, cfg.base_rate, cfg.warmup_s
+    offered = ([0, w + p, w + p, w + 2 * p, w + 2 * p, w + 4 * p], [base, base,
+               base * cfg.peak_factor, base * cfg.peak_factor, base, base])  # fmt: skip
+    for ax in axes:
+        ax.axvspan(0, w, color="grey", alpha=0.12,
+                   label="warm-up (not scored)" if ax is axes[0] else None)  # fmt: skip
+        ax.axvline(cfg.surge_at, color="black", linestyle=":", linewidth=0.8)
+    axes[1].plot(*offered, color="grey", linestyle="--", label="offered")
+    axes[2].axhline(cfg.latency_target_ms, color="red", linestyle=":", label="latency target")
+    axes[0].set_ylabel("executors alive")
+    axes[1].set_ylabel("tuples/s committed")
+    axes[2].set_ylabel("batch p99 latency (ms)")
+    axes[2].set_yscale("log")
+    axes[2].set_xlabel("seconds since the generator started (surge at the dotted line)")
+    axes[0].set_title(
+        f"surge {base:g} → {base * cfg.peak_factor:g} → {base:g} t/s, "
+        f"{cfg.cost_ms:g} ms per tuple waited (cost_kind wall: emulated cores); "
+        "▲ request (filled: while a batch ran) ● arrival ■ tasks",
+        fontsize="small",
+    )
+    for ax in axes:
+        ax.legend(loc="best", fontsize="small")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def _f(v: Any, fmt: str) -> str:
+    return "–" if v is None else format(v, fmt)
+
+
+def markdown(figures: Mapping[str, Mapping[str, Any]], cfg: Any) -> str:
+    """The summary table, tuple-weighted SLO first."""
+    head = (
+        f"# streamscale surge: {cfg.base_rate:g} → {cfg.base_rate * cfg.peak_factor:g} → "
+        f"{cfg.base_rate:g} tuples/s, {cfg.phase_s:g} s each after a {cfg.warmup_s:g} s "
+        "warm-up (not scored)\n\n"
+        f"{cfg.cost_ms:g} ms per tuple *waited* (cost_kind wall: up to {cfg.max_executors} "
+        f"executors × {cfg.executor_cores} task slots emulate cores). SLO: a tuple's "
+        f"end-to-end latency ≤ {cfg.latency_target_ms:g} ms; `slo tuples` is the fraction of "
+        "the tuples emitted in the scored window that met it, `slo batches` the fraction of "
+        "batches whose p99 met it. Core-seconds are billed from each executor's request.\n\n"
+        "| policy | slo tuples | slo batches | core-seconds | mean cores | peak executors "
+        "| scale-ups / downs | first tasks on added executors | p99 ms |\n"
+        "|---|---|---|---|---|---|---|---|---|\n"
+    )
+    rows = []
+    for name, f in figures.items():
+        if "error" in f:
+            rows.append(f"| {name} | failed: {f['error']} | | | | | | | |")
+            continue
+        react = f.get("reaction_tasks_s")
+        rows.append(
+            f"| {name} | {100 * f['slo_tuples']:.0f} % | {100 * f['slo_batches']:.0f} % | "
+            f"{f['core_seconds']:.0f} | {f['mean_cores']:.2f} | {f['peak_executors']} | "
+            f"{f['scale_ups']} / {f['scale_downs']} | "
+            f"{'–' if react is None else f'{react:.1f} s after the surge'} | "
+            f"{_f(f['p99_ms'], '.0f')} |"
+        )
+    return head + "\n".join(rows) + "\n\n![executors, rate and p99 over time](timeline.png)\n"

@@ -1,0 +1,75 @@
+"""README and docs/results.md quote the committed benchmark results, never typed figures."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+BENCH = Path(__file__).parents[2] / "benchmarks"
+
+
+def _tables() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("tables", BENCH / "tables.py")
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["tables"] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+tables = _tables()
+
+
+def test_docs_quote_the_committed_results() -> None:
+    assert tables.drift() == []
+
+
+def _write(path: Path, lines: list[dict[str, object]]) -> None:
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines))
+
+
+def test_a_table_quotes_the_newest_run_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(tables, "RESULTS", tmp_path)
+    stamp = {"commit": "abc", "cores": 2, "load_avg": [0.5], "command": "python b.py"}
+    old = {"bench": "planner_scale", "decision": "re-plan", "executors": 1000,
+           "shards": 100000, "median_s": 13.9, "min_s": 11.0, "max_s": 15.0,
+           "peak_mb": 17.9, "run": "2026-01-01T00:00:00+00:00", **stamp}  # fmt: skip
+    new = {**old, "median_s": 0.8, "min_s": 0.7, "max_s": 0.9, "run": "2026-02-01T00:00:00+00:00"}
+    _write(tmp_path / "planner_scale.jsonl", [old, new])
+    out = tables.planner_scale()
+    assert "| re-plan | 1,000 | 100,000 | 0.8 | 0.7 – 0.9 | 17.9 |" in out
+    assert "13.9" not in out
+    assert "run 2026-02-01T00:00:00+00:00 at commit `abc` on 2 cores, load 0.5" in out
+
+
+def test_blocks_are_regenerated_and_unknown_ones_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(tables, "RESULTS", tmp_path)  # no results: the block says so
+    doc = "a\n<!-- results:datapath -->\nstale 58x\n<!-- /results:datapath -->\nb\n"
+    out = tables.render(doc)
+    assert "stale" not in out and "No committed run of `datapath` yet" in out
+    assert out.startswith("a\n") and out.endswith("\nb\n")
+    with pytest.raises(SystemExit, match="unknown results block 'nope'"):
+        tables.render("<!-- results:nope -->x<!-- /results:nope -->")
+
+
+def test_ratios_come_from_the_same_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(tables, "RESULTS", tmp_path)
+    run = {"run": "r1", "commit": "c", "cores": 2, "load_avg": [1.0], "command": "x"}
+    lines = [
+        {"path": "elastic", "alpha": 1.0, "rows": 1000, "rows_per_s": 600, "harness": "h", **run},
+        {"path": "spark-tws", "alpha": 1.0, "rows": 1000, "rows_per_s": 200, "harness": "h", **run},
+        {"figure": "ratios", "alpha": 1.0, "elastic_over": {"spark-tws": 3.0}, **run},
+    ]
+    _write(tmp_path / "datapath.jsonl", lines)
+    out = tables.datapath()
+    assert "| spark-tws | 1 | 1,000 | 200 | 3 |" in out
+    assert "| elastic | 1 | 1,000 | 600 | 1 |" in out

@@ -1,0 +1,104 @@
+"""The watch's decisions between batch boundaries: hand-checked event sequences."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable
+from dataclasses import replace
+
+import pytest
+
+from streamscale.control.watch import (
+    Sample,
+    WatchConfig,
+    WatchState,
+    WatchView,
+    offered_rate,
+    watch_step,
+)
+from streamscale.errors import StreamscaleError
+
+VIEW = WatchView(service_rate=50.0, cores_alive=4, executors_requested=2,
+                 cores_per_executor=2, max_executors=8, startup_s=4.0, trigger_s=2.0)  # fmt: skip
+
+
+DEFAULT = WatchConfig()
+Rate = Callable[[float], float]
+
+
+def _run(
+    offered: Rate, admitted: Rate, *, view: WatchView = VIEW, config: WatchConfig = DEFAULT,
+    until: float = 20.0, dt: float = 0.5,
+) -> list[tuple[float, int]]:  # fmt: skip
+    """Feed samples every ``dt``; requests are carried out (the view's request grows)."""
+    s, asked = WatchState(), []
+    t = 0.0
+    while t <= until + 1e-9:
+        s, r = watch_step(s, Sample(t, offered(t), admitted(t)), view, config=config,
+                          latency_target_s=2.0, catch_up_s=5.0)  # fmt: skip
+        if r is not None:
+            asked.append((t, r.executors))
+            view = replace(view, executors_requested=r.executors)
+        t += dt
+    return asked
+
+
+def test_a_constant_rate_never_asks_and_never_flaps() -> None:
+    # 100 t/s, batches admit every 2 s what arrived: at most one trigger of arrivals waits
+    asked = _run(lambda t: 100 * t, lambda t: 100 * (2 * (t // 2)))
+    assert asked == []
+
+
+def test_a_step_surge_gets_one_request_of_the_needed_size() -> None:
+    # 100 -> 300 t/s at t = 4; the running batch admitted up to t = 4 and runs on
+    def offered(t: float) -> float:
+        return 100 * t if t <= 4 else 400 + 300 * (t - 4)
+
+    asked = _run(offered, lambda t: min(offered(t), 400))
+    # two samples show the step (4.5 s, 5.0 s); the backlog beyond one trigger at 5.0 s is
+    # 700 - 400 - 600 = 0, so λ = 300 + (300 - 200) x 4 / 5 = 380 -> 9 cores -> 5 executors;
+    # the backlog then grows (the batch admits nothing): later samples ask for more once
+    assert asked[0] == (5.0, 5)
+    assert [n for _, n in asked] == sorted({n for _, n in asked})  # only ever more
+
+
+def test_a_single_late_read_buys_nothing() -> None:
+    # the end offsets read at 5.5 s are stale (still 5.0 s's), so 6.0 s sees a burst
+    def offered(t: float) -> float:
+        return 100 * (5.0 if t == 5.5 else t)
+
+    asked = _run(offered, lambda t: 100 * (2 * (t // 2)))
+    assert asked == []
+
+
+def test_the_watch_only_asks_for_more_and_stops_at_the_cluster() -> None:
+    asked = _run(lambda t: 5000 * t, lambda t: 0.0)
+    assert asked and asked[-1][1] == 8  # max_executors
+    assert all(a[1] < b[1] for a, b in itertools.pairwise(asked))
+
+
+def test_off_without_a_service_rate_or_when_disabled() -> None:
+    assert _run(lambda t: 5000 * t, lambda t: 0.0, view=replace(VIEW, service_rate=None)) == []
+    assert _run(lambda t: 5000 * t, lambda t: 0.0, config=WatchConfig(mid_batch=False)) == []
+
+
+def test_standby_and_proactive() -> None:
+    def offered(t: float) -> float:  # a ramp: 100 t/s plus 40 t/s more every second
+        return 100 * t + 20 * t * t
+
+    plain = _run(offered, lambda t: offered(t) - 50, until=6.0)
+    ahead = _run(offered, lambda t: offered(t) - 50, until=6.0,
+                 config=WatchConfig(proactive=True))  # fmt: skip
+    assert ahead and (not plain or ahead[0][0] <= plain[0][0])
+    warm = _run(lambda t: 300 * t, lambda t: 300 * t - 100, config=WatchConfig(standby_executors=1))
+    cold = _run(lambda t: 300 * t, lambda t: 300 * t - 100)
+    assert warm[-1][1] == cold[-1][1] + 1
+
+
+def test_offered_rate_and_settings() -> None:
+    assert offered_rate((Sample(0.0, 0.0, 0.0),)) is None
+    assert offered_rate((Sample(1.0, 10.0, 0.0), Sample(3.0, 110.0, 0.0))) == 50.0
+    assert WatchConfig().period_s(2.0) == 0.5
+    assert WatchConfig(watch_period_s=0.2).period_s(2.0) == 0.2
+    with pytest.raises(StreamscaleError, match="admission"):
+        WatchConfig.from_params({"admission": -1})

@@ -1,0 +1,56 @@
+"""One-step sizing from the offered rate and backlog, against a brute-force search."""
+
+from __future__ import annotations
+
+import math
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from streamscale.planning.allocation.queueing import mmk_latency
+from streamscale.planning.allocation.surge import surge_cores
+
+
+def _brute(lam: float, mu: float, t: float, max_cores: int, floor: int) -> int:
+    """The fewest cores whose M/M/k latency meets ``t`` and that reach ``floor``."""
+    for k in range(1, max_cores + 1):
+        if k >= floor and k * mu > lam and mmk_latency(k, lam, mu) <= t:
+            return k
+    return max_cores
+
+
+def test_a_step_surge_is_sized_in_one_step_by_hand() -> None:
+    # 300 t/s offered on 4 cores of 50 t/s, 200 waiting, 4 s to start: by then
+    # 200 + (300 - 200) x 4 = 600 wait, drained in 5 s: 300 + 120 = 420 t/s -> 420 / 45 = 9.33
+    assert surge_cores(300.0, 200.0, 50.0, latency_target_s=2.0, catch_up_s=5.0,
+                       startup_s=4.0, current_cores=4, max_cores=16) == 10  # fmt: skip
+    # the same surge with cores that already serve it: no start-up growth term
+    assert surge_cores(300.0, 200.0, 50.0, latency_target_s=2.0, catch_up_s=5.0,
+                       startup_s=4.0, current_cores=8, max_cores=16) == 8  # fmt: skip
+    # more than the cluster: its cores
+    assert surge_cores(3000.0, 0.0, 50.0, latency_target_s=2.0, catch_up_s=5.0,
+                       startup_s=4.0, current_cores=4, max_cores=16) == 16  # fmt: skip
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    rate=st.floats(0.0, 2000.0),
+    backlog=st.floats(0.0, 20000.0),
+    mu=st.floats(1.0, 500.0),
+    target=st.floats(0.05, 20.0),
+    catch_up=st.floats(0.5, 60.0),
+    startup=st.floats(0.0, 30.0),
+    current=st.integers(0, 64),
+    max_cores=st.integers(1, 64),
+)
+def test_sizing_is_the_fewest_cores_meeting_the_target(
+    rate: float, backlog: float, mu: float, target: float, catch_up: float,
+    startup: float, current: int, max_cores: int,
+) -> None:  # fmt: skip
+    got = surge_cores(rate, backlog, mu, latency_target_s=target, catch_up_s=catch_up,
+                      startup_s=startup, current_cores=current, max_cores=max_cores)  # fmt: skip
+    lam = rate + (backlog + max(0.0, rate - current * mu) * startup) / catch_up
+    floor = math.ceil(lam / mu / 0.9 - 1e-9)
+    assert 1 <= got <= max_cores
+    if lam > 0:
+        assert got == _brute(lam, mu, target, max_cores, floor)

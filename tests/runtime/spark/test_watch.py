@@ -1,0 +1,146 @@
+"""The watch on real Spark: the live admission limit never drops or repeats a tuple, the
+running batch's offsets are read from Spark's own offset log, and on a loopback cluster a
+surge gets executors requested *while a batch runs* with every key's state exact."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from streamscale.runtime.spark.cluster import cluster_down, cluster_up, java_available
+from streamscale.runtime.spark.watch import admitted_offset, write_admission
+
+pytestmark = pytest.mark.spark
+
+
+def test_the_live_admission_limit_never_drops_a_tuple(spark: Any, tmp_path: Path) -> None:
+    from streamscale.runtime.spark.sources import register_sources
+
+    register_sources(spark)
+    cap = tmp_path / "admission"
+    limits = [150, 40, 300, 0, 75]  # 0: the file is emptied (no limit)
+    write_admission(cap, limits[0])
+    seen: list[tuple[int, int, int, int]] = []  # batch, rows, min seq, max seq
+
+    def on_batch(df: Any, batch_id: int) -> None:
+        rows = df.select("seq").toPandas()["seq"]
+        if len(rows):
+            seen.append((batch_id, len(rows), int(rows.min()), int(rows.max())))
+        nxt = limits[min(len(seen), len(limits) - 1)]
+        write_admission(cap, nxt or None)
+        all_seqs.extend(int(s) for s in rows)
+
+    all_seqs: list[int] = []
+    opts = {"keys": "20", "total": "1000", "start_time": "0", "seed": "1",
+            "admission_file": str(cap)}  # fmt: skip
+    q = (
+        spark.readStream.format("streamscale_generator").options(**opts).load()
+        .writeStream.foreachBatch(on_batch)
+        .option("checkpointLocation", str(tmp_path / "ck"))
+        .start()
+    )  # fmt: skip
+    try:
+        q.processAllAvailable()
+    finally:
+        q.stop()
+    assert sorted(all_seqs) == list(range(1000))  # every tuple once, none lost
+    for i, (_, rows, lo, hi) in enumerate(seen):
+        limit = limits[min(i, len(limits) - 1)]
+        assert hi - lo + 1 == rows  # a batch is one contiguous range
+        if limit:
+            assert rows <= limit
+    assert seen[0][1] == 150 and seen[1][1] == 40 and seen[2][1] == 300
+    assert admitted_offset(tmp_path / "ck") == {"seq": 1000, "t0": 0.0}
+    assert admitted_offset(tmp_path / "nowhere") is None
+
+
+_JOB = r"""
+import json, sys, time
+from pathlib import Path
+from streamscale.runtime.spark.functions import calculator
+from streamscale.runtime.spark.job import Job
+from streamscale.runtime.spark.resources import ExecutorResources, executor_conf
+from streamscale.runtime.spark.runner import run_job
+from streamscale.runtime.spark.session import build_session
+from streamscale.runtime.spark.state import LocalStateBackend
+from streamscale.scenarios.spark_log import ProgressLog
+
+master, work, opts = sys.argv[1], Path(sys.argv[2]), json.loads(sys.argv[3])
+spark = build_session(master, app_name="streamscale-watch-test",
+                      conf=executor_conf(1, 4, pin=False, separate_hosts=False, quick_start=True))
+sc = spark.sparkContext
+res = ExecutorResources(sc, cores_per_executor=1, max_executors=4, initial_executors=1,
+                        pin=False, warm_new=False)
+res.settle(120)
+log = ProgressLog().attach(spark)
+job = Job.simple("calc", calculator, source_options=opts, instances=2, shards=8, trigger_s=1.0,
+                 params={"cost_kind": "wall"})
+out = run_job(spark, job, policy="elastic", duration_s=float(sys.argv[4]),
+              checkpoint=work / "ckpt", resources=res,
+              params={"latency_target_ms": 1000.0, "catch_up_s": 3.0, "startup_s": 3.0})
+spans = [(b.end_s, b.start_seq, b.end_seq) for b in log.seq_spans()]
+state = {}
+for shard_state in LocalStateBackend(work / "ckpt" / "state").load_all("calc").values():
+    state.update(shard_state)
+mid = [r.extra.get("mid_batch_requests") for r in out.records]
+print("RESULT " + json.dumps({"mid_batch": res.mid_batch, "spans": spans, "mid": mid,
+                              "rows": sum(r.rows for r in out.records),
+                              "state": {k: list(v) for k, v in state.items()}}))
+spark.stop()
+"""
+
+
+@pytest.fixture(scope="module")
+def loopback(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    if not java_available():
+        pytest.skip("Java is not available")
+    d = tmp_path_factory.mktemp("cluster")
+    info = cluster_up(1, 4, memory="4g", directory=d)
+    try:
+        yield info.master_url
+    finally:
+        cluster_down(d)
+
+
+@pytest.mark.slow
+def test_a_surge_gets_executors_while_a_batch_runs_and_state_stays_exact(
+    loopback: str, tmp_path: Path
+) -> None:
+    from streamscale.runtime.spark.sources import generate
+
+    # 10 t/s for 30 s (the batches learn the per-core rate), then 400 t/s (20 ms each,
+    # waited): one core serves 50 t/s; the query runs 75 s, and every tuple it committed
+    # is in the state exactly once
+    opts = {"keys": "40", "alpha": "1.0", "cost_ms": "20", "seed": "5",
+            "schedule": "0:10,30:400", "total": "5000"}  # fmt: skip
+    script = tmp_path / "job.py"
+    script.write_text(_JOB)
+    proc = subprocess.run(
+        [sys.executable, str(script), loopback, str(tmp_path), json.dumps(opts), "75"],
+        capture_output=True, text=True, timeout=600,
+        env={**os.environ, "PYSPARK_PYTHON": sys.executable},
+    )  # fmt: skip
+    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")]
+    assert proc.returncode == 0 and lines, proc.stderr[-3000:]
+    got = json.loads(lines[-1][len("RESULT ") :])
+    assert any(got["mid"]) and got["mid_batch"], got["mid"]  # the watch asked ...
+    # ... before the first batch that took surge tuples (seq >= 300) ended: the request did
+    # not wait for that batch's boundary (batch end times are Spark's own)
+    first_surge_end = min(end for end, _, hi in got["spans"] if hi > 300)
+    assert got["mid_batch"][0][0] < first_surge_end, (got["mid_batch"], got["spans"])
+    rows = got["rows"]
+    # the batches streamscale committed (the last may end after Spark's last progress event)
+    assert rows >= max(hi for _, _, hi in got["spans"]) > 300
+    want = generate(opts, 0, rows).groupby("key")["value"].agg(["count", "sum"])
+    state = got["state"]
+    assert set(state) == set(want.index)
+    for key, (count, total) in state.items():
+        assert count == want.loc[key, "count"]
+        assert total == pytest.approx(want.loc[key, "sum"])
