@@ -36,6 +36,7 @@ _COMMAND_MODULES = (
     "profile",
     "run",
     "cluster",
+    "nexmark",
 )
 
 
