@@ -438,21 +438,29 @@ def route(
     renames: Mapping[str, Sequence[int | None]] | None = None,
     *,
     theta: float = 1.2,
+    known: Mapping[str, tuple[list[int | None], float | None]] | None = None,
 ) -> tuple[dict[str, tuple[str, ...]], dict[str, BalanceResult]]:
     """Routing tables for every executor after a change of ``k`` (paper 000, §3.1).
 
     Shards keep their task when it survives (through ``renames``), orphans and new
     tasks are handled by :func:`~streamscale.planning.balancing.shard_balance.balance_shards`.
+    ``known`` holds, per executor, the :func:`table_to_tasks` and :func:`table_delta`
+    of these very inputs when the caller has them already (a re-plan reads every
+    table once, not twice).
     """
     tables: dict[str, tuple[str, ...]] = {}
     results: dict[str, BalanceResult] = {}
     for ex in execs:
         mapping = renames.get(ex.instance) if renames is not None else None
         old = current.routing.tables.get(ex.instance)
-        cur = table_to_tasks(old, ex.instance, ex.shards, mapping)
         k = cores[ex.instance]
         w = loads[ex.instance].shard_load
-        delta = table_delta(w, cur, k)
+        got = known.get(ex.instance) if known is not None else None
+        if got is not None:
+            cur, delta = got
+        else:
+            cur = table_to_tasks(old, ex.instance, ex.shards, mapping)
+            delta = table_delta(w, cur, k)
         if delta is not None and delta <= theta:
             # nothing orphaned and δ within θ: balance_shards would move nothing
             # (§3.1), and skipping it is most of a re-plan's cost at 10⁴ shards
