@@ -154,8 +154,8 @@ def _rounds(wl: list[float], assign: list[int], per: list[float], limit: int, bo
     """
     k = len(per)
     tasks: list[list[tuple[float, int]]] = [[] for _ in range(k)]
-    for s in sorted(range(len(wl)), key=lambda s: (wl[s], s)):
-        tasks[assign[s]].append((wl[s], s))
+    for e in sorted(zip(wl, range(len(wl)), strict=True)):  # by (w, shard), no key
+        tasks[assign[e[1]]].append(e)
     # lazy heaps: an entry is current while its value equals the task's load
     high = [(-v, t) for t, v in enumerate(per)]
     low = [(v, t) for t, v in enumerate(per)]
