@@ -1,6 +1,9 @@
 from __future__ import annotations
 
+import numpy as np
+
 from streamscale.model import Allocation, CoreMove, Placement, Plan, Routing
+from tests.planning import _reference as ref
 
 
 def _plan(nodes: dict[str, str], table: tuple[str, ...], k: int) -> Plan:
@@ -18,3 +21,20 @@ def test_diff_counts_only_remote_bytes() -> None:
     assert d.migration_bytes == 400
     assert d.core_moves == (CoreMove("e", "n2", 1),)
     assert old.diff(old).empty
+
+
+def test_core_moves_match_a_scan_per_instance() -> None:
+    rng = np.random.default_rng(11)
+    for _ in range(40):
+        plans = []
+        for _ in range(2):
+            nodes = {
+                f"e{j}#{t}": f"n{int(rng.integers(0, 5))}"
+                for j in range(int(rng.integers(0, 6)))
+                for t in range(int(rng.integers(0, 5)))
+            }
+            nodes["loose"] = "n0"  # not a unit: its own instance
+            cores = {f"e{j}": 1 for j in range(int(rng.integers(0, 7)))} | {"loose": 1}
+            plans.append(Plan(Allocation(cores), Placement(nodes), Routing({})))
+        old, new = plans
+        assert old.diff(new).core_moves == ref.core_moves(old, new)

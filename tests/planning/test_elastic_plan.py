@@ -26,6 +26,7 @@ from streamscale.planning.elastic_plan import (
     tasks_to_table,
     trim_cores,
 )
+from tests.planning import _reference as ref
 
 
 def _topo(instances: int = 2, shards: int = 4) -> Topology:
@@ -133,3 +134,46 @@ def test_catch_up_goes_to_the_executor_the_queue_waits_at() -> None:
 def test_no_nodes() -> None:
     with pytest.raises(ModelError):
         executors(_topo(), Cluster(()))
+
+
+def _random_topology(rng: np.random.Generator) -> Topology:
+    ops = [Operator("src", kind="source", rate=100.0)]
+    edges = []
+    prev = "src"
+    for i in range(int(rng.integers(1, 4))):
+        keyed = i == 0 or rng.random() < 0.7
+        name = f"op{i}"
+        ops.append(Operator(name, key="k" if keyed else None, instances=int(rng.integers(1, 40))))
+        edges.append(Edge(prev, name))
+        prev = name
+    ops.append(Operator("out", kind="sink"))
+    edges.append(Edge(prev, "out"))
+    return Topology.build("r", ops, edges)
+
+
+def test_executors_match_the_scanning_reference() -> None:
+    rng = np.random.default_rng(3)
+    for _ in range(60):
+        nodes = [
+            Node(f"n{i}", cores=int(rng.choice([1, 2, 3, 4, 8, 16])))
+            for i in range(int(rng.integers(1, 30)))
+        ]
+        cluster, topo = Cluster.build(nodes), _random_topology(rng)
+        assert executors(topo, cluster) == ref.executors(topo, cluster)
+
+
+def test_realize_units_matches_the_reference() -> None:
+    rng = np.random.default_rng(5)
+    for _ in range(60):
+        topo = _random_topology(rng)
+        cluster = Cluster.uniform(int(rng.integers(1, 12)), cores=4)
+        execs = executors(topo, cluster)
+        nodes = list(cluster.names)
+        units = {}
+        for ex in execs:
+            for t in rng.choice(12, int(rng.integers(0, 6)), replace=False).tolist():
+                units[f"{ex.instance}#{t}"] = str(rng.choice([*nodes, "gone"]))
+        units["stray"] = nodes[0]
+        cur = Plan(placement=Placement(units))
+        x = rng.integers(0, 3, (len(nodes), len(execs)))
+        assert realize_units(cur, execs, x, nodes) == ref.realize_units(cur, execs, x, nodes)

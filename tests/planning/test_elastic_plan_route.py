@@ -81,6 +81,15 @@ def test_route_equals_balancing_every_executor(seed: int, theta: float) -> None:
         assert results[ex.instance].tasks == ref.tasks
         assert results[ex.instance].moves == ref.moves
         assert results[ex.instance].delta_after == pytest.approx(ref.delta_after)
+    # the tables and δ a caller read already give the same routing, result for result
+    known = {}
+    for ex in execs:
+        cur = table_to_tasks(tables[ex.instance], ex.instance, ex.shards, None)
+        known[ex.instance] = (
+            cur,
+            table_delta(loads[ex.instance].shard_load, cur, cores[ex.instance]),
+        )
+    assert route(plan, execs, loads, cores, theta=theta, known=known) == (got, results)
 
 
 def test_route_applies_renames_on_the_fast_path() -> None:

@@ -7,6 +7,7 @@ from hypothesis import strategies as st
 
 from streamscale.errors import ModelError
 from streamscale.planning.balancing.shard_balance import balance_shards, imbalance, task_loads
+from tests.planning import _reference as ref
 
 
 def test_hand_case_one_best_move() -> None:
@@ -93,3 +94,44 @@ def test_all_orphans_spread_heaviest_first() -> None:
     r = balance_shards([5.0, 4.0, 3.0, 3.0, 1.0], [None] * 5, 3, theta=10.0)
     assert task_loads([5.0, 4.0, 3.0, 3.0, 1.0], r.tasks, 3).tolist() == [5.0, 5.0, 6.0]
     assert r.rounds == 0 and len(r.moves) == 5
+
+
+def _instance(rng: np.random.Generator, z: int, k_old: int) -> tuple[np.ndarray, list[int | None]]:
+    kind = int(rng.integers(0, 5))
+    if kind == 0:
+        w = rng.random(z)
+    elif kind == 1:
+        w = rng.integers(0, 4, z).astype(float)  # ties and idle shards
+    elif kind == 2:
+        w = np.ones(z)  # the model's even spread: every move ties
+    elif kind == 3:
+        w = rng.zipf(1.5, z) / 7.0
+    else:
+        w = np.round(rng.random(z), 1) * 0.1  # ties up to rounding
+    cur = [None if rng.random() < 0.1 else int(rng.integers(0, k_old)) for _ in range(z)]
+    return w, cur
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_same_result_as_the_scanning_reference(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    for _ in range(400):
+        z, k, k_old = int(rng.integers(0, 60)), int(rng.integers(1, 9)), int(rng.integers(1, 10))
+        w, cur = _instance(rng, z, k_old)
+        theta = float(rng.choice([1.0, 1.05, 1.2, 2.0, np.inf]))
+        rounds = None if rng.random() < 0.8 else int(rng.integers(0, 5))
+        got = balance_shards(w, cur, k, theta=theta, max_rounds=rounds)
+        assert got == ref.balance_shards(w, cur, k, theta=theta, max_rounds=rounds)
+        assert all(type(t) is int for t in got.tasks)
+
+
+def test_same_result_as_the_scanning_reference_at_scale() -> None:
+    rng = np.random.default_rng(7)
+    for _ in range(6):
+        z, k, k_old = (
+            int(rng.integers(500, 2000)),
+            int(rng.integers(2, 200)),
+            int(rng.integers(1, 200)),
+        )
+        w, cur = _instance(rng, z, k_old)
+        assert balance_shards(w, cur, k, theta=1.05) == ref.balance_shards(w, cur, k, theta=1.05)

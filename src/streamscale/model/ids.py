@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 __all__ = [
     "InstanceId",
@@ -63,8 +64,7 @@ class InstanceId:
 
     @classmethod
     def parse(cls, text: str) -> InstanceId:
-        m = _INSTANCE.match(text)
-        return cls(m.group("op"), int(m.group("e"))) if m else cls(text)
+        return _parse_instance(text)
 
 
 @dataclass(frozen=True, slots=True, order=True)
@@ -79,8 +79,7 @@ class UnitId:
 
     @classmethod
     def parse(cls, text: str) -> UnitId | None:
-        m = _UNIT.match(text)
-        return cls(m.group("inst"), int(m.group("i"))) if m else None
+        return _parse_unit(text)
 
     @property
     def operator(self) -> str:
@@ -119,6 +118,23 @@ class SlotId:
         return cls(m.group("vm"), int(m.group("l"))) if m else None
 
 
+# Plans name each unit once per routing entry (10⁵ shards over 10³ units), so the same
+# strings are parsed over and over; the values are frozen, so they are shared safely.
+_CACHE = 1 << 16
+
+
+@lru_cache(maxsize=_CACHE)
+def _parse_instance(text: str) -> InstanceId:
+    m = _INSTANCE.match(text)
+    return InstanceId(m.group("op"), int(m.group("e"))) if m else InstanceId(text)
+
+
+@lru_cache(maxsize=_CACHE)
+def _parse_unit(text: str) -> UnitId | None:
+    m = _UNIT.match(text)
+    return UnitId(m.group("inst"), int(m.group("i"))) if m else None
+
+
 def instance_id(operator: str, index: int | None = None) -> str:
     """``op[e]`` (``index`` given) or ``op``."""
     return str(InstanceId(operator, index))
@@ -141,7 +157,7 @@ def parse_unit(text: str) -> UnitId | None:
 
 def instance_of(unit: str) -> str:
     """The instance a unit belongs to (``unit`` itself when it is no ``inst#i``)."""
-    u = UnitId.parse(unit)
+    u = _parse_unit(unit)
     return u.instance if u is not None else unit
 
 

@@ -50,6 +50,17 @@ class Placement:
             n for u, n in self.nodes.items() if instance is None or instance_of(u) == instance
         )
 
+    def per_instance(self) -> dict[str, Counter[str]]:
+        """Units per node of every instance (:meth:`per_node` of each), in one pass."""
+        out: dict[str, Counter[str]] = {}
+        for u, n in self.nodes.items():
+            inst = instance_of(u)
+            c = out.get(inst)
+            if c is None:
+                c = out[inst] = Counter()
+            c[n] += 1
+        return out
+
 
 @dataclass(frozen=True, slots=True)
 class Routing:
@@ -120,8 +131,11 @@ class Plan:
                 moves.append(ShardMove(inst, s, a, b, an, bn, size))
         cores: list[CoreMove] = []
         instances = sorted(set(self.allocation.cores) | set(new.allocation.cores))
+        # grouped once: per_node(inst) for each instance rescans every unit (quadratic)
+        was, now = self.placement.per_instance(), new.placement.per_instance()
+        none: Counter[str] = Counter()
         for inst in instances:
-            before, after = self.placement.per_node(inst), new.placement.per_node(inst)
+            before, after = was.get(inst, none), now.get(inst, none)
             for node in sorted(set(before) | set(after)):
                 d = after[node] - before[node]
                 if d:

@@ -11,6 +11,7 @@ assembles :class:`~streamscale.model.Plan` objects. It is pure: no clock, no I/O
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from operator import attrgetter
@@ -104,17 +105,21 @@ def executors(topology: Topology, cluster: Cluster) -> tuple[ExecutorInfo, ...]:
     """
     if not cluster.nodes:
         raise ModelError("cluster has no nodes to run executors on", item="cluster")
-    taken = dict.fromkeys(cluster.names, 0)
-    cores = {n.name: n.cores for n in cluster.nodes}
+    names = cluster.names
+    cores = [n.cores for n in cluster.nodes]
+    # the node with the fewest homes per core, then the most cores, then the first:
+    # a heap of (taken / cores, −cores, position) pops exactly what a scan would pick
+    heap = [(0.0, -c, i, 0) for i, c in enumerate(cores)]
+    heapq.heapify(heap)
     out: list[ExecutorInfo] = []
     for op in topology.processing:
         if not op.keyed:
             continue
         for e in range(op.instances):
             # ratio comparison keeps heterogeneous nodes proportionally loaded
-            home = min(cluster.names, key=lambda n: (taken[n] / cores[n], -cores[n]))
-            taken[home] += 1
-            out.append(ExecutorInfo(executor_id(op.name, e), op.name, e, op.shards, home))
+            _, neg, i, taken = heapq.heappop(heap)
+            heapq.heappush(heap, ((taken + 1) / cores[i], neg, i, taken + 1))
+            out.append(ExecutorInfo(executor_id(op.name, e), op.name, e, op.shards, names[i]))
     return tuple(out)
 
 
@@ -328,12 +333,14 @@ def realize_units(
     by_inst = _units_by_instance(current, set(nodes))
     placement: dict[str, str] = {}
     renames: dict[str, list[int | None]] = {}
+    ks = x.sum(axis=0).tolist()
     for j, ex in enumerate(execs):
-        k = int(x[:, j].sum())
+        k = int(ks[j])
         old = by_inst.get(ex.instance, [])
         top = max((t for t, _ in old), default=-1) + 1
         mapping: list[int | None] = [None] * top
-        want = {nodes[i]: int(x[i, j]) for i in range(len(nodes)) if x[i, j] > 0}
+        col = x[:, j]
+        want = {nodes[i]: int(col[i]) for i in np.flatnonzero(col > 0).tolist()}
         kept: list[tuple[int, str]] = []
         for t, node in old:
             if want.get(node, 0) > 0:
@@ -345,8 +352,8 @@ def realize_units(
             new = t if t < k else next(free)
             mapping[t] = new
             placement[unit_id(ex.instance, new)] = node
-        for node in nodes:
-            for _ in range(want.get(node, 0)):
+        for node, left in want.items():  # in the order of ``nodes``
+            for _ in range(left):
                 placement[unit_id(ex.instance, next(free))] = node
         renames[ex.instance] = mapping
     return placement, renames
@@ -431,21 +438,29 @@ def route(
     renames: Mapping[str, Sequence[int | None]] | None = None,
     *,
     theta: float = 1.2,
+    known: Mapping[str, tuple[list[int | None], float | None]] | None = None,
 ) -> tuple[dict[str, tuple[str, ...]], dict[str, BalanceResult]]:
     """Routing tables for every executor after a change of ``k`` (paper 000, §3.1).
 
     Shards keep their task when it survives (through ``renames``), orphans and new
     tasks are handled by :func:`~streamscale.planning.balancing.shard_balance.balance_shards`.
+    ``known`` holds, per executor, the :func:`table_to_tasks` and :func:`table_delta`
+    of these very inputs when the caller has them already (a re-plan reads every
+    table once, not twice).
     """
     tables: dict[str, tuple[str, ...]] = {}
     results: dict[str, BalanceResult] = {}
     for ex in execs:
         mapping = renames.get(ex.instance) if renames is not None else None
         old = current.routing.tables.get(ex.instance)
-        cur = table_to_tasks(old, ex.instance, ex.shards, mapping)
         k = cores[ex.instance]
         w = loads[ex.instance].shard_load
-        delta = table_delta(w, cur, k)
+        got = known.get(ex.instance) if known is not None else None
+        if got is not None:
+            cur, delta = got
+        else:
+            cur = table_to_tasks(old, ex.instance, ex.shards, mapping)
+            delta = table_delta(w, cur, k)
         if delta is not None and delta <= theta:
             # nothing orphaned and δ within θ: balance_shards would move nothing
             # (§3.1), and skipping it is most of a re-plan's cost at 10⁴ shards

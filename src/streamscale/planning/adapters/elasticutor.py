@@ -383,12 +383,17 @@ def shard_step(context: PlanningContext, plan: Plan) -> StepResult:
     cores = {ex.instance: k[j] for j, ex in enumerate(execs)}
     theta = param(context, "theta")
     before = []
+    known: dict[str, tuple[list[int | None], float | None]] = {}
     for ex in execs:
         cur = table_to_tasks(plan.routing.tables.get(ex.instance), ex.instance, ex.shards, None)
         d = table_delta(loads[ex.instance].shard_load, cur, cores[ex.instance])
         if d is not None:
             before.append(d)
-    tables, results = route(plan, execs, loads, cores, renames, theta=theta)
+        known[ex.instance] = (cur, d)
+    # without renames route reads the same tables against the same cores
+    tables, results = route(
+        plan, execs, loads, cores, renames, theta=theta, known=known if renames is None else None
+    )
     new = assemble(
         {**others(plan.allocation.cores, execs), **cores},
         placement,

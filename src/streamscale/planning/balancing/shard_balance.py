@@ -13,6 +13,9 @@ through rounds.
 
 from __future__ import annotations
 
+import bisect
+import heapq
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -107,37 +110,106 @@ def balance_shards(
     if z and (not np.all(np.isfinite(w)) or w.min() < 0):
         raise ModelError("shard loads must be finite and >= 0", item="shard balance")
     orig = [t if t is not None and 0 <= t < k else None for t in current]
-    assign = np.array([-1 if t is None else t for t in orig], dtype=np.int64)
-    per = task_loads(w[assign >= 0], assign[assign >= 0], k)
-    for s in sorted(np.flatnonzero(assign < 0), key=lambda s: (-w[s], s)):
-        t = int(np.argmin(per))
+    wl: list[float] = w.tolist()
+    assign = [-1 if t is None else int(t) for t in orig]
+    idx = np.asarray(assign, dtype=np.int64)
+    per_arr = task_loads(w[idx >= 0], idx[idx >= 0], k)
+    per: list[float] = per_arr.tolist()
+    # the least loaded task, lowest index first (np.argmin's choice), as a heap
+    low = [(v, t) for t, v in enumerate(per)]
+    heapq.heapify(low)
+    for s in sorted((s for s in range(z) if assign[s] < 0), key=lambda s: (-wl[s], s)):
+        _, t = heapq.heappop(low)
         assign[s] = t
-        per[t] += w[s]
-    delta0 = imbalance(per)
+        per[t] += wl[s]
+        heapq.heappush(low, (per[t], t))
+    per_arr = np.asarray(per)
+    delta0 = imbalance(per_arr)
     rounds = 0
     limit = 4 * z if max_rounds is None else max_rounds
     # moves keep the total, so δ > θ  ⇔  max > θ·mean with a fixed mean
-    bound = theta * float(per.mean())
-    while rounds < limit and delta0 > theta and per.max() > bound + _EPS:
-        src, dst = int(np.argmax(per)), int(np.argmin(per))
-        cand = np.flatnonzero(assign == src)
-        if src == dst or cand.size == 0:
-            break
-        after = np.maximum(per[src] - w[cand], per[dst] + w[cand])
-        best = int(np.argmin(after))
-        if not after[best] < per[src] - _EPS:
-            break
-        s = int(cand[best])
-        assign[s] = dst
-        per[src] -= w[s]
-        per[dst] += w[s]
-        rounds += 1
-    final = assign.tolist()
-    moves = tuple((s, orig[s], final[s]) for s in range(z) if orig[s] != final[s])
+    bound = theta * float(per_arr.mean())
+    if rounds < limit and delta0 > theta and max(per) > bound + _EPS:
+        rounds = _rounds(wl, assign, per, limit, bound)
+    moves = tuple((s, orig[s], assign[s]) for s in range(z) if orig[s] != assign[s])
     return BalanceResult(
-        tasks=tuple(assign.tolist()),
+        tasks=tuple(assign),
         moves=moves,
         delta_before=delta0,
-        delta_after=imbalance(per),
+        delta_after=imbalance(np.asarray(per)),
         rounds=rounds,
     )
+
+
+def _rounds(wl: list[float], assign: list[int], per: list[float], limit: int, bound: float) -> int:
+    """Balancing rounds of :func:`balance_shards` in place; returns how many were applied.
+
+    Each round moves, from the most loaded task to the least loaded one (lowest index
+    first on ties, as ``np.argmax``/``np.argmin``), the shard minimising
+    ``max(P_src − w, P_dst + w)``, the lowest shard index among equal values. That
+    function of ``w`` falls while ``P_src − w > P_dst + w`` and rises after, so with each
+    task's shards kept sorted by ``(w, shard)`` the best shard is found by bisection next
+    to the crossing instead of by a scan of the task's shards: O(log Z + log k) per round
+    instead of O(Z + k), the same floating-point values and choices.
+    """
+    k = len(per)
+    tasks: list[list[tuple[float, int]]] = [[] for _ in range(k)]
+    for e in sorted(zip(wl, range(len(wl)), strict=True)):  # by (w, shard), no key
+        tasks[assign[e[1]]].append(e)
+    # lazy heaps: an entry is current while its value equals the task's load
+    high = [(-v, t) for t, v in enumerate(per)]
+    low = [(v, t) for t, v in enumerate(per)]
+    heapq.heapify(high)
+    heapq.heapify(low)
+    rounds = 0
+    while True:
+        while -high[0][0] != per[high[0][1]]:
+            heapq.heappop(high)
+        while low[0][0] != per[low[0][1]]:
+            heapq.heappop(low)
+        src, dst = high[0][1], low[0][1]
+        p_src, p_dst = per[src], per[dst]
+        if not (rounds < limit and p_src > bound + _EPS):
+            return rounds
+        cand = tasks[src]
+        if src == dst or not cand:
+            return rounds
+        # first shard (by weight) where moving it no longer lowers src below dst's new load
+        cross = bisect.bisect_left(cand, True, key=lambda e: p_src - e[0] <= p_dst + e[0])
+        best = min(
+            (p_src - cand[cross - 1][0]) if cross > 0 else math.inf,
+            (p_dst + cand[cross][0]) if cross < len(cand) else math.inf,
+        )
+        if not best < p_src - _EPS:
+            return rounds
+        s = _lowest_at(cand, cross, best, p_src, p_dst)
+        ws = wl[s]
+        del cand[bisect.bisect_left(cand, (ws, s))]
+        bisect.insort(tasks[dst], (ws, s))
+        assign[s] = dst
+        per[src] -= ws
+        per[dst] += ws
+        heapq.heappush(high, (-per[src], src))
+        heapq.heappush(high, (-per[dst], dst))
+        heapq.heappush(low, (per[src], src))
+        heapq.heappush(low, (per[dst], dst))
+        rounds += 1
+
+
+def _lowest_at(
+    cand: list[tuple[float, int]], cross: int, best: float, p_src: float, p_dst: float
+) -> int:
+    """Lowest shard index among ``cand`` (sorted by ``(w, shard)``) whose move reaches
+    ``best``: equal values form one run of weights on each side of ``cross``, and the
+    first entry of each weight holds its lowest shard index."""
+    found = []
+    i = cross - 1
+    while i >= 0 and p_src - cand[i][0] == best:
+        g = bisect.bisect_left(cand, (cand[i][0], -1))
+        found.append(cand[g][1])
+        i = g - 1
+    i = cross
+    while i < len(cand) and p_dst + cand[i][0] == best:
+        found.append(cand[i][1])
+        i = bisect.bisect_left(cand, (cand[i][0], math.inf))
+    return min(found)

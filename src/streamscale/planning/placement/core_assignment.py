@@ -269,7 +269,8 @@ def _pick_any(
     cands = [i for i in xj if st.free[i] > 0]
     if st.free[home] > 0:
         cands.append(home)
-    fmax = max(range(st.n), key=lambda i: (st.free[i], -i))
+    # the most free cores, the lowest index on ties (max + index: no per-node key)
+    fmax = st.free.index(max(st.free))
     if st.free[fmax] > 0:
         cands.append(fmax)
     for i in cands:
