@@ -26,7 +26,9 @@ def _commit() -> str:
             capture_output=True, text=True, cwd=RESULTS.parent, timeout=10, check=True,
         )  # fmt: skip
         dirty = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no"],
+            # the results files themselves do not make a measured tree dirty
+            ["git", "status", "--porcelain", "--untracked-files=no", "--", ".",
+             ":!benchmarks/results"],
             capture_output=True, text=True, cwd=RESULTS.parent, timeout=10, check=True,
         )  # fmt: skip
         return out.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
