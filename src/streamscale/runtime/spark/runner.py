@@ -88,7 +88,7 @@ class RunResult:
 def _register_source(spark: Any, job: Job) -> None:
     if job.source_class is not None:
         spark.dataSource.register(job.source_class)
-    elif job.source_format in ("streamscale_generator", "streamscale_trace"):
+    elif job.source_format in ("streamscale_generator", "streamscale_trace", "streamscale_nexmark"):
         from streamscale.runtime.spark.sources import register_sources
 
         register_sources(spark)

@@ -255,6 +255,8 @@ def check_source_options(fmt: str, options: Mapping[str, Any], *, item: str) -> 
         from streamscale.runtime.spark.trace import TraceSpec
 
         spec_cls = TraceSpec
+    elif fmt == "streamscale_nexmark":
+        from streamscale.nexmark.source import NexmarkSpec as spec_cls
     else:
         return
     known = [f.name for f in fields(spec_cls) if not f.name.startswith("_")]
@@ -496,6 +498,9 @@ def register_sources(spark: Any) -> None:
 
     spark.dataSource.register(GeneratorSource)
     spark.dataSource.register(TraceSource)
+    from streamscale.nexmark.source import register as register_nexmark
+
+    register_nexmark(spark)
 
 
 #: The name the runner looks up to register a job's sources.

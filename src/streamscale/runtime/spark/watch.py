@@ -69,6 +69,10 @@ def offered_for(fmt: str, options: Mapping[str, Any]) -> Offered | None:
 
         reader = TraceStreamReader(TraceSpec.from_options(options))
         return GeneratorOffered(reader.available)
+    if fmt == "streamscale_nexmark":  # events offered (``seq`` counts events, not rows)
+        from streamscale.nexmark.source import NexmarkSpec, NexmarkStreamReader
+
+        return GeneratorOffered(NexmarkStreamReader(NexmarkSpec.from_options(options)).available)
     return None
 
 
