@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from streamscale.planning.allocation.queueing import mmk_latency
@@ -43,6 +43,8 @@ def test_a_step_surge_is_sized_in_one_step_by_hand() -> None:
     current=st.integers(0, 64),
     max_cores=st.integers(1, 64),
 )
+@example(rate=0.0, backlog=1.0, mu=1.0000000000000002, target=1.0, catch_up=1.0,
+         startup=0.0, current=0, max_cores=18)  # fmt: skip
 def test_sizing_is_the_fewest_cores_meeting_the_target(
     rate: float, backlog: float, mu: float, target: float, catch_up: float,
     startup: float, current: int, max_cores: int,
@@ -53,4 +55,9 @@ def test_sizing_is_the_fewest_cores_meeting_the_target(
     floor = math.ceil(lam / mu / 0.9 - 1e-9)
     assert 1 <= got <= max_cores
     if lam > 0:
-        assert got == _brute(lam, mu, target, max_cores, floor)
+        # The greedy updates Erlang B incrementally and the brute force recomputes it, so a
+        # latency within rounding of the target may fall on either side: the answer must lie
+        # between the brute force at the target loosened and tightened by 1e-9.
+        loose = _brute(lam, mu, target * (1 + 1e-9), max_cores, floor)
+        tight = _brute(lam, mu, target * (1 - 1e-9), max_cores, floor)
+        assert loose <= got <= tight
