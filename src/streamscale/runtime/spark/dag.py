@@ -257,6 +257,7 @@ def run_graph(
                     drops=drops,
                     dead_letter_dir=dead_dir,
                     placed=placed,
+                    initial=_initial(specs[name].fn, batch_id),
                     **clock_.keyed_args(times),
                 )
                 written[name] = (attempt, [g for t in stats.tasks for g in t.shards], hints)
@@ -341,6 +342,12 @@ def run_graph(
         if clock_.ticks() == ticks:
             break
     return GraphResult(tuple(batches), plan, count_dead_letters(dead_dir))
+
+
+def _initial(fn: Any, batch_id: int) -> Any:
+    """A processor's initial state, applied in the query's first batch only (as Spark)."""
+    held = getattr(fn, "initial_state", None)
+    return None if held is None or batch_id != 0 else held.value
 
 
 def _op_cores(plan: Plan, graph: JobGraph) -> dict[str, int]:

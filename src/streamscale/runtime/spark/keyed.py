@@ -48,6 +48,7 @@ import pandas as pd
 
 from streamscale.errors import StreamscaleError
 from streamscale.runtime.spark.hashing import murmur3_long, partition_keys
+from streamscale.runtime.spark.initial_state import split_initial, with_initial_state
 from streamscale.runtime.spark.keyed_map import (
     DEAD,
     INTERNAL,
@@ -218,10 +219,16 @@ class _Batch:
     parsed: Mapping[str, str]  # required text field -> its parsed column
     watermark_ms: int | None = None  # the query's watermark (evicts: timers, TTL)
     late: tuple[str, int] | None = None  # (event-time column, ms): rows at or before are late
+    in_cols: tuple[str, ...] = ()  # the operator's input columns (a task without rows)
 
 
 def _run_shards(
-    spec: KeyedSpec, b: _Batch, index: int, rows_df: pd.DataFrame, shards: np.ndarray
+    spec: KeyedSpec,
+    b: _Batch,
+    index: int,
+    rows_df: pd.DataFrame,
+    shards: np.ndarray,
+    init: Mapping[int, Any] | None = None,
 ) -> tuple[list[pd.DataFrame], dict[int, tuple[int, float, int, int]], np.ndarray]:
     """The keyed function over each shard of the task against its state; new versions
     written. Returns the outputs, per shard (rows, busy s, bytes, outputs) and when each
@@ -238,6 +245,8 @@ def _run_shards(
         kw.update(batch_time_ms=b.batch_time_ms, watermark_ms=b.watermark_ms)
         for g in b.pmap.shards_of(index):
             spans.setdefault(g, (0, 0))
+    for g in init or {}:  # the initial state (batch 0): its shards run, rows or not
+        spans.setdefault(g, (0, 0))
     backend, op = spec.backend, spec.operator
     many = hasattr(backend, "read_many") and hasattr(backend, "write_many")
     t_io = time.perf_counter()
@@ -256,7 +265,9 @@ def _run_shards(
             state = states[g]
         else:
             state, _ = backend.read(op, g, b.upto, b.hints[g] if b.hints else None)
-        res = spec.fn(rows, state, **kw)
+        res = spec.fn(
+            rows, state, **kw, **({"initial_state": init[g]} if g in (init or {}) else {})
+        )
         if isinstance(res, tuple):
             res, state = res
         out_n = 0 if res is None else len(res)
@@ -326,6 +337,9 @@ def _reduce_side(
             if (np.diff(perm) != 1).any():
                 df, shards = df.take(perm).reset_index(drop=True), shards[perm]
         rows_df = df.drop(columns=[c for c in INTERNAL if c in df.columns])
+        rows_df, shards, init = split_initial(rows_df, shards, spec.key)
+        if not len(rows_df.columns):
+            rows_df = pd.DataFrame(columns=list(b.in_cols))
         late_n = 0
         if b.late is not None and getattr(spec.fn, "drops_late_rows", False) and len(rows_df):
             from streamscale.runtime.spark.event_time import late_mask
@@ -335,7 +349,7 @@ def _reduce_side(
             if late_n:
                 rows_df, shards = rows_df[~late].reset_index(drop=True), shards[~late]
         read0 = getattr(spec.backend, "bytes_read", 0)
-        outputs, shard_stats, done_at = _run_shards(spec, b, index, rows_df, shards)
+        outputs, shard_stats, done_at = _run_shards(spec, b, index, rows_df, shards, init)
         out = pd.concat(outputs, ignore_index=True) if outputs else pd.DataFrame()
         if spec.after and not out.empty:
             out = apply_stateless(out, spec.after)
@@ -435,6 +449,7 @@ def run_keyed(
     batch_time_ms: int | None = None,
     watermark_ms: int | None = None,
     late: tuple[str, int] | None = None,
+    initial: Any = None,
 ) -> tuple[Any, BatchStats]:
     """Run one batch of ``spec``'s keyed operator over ``df``; write state, never commit.
 
@@ -468,6 +483,10 @@ def run_keyed(
         event-time column with the late-row watermark: a function with a true
         ``drops_late_rows`` attribute does not see rows at or before it (counted in
         :attr:`TaskStats.late_rows`). See :mod:`~streamscale.runtime.spark.event_time`.
+    initial
+        A processor's initial state (a grouped static DataFrame), given in batch 0 only:
+        routed with the input and handed to the function of each shard it reaches as
+        ``initial_state`` (:mod:`~streamscale.runtime.spark.initial_state`).
 
     Returns
     -------
@@ -483,6 +502,9 @@ def run_keyed(
     if batch_time_ms is None:
         batch_time_ms = int(time.time() * 1000)
     release(spec.operator)
+    in_cols = tuple(df.columns)
+    if initial is not None:
+        df = with_initial_state(df, initial, spec.key)
     clear_dead_letters(dead_letter_dir, batch_id, spec.operator)
     out_cols = None if spec.output_schema is None else tuple(spec.output_schema.fieldNames())
     out_fields = (
@@ -503,7 +525,7 @@ def run_keyed(
     batch = _Batch(
         batch_id, upto, pmap, attempt, hints, drops, out_cols, batch_time_ms,
         spark.conf.get("spark.sql.session.timeZone", None), dead_letter_dir, parsed,
-        watermark_ms, late,
+        watermark_ms, late, in_cols,
     )  # fmt: skip
     planned: tuple[str, ...] = ()
     runs: tuple[Any, ...] = ()

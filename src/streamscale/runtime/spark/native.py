@@ -31,13 +31,14 @@ import numpy as np
 import pandas as pd
 
 from streamscale.errors import StreamscaleError
+from streamscale.runtime.spark.group_state import from_group_state
 from streamscale.runtime.spark.history import RunHistory
 from streamscale.runtime.spark.job import Job
 from streamscale.runtime.spark.metrics import BatchRecord, MetricsWriter, imbalance
 from streamscale.runtime.spark.runner import RunResult, drive_query, summarize_run
 from streamscale.runtime.spark.sources import register_sources
 
-__all__ = ["NATIVE_POLICY", "GroupStateView", "from_group_state", "group_function", "run_native"]
+__all__ = ["NATIVE_POLICY", "from_group_state", "group_function", "run_native"]
 
 NATIVE_POLICY = "spark-native"
 
@@ -245,88 +246,3 @@ def run_native(
         clock=clock,
     )
     return summarize_run(history, job, cores, dead_letters=dead_total[0], plan=None)
-
-
-class GroupStateView:
-    """Spark's ``GroupState`` for one key, over the key's entry in a streamscale shard state.
-
-    Same contract as ``pyspark.sql.streaming.state.GroupState`` without timeouts
-    (``NoTimeout``): ``exists``, ``get`` (a tuple; ``ValueError`` when absent),
-    ``getOption``, ``update(tuple)``, ``remove()``, ``hasTimedOut`` (always false).
-    """
-
-    __slots__ = ("_key", "_store")
-
-    def __init__(self, store: dict[Any, Any], key: Any) -> None:
-        self._store, self._key = store, key
-
-    @property
-    def exists(self) -> bool:
-        return self._key in self._store
-
-    @property
-    def get(self) -> tuple[Any, ...]:
-        if self._key not in self._store:
-            raise ValueError("state does not exist for this key")
-        return tuple(self._store[self._key])
-
-    @property
-    def getOption(self) -> tuple[Any, ...] | None:
-        v = self._store.get(self._key)
-        return None if v is None else tuple(v)
-
-    @property
-    def hasTimedOut(self) -> bool:
-        return False
-
-    def update(self, newValue: tuple[Any, ...]) -> None:
-        if newValue is None:
-            raise TypeError("newValue cannot be None")
-        self._store[self._key] = tuple(
-            v.tolist() if isinstance(v, np.generic) else v for v in newValue
-        )
-
-    def remove(self) -> None:
-        self._store.pop(self._key, None)
-
-    def setTimeoutDuration(self, durationMs: int) -> None:
-        raise StreamscaleError("state timeouts are not supported", item="GroupState")
-
-    def setTimeoutTimestamp(self, timestampMs: int) -> None:
-        raise StreamscaleError("state timeouts are not supported", item="GroupState")
-
-    def getCurrentProcessingTimeMs(self) -> int:
-        return int(time.time() * 1000)
-
-
-def from_group_state(
-    func: Callable[[tuple[Any, ...], Iterator[pd.DataFrame], Any], Iterator[pd.DataFrame]],
-    key: str,
-    timeout: str = "NoTimeout",
-) -> Callable[[pd.DataFrame, dict[Any, Any]], pd.DataFrame | None]:
-    """A keyed function running an ``applyInPandasWithState`` function unchanged.
-
-    ``timeout`` is ``applyInPandasWithState``'s ``timeoutConf``: only ``NoTimeout``
-    runs; ``ProcessingTimeTimeout`` and ``EventTimeTimeout`` are refused here, before
-    the query starts.
-
-    ``func(key_tuple, frames, state)`` is called once per key present in a
-    shard's rows, with that key's rows (in arrival order) as one frame and a
-    :class:`GroupStateView` of its entry in the shard state, which streamscale
-    keeps, versions and moves with the shard. Its yielded frames are the
-    operator's outputs.
-    """
-
-    name = str(timeout).split(".")[-1]
-    if name.lower() != "notimeout":
-        raise StreamscaleError(f"GroupStateTimeout.{name} is not supported", item=str(timeout))
-
-    def run(rows: pd.DataFrame, state: dict[Any, Any]) -> pd.DataFrame | None:
-        outs: list[pd.DataFrame] = []
-        for k, grp in rows.groupby(key, sort=False):
-            view = GroupStateView(state, k)
-            outs.extend(o for o in func((k,), iter([grp.reset_index(drop=True)]), view) if len(o))
-        return pd.concat(outs, ignore_index=True) if outs else None
-
-    run.__name__ = getattr(func, "__name__", "group_state_function")
-    return run

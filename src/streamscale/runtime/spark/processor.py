@@ -42,6 +42,7 @@ import pandas as pd
 from pyspark.sql.streaming.stateful_processor import ExpiredTimerInfo, TimerValues
 
 from streamscale.errors import StreamscaleError
+from streamscale.runtime.spark.initial_state import DriverOnly, check_initial_state
 from streamscale.runtime.spark.state_typed import StatefulHandle
 
 __all__ = ["Clock", "column_clock", "from_processor", "is_processor", "run_batch", "wall_clock"]
@@ -130,6 +131,16 @@ def _fire(processor: Any, handle: StatefulHandle, tv: TimerValues) -> list[pd.Da
     return outs
 
 
+def _initial(
+    processor: Any, handle: StatefulHandle, rows: pd.DataFrame, tv: TimerValues, api: str
+) -> None:
+    apply = getattr(processor, "handleInitialState", None)
+    if apply is None:
+        return
+    for part in _as_rows(rows) if api == "row" else (rows,):
+        apply((handle.key,), part, tv)
+
+
 def run_batch(
     processor: Any,
     key: str,
@@ -141,10 +152,14 @@ def run_batch(
     timer_order: str = "after_input",
     timer_bucket_ms: int = 1000,
     api: str = "pandas",
+    initial: list[tuple[Any, pd.DataFrame]] | None = None,
 ) -> pd.DataFrame | None:
     """One shard's batch through ``processor``; ``now`` is (processing ms, watermark ms).
 
     With ``now`` ``None`` (no time known) no timer fires and TTL counts from 0.
+    ``initial``: the shard's initial state, ``(key, rows)`` per key (batch 0 only):
+    ``handleInitialState`` runs for a key before its ``handleInputRows`` (once with the
+    key's rows as a DataFrame; once per ``Row`` with ``api="row"``), as Spark runs it.
     """
     proc_ms, wm = now if now is not None else (0, None)
     handle = StatefulHandle(
@@ -156,12 +171,18 @@ def run_batch(
     try:
         if now is not None and timer_order == "first":
             outs += _fire(processor, handle, tv)
-        if len(rows):
-            for k, grp in rows.groupby(key, sort=False):
-                handle.setKey(k)
-                grp = grp.reset_index(drop=True)
-                frames = _as_rows(grp) if api == "row" else iter([grp])
-                outs += _frames(processor.handleInputRows((handle.key,), frames, tv))
+        inits = dict(initial or ())
+        groups = rows.groupby(key, sort=False) if len(rows) else ()
+        for k, grp in groups:
+            handle.setKey(k)
+            if k in inits:
+                _initial(processor, handle, inits.pop(k), tv, api)
+            grp = grp.reset_index(drop=True)
+            frames = _as_rows(grp) if api == "row" else iter([grp])
+            outs += _frames(processor.handleInputRows((handle.key,), frames, tv))
+        for k, init in inits.items():  # keys only in the initial state
+            handle.setKey(k)
+            _initial(processor, handle, init, tv, api)
         if now is not None and timer_order == "after_input":
             outs += _fire(processor, handle, tv)
     finally:
@@ -211,17 +232,16 @@ def from_processor(
     output_mode
         ``"append"`` or ``"update"``, as Spark's ``outputMode`` (the rows are the same).
     initialState
-        Refused: ``handleInitialState`` is not run (one line naming it, before the
-        query starts).
+        As ``transformWithStateInPandas``'s: a static DataFrame grouped by the key
+        (``df.groupBy("k")``), given to ``handleInitialState`` in the query's first
+        batch (see :mod:`~streamscale.runtime.spark.initial_state`).
     """
     if not is_processor(processor):
         raise StreamscaleError(
             "not a StatefulProcessor (needs init and handleInputRows)", item=repr(processor)
         )
     if initialState is not None:
-        raise StreamscaleError(
-            "initialState (handleInitialState) is not supported", item=type(processor).__name__
-        )
+        check_initial_state(initialState)
     if api not in _APIS:
         raise StreamscaleError(f"api must be one of {_APIS}", item=str(api))
     if str(output_mode).lower() not in _OUTPUT_MODES:
@@ -240,6 +260,7 @@ def from_processor(
         *,
         batch_time_ms: int | None = None,
         watermark_ms: int | None = None,
+        initial_state: list[tuple[Any, pd.DataFrame]] | None = None,
     ) -> pd.DataFrame | None:
         now = (int(batch_time_ms), watermark_ms) if batch_time_ms is not None else tick(rows)
         return run_batch(
@@ -252,6 +273,7 @@ def from_processor(
             timer_order=timer_order,
             timer_bucket_ms=timer_bucket_ms,
             api=api,
+            initial=initial_state,
         )
 
     run.__name__ = type(processor).__name__
@@ -259,4 +281,6 @@ def from_processor(
     run.time_mode = StatefulHandle({}, now_ms=0, time_mode=time_mode).time_mode  # type: ignore[attr-defined]
     run.drops_late_rows = True  # type: ignore[attr-defined]  # as TransformWithStateExec
     run.processor = processor  # type: ignore[attr-defined]
+    if initialState is not None:  # the driver applies it to batch 0 (not pickled to tasks)
+        run.initial_state = DriverOnly(initialState)  # type: ignore[attr-defined]
     return run
