@@ -1,9 +1,9 @@
-"""A driver process for the event-time restart test: SessionEnd on a checkpoint.
+"""A driver process for the restart parity test: the event-time operators on a checkpoint.
 
 Usage: python _parity_driver.py SRC CHECKPOINT OUT
-Each batch with output is written to ``OUT/ends/batch_id=<b>`` and logged in
-``OUT/batches.jsonl``; the log sink waits a second so the test can kill the
-driver while a run is under way.
+Each operator's batches with output are written to ``OUT/op<i>/batch_id=<b>``, and each
+batch is logged in ``OUT/batches.jsonl``; the log sink waits a second so the test can
+kill the driver while a run is under way.
 """
 
 from __future__ import annotations
@@ -19,13 +19,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 import streamscale
 from streamscale.runtime.spark.session import build_session
 from tests.runtime.spark._parity import source
-from tests.runtime.spark.test_parity_event_time import SessionEnd
+from tests.runtime.spark.test_parity_processors import event_time_queries
 
 
-def job(spark: object, src: Path, log: Path | None) -> Any:
+def job(spark: Any, src: Path, log: Path | None) -> Any:
     s = streamscale.stream(source(spark, src), available_now=True)
-    out = s.key_by("k", executors=2, shards=4).process(SessionEnd(), time_mode="EventTime")
-    out.to("parquet", path="ends")
+    for i, (_, fn, params) in enumerate(event_time_queries(spark)):
+        out = s.key_by("k", executors=2, shards=4).process(fn, name=f"op{i}", **params)
+        out.to("parquet", path=f"op{i}", name=f"sink{i}")
     if log is not None:
 
         def slow_log(df: object, batch_id: int) -> None:

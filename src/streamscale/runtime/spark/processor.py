@@ -125,9 +125,14 @@ def _fire(processor: Any, handle: StatefulHandle, tv: TimerValues) -> list[pd.Da
     if expired is None:
         return []
     outs: list[pd.DataFrame] = []
-    for key, at in due:
+    for key, at in due:  # as Spark: the timer is listed while it fires, deleted after
         handle.setKey(key)
-        outs += _frames(expired((key,), tv, ExpiredTimerInfo(at)))
+        handle.firing = at
+        try:
+            outs += _frames(expired((key,), tv, ExpiredTimerInfo(at)))
+        finally:
+            handle.firing = None
+        handle.deleteTimer(at)
     return outs
 
 
@@ -251,7 +256,12 @@ def from_processor(
         )
     if timer_order not in _ORDERS:
         raise StreamscaleError(f"timer_order must be one of {_ORDERS}", item=str(timer_order))
-    StatefulHandle({}, now_ms=0, time_mode=time_mode)  # checks the mode now, not in a task
+    # Spark's pre-init: init (and close) on the driver, so what Spark refuses there
+    # (an unknown time mode, TTL outside processing time) is refused before the query
+    processor.init(StatefulHandle({}, now_ms=0, time_mode=time_mode))
+    close = getattr(processor, "close", None)
+    if close is not None:
+        close()
     tick = clock or wall_clock
 
     def run(
@@ -279,7 +289,8 @@ def from_processor(
     run.__name__ = type(processor).__name__
     run.batch_clock = clock is None  # type: ignore[attr-defined]
     run.time_mode = StatefulHandle({}, now_ms=0, time_mode=time_mode).time_mode  # type: ignore[attr-defined]
-    run.drops_late_rows = True  # type: ignore[attr-defined]  # as TransformWithStateExec
+    # as TransformWithStateExec: late rows are dropped in event time only
+    run.drops_late_rows = run.time_mode == "EventTime"  # type: ignore[attr-defined]
     run.processor = processor  # type: ignore[attr-defined]
     if initialState is not None:  # the driver applies it to batch 0 (not pickled to tasks)
         run.initial_state = DriverOnly(initialState)  # type: ignore[attr-defined]

@@ -147,6 +147,7 @@ class StatefulHandle:
         self.time_mode = mode
         self.timer_bucket_ms = max(1, int(timer_bucket_ms))
         self.key: Any = None
+        self.firing: int | None = None  # the current key's timer whose handler runs
 
     def setKey(self, key: Any) -> StatefulHandle:
         self.key = _plain(key)
@@ -224,8 +225,12 @@ class StatefulHandle:
         timers.delete_timer(self.state, self.key, expiryTimestampMs)
 
     def listTimers(self) -> Iterator[int]:
+        """The current key's timers, ascending (while one fires, it is listed, as in Spark)."""
         self._timers_allowed()
-        return iter(timers.key_timers(self.state, self.key))
+        mine = timers.key_timers(self.state, self.key)
+        if self.firing is not None and self.firing not in mine:
+            mine = tuple(sorted((*mine, self.firing)))
+        return iter(mine)
 
     def popDueTimers(self) -> list[tuple[Any, int]]:
         """Remove and return the ``(key, expiry)`` timers due in this batch, earliest first."""
@@ -279,6 +284,11 @@ class _Typed:
     def __init__(
         self, h: StatefulHandle, name: str, schema: Any, ttl: int | None, event_ttl: int | None
     ) -> None:
+        if ttl is not None and h.time_mode != "ProcessingTime":
+            raise StreamscaleError(
+                f"TTL needs time mode ProcessingTime, not {h.time_mode} (as Spark)",
+                item=f"state {name}",
+            )
         self.h, self.name, self.ttl, self.event_ttl = h, name, ttl, event_ttl
         self.codec = _Codec(schema)
 
