@@ -193,9 +193,12 @@ def test_event_time_timers_follow_the_watermark_from_the_rows() -> None:
 
 
 def test_timers_need_a_time_mode_and_options_are_checked_early() -> None:
-    fn = from_processor(IdleCounter(), "key", time_mode="None")
+    # TTL in processing time only: refused at the driver's pre-init, as Spark refuses it
+    with pytest.raises(StreamscaleError, match="TTL needs time mode ProcessingTime"):
+        from_processor(IdleCounter(), "key", time_mode="None")
+    fn = from_processor(EventTimer(), "key", time_mode="None")
     with pytest.raises(StreamscaleError, match="timers need time mode"):
-        fn(_frame(["a"], 0), {}, batch_time_ms=0)
+        fn(_frame(["a"], 0).assign(ts=5), {}, batch_time_ms=0)
     with pytest.raises(StreamscaleError, match="unknown time mode"):
         from_processor(IdleCounter(), "key", time_mode="wall")
     with pytest.raises(StreamscaleError, match="not a StatefulProcessor"):
