@@ -29,8 +29,10 @@ demo: env check-java
 demo-saturation: env check-java
 	$(VENV)/bin/streamscale demo
 
+# Two test processes: most Spark tests wait on JVMs, triggers and clusters more than
+# they compute, so two overlap well on two cores (tests/conftest.py).
 test: env check-java
-	$(PY) -m pytest -q -p no:cacheprovider
+	$(PY) -m pytest -q -p no:cacheprovider -n 2 --dist loadfile
 
 # Drift, on purpose: the newest versions pyproject.toml allows, in a separate environment,
 # against the fast tests. A failure here is a dependency to bound or a fix to make.

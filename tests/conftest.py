@@ -1,4 +1,10 @@
-"""Shared fixtures: one SparkSession for the whole run (local[2], UI off)."""
+"""Shared fixtures: one SparkSession per test process (local[2], UI off).
+
+``make test`` runs two test processes (pytest-xdist, ``--dist loadfile``: a module's
+tests, and so its module-scoped fixtures, stay in one process). Modules holding a
+``slow`` test are collected first so that the long ones start early and the short
+ones fill in around them.
+"""
 
 from __future__ import annotations
 
@@ -33,3 +39,8 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
     )
     yield session
     session.stop()
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    slow_files = {item.path for item in items if item.get_closest_marker("slow")}
+    items.sort(key=lambda item: item.path not in slow_files)  # stable: file order kept
