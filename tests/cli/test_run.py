@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from streamscale.cli.app import main
@@ -142,3 +143,33 @@ def test_run_keeps_state_where_state_url_says(spark, tmp_path: Path, capsys) -> 
     state = state_backend(url).load_all("calc")
     # the calculator keeps [count, sum] per key: every input tuple counted once
     assert sum(acc[0] for st in state.values() for acc in st.values()) == summary["rows"] > 0
+
+
+@pytest.mark.spark
+@pytest.mark.timeout(400)  # stops by itself at the source's end, long before --duration
+def test_run_available_now_processes_what_the_source_holds_then_stops(
+    spark, tmp_path: Path, capsys
+) -> None:
+    from streamscale.runtime.spark.sources import generate
+
+    opts = {"keys": 50, "alpha": 1.0, "cost_ms": 0.0, "seed": 7, "start_time": 0,
+            "total": 900, "max_rows_per_batch": 400}  # fmt: skip
+    params = ", ".join(f"{k}: {v}" for k, v in opts.items())
+    job = tmp_path / "bounded.yaml"
+    job.write_text(
+        JOB.replace("rate: 300", "rate: 100000").replace(
+            "keys: 200, alpha: 1.0, cost_ms: 0.2, seed: 3, trigger_s: 0.5", params
+        )
+    )
+    out = tmp_path / "out"
+    args = ["--json", "run", str(job), "--policy", "static", "--master", "local[2]"]
+    # a duration far beyond the run: only the end of the source may stop it
+    assert main([*args, "--available-now", "--duration", "600", "--out", str(out)]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["keyed_rows"] == {"calc": 900} and summary["batches"] >= 3  # 400+400+100
+    parts = sorted((out / "sink").glob("batch_id=*/part-*.json"))  # the graph runner's layout
+    sink = pd.concat(pd.read_json(p, lines=True, dtype={"key": str}) for p in parts)
+    want = generate(opts, 0, 900)["key"].value_counts()
+    got = sink.groupby("key")["count"].max()
+    assert len(sink) == 900
+    assert got.sort_index().to_dict() == want.sort_index().to_dict()
