@@ -32,7 +32,7 @@ demo-saturation: env check-java
 # Two test processes: most Spark tests wait on JVMs, triggers and clusters more than
 # they compute, so two overlap well on two cores (tests/conftest.py).
 test: env check-java
-	$(PY) -m pytest -q -p no:cacheprovider -n 2 --dist loadfile
+	$(PY) -m pytest -q -p no:cacheprovider -n 2 --dist loadfile --durations=30
 
 # Drift, on purpose: the newest versions pyproject.toml allows, in a separate environment,
 # against the fast tests. A failure here is a dependency to bound or a fix to make.
