@@ -253,9 +253,7 @@ def run_streamscale(
     # groups them into batches (a restart may take two files in its first batch: the
     # file source logs a file before the batch's offsets, and a killed driver can stop
     # between the two).
-    job = build_job(
-        df, q, executors=executors, shards=shards, available_now=stop_after is None
-    )
+    job = build_job(df, q, executors=executors, shards=shards, available_now=stop_after is None)
     target: Any = "none" if sink == "none" else _parquet_sink(parts)
     job = job.to(target, name="out")
     done = len(list((out / "checkpoint" / "spark" / "commits").glob("[0-9]*")))
