@@ -5,6 +5,8 @@ from __future__ import annotations
 import datetime as dt
 
 import pyarrow as pa
+from hypothesis import given
+from hypothesis import strategies as st
 
 from streamscale.runtime.spark.agg.accumulators import AggCall
 from streamscale.runtime.spark.agg.fold import fold
@@ -79,3 +81,68 @@ def test_complete_emits_every_group_and_no_partials_changes_nothing() -> None:
     g = fold(STATE, None, _op("update"), shard=S)
     assert _groups(g.emit) == set() and g.changed == frozenset()
     assert fold([], None, _op("update"), shard=S).emit is None
+
+
+# --- session windows ------------------------------------------------------------------------
+
+GAP = 5
+
+
+def _brute_sessions(rows: list[tuple[str, int]]) -> dict[str, list[tuple[int, int, int, int]]]:
+    """Per key: (start, end, count, max t) of sessions [t, t + GAP) merged when one starts
+    at or before the current end (Spark's rule)."""
+    out: dict[str, list[tuple[int, int, int, int]]] = {}
+    for k in sorted({r[0] for r in rows}):
+        cur: list[int] | None = None
+        for t in sorted(t for kk, t in rows if kk == k):
+            if cur is not None and t <= cur[1]:
+                cur[1] = max(cur[1], t + GAP)
+                cur[2] += 1
+                cur[3] = max(cur[3], t)
+            else:
+                if cur is not None:
+                    out.setdefault(k, []).append(tuple(cur))  # type: ignore[arg-type]
+                cur = [t, t + GAP, 1, t]
+        if cur is not None:
+            out.setdefault(k, []).append(tuple(cur))  # type: ignore[arg-type]
+    return out
+
+
+def _session_partial(rows: list[tuple[str, int]]) -> pa.Table:
+    """One batch's sessions and accumulators (what Spark's batch session_window gives)."""
+    got = [(0, s, k, n, m, e) for k, ss in _brute_sessions(rows).items() for s, e, n, m in ss]
+    return pa.table(
+        {
+            S: pa.array([0] * len(got), pa.int64()),
+            WS: pa.array([_t(r[1]) for r in got], TS),
+            WE: pa.array([_t(r[5]) for r in got], TS),
+            "k": pa.array([r[2] for r in got], pa.string()),
+            "__a0": pa.array([r[3] for r in got], pa.int64()),
+            "__a1": pa.array([r[4] for r in got], pa.int64()),
+            N_ROWS: pa.array([r[3] for r in got], pa.int64()),
+        }
+    )
+
+
+@given(
+    st.lists(
+        st.lists(st.tuples(st.sampled_from("ab"), st.integers(0, 60)), max_size=12),
+        min_size=1,
+        max_size=4,
+    )
+)
+def test_sessions_merged_across_batches_equal_sessions_of_all_rows(batches) -> None:
+    op = AggOp((WS, WE, "k"), CALLS, "complete", None, ("session_window", "k", "n", "m"),
+               "session_window", session=True)  # fmt: skip
+    state: list[pa.Table] = []
+    for rows in batches:
+        f = fold(state, _session_partial(rows), op, shard=S)
+        state = [f.state] if f.state is not None else []
+    every = [r for rows in batches for r in rows]
+    want = {(k, s, e, n, m) for k, ss in _brute_sessions(every).items() for s, e, n, m in ss}
+    got = set()
+    for t in state:
+        for r in t.to_pylist():
+            got.add((r["k"], int(r[WS].timestamp()), int(r[WE].timestamp()), r["__a0"],
+                     r["__a1"]))  # fmt: skip
+    assert got == want

@@ -19,15 +19,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from streamscale.runtime.spark.agg.accumulators import Slot
 from streamscale.runtime.spark.agg.kernels import merge
-from streamscale.runtime.spark.agg.spec import N_ROWS, WE, AggOp
+from streamscale.runtime.spark.agg.spec import LATE, N_ROWS, WE, WS, AggOp
 
-__all__ = ["NEW", "Folded", "fold"]
+__all__ = ["NEW", "Folded", "fold", "sessions"]
 
 NEW = "__ss_new"  # the group changed in this batch
+SID = "__ss_sid"  # the merged session a row belongs to
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,6 +54,40 @@ def _ends_us(table: pa.Table) -> np.ndarray:
 
 def _shards(table: pa.Table, shard: str) -> set[int]:
     return set(np.unique(table.column(shard).to_numpy()).tolist())
+
+
+def _same_as_previous(col: pa.ChunkedArray | pa.Array) -> np.ndarray:
+    """Per row of a sorted column: equal to the row before (nulls equal each other)."""
+    a = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+    n = len(a)
+    out = np.zeros(n, dtype=bool)
+    if n > 1:
+        cur, prev = a.slice(1), a.slice(0, n - 1)
+        eq = pc.fill_null(pc.equal(cur, prev), False)
+        both = pc.and_(pc.is_null(cur), pc.is_null(prev))
+        out[1:] = pc.or_(eq, both).to_numpy(zero_copy_only=False)
+    return out
+
+
+def sessions(table: pa.Table, keys: list[str]) -> pa.Table:
+    """``table`` (session rows: ``keys``, ``WS``, ``WE``) sorted by keys and start, with
+    ``SID``: rows of one key whose sessions overlap or touch share it (Spark merges a
+    session into the current one when its start <= the current end)."""
+    order = pc.sort_indices(table, sort_keys=[*((k, "ascending") for k in keys), (WS, "ascending")])
+    t = table.take(order)
+    n = t.num_rows
+    same = np.ones(n, dtype=bool)
+    for k in keys:
+        same &= _same_as_previous(t.column(k))
+    if n:
+        same[0] = False
+    group = np.cumsum(~same)
+    start = pc.cast(t.column(WS), pa.int64()).to_numpy()
+    end = pd.Series(pc.cast(t.column(WE), pa.int64()).to_numpy())
+    reach = end.groupby(group).cummax().to_numpy()  # furthest end so far in the key
+    new = ~same
+    new[1:] |= start[1:] > reach[:-1]
+    return t.append_column(SID, pa.array(np.cumsum(new), pa.int64()))
 
 
 def fold(
@@ -81,7 +118,12 @@ def fold(
     late = 0
     slots = op.slots
     cols = [shard, *op.keys, *(s.column for s in slots)]
-    if part is not None and late_ms is not None and part.num_rows:
+    if part is not None and op.session and LATE in part.column_names:
+        is_late = part.column(LATE).to_numpy(zero_copy_only=False)
+        if is_late.any():
+            late = int(part.column(N_ROWS).to_numpy()[is_late].sum())
+            part = part.filter(pa.array(~is_late))
+    elif part is not None and late_ms is not None and part.num_rows:
         is_late = _ends_us(part) <= late_ms * 1000
         if is_late.any():
             late = int(part.column(N_ROWS).to_numpy()[is_late].sum())
@@ -100,7 +142,14 @@ def fold(
         inputs.append(p.append_column(NEW, pa.array(np.ones(p.num_rows, dtype=bool))))
     if not inputs:
         return Folded(None, None, frozenset(), late)
-    merged = merge(inputs, [shard, *op.keys], slots, any_of=[NEW], bound=op.max_collect)
+    if op.session:
+        user = [k for k in op.keys if k not in (WS, WE)]
+        t = sessions(pa.concat_tables(inputs), [shard, *user])
+        bounds = (Slot(WS, "min", WS), Slot(WE, "max", WE))
+        merged = merge([t], [SID, shard, *user], (*bounds, *slots), any_of=[NEW],
+                       bound=op.max_collect).drop_columns([SID])  # fmt: skip
+    else:
+        merged = merge(inputs, [shard, *op.keys], slots, any_of=[NEW], bound=op.max_collect)
     new = merged.column(NEW)
     if op.mode == "complete":
         return Folded(merged, merged.drop_columns([NEW]), frozenset(changed), late)

@@ -36,6 +36,7 @@ __all__ = [
 MODES = ("update", "complete", "append")
 N_ROWS = "__ss_n"  # input rows per partial row (the shard's load, for the planners)
 WIN, WS, WE = "__ss_w", "__ss_ws", "__ss_we"  # a window, its start and end
+LATE = "__ss_late"  # a session partial of rows behind the late-row watermark
 _KEY_TYPES = (
     "StringType", "IntegerType", "LongType", "ShortType", "ByteType", "BooleanType",
     "DateType", "TimestampType", "TimestampNTZType", "DoubleType", "FloatType",
@@ -52,6 +53,37 @@ class Parsed:
     ignore_nulls: bool
     column: Any  # the user's Column (Spark names and types the output from it)
     text: str
+
+
+_UNITS_US = {
+    "microsecond": 1, "millisecond": 1_000, "second": 1_000_000, "minute": 60_000_000,
+    "hour": 3_600_000_000, "day": 86_400_000_000, "week": 604_800_000_000,
+}  # fmt: skip
+
+
+def interval_us(text: str, *, item: str) -> int:
+    """Microseconds of a Spark interval string such as ``"10 seconds"`` or
+    ``"1 minute 30 seconds"`` (fixed-length units only).
+
+    Raises
+    ------
+    StreamscaleError
+        Not ``<number> <unit>`` pairs of microseconds to weeks, or not positive.
+    """
+    words = text.replace("interval", "").replace("INTERVAL", "").split()
+    total = 0.0
+    try:
+        if not words or len(words) % 2:
+            raise ValueError(text)
+        for num, unit in zip(words[::2], words[1::2], strict=True):
+            total += float(num) * _UNITS_US[unit.lower().removesuffix("s")]
+    except (KeyError, ValueError):
+        raise StreamscaleError(
+            f"interval {text!r} is not '<number> <unit>' (microseconds to weeks)", item=item
+        ) from None
+    if total <= 0:
+        raise StreamscaleError(f"interval {text!r} must be positive", item=item)
+    return int(total)
 
 
 def _seq(s: Any) -> list[Any]:
@@ -144,6 +176,7 @@ class AggOp:
     max_collect: int | None
     out: tuple[str, ...]
     window: str | None = None  # output column of the window (its bounds: WS, WE)
+    session: bool = False  # session windows: overlapping ones of a key merge
 
     @property
     def slots(self) -> tuple[Slot, ...]:
@@ -184,8 +217,9 @@ class Aggregation:
     mode: str = "update"
     max_collect: int | None = None
     parsed: tuple[Parsed, ...] = ()
-    window: tuple[str, str, str | None] | None = None  # (time column, size, slide)
+    window: tuple[str, str, str | None] | None = None  # (time column, size | gap, slide)
     time_mode: str | None = None  # "EventTime": windows close on the query's watermark
+    session: bool = False  # session windows (``window`` = (time column, gap, None))
     _cache: dict[str, Resolved] = field(default_factory=dict, repr=False)
 
     vectorized = True  # marks the graph node's function as a declarative operator
@@ -206,17 +240,23 @@ class Aggregation:
         item: str = "agg",
         window: tuple[str, str, str | None] | None = None,
         watermark: tuple[str, int] | None = None,
+        session: bool = False,
     ) -> Aggregation:
         """Check and read the declaration; one line naming what is refused.
 
-        ``window``: (time column, size, slide) of a windowed aggregation;
-        ``watermark``: the query's (column, delay), closing windows on that column.
+        ``window``: (time column, size, slide) of a windowed aggregation, or with
+        ``session`` (time column, gap, None) of session windows; ``watermark``: the
+        query's (column, delay), closing windows on that column.
         """
         if not keys:
             raise StreamscaleError("key_by needs at least one column", item=item)
         if not aggs:
             raise StreamscaleError("agg() needs at least one aggregate", item=item)
         modes = MODES if window is not None else MODES[:2]
+        if session:
+            modes = ("append", "complete")  # Spark has no update mode for session windows
+            assert window is not None
+            interval_us(window[1], item=item)
         if mode not in modes:
             raise StreamscaleError(
                 f"output mode {mode!r} is not one of {', '.join(modes)}"
@@ -235,7 +275,7 @@ class Aggregation:
             raise StreamscaleError("max_collect must be an integer >= 1", item=item)
         parsed = tuple(parse_agg(a, max_collect=max_collect) for a in aggs)
         mode_t = "EventTime" if closes and mode != "complete" else None
-        return cls(tuple(keys), tuple(aggs), mode, max_collect, parsed, window, mode_t)
+        return cls(tuple(keys), tuple(aggs), mode, max_collect, parsed, window, mode_t, session)
 
     def resolve(self, df: Any, *, item: str = "agg") -> Resolved:
         """The aggregation against ``df``'s schema (cached per schema).
@@ -268,7 +308,10 @@ class Aggregation:
         group: list[Any] = [F.col(k) for k in self.keys]
         if self.window is not None:
             t, size, slide = self.window
-            group.insert(0, F.window(t, size, slide) if slide else F.window(t, size))
+            if self.session:
+                group.insert(0, F.session_window(t, size))
+            else:
+                group.insert(0, F.window(t, size, slide) if slide else F.window(t, size))
         try:
             schema = df.groupBy(*group).agg(*self.aggs).schema
         except (AnalysisException, IllegalArgumentException) as e:
@@ -295,7 +338,7 @@ class Aggregation:
             return Resolved(op, tuple(group), tuple(cols), schema)
         win = schema.names[0]
         op = AggOp((WS, WE, *self.keys), tuple(calls), self.mode, self.max_collect,
-                   tuple(schema.names), win)  # fmt: skip
+                   tuple(schema.names), win, self.session)  # fmt: skip
         group[0] = group[0].alias(WIN)
         flat = (F.col(f"{WIN}.start").alias(WS), F.col(f"{WIN}.end").alias(WE))
         return Resolved(op, tuple(group), tuple(cols), schema, flat)
