@@ -112,6 +112,7 @@ class Dedup:
     _cache: dict[str, Any] = field(default_factory=dict, repr=False)
 
     vectorized = True
+    drops_late = True
     time_mode = "EventTime"
     batch_clock = True
     session = False

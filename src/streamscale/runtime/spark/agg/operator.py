@@ -295,7 +295,8 @@ def run_agg(
     release(spec.operator)
     n = pmap.partitions
     closes = agg.time_mode == "EventTime" and late is not None and watermark_ms is not None
-    late_ms = late[1] if closes and late is not None else None
+    no_late = getattr(agg, "drops_late", closes) and late is not None and watermark_ms is not None
+    late_ms = late[1] if no_late and late is not None else None
     partial, op, spark_out = _partials(df, spec, agg, late_ms)
     out_schema = T.StructType([T.StructField(f.name, f.dataType, True) for f in spark_out])
     routed = partial.withColumn(PART, _lookup(pmap.shard_partition, F.col(SHARD), "int"))

@@ -220,6 +220,7 @@ class Aggregation:
     window: tuple[str, str, str | None] | None = None  # (time column, size | gap, slide)
     time_mode: str | None = None  # "EventTime": windows close on the query's watermark
     session: bool = False  # session windows (``window`` = (time column, gap, None))
+    drops_late: bool = False  # rows of windows closed before the batch are dropped
     _cache: dict[str, Resolved] = field(default_factory=dict, repr=False)
 
     vectorized = True  # marks the graph node's function as a declarative operator
@@ -275,7 +276,12 @@ class Aggregation:
             raise StreamscaleError("max_collect must be an integer >= 1", item=item)
         parsed = tuple(parse_agg(a, max_collect=max_collect) for a in aggs)
         mode_t = "EventTime" if closes and mode != "complete" else None
-        return cls(tuple(keys), tuple(aggs), mode, max_collect, parsed, window, mode_t, session)
+        # Spark drops late rows in complete mode too for session windows (its restore step
+        # filters them), not for windows (its complete mode keeps every row)
+        late = closes and (mode != "complete" or session)
+        return cls(
+            tuple(keys), tuple(aggs), mode, max_collect, parsed, window, mode_t, session, late
+        )
 
     def resolve(self, df: Any, *, item: str = "agg") -> Resolved:
         """The aggregation against ``df``'s schema (cached per schema).
