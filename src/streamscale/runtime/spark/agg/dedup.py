@@ -109,7 +109,7 @@ class Dedup:
     time_col: str
     within: str
     within_us: int = 0
-    _cache: dict[str, Any] = field(default_factory=dict, repr=False)
+    columns: dict[Any, Any] = field(default_factory=dict, repr=False)  # plan-only Columns
 
     vectorized = True
     drops_late = True

@@ -230,6 +230,28 @@ def _reduce_side(b: _Batch) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.
     return run
 
 
+def _cached(agg: Any, key: Any, make: Callable[[], Any]) -> Any:
+    """Spark Columns that depend on the plan only, built once per run (each costs py4j
+    round trips on every batch otherwise)."""
+    cache = agg.columns
+    got = cache.get(key)
+    if got is None:
+        if len(cache) > 8:  # plans change: keep the recent ones only
+            cache.clear()
+        got = cache[key] = make()
+    return got
+
+
+def _route_columns(pmap: PartitionMap) -> tuple[Any, Any]:
+    """The partition of a row's shard and the native partition key landing it there."""
+    from pyspark.sql import functions as F
+
+    keys = partition_keys(pmap.partitions)
+    part = _lookup(pmap.shard_partition, F.col(SHARD), "int").alias(PART)
+    pk = _lookup([keys[p] for p in pmap.shard_partition], F.col(SHARD), "long").alias(PK)
+    return part, pk
+
+
 def _partials(
     df: Any, spec: KeyedSpec, agg: Aggregation | Dedup, late_ms: int | None
 ) -> tuple[Any, AggOp | DedupOp, Any]:
@@ -238,7 +260,12 @@ def _partials(
     from pyspark.sql import functions as F
 
     item = f"operator {spec.operator}"
-    keyed = df.withColumn(SHARD, shard_column(agg.keys, spec.executors, spec.shards))
+    shard = _cached(
+        agg,
+        ("shard", spec.executors, spec.shards),
+        lambda: shard_column(agg.keys, spec.executors, spec.shards).alias(SHARD),
+    )
+    keyed = df.select("*", shard)
     if isinstance(agg, Dedup):
         schema = agg.resolve(df, item=item)
         return agg.partial(keyed, SHARD, late_ms), DedupOp(agg.keys, tuple(df.columns)), schema
@@ -299,9 +326,8 @@ def run_agg(
     late_ms = late[1] if no_late and late is not None else None
     partial, op, spark_out = _partials(df, spec, agg, late_ms)
     out_schema = T.StructType([T.StructField(f.name, f.dataType, True) for f in spark_out])
-    routed = partial.withColumn(PART, _lookup(pmap.shard_partition, F.col(SHARD), "int"))
-    routed = routed.withColumn(PK, _lookup(partition_keys(n), F.col(PART), "long"))
-    shuffled = routed.repartition(n, F.col(PK))
+    part, pk = _cached(agg, ("route", pmap.shard_partition), lambda: _route_columns(pmap))
+    shuffled = partial.select("*", part, pk).repartition(n, F.col(PK))
     spark = df.sparkSession
     sc = spark.sparkContext
     batch = _Batch(

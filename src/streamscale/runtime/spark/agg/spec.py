@@ -222,6 +222,7 @@ class Aggregation:
     session: bool = False  # session windows (``window`` = (time column, gap, None))
     drops_late: bool = False  # rows of windows closed before the batch are dropped
     _cache: dict[str, Resolved] = field(default_factory=dict, repr=False)
+    columns: dict[Any, Any] = field(default_factory=dict, repr=False)  # plan-only Columns
 
     vectorized = True  # marks the graph node's function as a declarative operator
 
