@@ -293,7 +293,7 @@ class Aggregation:
             A key or argument column Spark cannot resolve, a key of a type that cannot
             be grouped on Arrow, an ``avg`` of decimals, or two outputs of one name.
         """
-        sig = df.schema.json()
+        sig = df.schema.simpleString()  # pure Python (json() asks the JVM per field)
         got = self._cache.get(sig)
         if got is None:
             got = self._cache[sig] = self._resolve(df, item)
