@@ -20,6 +20,16 @@ Spark with 2 cores and 2 shuffle partitions for every path. One JSON line per pa
 * ``spark-native``: the calculator under ``applyInPandasWithState`` (count and sum in the
   group state), Spark's default state store.
 
+Declarative keyed operators (:meth:`~streamscale.runtime.spark.api.KeyedStream.agg`),
+each beside the Spark SQL streaming query with the same outputs (update mode):
+
+* ``elastic-agg``: ``key_by("key").agg(count, sum)`` (reference ``spark-sql``);
+* ``elastic-window``: the same per 10 s tumbling event-time window, 10 s watermark
+  (reference ``spark-sql-tumbling``: ``groupBy(window(event_time, "10 seconds"), key)``);
+* ``elastic-sliding``: 10 s windows sliding by 5 s (reference ``spark-sql-sliding``).
+
+A ``"figure": "agg-ratios"`` line per α gives each one's rows/s over its reference's.
+
 Two reference lines keep no state between batches (so they are not baselines of a
 stateful operator), run per batch in ``foreachBatch``: ``spark-pandas`` (Spark's grouped
 Python path, ``groupBy(key).applyInPandas`` of the calculator) and ``spark-sql-window``
@@ -58,8 +68,14 @@ from streamscale.scenarios.tws import ROCKSDB_CONF, calculator_query, group_stat
 
 E, Z, CORES = 2, 64, 2
 TARGETS = "elastic >= 3x spark-tws and >= 5x spark-native rows/s (zero per-tuple cost)"
+AGG_TARGETS = "elastic-agg, elastic-window, elastic-sliding >= 0.5x their Spark SQL reference"
+#: each declarative path and the Spark SQL streaming query computing the same outputs
+AGG_PAIRS = {"elastic-agg": "spark-sql", "elastic-window": "spark-sql-tumbling",
+             "elastic-sliding": "spark-sql-sliding"}  # fmt: skip
 PATHS = ("elastic", "static", "spark-sql", "spark-tws", "spark-native", "spark-pandas",
-         "spark-sql-window")  # fmt: skip
+         "spark-sql-window", "elastic-agg", "elastic-window", "spark-sql-tumbling",
+         "elastic-sliding", "spark-sql-sliding")  # fmt: skip
+WATERMARK, WINDOW, SLIDE = "10 seconds", "10 seconds", "5 seconds"
 
 
 def _emit(argv: list[str], **line: Any) -> None:
@@ -78,6 +94,37 @@ def _streamscale(spark: Any, src: Path, ck: Path, policy: str, batches: int) -> 
     out = calc.process(calculator, name="calc")
     out.to(_noop, name="noop")
     out.run(checkpoint=ck, max_batches=batches, duration_s=3600, policy=policy)
+
+
+def _aggs() -> list[Any]:
+    from pyspark.sql import functions as F
+
+    return [F.count("*").alias("count"), F.sum("value").alias("sum")]
+
+
+def _streamscale_agg(spark: Any, src: Path, ck: Path, path: str, batches: int) -> None:
+    """``elastic-agg``: ``key_by(key).agg(count, sum)``; ``elastic-window`` /
+    ``elastic-sliding``: the same per event-time window (update mode, watermark)."""
+    from streamscale.runtime.spark.api import stream
+
+    df = file_stream(spark, src)
+    if path != "elastic-agg":
+        df = df.withWatermark("event_time", WATERMARK)
+    keyed = stream(df).key_by("key", executors=E, shards=Z)
+    if path == "elastic-agg":
+        out = keyed.agg(*_aggs(), name="agg")
+    else:
+        slide = SLIDE if path == "elastic-sliding" else None
+        out = keyed.window("event_time", WINDOW, slide).agg(*_aggs(), name="agg")
+    out.to(_noop, name="noop")
+    out.run(checkpoint=ck, max_batches=batches, duration_s=3600, policy="elastic")
+
+
+def _spark_window(df: Any, slide: str | None) -> Any:
+    from pyspark.sql import functions as F
+
+    w = F.window("event_time", WINDOW, slide) if slide else F.window("event_time", WINDOW)
+    return df.withWatermark("event_time", WATERMARK).groupBy(w, "key").agg(*_aggs())
 
 
 def _query(spark: Any, df: Any, ck: Path, *, per_batch: Callable[[Any], Any] | None = None) -> None:
@@ -115,10 +162,17 @@ def run_path(spark: Any, path: str, src: Path, ck: Path, batches: int) -> None:
     if path in ("elastic", "static"):
         _streamscale(spark, src, ck, path, batches)
         return
+    if path in ("elastic-agg", "elastic-window", "elastic-sliding"):
+        _streamscale_agg(spark, src, ck, path, batches)
+        return
     df = file_stream(spark, src)
     if path == "spark-sql":
         agg = df.groupBy("key").agg(F.count("*").alias("count"), F.sum("value").alias("sum"))
         _query(spark, agg, ck)
+    elif path == "spark-sql-tumbling":
+        _query(spark, _spark_window(df, None), ck)
+    elif path == "spark-sql-sliding":
+        _query(spark, _spark_window(df, SLIDE), ck)
     elif path == "spark-tws":
         _query(spark, calculator_query(df), ck)
     elif path == "spark-native":
@@ -216,6 +270,11 @@ def main(argv: list[str] | None = None) -> None:
             _emit(argv, figure="ratios", alpha=alpha, targets=TARGETS, harness=HARNESS,
                   elastic_over={p: round(rates["elastic"] / r, 3) for p, r in rates.items()
                                 if p != "elastic"})  # fmt: skip
+        pairs = {p: ref for p, ref in AGG_PAIRS.items() if p in rates and ref in rates}
+        if pairs:
+            _emit(argv, figure="agg-ratios", alpha=alpha, targets=AGG_TARGETS, harness=HARNESS,
+                  over_spark={p: round(rates[p] / rates[ref], 3) for p, ref in pairs.items()},
+                  reference=pairs)  # fmt: skip
     spark.stop()
 
 

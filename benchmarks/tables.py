@@ -121,8 +121,21 @@ def autoscale() -> str:
     return f"{head}\n\n{table}{tail}\n\n{_source('autoscale', lines)}"
 
 
+def _run_with(bench: str, figure: str) -> list[Line]:
+    """The lines of the newest run of ``bench`` that recorded a ``figure`` line."""
+    path = RESULTS / f"{bench}.jsonl"
+    if not path.exists():
+        return []
+    lines = [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+    runs = [x.get("run", x.get("utc")) for x in lines if x.get("figure") == figure]
+    if not runs:
+        return []
+    return [x for x in lines if x.get("run", x.get("utc")) == runs[-1]]
+
+
 def datapath() -> str:
-    lines = latest_run("datapath", lambda x: x.get("path") != "dag")
+    """The newest run comparing ``elastic`` with the other paths (``ratios``)."""
+    lines = [x for x in _run_with("datapath", "ratios") if x.get("path") != "dag"]
     paths = [x for x in lines if "path" in x]
     if not paths:
         return _missing("datapath", "python benchmarks/bench_datapath.py")
@@ -140,6 +153,25 @@ def datapath() -> str:
     head = f"Harness: {paths[0].get('harness')}"
     table = _table(["path", "Zipf α", "rows per batch", "rows/s", "elastic ÷ path"], rows)
     return f"{head}\n\n{table}\n\n{_source('datapath', lines)}"
+
+
+def datapath_agg() -> str:
+    """The newest run of the declarative paths beside their Spark SQL references."""
+    lines = _run_with("datapath", "agg-ratios")
+    figs = [x for x in lines if x.get("figure") == "agg-ratios"]
+    if not figs:
+        return _missing("datapath_agg", "python benchmarks/bench_datapath.py --paths "
+                        "spark-sql,elastic-agg,spark-sql-tumbling,elastic-window")  # fmt: skip
+    rate = {(x["path"], x["alpha"]): x for x in lines if "path" in x}
+    rows = []
+    for f in figs:
+        for p, ref in f.get("reference", {}).items():
+            a, b = rate[(p, f["alpha"])], rate[(ref, f["alpha"])]
+            rows.append([p, ref, _fmt(f["alpha"]), _fmt(a["rows"]), _fmt(a["rows_per_s"]),
+                         _fmt(b["rows_per_s"]), _fmt(f["over_spark"][p])])  # fmt: skip
+    head = ["path", "Spark SQL reference", "Zipf α", "rows per batch", "rows/s",
+            "reference rows/s", "path ÷ reference"]  # fmt: skip
+    return f"{_table(head, rows)}\n\n{_source('datapath', lines)}"
 
 
 def planner_scale() -> str:
@@ -226,6 +258,7 @@ def generic(bench: str) -> Callable[[], str]:
 TABLES: dict[str, Callable[[], str]] = {
     "autoscale": autoscale,
     "datapath": datapath,
+    "datapath_agg": datapath_agg,
     "planner_scale": planner_scale,
     "nexmark": nexmark,
     **{name: generic(name) for name in COLUMNS},

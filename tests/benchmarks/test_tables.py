@@ -73,3 +73,24 @@ def test_ratios_come_from_the_same_run(tmp_path: Path, monkeypatch: pytest.Monke
     out = tables.datapath()
     assert "| spark-tws | 1 | 1,000 | 200 | 3 |" in out
     assert "| elastic | 1 | 1,000 | 600 | 1 |" in out
+
+
+def test_declarative_paths_are_tabled_beside_their_references_from_their_own_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(tables, "RESULTS", tmp_path)
+    stamp = {"commit": "abc", "cores": 2, "load_avg": [0.5], "command": "python b.py"}
+    main = {"run": "r1", **stamp}
+    agg = {"run": "r2", **stamp}
+    lines = [
+        {"path": "elastic", "alpha": 1.0, "rows": 10, "rows_per_s": 100, **main},
+        {"figure": "ratios", "alpha": 1.0, "elastic_over": {}, **main},
+        {"path": "spark-sql", "alpha": 1.0, "rows": 10, "rows_per_s": 400, **agg},
+        {"path": "elastic-agg", "alpha": 1.0, "rows": 10, "rows_per_s": 300, **agg},
+        {"figure": "agg-ratios", "alpha": 1.0, "over_spark": {"elastic-agg": 0.75},
+         "reference": {"elastic-agg": "spark-sql"}, **agg},
+    ]  # fmt: skip
+    _write(tmp_path / "datapath.jsonl", lines)
+    assert "| elastic-agg | spark-sql | 1 | 10 | 300 | 400 | 0.75 |" in tables.datapath_agg()
+    main_table = tables.datapath()  # the newest run with elastic's ratios, not the agg run
+    assert "| elastic |" in main_table and "elastic-agg" not in main_table

@@ -20,7 +20,7 @@ those operators and edges builds, and runs it with
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,7 +28,7 @@ from typing import Any
 from streamscale.errors import StreamscaleError
 from streamscale.model import Edge, Operator, Topology
 
-__all__ = ["KeyedStream", "Stream", "stream"]
+__all__ = ["KeyedStream", "Stream", "WindowedStream", "stream"]
 
 
 @dataclass(slots=True)
@@ -79,9 +79,48 @@ class Stream:
         self._b.add(Operator(name=n, params=dict(params)), self._from)
         return Stream(self._b, (n,))
 
-    def key_by(self, key: str, *, executors: int = 2, shards: int = 16) -> KeyedStream:
-        """Group by ``key`` for a keyed (stateful, elastic) operator."""
-        return KeyedStream(self, key, executors, shards)
+    def key_by(
+        self, key: str | Sequence[str], *, executors: int = 2, shards: int = 16
+    ) -> KeyedStream:
+        """Group by ``key`` (a column name, or a list of names for :meth:`KeyedStream.agg`)
+        for a keyed (stateful, elastic) operator."""
+        keys = (key,) if isinstance(key, str) else tuple(key)
+        if not keys or not all(isinstance(k, str) and k for k in keys):
+            raise StreamscaleError("key_by needs column names", item=f"key_by({key!r})")
+        return KeyedStream(self, keys, executors, shards)
+
+    def drop_duplicates(
+        self,
+        cols: str | Sequence[str],
+        *,
+        within: str | float | None = None,
+        executors: int = 2,
+        shards: int = 16,
+        name: str | None = None,
+    ) -> Stream:
+        """Spark's ``dropDuplicatesWithinWatermark(cols)`` as an elastic keyed operator.
+
+        Needs ``withWatermark`` on the input: a row whose ``cols`` were seen within
+        ``within`` (default: the watermark's delay, as Spark) of an earlier kept row's
+        event time is dropped, as are late rows; the kept rows pass unchanged.
+        """
+        from streamscale.runtime.spark.agg.dedup import Dedup
+        from streamscale.runtime.spark.event_time import watermark_of
+
+        keys = (cols,) if isinstance(cols, str) else tuple(cols)
+        b = self._b
+        n = b.fresh(name or "dedup")
+        wm = watermark_of(b.source_df.schema) if b.source_df is not None else None
+        gap = None if within is None else _interval(within, "within")
+        fn = Dedup.build(keys, watermark=wm, within=gap, item=f"operator {n}")
+        if self._from == ("source",) and b.source_df is not None:
+            fn.resolve(b.source_df, item=f"operator {n}")
+        b.functions[n] = fn
+        op = Operator(name=n, key=",".join(keys), instances=executors, shards=shards)
+        b.add(op, self._from, grouping="key")
+        return Stream(b, (n,))
+
+    dropDuplicates = drop_duplicates  # Spark's name
 
     def union(self, *others: Stream) -> Stream:
         """The union (by column name) of this stream and ``others`` (same columns)."""
@@ -172,12 +211,78 @@ class Stream:
 
 @dataclass(frozen=True, slots=True)
 class KeyedStream:
-    """A stream grouped by a key; :meth:`process` adds the keyed operator."""
+    """A stream grouped by key columns; :meth:`process` or :meth:`agg` adds the keyed
+    operator."""
 
     _s: Stream
-    key: str
+    keys: tuple[str, ...]
     executors: int
     shards: int
+
+    @property
+    def key(self) -> str:
+        """The key column (a ``process`` operator has one)."""
+        if len(self.keys) != 1:
+            raise StreamscaleError(
+                "process() takes one key column (agg() takes several)", item=f"key_by{self.keys}"
+            )
+        return self.keys[0]
+
+    def agg(
+        self,
+        *aggs: Any,
+        mode: str = "update",
+        max_collect: int | None = None,
+        name: str | None = None,
+    ) -> Stream:
+        """A keyed aggregation: ``pyspark.sql.functions`` aggregates of each group.
+
+        Spark computes each batch's partial aggregates before the shuffle; each task
+        merges them into its shards' state, Arrow tables (see
+        :mod:`~streamscale.runtime.spark.agg`). The output has Spark's columns for
+        ``df.groupBy(keys).agg(*aggs)``.
+
+        Parameters
+        ----------
+        *aggs
+            ``count``, ``sum``, ``min``, ``max``, ``avg``/``mean``, ``first``/``last``
+            (``ignorenulls`` too), ``count_distinct`` (exact), ``collect_list`` and
+            ``collect_set`` Columns, optionally aliased; anything else is refused.
+        mode
+            ``update`` (the groups changed this batch, with their full values, as
+            Spark's update mode) or ``complete`` (every group, every batch).
+        max_collect
+            Most values one group's ``collect_list``/``collect_set`` may hold (required
+            with them; a batch exceeding it fails, naming the group).
+        name
+            Operator name (default ``agg``).
+        """
+        return _add_agg(self, aggs, mode, max_collect, name, None)
+
+    def window(
+        self,
+        time_col: str,
+        size: str | float | None = None,
+        slide: str | float | None = None,
+        *,
+        session_gap: str | float | None = None,
+    ) -> WindowedStream:
+        """Event-time windows of ``time_col``: as Spark's ``window(time_col, size, slide)``
+        (aligned to the epoch; tumbling, or sliding with ``slide``), or with
+        ``session_gap`` as Spark's ``session_window(time_col, gap)``.
+
+        ``size``, ``slide`` and ``session_gap`` are Spark interval strings
+        (``"10 seconds"``) or seconds.
+        """
+        if (size is None) == (session_gap is None) or (session_gap is not None and slide):
+            raise StreamscaleError(
+                "window() takes a size (and a slide) or a session_gap", item=f"window {time_col}"
+            )
+        if session_gap is not None:
+            return WindowedStream(self, (time_col, _interval(session_gap, "gap"), None), True)
+        assert size is not None
+        step = None if slide is None else _interval(slide, "slide")
+        return WindowedStream(self, (time_col, _interval(size, "size"), step))
 
     def process(self, fn: Callable[..., Any], *, name: str | None = None, **params: Any) -> Stream:
         """A keyed operator ``fn(rows, state: dict, **params) -> pandas.DataFrame | None``.
@@ -187,16 +292,84 @@ class KeyedStream:
         options (``time_mode``, ``clock``, ``timer_order``, ``timer_bucket_ms``)."""
         from streamscale.runtime.spark.processor import from_processor, is_processor
 
+        key = self.key
         if is_processor(fn):
-            fn, params = from_processor(fn, self.key, **params), {}
+            fn, params = from_processor(fn, key, **params), {}
         b = self._s._b
         n = b.fresh(_name(fn, name))
         b.functions[n] = fn
         op = Operator(
-            name=n, key=self.key, instances=self.executors, shards=self.shards, params=dict(params)
+            name=n, key=key, instances=self.executors, shards=self.shards, params=dict(params)
         )
         b.add(op, self._s._from, grouping="key")
         return Stream(b, (n,))
+
+
+@dataclass(frozen=True, slots=True)
+class WindowedStream:
+    """A keyed stream in event-time windows; :meth:`agg` adds the windowed aggregation."""
+
+    _k: KeyedStream
+    spec: tuple[str, str, str | None]
+    session: bool = False
+
+    def agg(
+        self,
+        *aggs: Any,
+        mode: str | None = None,
+        max_collect: int | None = None,
+        name: str | None = None,
+    ) -> Stream:
+        """Aggregates of each (window, key) group; the output has Spark's columns for
+        ``df.groupBy(window(...), *keys).agg(*aggs)``.
+
+        ``mode``: ``update`` (as :meth:`KeyedStream.agg`), ``append`` (each window
+        once, when the query's watermark passes its end; needs ``withWatermark`` on the
+        window's time column) or ``complete``; session windows have ``append`` (the
+        default for them) and ``complete``, as in Spark. With the watermark on the time
+        column, rows of windows that closed before the batch are dropped and closed
+        windows leave the state, as in Spark.
+        """
+        if mode is None:
+            mode = "append" if self.session else "update"
+        return _add_agg(self._k, aggs, mode, max_collect, name, self.spec, self.session)
+
+
+def _interval(v: str | float, what: str) -> str:
+    if isinstance(v, str):
+        return v
+    if isinstance(v, bool) or not isinstance(v, int | float) or not v > 0:
+        raise StreamscaleError(
+            f"window {what} must be an interval string or seconds > 0", item=f"window {v!r}"
+        )
+    return f"{int(v * 1_000_000)} microseconds"
+
+
+def _add_agg(
+    k: KeyedStream,
+    aggs: tuple[Any, ...],
+    mode: str,
+    max_collect: int | None,
+    name: str | None,
+    window: tuple[str, str, str | None] | None,
+    session: bool = False,
+) -> Stream:
+    from streamscale.runtime.spark.agg.spec import Aggregation
+    from streamscale.runtime.spark.event_time import watermark_of
+
+    b = k._s._b
+    n = b.fresh(name or ("window_agg" if window else "agg"))
+    wm = watermark_of(b.source_df.schema) if b.source_df is not None else None
+    fn = Aggregation.build(
+        k.keys, aggs, mode=mode, max_collect=max_collect, item=f"operator {n}",
+        window=window, watermark=wm, session=session,
+    )  # fmt: skip
+    if k._s._from == ("source",) and b.source_df is not None:
+        fn.resolve(b.source_df, item=f"operator {n}")  # refuse before the query starts
+    b.functions[n] = fn
+    op = Operator(name=n, key=",".join(k.keys), instances=k.executors, shards=k.shards)
+    b.add(op, k._s._from, grouping="key")
+    return Stream(b, (n,))
 
 
 def stream(

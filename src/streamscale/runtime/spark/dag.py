@@ -246,20 +246,29 @@ def run_graph(
                 attempt = uuid.uuid4().hex
                 pmap = realizers[name].begin_batch()
                 placed = None if resources is None else resources.locations(realizers[name].active)
-                outputs, stats = run_keyed(
-                    df,
-                    specs[name],
-                    batch_id=batch_id,
-                    upto=upto,
-                    pmap=pmap,
-                    attempt=attempt,
-                    hints=hints,
-                    drops=drops,
-                    dead_letter_dir=dead_dir,
-                    placed=placed,
-                    initial=_initial(specs[name].fn, batch_id),
-                    **clock_.keyed_args(times),
-                )
+                if getattr(specs[name].fn, "vectorized", False):
+                    from streamscale.runtime.spark.agg.operator import run_agg
+
+                    outputs, stats = run_agg(
+                        df, specs[name], specs[name].fn, batch_id=batch_id, upto=upto,
+                        pmap=pmap, attempt=attempt, hints=hints, drops=drops, placed=placed,
+                        **clock_.keyed_args(times),
+                    )  # fmt: skip
+                else:
+                    outputs, stats = run_keyed(
+                        df,
+                        specs[name],
+                        batch_id=batch_id,
+                        upto=upto,
+                        pmap=pmap,
+                        attempt=attempt,
+                        hints=hints,
+                        drops=drops,
+                        dead_letter_dir=dead_dir,
+                        placed=placed,
+                        initial=_initial(specs[name].fn, batch_id),
+                        **clock_.keyed_args(times),
+                    )
                 written[name] = (attempt, [g for t in stats.tasks for g in t.shards], hints)
                 rows[name] = stats.rows
                 observed[name] = stats

@@ -1,0 +1,365 @@
+"""The data path of a declarative keyed operator: Spark's partials, merged per shard on Arrow.
+
+One batch of ``key_by(keys).agg(*aggs)`` is one Spark job:
+
+* map side (Spark SQL, no Python): every row gets its global shard ``e·Z + s``
+  (:func:`shard_column`, the hashes of every keyed operator), and Spark aggregates
+  the batch's rows per (shard, group) into the accumulators' partial values
+  (:func:`~streamscale.runtime.spark.agg.spec.partials`: ``count``, ``sum``,
+  ``min``, ``max``, ``sum`` and ``count`` for ``avg`` …) with its own partial and
+  final hash aggregation; only those partial rows go on;
+* each partial row gets the partition of the unit serving its shard (the plan's
+  routing table) and the native partition key that lands it there, exactly as the
+  rows of a ``process`` operator (:mod:`~streamscale.runtime.spark.keyed_map`), and
+  ``repartition(n, key)`` routes them;
+* reduce side (``mapInArrow``, no pandas): the task reads the state of the shards its
+  partials reach (every shard of the unit in ``complete`` mode) — one Arrow table
+  per shard, stored as Arrow IPC bytes in the shard's versioned state — merges state
+  and partials with :func:`~streamscale.runtime.spark.agg.kernels.merge` (one hash
+  aggregation for all its shards), writes version ``batch_id`` of every changed
+  shard (never commits) and emits the changed groups (``update``) or every group
+  (``complete``) with their final values, typed as Spark types
+  ``df.groupBy(keys).agg(*aggs)``.
+
+Shards, routing tables, state versions, placement and the statistics the planners
+read are those of every keyed operator, so the controller moves these shards between
+tasks and executors as it moves a ``process`` operator's.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import socket
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from streamscale.errors import StreamscaleError
+from streamscale.runtime.spark.agg.accumulators import finish
+from streamscale.runtime.spark.agg.dedup import ROW, Dedup, DedupOp, fold_dedup
+from streamscale.runtime.spark.agg.fold import fold
+from streamscale.runtime.spark.agg.kernels import from_ipc, split_by, to_ipc
+from streamscale.runtime.spark.agg.spec import (
+    LATE,
+    N_ROWS,
+    WE,
+    WIN,
+    WS,
+    AggOp,
+    Aggregation,
+    interval_us,
+)
+from streamscale.runtime.spark.hashing import partition_keys
+from streamscale.runtime.spark.keyed import _LIVE, BatchStats, KeyedSpec, TaskStats, release
+from streamscale.runtime.spark.keyed_map import PART, PK, SHARD, _lookup
+from streamscale.runtime.spark.pinning import job_group, pin, reduce_runs
+from streamscale.runtime.spark.routing import PartitionMap, global_shard_column
+from streamscale.runtime.spark.state import Hint
+
+__all__ = ["STATE_KEY", "run_agg", "shard_column"]
+
+STATE_KEY = "arrow"  # the shard state's entry holding the table (Arrow IPC bytes)
+_STATS = "__ss_stats"
+
+
+def shard_column(keys: tuple[str, ...], executors: int, shards: int) -> Any:
+    """The global shard of a row's group: one key as a ``process`` operator hashes it,
+    several keys by their string forms joined (nulls hash as a marker)."""
+    from pyspark.sql import functions as F
+
+    if len(keys) == 1:
+        return global_shard_column(F.col(keys[0]), executors, shards)
+    parts = [F.coalesce(F.col(k).cast("string"), F.lit("\u0000")) for k in keys]
+    return global_shard_column(F.concat_ws("\u001f", *parts), executors, shards)
+
+
+@dataclass(frozen=True, slots=True)
+class _Batch:
+    """What one batch's reduce tasks are given (picklable)."""
+
+    operator: str
+    op: AggOp | DedupOp
+    backend: Any
+    batch_id: int
+    upto: int
+    pmap: PartitionMap
+    attempt: str | None
+    hints: tuple[Hint, ...]
+    drops: tuple[tuple[int, ...], ...]
+    out_schema: pa.Schema  # the output columns (Arrow types of Spark's)
+    late_ms: int | None = None  # windows ending at or before it: late partials dropped
+    evict_ms: int | None = None  # windows ending at or before it close
+
+
+def _table_of(batches: list[pa.RecordBatch]) -> pa.Table | None:
+    nonempty = [b for b in batches if b.num_rows]
+    return pa.Table.from_batches(nonempty) if nonempty else None
+
+
+def _states(b: _Batch, shards: list[int]) -> tuple[dict[int, dict[Any, Any]], list[pa.Table]]:
+    """The shards' state dicts, and their tables with the shard as a column."""
+    if not shards:
+        return {}, []
+    hint_of = {g: b.hints[g] for g in shards} if b.hints else None
+    got = b.backend.read_many(b.operator, shards, b.upto, hint_of)
+    dicts = {g: st for g, (st, _) in got.items()}
+    tables = []
+    for g in shards:
+        blob = dicts[g].get(STATE_KEY)
+        if blob:
+            t = from_ipc(blob)
+            tables.append(t.append_column(SHARD, pa.array(np.full(t.num_rows, g, np.int64))))
+    return dicts, tables
+
+
+def _output(b: _Batch, table: pa.Table) -> pa.RecordBatch:
+    """Final values of ``table``'s groups (the kept rows of a deduplication) as a record
+    batch of the output schema."""
+    if isinstance(b.op, DedupOp):
+        row = table.column(ROW).combine_chunks()
+        fin = {f.name: row.field(i) for i, f in enumerate(row.type)}
+        cols = [fin[f.name].cast(f.type) for f in b.out_schema]
+        return pa.RecordBatch.from_arrays(cols, schema=b.out_schema)
+    fin = finish(table, b.op.calls)
+    if b.op.window is not None:
+        bounds = [table.column(WS).combine_chunks(), table.column(WE).combine_chunks()]
+        wtype = b.out_schema.field(b.op.window).type
+        fin[b.op.window] = pa.StructArray.from_arrays(
+            [a.cast(wtype.field(i).type) for i, a in enumerate(bounds)],
+            fields=[wtype.field(0), wtype.field(1)],
+        )
+    cols = []
+    for f in b.out_schema:
+        arr = fin[f.name] if f.name in fin else table.column(f.name).combine_chunks()
+        cols.append(arr.cast(f.type) if arr.type != f.type else arr)
+    return pa.RecordBatch.from_arrays(cols, schema=b.out_schema)
+
+
+def _reduce_side(b: _Batch) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    op = b.op
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        from pyspark import TaskContext
+
+        index = TaskContext.get().partitionId()
+        got = list(batches)
+        t_task, cpu0 = time.perf_counter(), time.process_time()
+        read0 = getattr(b.backend, "bytes_read", 0)
+        part = _table_of(got)
+        rows_of: dict[int, int] = {}
+        if part is not None:
+            if not pc.all(pc.equal(part.column(PART), index)).as_py():
+                raise StreamscaleError(
+                    "rows reached a partition other than their unit's", item=f"partition {index}"
+                )
+            uniq, inv = np.unique(part.column(SHARD).to_numpy(), return_inverse=True)
+            n_rows = np.bincount(inv, weights=part.column(N_ROWS).to_numpy())
+            rows_of = {int(g): int(n) for g, n in zip(uniq, n_rows, strict=True)}
+        targets = set(rows_of)
+        closing = b.evict_ms is not None and b.evict_ms > (b.late_ms or 0)
+        if getattr(op, "mode", None) == "complete" or closing:  # every group, or closing windows
+            targets |= set(b.pmap.shards_of(index))
+        dicts, tables = _states(b, sorted(targets))
+        if isinstance(op, DedupOp):
+            f = fold_dedup(tables, part, op, shard=SHARD, evict_ms=b.evict_ms)
+        else:
+            f = fold(tables, part, op, shard=SHARD, late_ms=b.late_ms, evict_ms=b.evict_ms)
+        parts = split_by(f.state, SHARD) if f.state is not None else {}
+        written: dict[int, dict[Any, Any]] = {}
+        for g in f.changed:
+            st = dicts[g]
+            if g in parts:
+                st[STATE_KEY] = to_ipc(parts[g])
+            else:
+                st.pop(STATE_KEY, None)
+            written[g] = st
+        sizes: dict[int, int] = {}
+        if written:
+            sizes = b.backend.write_many(
+                b.operator, b.batch_id, written, attempt=b.attempt,
+                drops={g: b.drops[g] for g in written} if b.drops else None,
+            )  # fmt: skip
+        emit = f.emit
+        out = _output(b, emit) if emit is not None and emit.num_rows else None
+        busy = time.perf_counter() - t_task
+        total = max(1, sum(rows_of.values()))
+        outs = (
+            dict(zip(*np.unique(emit.column(SHARD).to_numpy(), return_counts=True), strict=True))
+            if emit is not None
+            else {}
+        )
+        stats = TaskStats(
+            partition=index,
+            unit=b.pmap.units[index],
+            host=socket.gethostname(),
+            busy_s=busy,
+            rows=sum(rows_of.values()),
+            out_rows=0 if out is None else out.num_rows,
+            shards={
+                g: (
+                    rows_of.get(g, 0),
+                    busy * rows_of.get(g, 0) / total,
+                    int(sizes.get(g, 0)),
+                    int(outs.get(g, 0)),
+                )
+                for g in written
+            },
+            latencies_ms=np.empty(0, np.float32),
+            cpu_s=time.process_time() - cpu0,
+            executor=f"{socket.gethostname()}:{os.getppid()}",
+            state_read_bytes=getattr(b.backend, "bytes_read", 0) - read0,
+            late_rows=f.late_rows,
+        )
+        cols = [pa.nulls(1, f.type) for f in b.out_schema]
+        yield pa.RecordBatch.from_arrays(
+            [*cols, pa.array([pickle.dumps(stats)], pa.binary())],
+            schema=b.out_schema.append(pa.field(_STATS, pa.binary())),
+        )
+        if out is not None:
+            yield pa.RecordBatch.from_arrays(
+                [*out.columns, pa.nulls(out.num_rows, pa.binary())],
+                schema=b.out_schema.append(pa.field(_STATS, pa.binary())),
+            )
+
+    return run
+
+
+def _cached(agg: Any, key: Any, make: Callable[[], Any]) -> Any:
+    """Spark Columns that depend on the plan only, built once per run (each costs py4j
+    round trips on every batch otherwise)."""
+    cache = agg.columns
+    got = cache.get(key)
+    if got is None:
+        if len(cache) > 8:  # plans change: keep the recent ones only
+            cache.clear()
+        got = cache[key] = make()
+    return got
+
+
+def _route_columns(pmap: PartitionMap) -> tuple[Any, Any]:
+    """The partition of a row's shard and the native partition key landing it there."""
+    from pyspark.sql import functions as F
+
+    keys = partition_keys(pmap.partitions)
+    part = _lookup(pmap.shard_partition, F.col(SHARD), "int").alias(PART)
+    pk = _lookup([keys[p] for p in pmap.shard_partition], F.col(SHARD), "long").alias(PK)
+    return part, pk
+
+
+def _partials(
+    df: Any, spec: KeyedSpec, agg: Aggregation | Dedup, late_ms: int | None
+) -> tuple[Any, AggOp | DedupOp, Any]:
+    """The batch's partial rows (Spark columns: shard, group, accumulators), what the
+    tasks are given, and Spark's output schema."""
+    from pyspark.sql import functions as F
+
+    item = f"operator {spec.operator}"
+    shard = _cached(
+        agg,
+        ("shard", spec.executors, spec.shards),
+        lambda: shard_column(agg.keys, spec.executors, spec.shards).alias(SHARD),
+    )
+    keyed = df.select("*", shard)
+    if isinstance(agg, Dedup):
+        schema = agg.resolve(df, item=item)
+        return agg.partial(keyed, SHARD, late_ms), DedupOp(agg.keys, tuple(df.columns)), schema
+    res = agg.resolve(df, item=item)
+    by = res.group
+    if agg.session and late_ms is not None and agg.window is not None:
+        # Spark drops a late row before sessions merge: its own session [t, t + gap) ends
+        # at or before the watermark; those rows form sessions of their own, dropped.
+        t, gap, _ = agg.window
+        end_us = F.unix_micros(F.col(t).cast("timestamp")) + F.lit(interval_us(gap, item=t))
+        keyed = keyed.withColumn(LATE, end_us <= F.lit(late_ms * 1000))
+        by = (*by, F.col(LATE))
+    partial = keyed.groupBy(F.col(SHARD), *by).agg(*res.partial)
+    if res.flat:
+        rest = [F.col(c) for c in partial.columns if c not in (SHARD, WIN)]
+        partial = partial.select(F.col(SHARD), *res.flat, *rest)
+    return partial, res.op, res.out_schema
+
+
+def run_agg(
+    df: Any,
+    spec: KeyedSpec,
+    agg: Aggregation | Dedup,
+    *,
+    batch_id: int,
+    upto: int,
+    pmap: PartitionMap,
+    attempt: str | None,
+    hints: tuple[Hint, ...],
+    drops: tuple[tuple[int, ...], ...],
+    placed: Mapping[str, tuple[str, str]] | None = None,
+    batch_time_ms: int | None = None,
+    watermark_ms: int | None = None,
+    late: tuple[str, int] | None = None,
+) -> tuple[Any, BatchStats]:
+    """Run one batch of the aggregation ``agg`` (operator ``spec``) over ``df``; write
+    state, never commit.
+
+    Parameters are those of :func:`~streamscale.runtime.spark.keyed.run_keyed`;
+    ``watermark_ms`` and ``late`` (the query's watermarks) apply to windowed
+    aggregations.
+
+    Returns
+    -------
+    The batch's output rows (computed and cached; released at the operator's next
+    batch or by :func:`~streamscale.runtime.spark.keyed.release`) and its statistics.
+    """
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    del batch_time_ms
+    t0 = time.perf_counter()
+    release(spec.operator)
+    n = pmap.partitions
+    closes = agg.time_mode == "EventTime" and late is not None and watermark_ms is not None
+    no_late = getattr(agg, "drops_late", closes) and late is not None and watermark_ms is not None
+    late_ms = late[1] if no_late and late is not None else None
+    partial, op, spark_out = _partials(df, spec, agg, late_ms)
+    out_schema = T.StructType([T.StructField(f.name, f.dataType, True) for f in spark_out])
+    part, pk = _cached(agg, ("route", pmap.shard_partition), lambda: _route_columns(pmap))
+    shuffled = partial.select("*", part, pk).repartition(n, F.col(PK))
+    spark = df.sparkSession
+    sc = spark.sparkContext
+    batch = _Batch(
+        spec.operator, op, spec.backend, batch_id, upto, pmap, attempt, hints, drops,
+        to_arrow_schema(out_schema, timezone="UTC"), late_ms, watermark_ms if closes else None,
+    )  # fmt: skip
+    reduced_schema = T.StructType([*out_schema.fields, T.StructField(_STATS, T.BinaryType())])
+    planned: tuple[str, ...] = ()
+    runs: tuple[Any, ...] = ()
+    with job_group(sc, f"streamscale-{spec.operator}-{batch_id}-{attempt}", placed) as group:
+        if placed is not None:
+            planned = tuple(placed[u][0] if u in placed else "" for u in pmap.units)
+            if any(planned):
+                shuffled = pin(
+                    shuffled, [placed[u][1] if u in placed else None for u in pmap.units]
+                )
+        reduced = shuffled.mapInArrow(_reduce_side(batch), reduced_schema).persist()
+        _LIVE[spec.operator] = [reduced]
+        tasks = [
+            pickle.loads(r[0])
+            for r in reduced.filter(F.col(_STATS).isNotNull()).select(_STATS).collect()
+        ]
+    if group is not None:
+        runs = tuple(reduce_runs(sc, group, n))
+    outputs = reduced.filter(F.col(_STATS).isNull()).drop(_STATS)
+    stats = BatchStats(
+        batch_id=batch_id,
+        duration_s=time.perf_counter() - t0,
+        tasks=tuple(sorted(tasks, key=lambda t: t.partition)),
+        dead_letters=0,
+        partitions=n,
+        planned=planned,
+        runs=runs,
+    )
+    return outputs, stats
