@@ -135,6 +135,9 @@ def _sweep_table(
     return markdown_table(cols, body)
 
 
+_NAME = {"rc": "RC", "elastic": "Elasticutor"}
+
+
 def _sustained(results: Mapping[str, Any], pols: Sequence[str]) -> list[str]:
     rows = results.get("omega_sustained", [])
     if not rows:
@@ -143,7 +146,8 @@ def _sustained(results: Mapping[str, Any], pols: Sequence[str]) -> list[str]:
     return [
         "### Sustained load",
         "",
-        f"Sources at {r['share']:g} × {r['basis']}'s saturation throughput at ω = "
+        f"Sources at {r['share']:g} × {_NAME.get(r['basis'], r['basis'])}'s saturation "
+        f"throughput at ω = "
         f"{r['omega']:g} (the lower of RC's and Elasticutor's), a rate both serve: the "
         "latency ratio without a throughput shortfall.",
         "",
