@@ -56,6 +56,13 @@ def test_reproduction_writes_results(tmp_path: Path) -> None:
     assert {r["policy"] for r in offered} == set(POLICIES)
     assert all(0 < r["offered"] <= r["ceiling"] for r in offered)
     assert {r["policy"] for r in data["sse_offered"]} == set(POLICIES)
+    # the sustained load: 0.75 × the lower of RC's and Elasticutor's saturation throughput
+    top = {r["policy"]: r["throughput"] for r in rows if r["omega"] == 2}
+    sustained = data["omega_sustained"]
+    assert {r["policy"] for r in sustained} == set(POLICIES)
+    assert all(
+        r["offered"] == pytest.approx(0.75 * min(top["rc"], top["elastic"])) for r in sustained
+    )
     figures = {t["figure"] for t in res["targets"]}
     assert {"omega2_dip_s_rc", "sse_migration_naive_over_elastic"} <= figures
     for t in res["targets"]:
@@ -65,7 +72,9 @@ def test_reproduction_writes_results(tmp_path: Path) -> None:
     heads = [json.loads(x) for x in (tmp_path / "headline.jsonl").read_text().splitlines()]
     assert heads == res["headline"] and len(heads) == len(res["targets"])
     for h, t in zip(heads, res["targets"], strict=True):
-        assert set(h) == {"figure", "variant", "paper", "measured"}
+        provenance = {"command", "commit", "utc", "wall_s"}
+        assert set(h) == {"figure", "variant", "paper", "measured"} | provenance
+        assert h["command"] is None  # a custom setup: no command reproduces it
         assert h["figure"].endswith("met" if t["met"] else "missed")
     md = (tmp_path / "results.md").read_text()
     assert "Table 2" in md and "218.6" not in md.split("Table 3")[0]

@@ -26,9 +26,16 @@ so no run starts buried under its first seconds' backlog), ``offered`` × the
 lower of the cluster's CPU
 capacity and the hot-shard ceiling (the rate at which the hottest shard fills
 one core, as a shard is never split), and count the wait of tuples held back
-at the source in the latency. Every skew and ω table prints that ceiling. ``--quick`` shrinks the clusters (4 nodes for the micro-benchmark with the
-paper's keys per core, i.e. 1250 keys; 2/4 nodes for the SSE runs) and the
-sweeps so the whole run takes a few minutes.
+at the source in the latency. Every skew and ω table prints that ceiling.
+Beside them, the *sustained-load* runs at the top ω feed every policy
+``sustained_share`` × the lower of RC's and Elasticutor's measured saturation
+throughput there, a rate both serve, so their latency ratio is not a
+throughput shortfall. ``--quick`` shrinks the clusters (4 nodes for the
+micro-benchmark with the paper's keys per core, i.e. 1250 keys; 2/4 nodes for
+the SSE runs) and the sweeps so the whole run takes a few minutes.
+
+The headline records (``headline.jsonl``) carry the command, the commit and the
+UTC time of the run that produced them (:func:`provenance`).
 """
 
 from __future__ import annotations
@@ -36,8 +43,11 @@ from __future__ import annotations
 import json
 import math
 import os
+import subprocess
+import time
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass, replace
+from datetime import UTC, datetime
 from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
@@ -51,10 +61,20 @@ from streamscale.sim.kernel import SimConfig
 from streamscale.sim.run import SimResult, simulate
 from streamscale.sim.workloads import MicroBenchmark, StockExchange
 
-__all__ = ["HEADLINE_FILE", "POLICIES", "Setup", "run", "setup"]
+__all__ = [
+    "HEADLINE_FILE",
+    "POLICIES",
+    "QUICK_HEADLINE_FILE",
+    "Setup",
+    "provenance",
+    "run",
+    "setup",
+]
 
 # The committed copy of the headline figures the README quotes (full run, seed 1).
 HEADLINE_FILE = Path(__file__).with_name("elasticutor_headline.jsonl")
+# The same figures of ``--quick --seed 1``, which a slow test regenerates.
+QUICK_HEADLINE_FILE = Path(__file__).with_name("elasticutor_quick_headline.jsonl")
 
 POLICIES: tuple[str, ...] = ("static", "rc", "rc-damped", "naive-ec", "elastic")
 #: the policies of the skew and state-size sweeps (Figs. 9-10)
@@ -86,6 +106,7 @@ class Setup:
     sse_executor_sweep: tuple[int, ...] = ()
     timeline_warmup_s: float = 30.0
     timeline_s: float = 90.0
+    sustained_share: float = 0.75
 
 
 def setup(quick: bool) -> Setup:
@@ -223,6 +244,51 @@ def _run_all(
         return {k: f.result() for k, f in futures.items()}
 
 
+def _git(cwd: Path, *args: str) -> str:
+    done = subprocess.run(
+        ["git", *args], capture_output=True, text=True, cwd=cwd, timeout=10, check=True
+    )
+    return done.stdout.strip()
+
+
+def provenance(*, quick: bool, seed: int, custom: bool, wall_s: float) -> dict[str, Any]:
+    """The command, commit, UTC time and wall time of a run, for its headline records.
+
+    ``commit`` is the checkout's HEAD (12 hex digits), with ``+dirty`` when the
+    sources (``src``, ``pyproject.toml``, ``requirements.lock``; the committed
+    headline files aside) differ from it, or ``unknown`` outside a git checkout.
+    ``command`` is ``None`` for a custom :class:`Setup`, which no command reproduces.
+    """
+    here = Path(__file__).resolve().parent
+    try:
+        top = Path(_git(here, "rev-parse", "--show-toplevel"))
+        head = _git(top, "rev-parse", "--short=12", "HEAD")
+        dirty = _git(
+            top,
+            "status",
+            "--porcelain",
+            "--untracked-files=no",
+            "--",
+            "src",
+            "pyproject.toml",
+            "requirements.lock",
+            ":!src/streamscale/experiments/*headline.jsonl",
+        )
+        commit = head + ("+dirty" if dirty else "")
+    except (OSError, subprocess.SubprocessError):
+        commit = "unknown"
+    command = None
+    if not custom:
+        command = "streamscale reproduce elasticutor" + (" --quick" if quick else "")
+        command += f" --seed {seed}"
+    return {
+        "command": command,
+        "commit": commit,
+        "utc": datetime.now(UTC).isoformat(timespec="seconds"),
+        "wall_s": round(wall_s, 1),
+    }
+
+
 def run(
     out: Path,
     *,
@@ -235,6 +301,7 @@ def run(
 
     ``workers`` processes run the independent simulations (default: one per CPU, at most 2).
     """
+    started = time.perf_counter()
     s = config or setup(quick)
     workers = workers if workers is not None else min(2, os.cpu_count() or 1)
     # keys per core as in the paper (10 K keys on 256 cores), one generator per node
@@ -307,7 +374,24 @@ def run(
         for policy in sweep:
             wl = replace(base, state_bytes_per_shard=int(size), omega=2.0)
             specs[("state", size, policy)] = ("micro", wl, policy, s, s.sweep_s, seed)
-    done = _run_all(specs, workers)
+    # The sustained load needs RC's and Elasticutor's saturation throughput at the
+    # top ω: those two runs go first, the rest (and the sustained runs) after them.
+    top = max(s.omegas)
+    first = [("omega", top, "rc"), ("omega", top, "elastic")]
+    done = _run_all({k: specs.pop(k) for k in first}, workers)
+    basis = min(("rc", "elastic"), key=lambda p: done[("omega", top, p)].throughput)
+    top_wl = replace(base, omega=float(top))
+    rates[("sustained",)] = s.sustained_share * done[("omega", top, basis)].throughput
+    for policy in POLICIES:
+        specs[("sustained", policy)] = (
+            "micro",
+            replace(top_wl, rate=rates[("sustained",)], ramp_s=s.warmup_s),
+            policy,
+            s,
+            s.duration_s,
+            seed,
+        )
+    done.update(_run_all(specs, workers))
 
     def ceiling(**change: float) -> float:
         return replace(base, **change).hot_shard_ceiling(end)
@@ -352,6 +436,19 @@ def run(
                 )
     results["omega_sweep"] = omega_rows
     results["omega_offered"] = offered_rows
+    results["omega_sustained"] = [
+        {
+            **_row(
+                done[("sustained", p)],
+                omega=top,
+                ceiling=ceiling(omega=float(top)),
+                offered=rates[("sustained",)],
+            ),
+            "share": s.sustained_share,
+            "basis": basis,
+        }
+        for p in POLICIES
+    ]
     results["timeline_omega2"] = timeline
     results["dips_omega2"] = dip_rows
     results["reassignment_omega2"] = reassign
@@ -434,7 +531,13 @@ def run(
             )
     results["sse_executors"] = y_rows
     results["targets"] = targets(results)
-    results["headline"] = headline(results["targets"])
+    results["provenance"] = provenance(
+        quick=quick,
+        seed=seed,
+        custom=config is not None and config != setup(quick),
+        wall_s=time.perf_counter() - started,
+    )
+    results["headline"] = [{**h, **results["provenance"]} for h in headline(results["targets"])]
 
     markdown = render(results, out)
     write_results(out, results, markdown)

@@ -135,6 +135,27 @@ def _sweep_table(
     return markdown_table(cols, body)
 
 
+_NAME = {"rc": "RC", "elastic": "Elasticutor"}
+
+
+def _sustained(results: Mapping[str, Any], pols: Sequence[str]) -> list[str]:
+    rows = results.get("omega_sustained", [])
+    if not rows:
+        return []
+    r = rows[0]
+    return [
+        "### Sustained load",
+        "",
+        f"Sources at {r['share']:g} × {_NAME.get(r['basis'], r['basis'])}'s saturation "
+        f"throughput at ω = "
+        f"{r['omega']:g} (the lower of RC's and Elasticutor's), a rate both serve: the "
+        "latency ratio without a throughput shortfall.",
+        "",
+        _sweep_table(rows, "omega", "ω", pols),
+        "",
+    ]
+
+
 def render(results: Mapping[str, Any], out: Path) -> str:
     """The ``results.md`` text; writes the PNG plots into ``out``."""
     out.mkdir(parents=True, exist_ok=True)
@@ -203,6 +224,7 @@ def render(results: Mapping[str, Any], out: Path) -> str:
         if results.get("omega_offered")
         else "(no offered-load runs)",
         "",
+        *_sustained(results, pols),
         "## Throughput dips after each shuffle at ω = 2 (Fig. 7)",
         "",
         f"Saturation, a separate run of {s.get('timeline_s', s['duration_s']):g} s after a "
