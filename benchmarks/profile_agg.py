@@ -73,6 +73,8 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rows", type=int, default=50_000)
     ap.add_argument("--batches", type=int, default=3)
+    ap.add_argument("--window", default=None, help="e.g. '10 seconds': elastic-window")
+    ap.add_argument("--slide", default=None)
     args = ap.parse_args(argv)
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import functions as F
@@ -86,8 +88,14 @@ def main(argv: list[str] | None = None) -> None:
         src = Path(tmp) / "in"
         opts = {"keys": "10000", "alpha": "1.0", "cost_ms": "0", "seed": "7"}
         write_batches(src, opts, args.rows, args.batches + 1)
-        job = stream(file_stream(spark, src)).key_by("key", executors=E, shards=Z)
-        out = job.agg(F.count("*").alias("count"), F.sum("value").alias("sum"), name="agg")
+        df = file_stream(spark, src)
+        aggs = (F.count("*").alias("count"), F.sum("value").alias("sum"))
+        if args.window:
+            df = df.withWatermark("event_time", "10 seconds")
+            job = stream(df).key_by("key", executors=E, shards=Z)
+            out = job.window("event_time", args.window, args.slide).agg(*aggs, name="agg")
+        else:
+            out = stream(df).key_by("key", executors=E, shards=Z).agg(*aggs, name="agg")
         out.to(lambda df, b: df.write.format("noop").mode("overwrite").save(), name="noop")
         import streamscale.runtime.spark.agg.operator as agg_op
 

@@ -326,7 +326,8 @@ def run_agg(
     late_ms = late[1] if no_late and late is not None else None
     partial, op, spark_out = _partials(df, spec, agg, late_ms)
     out_schema = T.StructType([T.StructField(f.name, f.dataType, True) for f in spark_out])
-    part, pk = _cached(agg, ("route", pmap.shard_partition), lambda: _route_columns(pmap))
+    route = ("route", pmap.partitions, pmap.shard_partition)
+    part, pk = _cached(agg, route, lambda: _route_columns(pmap))
     shuffled = partial.select("*", part, pk).repartition(n, F.col(PK))
     spark = df.sparkSession
     sc = spark.sparkContext
