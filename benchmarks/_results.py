@@ -27,8 +27,8 @@ def _commit() -> str:
         )  # fmt: skip
         dirty = subprocess.run(
             # the results files themselves do not make a measured tree dirty
-            ["git", "status", "--porcelain", "--untracked-files=no", "--", ".",
-             ":!benchmarks/results"],
+            ["git", "status", "--porcelain", "--untracked-files=no", "--", ":(top)",
+             ":(top,exclude)benchmarks/results"],
             capture_output=True, text=True, cwd=RESULTS.parent, timeout=10, check=True,
         )  # fmt: skip
         return out.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
