@@ -66,6 +66,7 @@ __all__ = [
     "POLICIES",
     "QUICK_HEADLINE_FILE",
     "Setup",
+    "checkout_commit",
     "provenance",
     "run",
     "setup",
@@ -251,14 +252,31 @@ def _git(cwd: Path, *args: str) -> str:
     return done.stdout.strip()
 
 
-def provenance(*, quick: bool, seed: int, custom: bool, wall_s: float) -> dict[str, Any]:
+def provenance(
+    *, quick: bool, seed: int, custom: bool, wall_s: float, commit: str | None = None
+) -> dict[str, Any]:
     """The command, commit, UTC time and wall time of a run, for its headline records.
 
-    ``commit`` is the checkout's HEAD (12 hex digits), with ``+dirty`` when the
-    sources (``src``, ``pyproject.toml``, ``requirements.lock``; the committed
-    headline files aside) differ from it, or ``unknown`` outside a git checkout.
-    ``command`` is ``None`` for a custom :class:`Setup`, which no command reproduces.
+    ``commit`` (default: :func:`checkout_commit` now) is the checkout the run started
+    from. ``command`` is ``None`` for a custom :class:`Setup`, which no command
+    reproduces.
     """
+    command = None
+    if not custom:
+        command = "streamscale reproduce elasticutor" + (" --quick" if quick else "")
+        command += f" --seed {seed}"
+    return {
+        "command": command,
+        "commit": checkout_commit() if commit is None else commit,
+        "utc": datetime.now(UTC).isoformat(timespec="seconds"),
+        "wall_s": round(wall_s, 1),
+    }
+
+
+def checkout_commit() -> str:
+    """The checkout's HEAD (12 hex digits), with ``+dirty`` when the sources (``src``,
+    ``pyproject.toml``, ``requirements.lock``; the committed headline files aside)
+    differ from it, or ``unknown`` outside a git checkout."""
     here = Path(__file__).resolve().parent
     try:
         top = Path(_git(here, "rev-parse", "--show-toplevel"))
@@ -274,19 +292,9 @@ def provenance(*, quick: bool, seed: int, custom: bool, wall_s: float) -> dict[s
             "requirements.lock",
             ":!src/streamscale/experiments/*headline.jsonl",
         )
-        commit = head + ("+dirty" if dirty else "")
     except (OSError, subprocess.SubprocessError):
-        commit = "unknown"
-    command = None
-    if not custom:
-        command = "streamscale reproduce elasticutor" + (" --quick" if quick else "")
-        command += f" --seed {seed}"
-    return {
-        "command": command,
-        "commit": commit,
-        "utc": datetime.now(UTC).isoformat(timespec="seconds"),
-        "wall_s": round(wall_s, 1),
-    }
+        return "unknown"
+    return head + ("+dirty" if dirty else "")
 
 
 def run(
@@ -301,7 +309,7 @@ def run(
 
     ``workers`` processes run the independent simulations (default: one per CPU, at most 2).
     """
-    started = time.perf_counter()
+    started, commit = time.perf_counter(), checkout_commit()
     s = config or setup(quick)
     workers = workers if workers is not None else min(2, os.cpu_count() or 1)
     # keys per core as in the paper (10 K keys on 256 cores), one generator per node
@@ -536,6 +544,7 @@ def run(
         seed=seed,
         custom=config is not None and config != setup(quick),
         wall_s=time.perf_counter() - started,
+        commit=commit,
     )
     results["headline"] = [{**h, **results["provenance"]} for h in headline(results["targets"])]
 
