@@ -62,7 +62,7 @@ from streamscale.runtime.spark.keyed_map import (
     split_dead_letters,
     write_dead_letters,
 )
-from streamscale.runtime.spark.pinning import job_group, pin, reduce_runs
+from streamscale.runtime.spark.pinning import job_group, pin_units, reduce_runs
 from streamscale.runtime.spark.routing import PartitionMap
 from streamscale.runtime.spark.state import Hint, StateBackend
 
@@ -527,15 +527,9 @@ def run_keyed(
         spark.conf.get("spark.sql.session.timeZone", None), dead_letter_dir, parsed,
         watermark_ms, late, in_cols,
     )  # fmt: skip
-    planned: tuple[str, ...] = ()
     runs: tuple[Any, ...] = ()
     with job_group(sc, f"streamscale-{spec.operator}-{batch_id}-{attempt}", placed) as group:
-        if placed is not None:
-            planned = tuple(placed[u][0] if u in placed else "" for u in pmap.units)
-            if any(planned):
-                shuffled = pin(
-                    shuffled, [placed[u][1] if u in placed else None for u in pmap.units]
-                )
+        shuffled, planned = pin_units(shuffled, pmap.units, placed)
         reduced = shuffled.mapInPandas(_reduce_side(spec, batch), reduced_schema)
         if spec.emit:
             reduced = reduced.persist()

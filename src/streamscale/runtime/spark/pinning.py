@@ -178,6 +178,20 @@ def pin(df: Any, locations: Sequence[str | None]) -> Any:
     return DataFrame(jdf, spark)
 
 
+def pin_units(
+    df: Any, units: Sequence[str], placed: Mapping[str, tuple[str, str]] | None
+) -> tuple[Any, tuple[str, ...]]:
+    """``df`` (one partition per unit of ``units``) pinned where ``placed`` puts each
+    unit (``unit -> (executor id, host)``), and the executor id planned per partition
+    (``""``: unpinned; an empty tuple when nothing is placed)."""
+    if placed is None:
+        return df, ()
+    planned = tuple(placed[u][0] if u in placed else "" for u in units)
+    if any(planned):
+        df = pin(df, [placed[u][1] if u in placed else None for u in units])
+    return df, planned
+
+
 @dataclass(frozen=True, slots=True)
 class TaskRun:
     """One successful task of a stage, as Spark's status store recorded it."""

@@ -58,7 +58,7 @@ from streamscale.runtime.spark.agg.spec import (
 from streamscale.runtime.spark.hashing import partition_keys
 from streamscale.runtime.spark.keyed import _LIVE, BatchStats, KeyedSpec, TaskStats, release
 from streamscale.runtime.spark.keyed_map import PART, PK, SHARD, _lookup
-from streamscale.runtime.spark.pinning import job_group, pin, reduce_runs
+from streamscale.runtime.spark.pinning import job_group, pin_units, reduce_runs
 from streamscale.runtime.spark.routing import PartitionMap, global_shard_column
 from streamscale.runtime.spark.state import Hint
 
@@ -336,15 +336,9 @@ def run_agg(
         to_arrow_schema(out_schema, timezone="UTC"), late_ms, watermark_ms if closes else None,
     )  # fmt: skip
     reduced_schema = T.StructType([*out_schema.fields, T.StructField(_STATS, T.BinaryType())])
-    planned: tuple[str, ...] = ()
     runs: tuple[Any, ...] = ()
     with job_group(sc, f"streamscale-{spec.operator}-{batch_id}-{attempt}", placed) as group:
-        if placed is not None:
-            planned = tuple(placed[u][0] if u in placed else "" for u in pmap.units)
-            if any(planned):
-                shuffled = pin(
-                    shuffled, [placed[u][1] if u in placed else None for u in pmap.units]
-                )
+        shuffled, planned = pin_units(shuffled, pmap.units, placed)
         reduced = shuffled.mapInArrow(_reduce_side(batch), reduced_schema).persist()
         _LIVE[spec.operator] = [reduced]
         tasks = [
