@@ -51,7 +51,11 @@ from tests.planning.test_optimal import brute_force
 # Settings beyond the defaults worth checking, per registered placer.
 VARIANTS: dict[str, list[dict[str, Any]]] = {
     "tl": [{"order": "storm"}],
-    "td": [{"singles": "affinity", "relax": False}, {"literal": True}],
+    "td": [
+        {"singles": "affinity", "relax": False},
+        {"literal": True},
+        {"literal": True, "no_split": "to-r"},
+    ],
     "gma": [{"search": False}, {"objective": "utilization", "d_cpu": 1.0}],
 }
 # Bounds that keep a solver-backed placer's run short; used where the placer declares them.
