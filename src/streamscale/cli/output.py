@@ -3,27 +3,15 @@
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass
 from typing import Any
 
 from rich.console import Console
 from rich.table import Table
 
+from streamscale.formatting import jsonable
+
 __all__ = ["Output", "jsonable"]
-
-
-def jsonable(obj: Any) -> Any:
-    """Plain JSON types; non-finite floats become ``None`` so the output stays valid JSON."""
-    if isinstance(obj, float):
-        return obj if math.isfinite(obj) else None
-    if isinstance(obj, dict):
-        return {str(k): jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, list | tuple | set | frozenset):
-        return [jsonable(v) for v in obj]
-    if hasattr(obj, "item") and callable(obj.item):  # numpy scalars
-        return jsonable(obj.item())
-    return obj
 
 
 @dataclass

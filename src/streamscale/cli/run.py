@@ -15,7 +15,8 @@ from streamscale.control.controller import CONTROLLER_SETTINGS
 from streamscale.control.policies import POLICIES, POLICY_SETTINGS, check_params, check_policy
 from streamscale.control.watch import WATCH_SETTINGS
 from streamscale.errors import StreamscaleError
-from streamscale.runtime.spark.state_api import STATE_URL, check_state_url
+from streamscale.runtime.spark.state import check_state_url
+from streamscale.runtime.spark.state_api import STATE_URL
 from streamscale.settings import parse_pairs, split_params
 
 __all__ = ["check_run_options", "ensure_dir", "register", "run"]

@@ -23,7 +23,6 @@ from typing import Any
 
 import numpy as np
 
-from streamscale.cli.output import jsonable
 from streamscale.experiments.albic_collocation import (
     JOB2_MAX_LD,
     PERIODS,
@@ -35,6 +34,7 @@ from streamscale.experiments.albic_collocation import (
 from streamscale.experiments.albic_plots import plot_all, plot_collocation
 from streamscale.experiments.albic_setup import headline, synthetic
 from streamscale.experiments.report import markdown_table, readme_block, write_results
+from streamscale.formatting import jsonable
 from streamscale.planning.balancing.flux import flux
 from streamscale.planning.balancing.keygroups import KeyGroupProblem
 from streamscale.planning.balancing.metrics import load_distance_pct

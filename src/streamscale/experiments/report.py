@@ -7,21 +7,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from streamscale.cli.output import jsonable
+from streamscale.formatting import jsonable, markdown_table
 
 __all__ = ["markdown_table", "read_headline", "readme_block", "write_results"]
-
-
-def markdown_table(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
-    """A GitHub-flavoured markdown table; floats shown with 4 significant digits."""
-
-    def cell(v: Any) -> str:
-        return f"{v:.4g}" if isinstance(v, float) else str(v)
-
-    head = "| " + " | ".join(columns) + " |"
-    sep = "|" + "|".join("---" for _ in columns) + "|"
-    body = ["| " + " | ".join(cell(v) for v in r) + " |" for r in rows]
-    return "\n".join([head, sep, *body])
 
 
 def write_results(out: Path, results: Mapping[str, Any], markdown: str) -> None:

@@ -55,15 +55,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Hashable
-from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import Protocol
 
 import numpy as np
 
 from streamscale.errors import ModelError
 from streamscale.model import Cluster, Plan, Topology
 from streamscale.sim import protocols, service
-from streamscale.sim.state import LATENCY_BINS, OpState, shard_targets
+from streamscale.sim.state import LATENCY_BINS, OpState, SimConfig, shard_targets
 
 __all__ = ["Demand", "SimConfig", "Simulator"]
 
@@ -80,63 +79,6 @@ class Demand(Protocol):
     ) -> tuple[Hashable, np.ndarray]:
         """A version tag and the share of ``operator``'s input per global shard (sums to 1)."""
         ...
-
-
-@dataclass(frozen=True, slots=True)
-class SimConfig:
-    """Kernel settings.
-
-    Parameters
-    ----------
-    dt
-        Step length in seconds.
-    queue_capacity
-        Tuples a pool may hold per core before back-pressure stops its senders
-        (used when ``queue_s`` is None).
-    queue_s
-        Seconds of work a pool may hold per core: ``queue_s / cost`` tuples, so a
-        fast operator's queue is as long *in time* as a slow one's.
-    service
-        ``normal`` (per-tuple cost with mean c and coefficient of variation ``cost_cv``,
-        paper 000 §5.1, served as Erlang-``round(1/cv²)``) or ``exponential``.
-    cost_cv
-        Coefficient of variation of the per-tuple cost for ``normal``.
-    ec_sync_s
-        Fixed control latency of Elasticutor's labeling-tuple handshake (§5.1: ≈2 ms).
-    rc_sync_s
-        RC's synchronisation cost per upstream executor (pause, clean in-flight
-        tuples, update routing); it grows with the upstream executors (§5.1, Fig. 12a).
-        The default puts 32 upstream executors at 0.64 s, 2.5 orders of magnitude
-        above Elasticutor's 2 ms, as the paper reports (2-3 orders).
-    rc_sync_shard_s
-        RC's synchronisation cost per moved shard (its routing entry handed over
-        in the global protocol). The paper gives no per-shard figure; 0.2 ms (a
-        tenth of Elasticutor's whole per-shard handshake) is an assumption. At
-        2 ms per shard and upstream executor, the first repartitioning of the
-        32-node run (thousands of shards) paused RC for longer than the run.
-    max_rate
-        Cap on a saturating source (tuples/s) so the step stays finite.
-    """
-
-    dt: float = 0.01
-    queue_capacity: float = 1000.0
-    queue_s: float | None = None
-    service: Literal["normal", "exponential"] = "normal"
-    cost_cv: float = 0.5
-    ec_sync_s: float = 0.002
-    rc_sync_s: float = 0.02
-    rc_sync_shard_s: float = 0.0002
-    max_rate: float = 1e8
-
-    def __post_init__(self) -> None:
-        if not self.dt > 0:
-            raise ModelError("dt must be > 0", item="sim.dt")
-        if not self.queue_capacity > 0:
-            raise ModelError("queue_capacity must be > 0", item="sim.queue_capacity")
-        if self.queue_s is not None and not self.queue_s > 0:
-            raise ModelError("queue_s must be > 0", item="sim.queue_s")
-        if self.service not in ("normal", "exponential"):
-            raise ModelError("service must be normal or exponential", item="sim.service")
 
 
 class Simulator:

@@ -22,19 +22,31 @@ drain), 2 = state in transfer, 3 = done, waiting for the operator (RC).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import numpy as np
 
-from streamscale.sim.state import OpState
-
-if TYPE_CHECKING:
-    from streamscale.sim.kernel import Simulator
+from streamscale.sim.state import OpState, SimConfig
 
 __all__ = ["LABEL_DUST", "progress", "remaining_pause", "transfer_step"]
 
 #: Tuples ahead of a label below which it counts as reached (see ``_labelled``).
 LABEL_DUST = 0.5
+
+
+class Simulator(Protocol):
+    """What the protocols read and advance of :class:`streamscale.sim.kernel.Simulator`.
+
+    Declared here so that the kernel imports the protocols and not the other way
+    round (docs/architecture.md, "Layers").
+    """
+
+    config: SimConfig
+    now: float
+    ops: dict[str, OpState]
+    bytes_per_s: np.ndarray
+    migrated: np.ndarray
+    _upstream_executors: dict[str, int]
 
 
 def progress(sim: Simulator, st: OpState) -> bool:

@@ -26,9 +26,8 @@ from typing import Any
 
 import numpy as np
 
-from streamscale.cli.output import jsonable
 from streamscale.errors import StreamscaleError
-from streamscale.experiments.report import markdown_table
+from streamscale.formatting import jsonable, markdown_table
 from streamscale.runtime.spark.job import Job
 from streamscale.runtime.spark.metrics import BatchRecord
 from streamscale.runtime.spark.native import NATIVE_POLICY, run_native

@@ -27,8 +27,7 @@ limit) and ``start_time`` (epoch seconds used as ``t0`` instead of the clock).
 from __future__ import annotations
 
 import math
-import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, fields
 from functools import lru_cache
 from typing import Any
@@ -37,13 +36,6 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
-from pyspark.sql.streaming.datasource import (
-    ReadAllAvailable,
-    ReadLimit,
-    ReadMaxRows,
-    ReadMinRows,
-    SupportsTriggerAvailableNow,
-)
 from pyspark.sql.types import (
     DoubleType,
     LongType,
@@ -54,6 +46,7 @@ from pyspark.sql.types import (
 )
 
 from streamscale.errors import StreamscaleError
+from streamscale.runtime.spark.seq_reader import SeqRange, SeqStreamReader, _opt
 
 __all__ = [
     "BLOCK",
@@ -102,16 +95,6 @@ def expected_cost_ms(mean_ms: float) -> float:
     mu, sigma = mean_ms, 0.5 * mean_ms
     z = mu / sigma
     return float(mu * norm.cdf(z) + sigma * norm.pdf(z))
-
-
-def _opt(options: Mapping[str, Any], name: str, conv: Callable[[str], Any], default: Any) -> Any:
-    raw = options.get(name)
-    if raw is None or str(raw).strip() == "":
-        return default
-    try:
-        return conv(str(raw).strip())
-    except ValueError:
-        raise StreamscaleError(f"cannot parse {raw!r}", item=f"option '{name}'") from None
 
 
 def _parse_schedule(text: str) -> tuple[tuple[float, float], ...]:
@@ -380,81 +363,6 @@ def generate(
     return _rows(spec, a, b, t0)
 
 
-class SeqRange(InputPartition):
-    """One Spark task's share of a micro-batch: tuples ``start <= seq < end``."""
-
-    def __init__(self, start: int, end: int, t0: float) -> None:
-        self.start, self.end, self.t0 = start, end, t0
-
-    def __repr__(self) -> str:
-        return f"SeqRange({self.start}, {self.end})"
-
-
-class SeqStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
-    """A paced reader over rows numbered 0, 1, 2, …; offsets are ``{"seq", "t0"}``.
-
-    Subclasses say how many rows exist ``elapsed_s`` seconds after the stream's
-    start (:meth:`available`) and how to read a range. ``clock`` (epoch seconds)
-    is read only to pace the stream; a restarted query re-reads the same rows.
-    """
-
-    def __init__(self, spec: Any, clock: Callable[[], float] = time.time) -> None:
-        self.spec = spec
-        self.clock = clock
-        self._until: float | None = None
-
-    def available(self, elapsed_s: float) -> int:
-        raise NotImplementedError
-
-    def initialOffset(self) -> dict:
-        t0 = self.spec.start_time if self.spec.start_time is not None else self.clock()
-        return {"seq": 0, "t0": t0}
-
-    def getDefaultReadLimit(self) -> ReadLimit:
-        if self.spec.max_rows_per_batch is not None:
-            return ReadMaxRows(self.spec.max_rows_per_batch)
-        return ReadAllAvailable()
-
-    def admission(self) -> int | None:
-        """The live admission limit in ``admission_file`` (``None``: no file, or empty)."""
-        path = getattr(self.spec, "admission_file", None)
-        if not path:
-            return None
-        try:
-            with open(path, encoding="utf-8") as f:
-                text = f.read().strip()
-        except FileNotFoundError:
-            return None
-        return max(1, int(text)) if text else None
-
-    def prepareForTriggerAvailableNow(self) -> None:
-        self._until = self.clock()
-
-    def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
-        now = self.clock() if self._until is None else self._until
-        seq, t0 = int(start["seq"]), float(start["t0"])
-        end = max(self.available(now - t0), seq)
-        if isinstance(limit, ReadMaxRows):
-            end = min(end, seq + limit.max_rows)
-        elif isinstance(limit, ReadMinRows) and end - seq < limit.min_rows:
-            end = seq
-        live = None if self._until is not None else self.admission()  # availableNow: all
-        if live is not None:
-            end = min(end, seq + live)
-        return {"seq": end, "t0": t0}
-
-    def partitions(self, start: dict, end: dict) -> list[InputPartition]:
-        a, b, t0 = int(start["seq"]), int(end["seq"]), float(end["t0"])
-        if b <= a:
-            return []
-        n = min(self.spec.partitions, b - a)
-        cuts = [a + (b - a) * i // n for i in range(n + 1)]
-        return [SeqRange(cuts[i], cuts[i + 1], t0) for i in range(n)]
-
-    def commit(self, end: dict) -> None:
-        """Nothing to release: rows are recomputed (or re-read) from offsets, never buffered."""
-
-
 class GeneratorStreamReader(SeqStreamReader):
     """Rate-paced generator reader."""
 
@@ -493,7 +401,6 @@ class GeneratorSource(DataSource):
 
 def register_sources(spark: Any) -> None:
     """Register every streamscale source (generator, trace replay) with ``spark``."""
-    # Imported here because the trace module builds on this one.
     from streamscale.runtime.spark.trace import TraceSource
 
     spark.dataSource.register(GeneratorSource)

@@ -1,6 +1,6 @@
-"""The state backend interface, the backend a URL names, and the driver's version index.
+"""The state backend interface, the layout record and the driver's version index.
 
-See :mod:`streamscale.runtime.spark.state` for the protocol: batch ``b`` of a
+See :mod:`streamscale.runtime.spark.state` for the protocol and the backend a URL names: batch ``b`` of a
 shard reads the newest committed version ``< b`` and writes version ``b``; the
 driver commits ``b`` once every task of the batch succeeded.
 """
@@ -8,9 +8,7 @@ driver commits ``b`` once every task of the batch succeeded.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
-from urllib.parse import parse_qs, urlsplit
 
 from streamscale.errors import StreamscaleError
 from streamscale.settings import Setting
@@ -22,8 +20,6 @@ __all__ = [
     "StateBackend",
     "VersionIndex",
     "check_layout",
-    "check_state_url",
-    "state_backend",
 ]
 
 #: The layout record of an operator's state, beside its shards and commit marker.
@@ -170,9 +166,6 @@ def check_layout(backend: StateBackend, operator: str, executors: int, shards: i
         )
 
 
-_TRUE = {"1", "true", "yes", "on"}
-
-
 def _snapshot_opts(opts: dict[str, list[str]], url: str) -> dict[str, Any]:
     """``snapshot_every``, ``snapshot_ratio`` and ``io_threads`` from a URL query."""
     out: dict[str, Any] = {}
@@ -183,69 +176,3 @@ def _snapshot_opts(opts: dict[str, list[str]], url: str) -> dict[str, Any]:
             except ValueError:
                 raise StreamscaleError(f"{name} must be a number", item=url) from None
     return out
-
-
-def state_backend(url: str | Path) -> StateBackend:
-    """The state backend a URL names: a local path or ``file://`` URL (the default).
-
-    ``s3://bucket/prefix?endpoint=http://host:port`` (and other ``pyarrow.fs``
-    schemes) name a :class:`~streamscale.runtime.spark.state_fs.FsStateBackend`,
-    which every executor of a cluster reads alike.
-
-    Query options: ``fsync=1`` flushes every version and commit marker to the
-    disk before returning (e.g. ``file:///data/state?fsync=1``);
-    ``snapshot_every=N`` and ``snapshot_ratio=R`` set when changelogs are
-    compacted into a snapshot (every ``N`` versions, or when they outgrow ``R``
-    times the snapshot; defaults 16 and 0.5); ``io_threads=N`` bounds the
-    requests :meth:`~streamscale.runtime.spark.state.LocalStateBackend.write_many` and the reads issue at once
-    (default 1 on a local disk, 16 on an object store).
-    """
-    text = str(url)
-    parts = urlsplit(text)
-    if parts.scheme in ("", "file"):
-        opts = parse_qs(parts.query)
-        unknown = sorted(set(opts) - {"fsync", "snapshot_every", "snapshot_ratio", "io_threads"})
-        if unknown:
-            raise StreamscaleError(f"unknown state backend option {unknown[0]!r}", item=text)
-        root = parts.path if parts.scheme == "file" else text.split("?", 1)[0]
-        if not root:
-            raise StreamscaleError("state backend URL names no path", item=text)
-        fsync = opts.get("fsync", ["0"])[-1].lower() in _TRUE
-        from streamscale.runtime.spark.state import LocalStateBackend
-
-        return LocalStateBackend(root, fsync=fsync, **_snapshot_opts(opts, text))
-    if parts.scheme in ("s3", "hdfs", "gs", "abfs"):
-        from streamscale.runtime.spark.state_fs import FsStateBackend
-
-        return FsStateBackend(text)
-    raise StreamscaleError(f"unsupported state backend scheme {parts.scheme!r}", item=text)
-
-
-def check_state_url(url: str, *, option: str = "--state-url") -> StateBackend:
-    """The backend ``url`` names, checked before any Spark session starts.
-
-    A local directory is created (as ``--out`` is); an object store is not contacted.
-
-    Raises
-    ------
-    StreamscaleError
-        ``url`` names no path or bucket, an unknown scheme or option, a non-numeric
-        option, or a directory that cannot be created; the message names ``option url``.
-    """
-    import os
-
-    from streamscale.runtime.spark.state import LocalStateBackend
-
-    item = f"{option} {url}"
-    try:
-        backend = state_backend(STATE_URL.coerce(url))
-    except StreamscaleError as exc:
-        text = str(exc)
-        reason = text[len(exc.item) + 2 :] if exc.item and text.startswith(exc.item) else text
-        raise StreamscaleError(reason, item=item) from None
-    if type(backend) is LocalStateBackend:  # not a subclass on a remote filesystem
-        try:
-            os.makedirs(backend.root, exist_ok=True)
-        except OSError as exc:
-            raise StreamscaleError(f"cannot create: {exc.strerror or exc}", item=item) from None
-    return backend

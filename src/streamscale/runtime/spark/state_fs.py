@@ -23,8 +23,8 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from streamscale.errors import StreamscaleError
-from streamscale.runtime.spark.state import LocalStateBackend
 from streamscale.runtime.spark.state_api import _snapshot_opts
+from streamscale.runtime.spark.state_local import LocalStateBackend
 
 __all__ = ["FsStateBackend"]
 

@@ -43,7 +43,7 @@ from pyspark.sql.types import (
 )
 
 from streamscale.errors import StreamscaleError
-from streamscale.runtime.spark.sources import SeqRange, SeqStreamReader
+from streamscale.runtime.spark.seq_reader import SeqRange, SeqStreamReader
 
 __all__ = ["TraceSource", "TraceSpec", "TraceStreamReader", "load_trace", "trace_schema"]
 
