@@ -15,7 +15,7 @@ from streamscale.sim.run import Sample
 
 __all__ = ["ORDER", "PAPER", "dips", "render", "rerender"]
 
-#: The paper's reported figures (ALGORITHMS.md §000; paper 000, §5).
+#: The paper's reported figures (paper 000, §5).
 PAPER: dict[str, Any] = {
     "dip_s": {"rc": "10-20", "elastic": "1-3"},
     "sync_ms": {"elastic": "~2", "rc": "2-3 orders of magnitude longer"},

@@ -1,6 +1,6 @@
 """Plans: how much (allocation), where (placement) and which keys (routing).
 
-Vocabulary (ARCHITECTURE.md): an *instance* is an elastic executor, a group's
+Vocabulary (docs/architecture.md, "Vocabulary"): an *instance* is an elastic executor, a group's
 task or a task's thread bundle; a *unit* is one core-sized piece of an
 instance (an Elasticutor task, a paper-001 task, a paper-004 thread); a
 *target* of routing is a unit (or a node, for ALBIC's key group → node).

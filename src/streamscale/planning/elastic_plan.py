@@ -135,7 +135,7 @@ def backlog_rates(
 ) -> dict[str, float]:
     """Extra tuples/s per operator that drain the backlog within ``catch_up_s``.
 
-    DS2-style catch-up (ALGORITHMS.md, "Beyond the papers"): under back-pressure
+    DS2-style catch-up (docs/algorithms.md, "Beyond the papers"): under back-pressure
     the observed arrival rate equals the throughput, so the target rate adds
     ``backlog / catch_up_s``. An operator's own backlog counts in full; tuples held
     back at the sources reach it in proportion to its visit ratio (its input rate

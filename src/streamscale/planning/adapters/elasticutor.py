@@ -164,7 +164,7 @@ def with_loads(context: PlanningContext) -> PlanningContext:
     return replace(context, loads=_executor_loads(context, execs) if execs else {})
 
 
-#: default catch-up time (s) of the backlog term in λ (DS2-style, ALGORITHMS.md)
+#: default catch-up time (s) of the backlog term in λ (DS2-style, docs/algorithms.md "Beyond the papers")
 CATCH_UP_S: float = SETTINGS["catch_up_s"].default
 #: default per-core utilisation bound of executors whose operator has a backlog
 MAX_UTILIZATION: float = SETTINGS["max_utilization"].default
@@ -208,7 +208,7 @@ def queueing_allocation(
     executors and pools each executor's cores, happily leaves a task at ρ → 1
     (balancing only guarantees δ ≤ θ, so the hottest task runs at θ·ρ), where
     it throttles the sources for everyone (DS2-style utilisation band,
-    ALGORITHMS.md "Beyond the papers"). When the cores do not suffice, they are
+    docs/algorithms.md "Beyond the papers"). When the cores do not suffice, they are
     trimmed from executors that are not throttled first: ``queued_s`` is each
     entry's queued work in core-seconds (:func:`trim_cores`).
     """

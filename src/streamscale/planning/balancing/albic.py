@@ -1,8 +1,8 @@
 """ALBIC: autonomic load balancing with integrated collocation, and the adaptation loop.
 
 Paper 003, §4.3.2 (collocation on top of the MILP of §4.3.1) and §4.1,
-Algorithm 1 (the integrative adaptation framework). Restated in
-ALGORITHMS.md §003.
+Algorithm 1 (the integrative adaptation framework); docs/algorithms.md,
+"003 — ALBIC".
 
 Collocation, per adaptation round:
 

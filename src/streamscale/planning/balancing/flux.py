@@ -1,6 +1,6 @@
 """Flux: adaptive repartitioning by pairwise moves (Shah et al., ICDE 2003).
 
-The baseline of paper 003, §5.1–5.2 (restated in ALGORITHMS.md §003): sort
+The baseline of paper 003, §5.1–5.2 (docs/algorithms.md, "003 — ALBIC"): sort
 the nodes by load; move the largest suitable key group from the most loaded
 node to the least loaded one, then from the second to the second-last, and so
 on; repeat within the per-round migration limit. A key group is *suitable*

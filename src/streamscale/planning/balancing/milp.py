@@ -1,6 +1,6 @@
 """ALBIC's MILP key-group balancer with a migration budget and scale-in.
 
-Paper 003, §4.3.1 (the formulas are reconstructed in ALGORITHMS.md §003)::
+Paper 003, §4.3.1 (the formulas are reconstructed in docs/algorithms.md, "003 — ALBIC")::
 
     minimize   w1·δ − w2·δu − w3·δl
     (1) Σ_n x'_kn = 1                               ∀k
