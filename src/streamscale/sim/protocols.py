@@ -34,7 +34,7 @@ __all__ = ["LABEL_DUST", "progress", "remaining_pause", "transfer_step"]
 LABEL_DUST = 0.5
 
 
-class Simulator(Protocol):
+class KernelView(Protocol):
     """What the protocols read and advance of :class:`streamscale.sim.kernel.Simulator`.
 
     Declared here so that the kernel imports the protocols and not the other way
@@ -49,14 +49,14 @@ class Simulator(Protocol):
     _upstream_executors: dict[str, int]
 
 
-def progress(sim: Simulator, st: OpState) -> bool:
+def progress(sim: KernelView, st: OpState) -> bool:
     """Advance the reassignment state machines of ``st`` at ``sim.now``; True if routes changed."""
     if st.rc_active or st.protocol == "rc":
         return _rc(sim, st)
     return _ec(sim, st)
 
 
-def _start(sim: Simulator, st: OpState, idx: np.ndarray, sync_s: float) -> None:
+def _start(sim: KernelView, st: OpState, idx: np.ndarray, sync_s: float) -> None:
     queued = np.bincount(st.route, st.q, minlength=len(st.pools))
     st.phase[idx] = 1
     st.dest[idx] = st.target[idx]
@@ -67,7 +67,7 @@ def _start(sim: Simulator, st: OpState, idx: np.ndarray, sync_s: float) -> None:
     st.shard_moves += int(idx.size)
 
 
-def _labelled(sim: Simulator, st: OpState) -> np.ndarray:
+def _labelled(sim: KernelView, st: OpState) -> np.ndarray:
     """Shards whose label has been reached: everything ahead was served, or the task is idle."""
     cand = np.flatnonzero((st.phase == 1) & (st.ready_at <= sim.now + 1e-12))
     if not cand.size:
@@ -82,7 +82,7 @@ def _labelled(sim: Simulator, st: OpState) -> np.ndarray:
     return cand[reached]
 
 
-def _transfer(sim: Simulator, st: OpState, idx: np.ndarray) -> None:
+def _transfer(sim: KernelView, st: OpState, idx: np.ndarray) -> None:
     """Start the state transfers of shards ``idx`` (moves within a node finish at once)."""
     st.phase[idx] = 2
     st.labelled_at[idx] = sim.now
@@ -92,7 +92,7 @@ def _transfer(sim: Simulator, st: OpState, idx: np.ndarray) -> None:
     st.remote_moves += int(np.count_nonzero(src != dst))
 
 
-def transfer_step(sim: Simulator) -> None:
+def transfer_step(sim: KernelView) -> None:
     """Advance every state transfer in flight by one step.
 
     Concurrent transfers share the NICs fairly: each gets
@@ -132,7 +132,7 @@ def _finish(st: OpState, idx: np.ndarray, now: float) -> None:
     st.phase[idx] = 0
 
 
-def _ec(sim: Simulator, st: OpState) -> bool:
+def _ec(sim: KernelView, st: OpState) -> bool:
     start = np.flatnonzero((st.phase == 0) & (st.target != st.route))
     if start.size:
         _start(sim, st, start, sim.config.ec_sync_s)
@@ -150,7 +150,7 @@ def _ec(sim: Simulator, st: OpState) -> bool:
     return False
 
 
-def _rc(sim: Simulator, st: OpState) -> bool:
+def _rc(sim: KernelView, st: OpState) -> bool:
     if not st.rc_active:
         moving = np.flatnonzero(st.target != st.route)
         if not moving.size:
@@ -180,7 +180,7 @@ def _rc(sim: Simulator, st: OpState) -> bool:
     return True
 
 
-def remaining_pause(sim: Simulator, st: OpState) -> np.ndarray:
+def remaining_pause(sim: KernelView, st: OpState) -> np.ndarray:
     """Expected extra wait of a tuple admitted now to each shard because of a pause."""
     now = sim.now
     extra = np.zeros(st.shards)
