@@ -34,11 +34,8 @@ LAYERS: tuple[tuple[tuple[str, tuple[str, ...]], ...], ...] = (
     (("planning", ("streamscale.planning",)),),
     (("control", ("streamscale.control",)),),
     (("runtime", ("streamscale.runtime",)), ("sim", ("streamscale.sim",))),
-    (
-        ("profiling", ("streamscale.profiling",)),
-        ("scenarios", ("streamscale.scenarios",)),
-        ("nexmark", ("streamscale.nexmark",)),
-    ),
+    (("profiling", ("streamscale.profiling",)), ("scenarios", ("streamscale.scenarios",))),
+    (("nexmark", ("streamscale.nexmark",)),),
     (("experiments", ("streamscale.experiments",)),),
     (("api", ("streamscale",)),),
     (("cli", ("streamscale.cli",)),),
