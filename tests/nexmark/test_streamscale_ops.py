@@ -53,20 +53,6 @@ def test_q7_combiner_drops_only_bids_that_cannot_win() -> None:
     ]  # fmt: skip
 
 
-def test_q11_sessions_across_batches() -> None:
-    state: dict = {}
-    a = ops.q11_sessions(_bids([(1, 1, 1, 0), (1, 1, 1, 5000), (1, 2, 1, 7000)]), state)
-    # 10 s after the last event still joins the session (Flink's windows intersect there)
-    b = ops.q11_sessions(_bids([(1, 1, 1, 15_000), (1, 1, 1, 26_000)]), state)
-    final = pd.concat([a, b]).drop_duplicates(["bidder", "starttime"], keep="last")
-    got = sorted(map(tuple, final.to_numpy().tolist()))
-    assert got == [
-        (1, 1, 26_000_000, 36_000_000),
-        (1, 3, 0, 25_000_000),
-        (2, 1, 7_000_000, 17_000_000),
-    ]
-
-
 def test_q5_counts_add_up_over_chunks_and_ties_all_win() -> None:
     state: dict = {}
     # auction 1 twice at 1 s, auction 2 twice at 1.5 s and 3 s: window [-8 s, 2 s) holds
@@ -77,3 +63,63 @@ def test_q5_counts_add_up_over_chunks_and_ties_all_win() -> None:
     assert top[["auction", "num"]].values.tolist() == [[1, 2], [2, 2]]
     early = out[out["wstart"] == -8000]
     assert early[["auction", "num"]].values.tolist() == [[1, 2]]
+
+
+def _counts(rows: list[tuple[int, int, int]]) -> pd.DataFrame:
+    """(window start ms, auction, count) -> stage 1's update rows (timestamps)."""
+    return pd.DataFrame(
+        {
+            "wstart": pd.to_datetime([r[0] for r in rows], unit="ms", utc=True),
+            "auction": [r[1] for r in rows],
+            "num": [r[2] for r in rows],
+        }
+    )
+
+
+def test_q5_top_keeps_ties_and_lets_a_grown_count_overtake() -> None:
+    state: dict = {}
+    a = ops.q5_top(_counts([(0, 1, 2), (0, 2, 2), (0, 3, 1), (2000, 4, 1)]), state)
+    assert a is not None
+    assert sorted(map(tuple, a.to_numpy().tolist())) == [
+        (0, 1, 2), (0, 2, 2), (2_000_000, 4, 1)
+    ]  # fmt: skip
+    # auction 3 grows past the tie: the window's emission holds it alone; window 2 s is
+    # untouched and not emitted
+    b = ops.q5_top(_counts([(0, 3, 3)]), state)
+    assert b is not None and b.to_numpy().tolist() == [[0, 3, 3]]
+    # auction 1 catches up with 3 (its new count comes in a later batch): both are top
+    c = ops.q5_top(_counts([(0, 1, 3)]), state)
+    assert c is not None and sorted(c["auction"].tolist()) == [1, 3]
+
+
+def _q4_rows(auctions: list[tuple[int, int, int, int]], bids: list[tuple[int, int, int]]):
+    """auctions (id, start ms, expires ms, category), bids (auction, price, t ms)."""
+    a = pd.DataFrame({"event_type": 1, "key": [r[0] for r in auctions],
+                      "t": [r[1] * 1000 for r in auctions],
+                      "expires": [r[2] * 1000 for r in auctions],
+                      "category": [r[3] for r in auctions], "price": 0})  # fmt: skip
+    b = pd.DataFrame({"event_type": 2, "key": [r[0] for r in bids], "price": [r[1] for r in bids],
+                      "t": [r[2] * 1000 for r in bids], "expires": 0, "category": 0})  # fmt: skip
+    return pd.concat([a, b], ignore_index=True)
+
+
+def test_q4_deltas_sum_to_the_average_of_the_maxima() -> None:
+    state: dict = {}
+    # auction 1 (category 7): bids 5, then 9; auction 2 (category 7): 4, a bid after its
+    # expiry (100) is not counted; auction 3's bid comes before the auction itself
+    b1 = ops.q4_max_delta(_q4_rows([(1, 0, 50, 7), (2, 0, 20, 7)],
+                                   [(1, 5, 10), (2, 4, 10), (3, 8, 30)]), state)  # fmt: skip
+    b2 = ops.q4_max_delta(_q4_rows([(3, 0, 60, 8)], [(1, 9, 40), (2, 100, 30)]), state)
+    deltas = pd.concat([b1, b2], ignore_index=True)
+    sums = deltas.groupby("category")[["dsum", "dcount"]].sum()
+    avg = ops.q4_average(sums.rename(columns={"dsum": "total", "dcount": "auctions"}).reset_index())
+    assert avg.values.tolist() == [[7, (9 + 4) / 2], [8, 8.0]]
+
+
+def test_q8_keeps_groups_with_a_person_and_an_auction() -> None:
+    groups = pd.DataFrame({
+        "stime": pd.to_datetime([0, 10_000, 10_000], unit="ms", utc=True),
+        "key": [1, 1, 2], "p": [1, 1, None], "a": [1, None, 1], "name": ["ann", "ann", None],
+    })  # fmt: skip
+    out = ops.q8_new_sellers(groups)
+    assert out.values.tolist() == [[1, "ann", 0]]

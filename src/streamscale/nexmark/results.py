@@ -7,7 +7,9 @@ the end of the input once every window is flushed:
 * ``upsert`` queries (aggregations without windows, and Q11's sessions): per key, the
   row of the last batch that emitted that key (the issue's "last value per key");
 * ``replace`` queries (Q5, Q7 on streamscale): an emission carries *all* the rows of
-  its window, so per window the rows of the last batch that emitted it.
+  its window, so per window the rows of the last batch that emitted it;
+* ``last`` queries (complete mode: Q11 on streamscale): every batch emits the whole
+  result, so the rows of the last batch.
 
 Engines write their batches as Parquet under ``parts/batch_id=<b>/`` with time
 columns as microseconds since the epoch (no time-zone conversion anywhere); the
@@ -90,7 +92,7 @@ def finalize(
     q: str, parts: Path, out: Path, *, mode: str = "append", key: tuple[str, ...] = ()
 ) -> pd.DataFrame:
     """The final result of ``q`` from its batches under ``parts``, written to
-    ``out/result.parquet`` and returned. ``mode``: ``append``, ``upsert`` or ``replace``
+    ``out/result.parquet`` and returned. ``mode``: ``append``, ``upsert``, ``replace`` or ``last``
     (see the module docstring) by ``key``."""
     frame = read_parts(parts)
     cols = OUTPUT_COLUMNS[q]
@@ -99,7 +101,9 @@ def finalize(
     elif len(frame) and mode == "replace":
         last = frame.groupby(list(key))["batch_id"].transform("max")
         frame = frame[frame["batch_id"] == last]
-    elif mode not in ("append", "upsert", "replace"):
+    elif len(frame) and mode == "last":
+        frame = frame[frame["batch_id"] == frame["batch_id"].max()]
+    elif mode not in ("append", "upsert", "replace", "last"):
         raise StreamscaleError("unknown result mode", item=mode)
     result = canonical(q, frame.reindex(columns=list(cols)))
     Path(out).mkdir(parents=True, exist_ok=True)
@@ -116,6 +120,8 @@ def canonical(q: str, frame: pd.DataFrame) -> pd.DataFrame:
         if c in TIME_COLUMNS.get(q, ()):
             if not pd.api.types.is_datetime64_any_dtype(v):
                 v = pd.to_datetime(v.astype(np.int64), unit="us", utc=True)
+            elif v.dt.tz is None:  # Spark's timestamps are UTC instants (Parquet INT96)
+                v = v.dt.tz_localize("UTC")
             v = v.astype("datetime64[us, UTC]")
         elif c in ("price", "final", "avg_price") and q in ("q1", "q4", "q6"):
             v = v.astype(np.float64)

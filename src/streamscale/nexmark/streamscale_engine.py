@@ -2,32 +2,50 @@
 
 Each query is a job of :func:`streamscale.stream` over file streams of the event
 tables (``maxFilesPerTrigger`` files per table and batch, as the ``spark-sql`` engine
-reads them): stateless stages are ``map_batches``, stateful ones ``key_by(...).process``
-with the keyed functions of :mod:`~streamscale.nexmark.streamscale_ops`, elastic under
-any policy. A query over several tables reads one stream of their union with an
+reads them): stateless stages are ``map_batches``; aggregations are the declarative,
+vectorized operators (``key_by(...).agg``, ``key_by(...).window(...).agg``: Spark
+computes each batch's partial aggregates, tasks merge them into Arrow shard state,
+:mod:`streamscale.runtime.spark.agg`); joins and what no aggregate expresses are
+``key_by(...).process`` with the keyed functions of
+:mod:`~streamscale.nexmark.streamscale_ops`. Every keyed stage is elastic under any
+policy. A query over several tables reads one stream of their union with an
 ``event_type`` column (0 person, 1 auction, 2 bid), as the Flink suite's ``datagen``
-table does; times travel as epoch microseconds.
+table does.
 
-=====  =======================================================  ==============  =========
-query  operators                                                key             final
-=====  =======================================================  ==============  =========
-q0     map                                                      -               append
-q1     map                                                      -               append
-q2     map                                                      -               append
-q3     keyed join                                               person id       append
-q4     keyed max per auction -> keyed average per category      auction, cat.   upsert
-q5     map (hop windows) -> keyed counts and maxima per window  window start    replace
-q6     keyed winning bid -> keyed moving average per seller     auction, seller upsert
-q7     map (tumbling windows) -> keyed maximum per window       window end      replace
-q8     keyed windowed join                                      person id       append
-q11    keyed sessions                                           bidder          upsert
-=====  =======================================================  ==============  =========
+=====  ===========================================================  =========  =========
+query  operators (``agg``: declarative, vectorized)                  keyed by   final
+=====  ===========================================================  =========  =========
+q0     map                                                          -          append
+q1     map                                                          -          append
+q2     map                                                          -          append
+q3     keyed join                                                   person id  append
+q4     keyed join, max per auction -> agg sum, count per category   auction,   upsert
+       -> map average                                               category
+q5     agg count per (hop window, auction) -> keyed top per window  auction,   replace
+                                                                    window
+q6     keyed winning bid -> keyed moving average per seller         auction,   upsert
+                                                                    seller
+q7     map (tumbling windows) -> keyed maximum per window           window     replace
+q8     agg per (person id, tumbling window) of persons and          person id  upsert
+       auctions -> map: both there
+q11    agg count per (bidder, session window), complete mode        bidder     last
+=====  ===========================================================  =========  =========
 
-The run goes to the end of the input: one batch per file of each table; each batch
-emits the current value of every window it touched, and
-:func:`~streamscale.nexmark.results.finalize` keeps the last (a watermark reaching
-the keyed functions, once the API passes one, will let them close windows instead:
-see ``WATERMARK`` in :mod:`~streamscale.nexmark.streamscale_ops`).
+Q5, Q8 and Q11 read ``dateTime`` as a timestamp, Q11 with the published 4 s watermark
+(as the spark-sql engine's stream: late rows dropped; with the generator's files in
+event-time order none is); Q5's and Q8's update-mode windows keep their state, as the
+spark-sql engine's batch plans hold every group (a watermark would evict closed
+windows, at the price of a batch without input after the last file); the other queries
+take times as epoch microseconds. The run
+goes to the end of the input: one batch per file of each table; update-mode stages
+emit the current value of every group a batch changed, and
+:func:`~streamscale.nexmark.results.finalize` keeps the last (Spark's streaming
+watermark moves only with data, so the windows still open at the end of the input
+are flushed this way); Q11's complete mode emits every session each batch, the last
+batch's are final. What is still a keyed function: Q3 (a join), Q4's first stage
+(the auction-bid interval join), Q6 (a row-based OVER window), Q7 (the windowed
+maximum joined back with its bids) and Q5's top auctions per window (a maximum with
+its ties): the graph runner unions a node's inputs, it has no join.
 """
 
 from __future__ import annotations
@@ -42,7 +60,7 @@ from streamscale.nexmark import streamscale_ops as ops
 from streamscale.nexmark.files import SPARK_SCHEMAS, read_meta
 from streamscale.nexmark.results import check_query, finalize
 
-__all__ = ["FINAL", "build_job", "run_streamscale", "source"]
+__all__ = ["FINAL", "WATERMARK", "build_job", "prepare", "run_streamscale", "source"]
 
 #: How a query's emissions become its final result (mode, key): see results.finalize.
 FINAL: dict[str, tuple[str, tuple[str, ...]]] = {
@@ -54,9 +72,12 @@ FINAL: dict[str, tuple[str, tuple[str, ...]]] = {
     "q5": ("replace", ("wstart",)),
     "q6": ("upsert", ("seller",)),
     "q7": ("replace", ("wend",)),
-    "q8": ("append", ()),
-    "q11": ("upsert", ("bidder", "starttime")),
+    "q8": ("upsert", ("id", "stime")),
+    "q11": ("last", ()),
 }
+
+#: The published watermark of the event-time queries (as spark_sql's streams).
+WATERMARK = "4 seconds"
 
 # Per query and table: the columns of the source stream (Spark SQL expressions).
 _SOURCES: dict[str, dict[str, dict[str, str]]] = {
@@ -83,10 +104,17 @@ _SOURCES: dict[str, dict[str, dict[str, str]]] = {
         "bid": {"key": "auction", "t": "unix_micros(dateTime)", "price": "price"},
     },
     "q8": {
-        "person": {"key": "id", "name": "name", "t": "unix_micros(dateTime)"},
-        "auction": {"key": "seller", "t": "unix_micros(dateTime)"},
+        "person": {"key": "id", "name": "name", "dateTime": "dateTime", "p": "1", "a": "0"},
+        "auction": {"key": "seller", "dateTime": "dateTime", "p": "0", "a": "1"},
     },
 }
+#: Queries reading event time as a timestamp (bid columns when they read bids only).
+_EVENT_TIME = {"q5": ("auction", "dateTime"), "q8": (), "q11": ("bidder", "dateTime")}
+#: ... and those under the published watermark. Q5's and Q8's update-mode windows run
+#: without one: a watermark makes Spark run a batch without input after the last file
+#: to move it, which closes nothing the flush at the end does not already give.
+_WATERMARKED = ("q11",)
+_INT = {"p", "a"}
 _BID = {
     "auction": "auction",
     "bidder": "bidder",
@@ -109,10 +137,23 @@ def _stream(spark: Any, events_dir: Path, table: str, files_per_trigger: int) ->
 def source(spark: Any, q: str, events_dir: Path, *, files_per_trigger: int = 1) -> Any:
     """The query's input stream: the bids, or the union of the tables it joins."""
     q = check_query(q)
+    frames = {
+        t: _stream(spark, events_dir, t, files_per_trigger) for t in _SOURCES.get(q, {"bid": {}})
+    }
+    return prepare(q, frames)
+
+
+def prepare(q: str, frames: dict[str, Any]) -> Any:
+    """The query's input stream from streams of the event tables (``frames``: table
+    name -> a stream with Nexmark's columns, files or the ``streamscale_nexmark``
+    source): the columns the query's first operator takes; the published watermark
+    for the event-time queries."""
+    q = check_query(q)
+    if q in _EVENT_TIME and q not in _SOURCES:
+        df = frames["bid"].select(*_EVENT_TIME[q])
+        return df.withWatermark("dateTime", WATERMARK) if q in _WATERMARKED else df
     if q not in _SOURCES:
-        return _stream(spark, events_dir, "bid", files_per_trigger).selectExpr(
-            *(f"{expr} AS `{name}`" for name, expr in _BID.items())
-        )
+        return frames["bid"].selectExpr(*(f"{expr} AS `{name}`" for name, expr in _BID.items()))
     spec = _SOURCES[q]
     names = list(dict.fromkeys(c for cols in spec.values() for c in cols))
     parts = []
@@ -122,23 +163,35 @@ def source(spark: Any, q: str, events_dir: Path, *, files_per_trigger: int = 1) 
             if c in cols:
                 exprs.append(f"{cols[c]} AS `{c}`")
             else:
-                exprs.append(f"CAST(NULL AS {'STRING' if c in _STRINGS else 'BIGINT'}) AS `{c}`")
-        parts.append(_stream(spark, events_dir, table, files_per_trigger).selectExpr(*exprs))
+                kind = "STRING" if c in _STRINGS else "INT" if c in _INT else "BIGINT"
+                exprs.append(f"CAST(NULL AS {kind}) AS `{c}`")
+        parts.append(frames[table].selectExpr(*exprs))
     df = parts[0]
     for p in parts[1:]:
         df = df.unionByName(p)
-    return df
+    return df.withWatermark("dateTime", WATERMARK) if q in _WATERMARKED else df
 
 
 def build_job(
-    df: Any, q: str, *, executors: int = 2, shards: int = 8, available_now: bool = False
+    df: Any,
+    q: str,
+    *,
+    executors: int = 2,
+    shards: int = 8,
+    available_now: bool = False,
+    wait_ms: float = 0.0,
+    trigger_s: float = 0.0,
 ) -> Any:
     """The query's operators on ``df`` (:func:`source`); returns the output stream.
-    ``available_now``: a run processes what the files hold, then stops."""
+    ``available_now``: a run processes what the files hold, then stops; ``wait_ms``:
+    an emulated cost per input row of Q5's and Q8's windowed aggregation, waited
+    (the surge scenario's per-tuple cost)."""
     q = check_query(q)
+    from pyspark.sql import functions as F
+
     from streamscale.runtime.spark.api import stream
 
-    s = stream(df, name=f"nexmark-{q}", available_now=available_now)
+    s = stream(df, name=f"nexmark-{q}", available_now=available_now, trigger_s=trigger_s)
     kw = {"executors": executors, "shards": shards}
     if q == "q0":
         return s.map_batches(ops.q0_project, name="q0")
@@ -149,11 +202,23 @@ def build_job(
     if q == "q3":
         return s.key_by("key", **kw).process(ops.q3_join, name="join")
     if q == "q4":
-        m = s.key_by("key", **kw).process(ops.q4_max_per_auction, name="max_per_auction")
-        return m.key_by("category", **kw).process(ops.q4_category_avg, name="avg_per_category")
+        m = s.key_by("key", **kw).process(ops.q4_max_delta, name="max_per_auction")
+        sums = m.key_by("category", **kw).agg(
+            F.sum("dsum").alias("total"), F.sum("dcount").alias("auctions"), name="per_category"
+        )
+        return sums.map_batches(ops.q4_average, name="average")
     if q == "q5":
-        w = s.map_batches(ops.q5_windows, name="hop")
-        return w.key_by("wstart", **kw).process(ops.q5_hot_items, name="hot_items")
+        counts = (
+            s.key_by("auction", **kw)
+            .window("dateTime", "10 seconds", "2 seconds")
+            .agg(
+                F.count("*").alias("num"),
+                bounds=("wstart", "wend"),
+                wait_ms=wait_ms,
+                name="bids_per_window",
+            )
+        )
+        return counts.key_by("wstart", **kw).process(ops.q5_top, name="hot_items")
     if q == "q6":
         w = s.key_by("key", **kw).process(ops.q6_winning_bid, name="winning_bid")
         return w.key_by("seller", **kw).process(ops.q6_avg_per_seller, name="avg_per_seller")
@@ -161,8 +226,24 @@ def build_job(
         w = s.map_batches(ops.q7_windows, name="tumble")
         return w.key_by("wend", **kw).process(ops.q7_highest, name="highest")
     if q == "q8":
-        return s.key_by("key", **kw).process(ops.q8_new_sellers, name="new_sellers")
-    return s.key_by("bidder", **kw).process(ops.q11_sessions, name="sessions")
+        groups = (
+            s.key_by("key", **kw)
+            .window("dateTime", "10 seconds")
+            .agg(
+                F.max("p").alias("p"), F.max("a").alias("a"),
+                F.first("name", ignorenulls=True).alias("name"),
+                bounds=("stime", "etime"), wait_ms=wait_ms, name="per_window",
+            )
+        )  # fmt: skip
+        return groups.map_batches(ops.q8_new_sellers, name="new_sellers")
+    return (
+        s.key_by("bidder", **kw)
+        .window("dateTime", session_gap="10 seconds")
+        .agg(
+            F.count("*").alias("bid_count"), mode="complete",
+            bounds=("starttime", "endtime"), name="sessions",
+        )
+    )  # fmt: skip
 
 
 def _parquet_sink(parts: Path) -> Any:

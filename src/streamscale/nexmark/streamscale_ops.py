@@ -1,18 +1,23 @@
-"""The operators of Nexmark Q0-Q8 and Q11 on streamscale: stateless and keyed functions.
+"""The operators of Nexmark Q0-Q8 on streamscale: stateless and keyed functions.
 
 Stateless operators are ``fn(pandas.DataFrame) -> pandas.DataFrame`` (``map_batches``);
 keyed operators are ``fn(rows, state) -> pandas.DataFrame``: one shard's rows of a
 batch (any number of keys) and that shard's state dict, which streamscale versions,
 moves and recovers with the shard (:mod:`streamscale.runtime.spark.keyed`). Each
 works on the whole shard at once (numpy, pandas) and touches Python objects only per
-key, window or session, never per row where it can be avoided.
+key, window or session, never per row where it can be avoided. The aggregations of
+Q4, Q5, Q8 and Q11 are declarative operators (``key_by(...).agg`` / ``.window(...)
+.agg``, :mod:`streamscale.runtime.spark.agg`) built in
+:mod:`~streamscale.nexmark.streamscale_engine`; the functions here are the parts
+around them (Q4's join, Q5's top auctions per window, Q8's selection).
 
 Times are epoch microseconds in and out (``t`` columns); window arithmetic is in ms,
 aligned to the epoch. Without a watermark reaching the keyed function, a window or
 session is never closed: each batch emits the current value of every window it
 touched and the last emission per window is the final one (``results.finalize``).
 Where a watermark will plug in is marked ``WATERMARK`` (closing and evicting windows
-below it, emitting each once).
+below it, emitting each once). ``q5_windows`` and ``q5_hot_items`` are Q5 as keyed
+functions, for a topology file (``examples/nexmark-q5.yaml``).
 """
 
 from __future__ import annotations
@@ -31,16 +36,16 @@ __all__ = [
     "q1_euro",
     "q2_select",
     "q3_join",
-    "q4_category_avg",
-    "q4_max_per_auction",
+    "q4_average",
+    "q4_max_delta",
     "q5_hot_items",
+    "q5_top",
     "q5_windows",
     "q6_avg_per_seller",
     "q6_winning_bid",
     "q7_highest",
     "q7_windows",
     "q8_new_sellers",
-    "q11_sessions",
 ]
 
 GAP_MS, TUMBLE_MS, HOP_MS, SLIDE_MS = 10_000, 10_000, 10_000, 2_000
@@ -145,10 +150,12 @@ def _auction_bids(rows: pd.DataFrame, state: dict[Any, Any], extra: str) -> tupl
     return auctions, ids, price, t
 
 
-def q4_max_per_auction(rows: pd.DataFrame, state: dict[Any, Any]) -> pd.DataFrame | None:
+def q4_max_delta(rows: pd.DataFrame, state: dict[Any, Any]) -> pd.DataFrame | None:
     """Q4 stage 1, keyed by auction id: the highest bid within the auction's life
-    (``B.dateTime BETWEEN A.dateTime AND A.expires``); emits each auction whose
-    maximum rose, with its category."""
+    (``B.dateTime BETWEEN A.dateTime AND A.expires``); for each auction whose maximum
+    rose, the change to its category's sum of maxima (``dsum``: new minus old maximum)
+    and count (``dcount``: 1 for the auction's first valid bid, else 0), so that the
+    category's average is a sum and a count (:func:`q4_average`)."""
     auctions, ids, price, _ = _auction_bids(rows, state, "category")
     best: dict[int, int] = state.setdefault("max", {})
     if not len(ids):
@@ -156,28 +163,24 @@ def q4_max_per_auction(rows: pd.DataFrame, state: dict[Any, Any]) -> pd.DataFram
     g = pd.Series(price).groupby(ids).max()
     changed = []
     for k, p in zip(g.index.tolist(), g.tolist(), strict=True):
-        if p > best.get(k, -1):
+        old = best.get(k)
+        if old is None or p > old:
             best[k] = p
-            changed.append((auctions[k][2], k, p))
+            changed.append((auctions[k][2], p - (old or 0), int(old is None)))
     if not changed:
         return None
-    return pd.DataFrame(changed, columns=["category", "auction", "final"])
+    return pd.DataFrame(changed, columns=["category", "dsum", "dcount"])
 
 
-def q4_category_avg(rows: pd.DataFrame, state: dict[Any, Any]) -> pd.DataFrame:
-    """Q4 stage 2, keyed by category: the average of its auctions' highest bids
-    (an auction's newer maximum replaces its older one)."""
-    best: dict[int, int] = state.setdefault("max", {})
-    sums: dict[int, list[int]] = state.setdefault("sum", {})
-    for c, a, p in zip(_col(rows, "category").tolist(), _col(rows, "auction").tolist(),
-                       _col(rows, "final").tolist(), strict=True):  # fmt: skip
-        s = sums.setdefault(c, [0, 0])
-        old = best.get(a)
-        s[0] += p - (old or 0)
-        s[1] += old is None
-        best[a] = p
-    cats = sorted(set(_col(rows, "category").tolist()))
-    return pd.DataFrame({"id": cats, "final": [sums[c][0] / sums[c][1] for c in cats]})
+def q4_average(df: pd.DataFrame) -> pd.DataFrame:
+    """Q4 stage 3: a category's average of its auctions' maxima, from the sums of
+    :func:`q4_max_delta`'s changes (stage 2, a declarative ``sum`` per category)."""
+    total = df["total"].to_numpy(dtype=np.float64)
+    n = df["auctions"].to_numpy(dtype=np.float64)
+    return pd.DataFrame({"id": df["category"].to_numpy(dtype=_I64), "final": total / n})
+
+
+q4_average.output_schema = "id BIGINT, final DOUBLE"  # type: ignore[attr-defined]
 
 
 def q6_winning_bid(rows: pd.DataFrame, state: dict[Any, Any]) -> pd.DataFrame | None:
@@ -258,6 +261,39 @@ def q5_hot_items(rows: pd.DataFrame, state: dict[Any, Any]) -> pd.DataFrame | No
     return pd.DataFrame(out, columns=["wstart", "auction", "num"])
 
 
+def q5_top(rows: pd.DataFrame, state: dict[Any, Any]) -> pd.DataFrame | None:
+    """Q5 stage 2, keyed by window start: the auctions with the most bids per window.
+
+    Its input is stage 1's update stream (a declarative windowed ``count``): each
+    changed (window, auction) with its full count. Counts only grow, so an auction
+    below its window's maximum can only rise to it by changing, when it comes again:
+    the state keeps, per window, just the auctions at the maximum. Emits all of a
+    touched window's hottest auctions (window start in µs), vectorized (no loop)."""
+    new = pd.DataFrame(
+        {
+            "wstart": _micros(rows["wstart"]),
+            "auction": rows["auction"].to_numpy(dtype=_I64),
+            "num": rows["num"].to_numpy(dtype=_I64),
+        }
+    )
+    old = state.get("top")
+    both = new if old is None else pd.concat([old, new], ignore_index=True)
+    both = both.drop_duplicates(["wstart", "auction"], keep="last")
+    top = both[both["num"] == both.groupby("wstart")["num"].transform("max")]
+    state["top"] = top.reset_index(drop=True)
+    out = top[top["wstart"].isin(new["wstart"].unique())]
+    return out.reset_index(drop=True) if len(out) else None
+
+
+def _micros(s: pd.Series) -> np.ndarray:
+    """Epoch microseconds of a timestamp column (tz-aware or naive UTC)."""
+    if pd.api.types.is_datetime64_any_dtype(s):
+        if getattr(s.dt, "tz", None) is None:
+            s = s.dt.tz_localize("UTC")
+        return s.astype("datetime64[us, UTC]").astype(np.int64).to_numpy()
+    return s.to_numpy(dtype=_I64)
+
+
 def q7_windows(df: pd.DataFrame) -> pd.DataFrame:
     """Q7's tumbling windows (10 s): each bid with the end of its window (a member:
     its price counts for the maximum) and, when it lies exactly on a window's end, with
@@ -307,72 +343,21 @@ def q7_highest(rows: pd.DataFrame, state: dict[Any, Any]) -> pd.DataFrame | None
 # ---------------------------------------------------------------- Q8: windowed join
 
 
-def q8_new_sellers(rows: pd.DataFrame, state: dict[Any, Any]) -> pd.DataFrame | None:
-    """Q8, monitor new users, keyed by person id (= seller): persons who opened an
-    auction in the 10 s tumbling window they joined in; emits each (person, window)
-    once.
-
-    WATERMARK: windows below it can be dropped from the state."""
-    persons: dict[int, dict[int, str]] = state.setdefault("p", {})
-    sold: dict[int, set[int]] = state.setdefault("a", {})
-    done: set[tuple[int, int]] = state.setdefault("done", set())
-    kind = _col(rows, "event_type")
-    w = (_col(rows, "t") // 1000 // TUMBLE_MS) * TUMBLE_MS
-    keys = _col(rows, "key")
-    out = []
-    for i in np.flatnonzero(kind == 0).tolist():
-        persons.setdefault(int(keys[i]), {})[int(w[i])] = rows["name"].iat[i]
-    for i in np.flatnonzero(kind == 1).tolist():
-        sold.setdefault(int(keys[i]), set()).add(int(w[i]))
-    for k in set(keys.tolist()):
-        for win, name in persons.get(k, {}).items():
-            if win in sold.get(k, ()) and (k, win) not in done:
-                done.add((k, win))
-                out.append((k, name, win * 1000))
-    if not out:
-        return None
-    return pd.DataFrame(out, columns=["id", "name", "stime"])
-
-
-# ---------------------------------------------------------------- Q11: sessions
-
-
-def q11_sessions(rows: pd.DataFrame, state: dict[Any, Any]) -> pd.DataFrame:
-    """Q11, user sessions, keyed by bidder: bids per session (a gap over 10 s starts a
-    new one; two events 10 s apart share one, as Flink's windows intersect there);
-    a session is ``[first event, last event + 10 s)``; emits every session the batch
-    touched. The state keeps each bidder's latest session: a bidder's events come in
-    event-time order (the generator's files are).
-
-    WATERMARK: a session whose end is below it is final: emit once and drop it."""
-    last: dict[int, tuple[int, int, int]] = state.setdefault("s", {})
-    bidder, t = _col(rows, "bidder"), _col(rows, "dateTime") // 1000
-    order = np.lexsort((t, bidder))
-    bidder, t = bidder[order], t[order]
-    first = np.concatenate([[True], bidder[1:] != bidder[:-1]])
-    new = first | np.concatenate([[True], np.diff(t) > GAP_MS])
-    sid = np.cumsum(new) - 1
-    n = int(sid[-1]) + 1 if len(sid) else 0
-    s_bidder = bidder[new]
-    s_start = t[new]
-    s_last = np.maximum.reduceat(t, np.flatnonzero(new)) if n else t[:0]
-    s_count = np.bincount(sid, minlength=n).astype(_I64)
-    firsts = np.flatnonzero(first)
-    heads = sid[firsts]  # each bidder's first session of the batch
-    for h, b in zip(heads.tolist(), s_bidder[heads].tolist(), strict=True):
-        prev = last.get(b)
-        if prev is not None and s_start[h] - prev[1] <= GAP_MS:
-            s_start[h] = min(prev[0], s_start[h])
-            s_last[h] = max(prev[1], s_last[h])
-            s_count[h] += prev[2]
-    tails = np.concatenate([heads[1:] - 1, [n - 1]]) if n else heads
-    for i, b in zip(tails.tolist(), s_bidder[tails].tolist(), strict=True):
-        last[b] = (int(s_start[i]), int(s_last[i]), int(s_count[i]))
+def q8_new_sellers(df: pd.DataFrame) -> pd.DataFrame:
+    """Q8 stage 2: the (person id, 10 s window) groups of stage 1 (a declarative
+    windowed aggregation of the person and auction streams keyed by person id =
+    seller: ``max(p)``, ``max(a)``, the person's name) that hold both a new person and
+    an auction of theirs: the published join of the two windowed aggregations on
+    (id, window). Window start as epoch µs."""
+    both = (df["p"].to_numpy(dtype=np.float64) == 1) & (df["a"].to_numpy(dtype=np.float64) == 1)
+    hit = df[both]
     return pd.DataFrame(
         {
-            "bidder": s_bidder,
-            "bid_count": s_count,
-            "starttime": s_start * 1000,
-            "endtime": (s_last + GAP_MS) * 1000,
+            "id": hit["key"].to_numpy(dtype=_I64),
+            "name": hit["name"].astype(object).to_numpy(),
+            "stime": _micros(hit["stime"]),
         }
     )
+
+
+q8_new_sellers.output_schema = "id BIGINT, name STRING, stime BIGINT"  # type: ignore[attr-defined]

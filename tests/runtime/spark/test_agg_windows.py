@@ -159,3 +159,27 @@ def test_drop_duplicates_within_watermark_equals_spark(spark, tmp_path) -> None:
     _run(spark, out.to(collect, name="collect"), tmp_path / "ck")
     assert _nonempty(got) == _nonempty(want)
     assert sum(len(v[1]) for v in want.values()) > 0
+
+
+@pytest.mark.spark
+def test_window_bounds_as_columns_are_spark_types_or_refused(spark, tmp_path) -> None:
+    from pyspark.sql import functions as F
+
+    from streamscale.errors import StreamscaleError
+
+    src = tmp_path / "in"
+    _write_timed(src, batches=1, rows=10)
+    df = _timed(spark, src)
+    s = stream(df).key_by("k").window("t", "10 seconds").agg(F.count("*"), bounds=("ws", "we"))
+    fn = next(f for n, f in s._b.functions.items() if n == s._from[0])
+    want = df.groupBy(F.window("t", "10 seconds"), "k").agg(F.count("*"))
+    want = want.select("window.start", "window.end", "k", "count(1)").schema
+    got = fn.resolve(df).out_schema
+    assert [(f.name, f.dataType) for f in got.fields] == [
+        (n, f.dataType) for n, f in zip(("ws", "we", "k", "count(1)"), want.fields, strict=True)
+    ]
+    w = stream(df).key_by("k").window("t", "10 seconds")
+    with pytest.raises(StreamscaleError, match="bounds= takes two distinct column names"):
+        w.agg(F.count("*"), bounds=("ws", "ws"))
+    with pytest.raises(StreamscaleError, match="bounds column 'k' is also a key"):
+        stream(df).key_by("k").window("t", "10 seconds").agg(F.count("*"), bounds=("k", "we"))

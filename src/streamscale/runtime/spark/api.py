@@ -170,6 +170,8 @@ class Stream:
         params: dict[str, Any] | None = None,
         seed: int | None = None,
         state_url: str | None = None,
+        on_batch: Any | None = None,
+        resources: Any | None = None,
     ) -> Any:
         """Run the whole job this stream belongs to; returns a
         :class:`~streamscale.runtime.spark.dag.GraphResult`.
@@ -177,7 +179,9 @@ class Stream:
         ``policy`` (``static``, ``elastic``, …) plans every keyed operator after each
         batch; ``params`` are its and the controller's settings (checked before the
         query starts); ``state_url`` is where keyed state lives (default
-        ``checkpoint/state``; e.g. ``s3://bucket/prefix?endpoint=…``)."""
+        ``checkpoint/state``; e.g. ``s3://bucket/prefix?endpoint=…``); ``on_batch`` is
+        called with each committed batch's record; ``resources``: executors that follow
+        the plan (:mod:`~streamscale.runtime.spark.resources`)."""
         from streamscale.control.controller import CONTROLLER_SETTINGS
         from streamscale.control.policies import POLICY_SETTINGS, check_params, check_policy
         from streamscale.settings import split_params
@@ -206,6 +210,8 @@ class Stream:
             seed=seed,
             state_url=state_url,
             available_now=self._b.available_now,
+            on_batch=on_batch,
+            resources=resources,
         )
 
 
@@ -319,9 +325,13 @@ class WindowedStream:
         mode: str | None = None,
         max_collect: int | None = None,
         name: str | None = None,
+        bounds: tuple[str, str] | None = None,
+        wait_ms: float = 0.0,
     ) -> Stream:
         """Aggregates of each (window, key) group; the output has Spark's columns for
-        ``df.groupBy(window(...), *keys).agg(*aggs)``.
+        ``df.groupBy(window(...), *keys).agg(*aggs)`` (with ``bounds=(start, end)``:
+        the window struct as two timestamp columns of those names, first; ``wait_ms``:
+        an emulated cost per input row, waited in the reduce task, for benchmarks).
 
         ``mode``: ``update`` (as :meth:`KeyedStream.agg`), ``append`` (each window
         once, when the query's watermark passes its end; needs ``withWatermark`` on the
@@ -332,7 +342,10 @@ class WindowedStream:
         """
         if mode is None:
             mode = "append" if self.session else "update"
-        return _add_agg(self._k, aggs, mode, max_collect, name, self.spec, self.session)
+        return _add_agg(
+            self._k, aggs, mode, max_collect, name, self.spec, self.session,
+            bounds=bounds, wait_ms=wait_ms,
+        )  # fmt: skip
 
 
 def _interval(v: str | float, what: str) -> str:
@@ -353,6 +366,9 @@ def _add_agg(
     name: str | None,
     window: tuple[str, str, str | None] | None,
     session: bool = False,
+    *,
+    bounds: tuple[str, str] | None = None,
+    wait_ms: float = 0.0,
 ) -> Stream:
     from streamscale.runtime.spark.agg.spec import Aggregation
     from streamscale.runtime.spark.event_time import watermark_of
@@ -362,7 +378,7 @@ def _add_agg(
     wm = watermark_of(b.source_df.schema) if b.source_df is not None else None
     fn = Aggregation.build(
         k.keys, aggs, mode=mode, max_collect=max_collect, item=f"operator {n}",
-        window=window, watermark=wm, session=session,
+        window=window, watermark=wm, session=session, bounds=bounds, wait_ms=wait_ms,
     )  # fmt: skip
     if k._s._from == ("source",) and b.source_df is not None:
         fn.resolve(b.source_df, item=f"operator {n}")  # refuse before the query starts

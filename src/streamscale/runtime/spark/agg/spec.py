@@ -177,6 +177,8 @@ class AggOp:
     out: tuple[str, ...]
     window: str | None = None  # output column of the window (its bounds: WS, WE)
     session: bool = False  # session windows: overlapping ones of a key merge
+    bounds: tuple[str, str] | None = None  # output the window as (start, end) columns
+    wait_ms: float = 0.0  # emulated cost: waited per input row in the reduce task
 
     @property
     def slots(self) -> tuple[Slot, ...]:
@@ -221,6 +223,8 @@ class Aggregation:
     time_mode: str | None = None  # "EventTime": windows close on the query's watermark
     session: bool = False  # session windows (``window`` = (time column, gap, None))
     drops_late: bool = False  # rows of windows closed before the batch are dropped
+    bounds: tuple[str, str] | None = None  # the window as two columns (start, end)
+    wait_ms: float = 0.0  # emulated per-row cost, waited (see build)
     _cache: dict[str, Resolved] = field(default_factory=dict, repr=False)
     columns: dict[Any, Any] = field(default_factory=dict, repr=False)  # plan-only Columns
 
@@ -243,12 +247,19 @@ class Aggregation:
         window: tuple[str, str, str | None] | None = None,
         watermark: tuple[str, int] | None = None,
         session: bool = False,
+        bounds: tuple[str, str] | None = None,
+        wait_ms: float = 0.0,
     ) -> Aggregation:
         """Check and read the declaration; one line naming what is refused.
 
         ``window``: (time column, size, slide) of a windowed aggregation, or with
         ``session`` (time column, gap, None) of session windows; ``watermark``: the
-        query's (column, delay), closing windows on that column.
+        query's (column, delay), closing windows on that column; ``bounds``: names of
+        two output columns holding the window's start and end in place of Spark's
+        ``window`` struct (what ``.select("window.start", "window.end", ...)`` gives);
+        ``wait_ms``: an emulated per-row cost for benchmarks, waited (slept) by the reduce
+        task per input row its partials stand for (a windowed row counts once per
+        window holding it), so it counts in the task's busy time as the operator's work.
         """
         if not keys:
             raise StreamscaleError("key_by needs at least one column", item=item)
@@ -273,6 +284,18 @@ class Aggregation:
                 f"{window[0]!r} (as Spark)",
                 item=item,
             )
+        if bounds is not None and (
+            window is None
+            or len(bounds) != 2
+            or not all(isinstance(b, str) and b for b in bounds)
+            or bounds[0] == bounds[1]
+        ):
+            raise StreamscaleError(
+                "bounds= takes two distinct column names, for a windowed aggregation",
+                item=item,
+            )
+        if isinstance(wait_ms, bool) or not isinstance(wait_ms, int | float) or not wait_ms >= 0:
+            raise StreamscaleError("wait_ms must be a number of milliseconds >= 0", item=item)
         if max_collect is not None and (isinstance(max_collect, bool) or int(max_collect) < 1):
             raise StreamscaleError("max_collect must be an integer >= 1", item=item)
         parsed = tuple(parse_agg(a, max_collect=max_collect) for a in aggs)
@@ -281,8 +304,9 @@ class Aggregation:
         # filters them), not for windows (its complete mode keeps every row)
         late = closes and (mode != "complete" or session)
         return cls(
-            tuple(keys), tuple(aggs), mode, max_collect, parsed, window, mode_t, session, late
-        )
+            tuple(keys), tuple(aggs), mode, max_collect, parsed, window, mode_t, session, late,
+            None if bounds is None else (str(bounds[0]), str(bounds[1])), float(wait_ms),
+        )  # fmt: skip
 
     def resolve(self, df: Any, *, item: str = "agg") -> Resolved:
         """The aggregation against ``df``'s schema (cached per schema).
@@ -341,11 +365,25 @@ class Aggregation:
         cols = [c for p, call in zip(self.parsed, calls, strict=True) for c in partials(p, call)]
         cols.append(F.count(F.lit(1)).alias(N_ROWS))
         if self.window is None:
-            op = AggOp(self.keys, tuple(calls), self.mode, self.max_collect, tuple(schema.names))
+            op = AggOp(self.keys, tuple(calls), self.mode, self.max_collect, tuple(schema.names),
+                       wait_ms=self.wait_ms)  # fmt: skip
             return Resolved(op, tuple(group), tuple(cols), schema)
         win = schema.names[0]
+        if self.bounds is not None:
+            taken = set(self.keys) | set(names)
+            clash = [b for b in self.bounds if b in taken]
+            if clash:
+                raise StreamscaleError(
+                    f"bounds column {clash[0]!r} is also a key or an output", item=item
+                )
+            from pyspark.sql import types as T
+
+            wtype = schema.fields[0].dataType
+            flat_fields = [T.StructField(b, f.dataType, True)
+                           for b, f in zip(self.bounds, wtype.fields, strict=True)]  # fmt: skip
+            schema = T.StructType([*flat_fields, *schema.fields[1:]])
         op = AggOp((WS, WE, *self.keys), tuple(calls), self.mode, self.max_collect,
-                   tuple(schema.names), win, self.session)  # fmt: skip
+                   tuple(schema.names), win, self.session, self.bounds, self.wait_ms)  # fmt: skip
         group[0] = group[0].alias(WIN)
         flat = (F.col(f"{WIN}.start").alias(WS), F.col(f"{WIN}.end").alias(WE))
         return Resolved(op, tuple(group), tuple(cols), schema, flat)

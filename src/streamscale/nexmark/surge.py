@@ -1,0 +1,179 @@
+"""The surge scenario of ``bench_autoscale`` on Nexmark Q5 and Q8.
+
+The scenario, its policies and its scoring are :mod:`streamscale.scenarios.surge`'s and
+:mod:`~streamscale.scenarios.surge_score`'s, unchanged: a warm-up, then base → peak →
+base offered load, each policy in its own SparkSession on the same loopback cluster,
+``slo_tuples`` (tuple-weighted) and core-seconds billed from each executor's request.
+What changes is the job: instead of the generator → calculator micro-benchmark, the
+bundled Nexmark source (``streamscale_nexmark``) offers events on the scenario's rate
+schedule and the query's streamscale job (:func:`~streamscale.nexmark.streamscale_engine.
+build_job`) runs them:
+
+* Q5 reads the bid stream; its windowed ``count`` per (hop window, auction) is the
+  declarative operator that carries the cost;
+* Q8 reads the union event stream (persons and auctions); its windowed aggregation per
+  (person id, tumbling window) carries the cost.
+
+A *tuple* is a Nexmark event (the source's offsets count events), so ``slo_tuples``
+weighs every event offered in the scored window. The per-tuple cost is **waited**
+(``wait_ms`` of the declarative operator: the reduce task sleeps per input row, as the
+surge's ``cost_kind: wall``), so a loopback cluster's task slots behave like cores on a
+small machine. The scenario's ``cost_ms`` is per event; the operator's input rows per
+event (:data:`ROWS_PER_EVENT`: Q5's bids fall in 5 hop windows each, Q8 sees persons and
+auctions only) turn it into a cost per row, so the load in cores at a given event rate is
+the scenario's (:meth:`SurgeConfig.cores_for`) for either query.
+
+:func:`run_nexmark_job` runs such a job with the arguments
+:func:`streamscale.scenarios.surge.run_policy` gives ``run_job``; :func:`nexmark_surge`
+has ``run_policy`` build and run the Nexmark job instead of its own for the duration of
+a run (``run_policy`` takes no job of the caller's), so every other step — sessions,
+executors, Spark's dynamic allocation, the records scored — is the scenario's own code.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from streamscale.errors import StreamscaleError
+from streamscale.nexmark.generator import GeneratorConfig
+from streamscale.scenarios.surge import SurgeConfig
+
+__all__ = [
+    "ROWS_PER_EVENT",
+    "SURGE_QUERIES",
+    "NexmarkSurgeJob",
+    "live_input",
+    "nexmark_options",
+    "nexmark_surge",
+    "run_nexmark_job",
+    "wait_ms",
+]
+
+SURGE_QUERIES = ("q5", "q8")
+_G = GeneratorConfig()  # the source's proportions (persons : auctions : bids)
+_PERSON, _AUCTION, _BID = _G.person_proportion, _G.auction_proportion, _G.bid_proportion
+_TOTAL = _G.total_proportion
+#: Rows of the costed operator's input per Nexmark event: Q5 counts each bid in its
+#: 10 s / 2 s = 5 hop windows; Q8 aggregates the persons and the auctions.
+ROWS_PER_EVENT: dict[str, float] = {
+    "q5": 5.0 * _BID / _TOTAL,
+    "q8": (_PERSON + _AUCTION) / _TOTAL,
+}
+
+
+def _check(q: str) -> str:
+    n = str(q).strip().lower()
+    if n not in SURGE_QUERIES:
+        raise StreamscaleError(
+            f"the surge runs on {', '.join(SURGE_QUERIES)} only", item=f"query {q}"
+        )
+    return n
+
+
+def wait_ms(cfg: SurgeConfig, q: str) -> float:
+    """The waited cost per input row of ``q``'s costed operator (``cfg.cost_ms`` per event)."""
+    return cfg.cost_ms / ROWS_PER_EVENT[_check(q)]
+
+
+def nexmark_options(cfg: SurgeConfig, q: str) -> dict[str, str]:
+    """The Nexmark source's options: the scenario's rate schedule (base until the surge,
+    the peak for a phase, base after it) in events/s, as steps ``duration_s:rate``."""
+    q = _check(q)
+    base, peak = cfg.base_rate, cfg.base_rate * cfg.peak_factor
+    steps = f"{cfg.surge_at!r}:{base!r},{cfg.phase_s!r}:{peak!r},1.0:{base!r}"
+    return {
+        "table": "bid" if q == "q5" else "events",
+        "seed": str(cfg.seed),
+        "schedule": steps,
+        "partitions": "2",
+    }
+
+
+def live_input(spark: Any, q: str, cfg: SurgeConfig) -> Any:
+    """``q``'s input stream from the Nexmark source on the scenario's schedule."""
+    from streamscale.nexmark.source import register
+    from streamscale.nexmark.streamscale_engine import prepare
+
+    q = _check(q)
+    register(spark)
+    df = spark.readStream.format("streamscale_nexmark").options(**nexmark_options(cfg, q)).load()
+    if q == "q5":
+        return prepare(q, {"bid": df})
+    return prepare(
+        q, {"person": df.filter("event_type = 0"), "auction": df.filter("event_type = 1")}
+    )
+
+
+@dataclass(frozen=True)
+class NexmarkSurgeJob:
+    """What ``run_policy`` builds in place of its own job: the query, the scenario and
+    the keyed instances of the policy."""
+
+    query: str
+    cfg: SurgeConfig
+    instances: int
+
+
+@dataclass(frozen=True)
+class _Record:
+    """The fields of a batch record ``run_policy``'s progress line reads."""
+
+    batch_id: int
+    rows: int
+    latency_p99_ms: float | None = None
+
+
+def run_nexmark_job(
+    spark: Any,
+    job: NexmarkSurgeJob,
+    *,
+    policy: str,
+    duration_s: float,
+    checkpoint: Path,
+    params: dict[str, Any] | None = None,
+    on_batch: Callable[[Any], None] | None = None,
+    seed: int | None = None,
+    resources: Any | None = None,
+    **_: Any,
+) -> Any:
+    """Run ``job`` on ``spark`` for ``duration_s`` under ``policy`` (``run_job``'s
+    arguments; a planning ``cluster`` is not needed: every keyed operator starts with one
+    unit per instance), sinking into a row count."""
+    from streamscale.nexmark.streamscale_engine import build_job
+
+    cfg = job.cfg
+    s = build_job(
+        live_input(spark, job.query, cfg), job.query, executors=job.instances,
+        shards=cfg.shards, wait_ms=wait_ms(cfg, job.query), trigger_s=cfg.trigger_s,
+    )  # fmt: skip
+    s = s.to("none", name="out")
+
+    def each(rec: Any) -> None:
+        if on_batch is not None:
+            on_batch(_Record(rec.batch_id, int(sum(rec.keyed_rows.values()))))
+
+    return s.run(
+        checkpoint=checkpoint, duration_s=duration_s, spark=spark, policy=policy,
+        params=params, seed=seed, on_batch=each, resources=resources,
+    )  # fmt: skip
+
+
+@contextlib.contextmanager
+def nexmark_surge(q: str) -> Iterator[None]:
+    """Within the block, :func:`streamscale.scenarios.surge.run_policy` runs Nexmark
+    ``q`` (:func:`run_nexmark_job`) instead of its micro-benchmark job."""
+    import streamscale.runtime.spark.runner as runner
+    import streamscale.scenarios.surge as surge
+
+    q = _check(q)
+    saved = surge._job, runner.run_job
+    surge._job = lambda cfg, instances: NexmarkSurgeJob(q, cfg, instances)  # type: ignore[assignment]
+    runner.run_job = run_nexmark_job  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        surge._job, runner.run_job = saved  # type: ignore[assignment]

@@ -1,0 +1,50 @@
+"""The Nexmark surge's schedule, cost and substitution, without a cluster."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import streamscale.runtime.spark.runner as runner
+import streamscale.scenarios.surge as surge
+from streamscale.errors import StreamscaleError
+from streamscale.nexmark import surge as nx
+from streamscale.nexmark.generator import GeneratorConfig, generate
+from streamscale.nexmark.source import NexmarkSpec
+from streamscale.runtime.spark.sources import GeneratorSpec
+from streamscale.scenarios.surge import SurgeConfig
+
+
+@pytest.mark.parametrize("q", ["q5", "q8"])
+def test_the_source_offers_events_when_the_scorer_expects_them(q: str) -> None:
+    # the scorer dates tuple n by the scenario's generator schedule: the Nexmark source
+    # must offer the same counts at every time, warm-up, surge and after it
+    cfg = SurgeConfig(phase_s=15.0, warmup_s=25.0, base_rate=100.0, peak_factor=3.0)
+    offered = NexmarkSpec.from_options(nx.nexmark_options(cfg, q))
+    scored = GeneratorSpec.from_options(cfg.source_options())
+    for t in np.arange(0.05, cfg.duration_s + 30.0, 0.37):
+        assert abs(offered.available(float(t)) - scored.available(float(t))) <= 1, t
+    assert offered.available(cfg.surge_at + cfg.phase_s) - offered.available(cfg.surge_at) == (
+        pytest.approx(cfg.phase_s * 300.0, abs=1)
+    )
+
+
+def test_rows_per_event_are_the_generated_proportions() -> None:
+    ev = generate(GeneratorConfig.constant(1000, seed=3), 0, 5000)
+    assert nx.ROWS_PER_EVENT["q5"] == pytest.approx(5 * len(ev.bid) / 5000)
+    assert nx.ROWS_PER_EVENT["q8"] == pytest.approx((len(ev.person) + len(ev.auction)) / 5000)
+    cfg = SurgeConfig()
+    # the waited cost per row makes the load per event the scenario's cost_ms
+    for q in ("q5", "q8"):
+        assert nx.wait_ms(cfg, q) * nx.ROWS_PER_EVENT[q] == pytest.approx(cfg.cost_ms)
+
+
+def test_the_substitution_is_undone_and_other_queries_refused() -> None:
+    job, run_job = surge._job, runner.run_job
+    with nx.nexmark_surge("Q8"):
+        built = surge._job(SurgeConfig(), 4)
+        assert isinstance(built, nx.NexmarkSurgeJob) and built.query == "q8"
+        assert runner.run_job is nx.run_nexmark_job
+    assert (surge._job, runner.run_job) == (job, run_job)
+    with pytest.raises(StreamscaleError, match="the surge runs on q5, q8 only"):
+        nx.wait_ms(SurgeConfig(), "q7")
