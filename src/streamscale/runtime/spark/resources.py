@@ -40,6 +40,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from streamscale.control.sharing import held_cores
 from streamscale.errors import StreamscaleError
 from streamscale.model import Cluster, Node, Plan
 from streamscale.model.ids import executor_node
@@ -234,9 +235,10 @@ class ExecutorResources:
 
     # -- acting -------------------------------------------------------------------------
     def wanted(self, plan: Plan) -> int:
-        """Executors for ``plan``'s cores, plus :attr:`standby`, and at least a mid-batch
-        request's :attr:`floor` while it holds."""
-        cores = plan.allocation.total
+        """Executors for the cores ``plan`` holds (its shared slots, else one per unit:
+        :func:`~streamscale.control.sharing.held_cores`), plus :attr:`standby`, and at
+        least a mid-batch request's :attr:`floor` while it holds."""
+        cores = held_cores(plan.allocation)
         n = math.ceil(cores / self.cores_per_executor) if cores > 0 else self.min_executors
         n += self.standby
         if self.clock() < self.floor_until:

@@ -46,7 +46,14 @@ from streamscale.runtime.spark.session import require_classic
 from streamscale.runtime.spark.state import VersionIndex, check_layout, state_backend
 from streamscale.runtime.spark.watch import make_watch, split_watch_params
 
-__all__ = ["BatchRecord", "RunResult", "drive_query", "run_job", "summarize_run"]
+__all__ = [
+    "BatchRecord",
+    "RunResult",
+    "drive_query",
+    "run_job",
+    "share_by_default",
+    "summarize_run",
+]
 
 _CONTROLLER_KEYS = {f.name for f in dataclasses.fields(ControllerConfig)}
 # Planning slots per core when no cluster is given: a unit is a Spark task, and
@@ -115,6 +122,22 @@ def split_run_params(params: Mapping[str, Any] | None) -> tuple[ControllerConfig
         {k: v for k, v in all_params.items() if k in _CONTROLLER_KEYS}
     )
     return ctl, {k: v for k, v in all_params.items() if k not in _CONTROLLER_KEYS}
+
+
+def share_by_default(
+    policy: str | Policy, params: dict[str, Any], resources: Resources | None
+) -> dict[str, Any]:
+    """``params`` with ``share_cores`` on when executors are requested (their cores are
+    bought, so a plan holds only the cores its units' work needs) and the policy reads
+    the setting but was not told; unchanged otherwise."""
+    from streamscale.control.policies.spec import spec
+    from streamscale.runtime.spark.resources import ExecutorResources
+
+    if not isinstance(policy, str) or not isinstance(resources, ExecutorResources):
+        return params
+    if "share_cores" not in spec(policy).settings or params.get("share_cores") is not None:
+        return params
+    return {**params, "share_cores": True}
 
 
 def control_step(
@@ -305,6 +328,7 @@ def run_job(
         cores = cluster.total_cores
     watch_cfg, params = split_watch_params(params)
     ctl_cfg, pol_params = split_run_params(params)
+    pol_params = share_by_default(policy, pol_params, resources)
     pol, initial = _resolve_policy(policy, job, cluster, pol_params, seed)
     initial = plan if plan is not None else initial
     _register_source(spark, job)
