@@ -123,6 +123,9 @@ def test_policy_holds_the_work_not_one_core_per_instance(name: str) -> None:
     p0 = initial_plan(name, topo, cluster, params=params)
     assert held_cores(p0.allocation) == 8
     pol = make_policy(name, topo, cluster, params=params, seed=1)
+    # an empty first batch measures no work: the cores held stay
+    idle = pol.decide(_observed(0.0), p0, 5.0)
+    assert held_cores((idle.plan or p0).allocation) == 8
     base = pol.decide(_observed(100.0), p0, 10.0)
     assert base.plan is not None and base.scale == "down"
     assert base.plan.allocation.total >= 8  # every instance keeps a unit

@@ -150,6 +150,8 @@ class QueueingSized(PolicyBase):
                 continue
             work = ld.arrival / ld.service if 0 < ld.service < math.inf else ld.load
             demand.extend(unit_demand(plan, ex.instance, work, ld.shard_load).values())
+        if not sum(demand) > 0:  # no work measured (an empty first batch): hold what is held
+            return with_slots(plan, held_cores(current.allocation))
         capacity = float(self.params.get("max_utilization", MAX_UTILIZATION))
         slots = shared_slots(demand, capacity=capacity, current=current.allocation.slots)
         figures["held_cores"] = slots

@@ -375,7 +375,8 @@ def run_job(
         try:
             # tasks only for cores ready to run them (executors still starting get none)
             ready = getattr(resources, "ready_cores", None)
-            pmap = realizer.begin_batch(ready() or None if ready is not None else None)
+            ready_cores = ready() if ready is not None else None
+            pmap = realizer.begin_batch(ready_cores or None)
             upto = min(batch_id - 1, backend.committed(job.keyed))
             hints, drops = index.hints(upto)
             attempt = uuid.uuid4().hex
@@ -394,6 +395,14 @@ def run_job(
                 "backlog": collector.backlog,
                 # state read from the store, not a worker's cache: shards that moved here
                 "state_read_bytes": sum(t.state_read_bytes for t in stats.tasks),
+                "ready_cores": ready_cores,
+                "stage_s": stats.duration_s,
+                # per task, longest first: (worker daemon, busy s, rows) — where a long
+                # batch spent its time
+                "task_runs": sorted(
+                    ((t.executor, round(t.busy_s, 3), t.rows) for t in stats.tasks),
+                    key=lambda r: -r[1],
+                ),
             }
             if stats.planned:
                 extra["placement"] = stats.placement()
