@@ -41,10 +41,10 @@ from streamscale.runtime.spark.operator import (
     warm_up,
 )
 from streamscale.runtime.spark.realizer import SparkRealizer, default_plan
-from streamscale.runtime.spark.resources import Resources
+from streamscale.runtime.spark.resources import Resources, is_cluster_master
 from streamscale.runtime.spark.session import require_classic
 from streamscale.runtime.spark.state import VersionIndex, check_layout, state_backend
-from streamscale.runtime.spark.watch import make_watch, split_watch_params
+from streamscale.runtime.spark.watch import make_watch, split_watch_params, warm_keyed_path
 
 __all__ = [
     "BatchRecord",
@@ -348,6 +348,10 @@ def run_job(
     console = any(s.format == "console" for s in job.sinks)
 
     warm_up(sc, physical)
+    if is_cluster_master(str(sc.master)):
+        # executors' JVMs start cold on the keyed stage's path (shuffle, Arrow, the pandas
+        # worker): warmed here, the query's first batch does not carry it
+        warm_keyed_path(sc, physical)
     clock = time.monotonic
     t0 = clock()
     realizer = SparkRealizer(job.topology, job.keyed, initial)
