@@ -261,15 +261,16 @@ class SourceWatch:
 
     def _warm(self, new: list[str]) -> None:
         """Warm executors that just arrived, while the batch runs: a small job through the
-        keyed stage's path (:func:`warm_keyed_path`) with one task per core alive, so that
-        free slots — the new executors' while the batch keeps the old ones busy; every
-        executor's, offered in turn, between batches — each take one, and the new
-        executors' slots stay taken until they are warm: no batch task lands on a cold
-        executor meanwhile. When the job is done they count as ready
-        (:meth:`ExecutorResources.mark_warm`) for folding and the admission limit
-        (:attr:`ExecutorResources.warm_new` is off under the watch)."""
+        keyed stage's path (:func:`warm_keyed_path`) with one task per new core, which
+        takes the free slots — the new executors' while the batch keeps the old ones busy
+        — so no batch task lands on them while they are cold. When the job is done they
+        count as ready (:meth:`ExecutorResources.mark_warm`) for folding and the admission
+        limit (:attr:`ExecutorResources.warm_new` is off under the watch). One task per
+        live core instead held every old slot's next turn for the warm job (Spark's FIFO
+        order puts the earlier job first): a batch of 575 rows ran 34 s, its longest task
+        busy 5.4 s."""
         res = self.resources
-        tasks = len(res.alive()) * res.cores_per_executor
+        tasks = len(new) * res.cores_per_executor
 
         def run() -> None:
             if warm_keyed_path(res.sc, tasks):
