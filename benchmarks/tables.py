@@ -96,6 +96,7 @@ def autoscale() -> str:
             _fmt(x.get("mean_cores")),
             _fmt(x.get("peak_executors")),
             f"{x.get('scale_ups', 0)} / {x.get('scale_downs', 0)}",
+            f"{x['scale_ups_run']} / {x['scale_downs_run']}" if "scale_ups_run" in x else "–",
             _fmt(x.get("reaction_tasks_s")),
             _fmt(x.get("p99_ms")),
         ]
@@ -114,7 +115,8 @@ def autoscale() -> str:
     tail = f"\n\nOracle core-seconds ÷ static-peak's, by executor size: {floor}." if floor else ""
     table = _table(
         ["policy", "slo tuples", "slo batches", "core-seconds", "÷ static-peak",
-         "mean cores", "peak executors", "ups / downs", "first tasks on added (s)",
+         "mean cores", "peak executors", "ups / downs", "ups / downs (whole run)",
+         "first tasks on added (s)",
          "p99 ms"],
         rows,
     )  # fmt: skip

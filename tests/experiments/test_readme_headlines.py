@@ -144,6 +144,10 @@ def test_albic_headline_is_what_reproduce_quick_prints() -> None:
                 tol = 0.45 * abs(y)
             elif "migrations" in a["figure"]:
                 tol = 0.05 * abs(y) + 1.0
+            elif "collocation" in a["figure"]:
+                # Real job 2's tuned collocation at period 40 measured 98.2 (committed) and
+                # 95.6 in a clean-clone CI run at a load average of 10-20: 5 points.
+                tol = 5.0
             assert abs(x - y) <= tol, (a, b)
 
 

@@ -49,3 +49,19 @@ def test_committed_headline_is_what_reproduce_quick_prints(tmp_path: Path) -> No
     assert [json.loads(x) for x in (tmp_path / "headline.jsonl").read_text().splitlines()] == (
         _committed()
     )
+
+
+def test_readme_quotes_the_full_scale_headline() -> None:
+    # The README's full-scale sentence states the committed full-run figures.
+    from streamscale.experiments.task_allocation import FULL_HEADLINE_FILE
+
+    readme = (Path(__file__).parents[2] / "README.md").read_text()
+    start = readme.index("Full scale (`streamscale reproduce task-allocation`")
+    text = " ".join(readme[start : readme.index("## Running jobs on Spark", start)].split())
+    heads = [json.loads(x) for x in FULL_HEADLINE_FILE.read_text().splitlines()]
+    got = {(h["figure"].split(" ")[2], h["variant"]): h["measured"] for h in heads}
+    lit = [got[(k, "literal")] for k in ("TD", "TL", "naive")]
+    tun = [got[(k, "tuned")] for k in ("TD", "TL", "naive")]
+    assert f"TD {lit[0]} %, TL {lit[1]} %, naive {lit[2]} % of it literal" in text
+    assert f"{tun[0]} %, {tun[1]} %, {tun[2]} % tuned" in text
+    assert f"optimum {got[('optimum,', 'literal')]} GB/s per 2000 jobs" in text

@@ -45,6 +45,25 @@ def test_matches_brute_force(method: str) -> None:
     assert res.bound >= res.allocation.gain - 1e-6
 
 
+# Three equal nodes of 60: a and b fit together on one node (2 x 16.5 + 2 x 0.5 = 34), so
+# the optimum collocates both of a's tasks with both of b's: gain 1.0 x 4 / (2 x 2) = 1.0.
+# The counts model once ordered equal nodes by load with coefficients of ~1e11 and CP-SAT
+# proved 0.5.
+EQUAL_NODES = GroupJob.build(
+    [("a", 2, 33.0), ("b", 2, 1.0), ("c", 3, 83.5), ("d", 2, 0.0)],
+    [("a", "b", 1.0)],
+    {"n0": 60.0, "n1": 60.0, "n2": 60.0},
+)
+
+
+@pytest.mark.parametrize("method", ["patterns", "counts"])
+def test_equal_nodes_keep_the_optimum(method: str) -> None:
+    res = optimal(EQUAL_NODES, method=method)  # type: ignore[arg-type]
+    assert res.proven_optimal and res.allocation.respects_capacities()
+    assert brute_force(EQUAL_NODES) == pytest.approx(1.0)
+    assert res.allocation.gain == pytest.approx(1.0, rel=1e-6)
+
+
 def test_example2_optimum_is_at_least_td() -> None:
     res = optimal(example2())
     assert res.proven_optimal

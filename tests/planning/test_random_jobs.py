@@ -73,3 +73,27 @@ def test_unknown_split_names_itself() -> None:
 
     with pytest.raises(ModelError, match="unknown split"):
         random_job(1, split="even")  # type: ignore[arg-type]
+
+
+def test_tree_shape_gives_children_by_the_fanout() -> None:
+    # Every group but the first has exactly one parent, an earlier group, and the
+    # parents take children in order: a tree of |V| − 1 edges, 1–3 children each.
+    children = {1: 0, 2: 0, 3: 0}
+    for job in random_jobs(400, seed=4, groups=(7, 7), shape="tree"):
+        names = [g.name for g in job.groups]
+        tree = nx.DiGraph([(e.src, e.dst) for e in job.edges])
+        assert len(job.edges) == len(names) - 1 and nx.is_arborescence(tree)
+        assert [tree.in_degree(n) for n in names] == [0] + [1] * 6
+        assert all(names.index(e.src) < names.index(e.dst) for e in job.edges)
+        parents = [names.index(e.src) for e in job.edges]
+        assert parents == sorted(parents)
+        degrees = [tree.out_degree(n) for n in names if tree.out_degree(n)]
+        assert all(1 <= d <= 3 for d in degrees)
+        for d in degrees[:-1]:  # the last parent's fan-out may be truncated
+            children[d] += 1
+        assert job.total_tasks == 17 and job.total_cost == pytest.approx(500.0)
+    total = sum(children.values())
+    assert 0.63 < children[1] / total < 0.77
+    assert 0.18 < children[2] / total < 0.32
+    with pytest.raises(Exception, match="unknown shape"):
+        random_job(1, shape="ring")  # type: ignore[arg-type]

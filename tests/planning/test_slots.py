@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from functools import partial
 
 import pytest
 from hypothesis import given
@@ -101,6 +102,24 @@ def test_rsm_hand_checked() -> None:
     assert set(r2.assignment.values()) == {"v1/0"}
 
 
+@pytest.mark.parametrize(
+    ("choice", "b_slot"), [("first", "v1/0"), ("best-fit", "v1/1"), ("worst-fit", "v1/0")]
+)
+def test_rsm_slot_choice_hand_checked(choice: str, b_slot: str) -> None:
+    # A (memory 0.5) takes v1/0, leaving 0.5; C (0.6) does not fit there and takes
+    # v1/1, leaving 0.4. B (0.3) fits both: first → v1/0 (lowest-numbered),
+    # best-fit → v1/1 (0.4 left, the fullest), worst-fit → v1/0 (0.5 left).
+    d = [
+        TaskDemand("A", 1, cpu1=0.1, mem1=0.5),
+        TaskDemand("C", 1, cpu1=0.1, mem1=0.6),
+        TaskDemand("B", 1, cpu1=0.1, mem1=0.3),
+    ]
+    r = map_rsm(d, (Vm("v1", 2),), slot_choice=choice)  # type: ignore[arg-type]
+    assert r.assignment == {"A#0": "v1/0", "C#0": "v1/1", "B#0": b_slot}
+    with pytest.raises(ModelError, match="unknown slot choice"):
+        map_rsm(d, (Vm("v1", 2),), slot_choice="random")  # type: ignore[arg-type]
+
+
 # -- properties -----------------------------------------------------------------
 @st.composite
 def demands_st(draw: st.DrawFn) -> list[TaskDemand]:
@@ -150,9 +169,18 @@ def _rename(d: list[TaskDemand]) -> list[TaskDemand]:
     return [replace(x, task="z" + x.task[::-1]) for x in d]
 
 
-@given(demands_st(), st.integers(1, 12), st.sampled_from(["dsm", "rsm", "sam"]))
+MAPPERS = {
+    "dsm": map_dsm,
+    "rsm": map_rsm,
+    "rsm-best-fit": partial(map_rsm, slot_choice="best-fit"),
+    "rsm-worst-fit": partial(map_rsm, slot_choice="worst-fit"),
+    "sam": map_sam,
+}
+
+
+@given(demands_st(), st.integers(1, 12), st.sampled_from(sorted(MAPPERS)))
 def test_mapping_properties(d: list[TaskDemand], slots: int, alg: str) -> None:
-    mapper = {"dsm": map_dsm, "rsm": map_rsm, "sam": map_sam}[alg]
+    mapper = MAPPERS[alg]
     try:
         r = map_adding_slots(mapper, d, slots, CATALOG, max_extra=40)
     except InfeasibleError:

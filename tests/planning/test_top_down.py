@@ -139,20 +139,47 @@ def test_literal_second_mode_fills_only_the_best_partner_node() -> None:
     assert links(tuned, 0, 2) == 4 and links(literal, 0, 2) == 2
 
 
-def test_literal_both_mode_leaves_a_pair_no_split_fits_to_r() -> None:
-    # σ = 10 + 10·12 = 130 > 100: k = 0. Literally the pair goes to R, where
-    # Algorithm 3 alternates b's tasks between the nodes (a1 on n1, b 6 + 6);
-    # the default puts a1 with 9 b tasks on n1.
+@pytest.mark.parametrize("literal", [False, True])
+def test_a_node_that_takes_no_balanced_split_gets_part_of_one(literal: bool) -> None:
+    # σ = 10 + 10·⌊12/1⌋ = 130 > 100: k = 0, where Algorithm 5 as printed
+    # recurses on the same node for ever. "partial": a1 with ⌊(100 − 10)/10⌋ = 9
+    # b tasks on n1 (9 links); the last 3 b go to R, and Algorithm 3 puts them on
+    # the roomiest node, n2. "to-r": the whole pair goes to R, Algorithm 3 takes
+    # a first (equal task costs keep group order) onto n1, then b's tasks go to
+    # the roomiest node one at a time: n2, then n1 and n2 in turn, 6 + 6 (6 links).
     job = GroupJob.build(
-        [("a", 1, 10.0), ("b", 12, 120.0)],
-        [("a", "b", 10.0)],
+        [("a", 1, 10.0), ("b", 12, 120.0)], [("a", "b", 12.0)], {"n1": 100.0, "n2": 100.0}
+    )
+    partial = top_down(job, literal=literal)
+    to_r = top_down(job, literal=literal, no_split="to-r")
+    assert [list(r) for r in partial.counts] == [[1, 0], [9, 3]]
+    assert [list(r) for r in to_r.counts] == [[1, 0], [6, 6]]
+    assert partial.gain == pytest.approx(9.0) and to_r.gain == pytest.approx(6.0)
+    with pytest.raises(ValueError):
+        top_down(job, no_split="nope")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("literal", [False, True])
+def test_three_tasks_a_node_as_in_section_7_3(literal: bool) -> None:
+    # §7.3's class: 30 % tasks on 100 % nodes, three to a node. a (1 task) and
+    # b (3 tasks) do not fit one node (120 %); r = 3, σ = 30 + 3·30 = 120 > 100,
+    # so k = 0 at once. "partial": a with ⌊70/30⌋ = 2 b on n1, 2 links of
+    # 30/3 = 10 MB/s; b's last task alone on n2. "to-r": Algorithm 3 puts a on
+    # n1, then b on n2, n1, n2 (roomiest first, the first of equals): 1 link.
+    job = GroupJob.build(
+        [("a", 1, 30.0), ("b", 3, 90.0)],
+        [("a", "b", 30.0)],
         {
             "n1": 100.0,
             "n2": 100.0,
         },
     )
-    assert [list(r) for r in top_down(job).counts] == [[1, 0], [9, 3]]
-    assert [list(r) for r in top_down(job, literal=True).counts] == [[1, 0], [6, 6]]
+    partial = top_down(job, literal=literal)
+    to_r = top_down(job, literal=literal, no_split="to-r")
+    assert [list(r) for r in partial.counts] == [[1, 0], [2, 1]]
+    assert [list(r) for r in to_r.counts] == [[1, 0], [1, 2]]
+    assert partial.gain == pytest.approx(20.0) and to_r.gain == pytest.approx(10.0)
+    assert partial.respects_capacities() and to_r.respects_capacities()
 
 
 def test_literal_example2_matches_the_paper() -> None:

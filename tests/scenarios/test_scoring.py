@@ -13,6 +13,7 @@ from streamscale.scenarios.scoring import (
     score_batches,
     score_tuples,
 )
+from streamscale.scenarios.surge_score import scale_events
 
 
 def one_per_second(seqs: np.ndarray) -> np.ndarray:
@@ -75,3 +76,14 @@ def test_withdrawn_request_costs_nothing_and_fifo_matching() -> None:
     assert b.core_seconds == pytest.approx(30 + 25 + 10)
     alone = bill([ExecutorSpan("9", 4, 3.0, 8.0)], [], window=(0.0, 30.0))
     assert alone.core_seconds == pytest.approx(20.0)
+
+
+def test_scale_events_over_the_scored_batches_and_the_whole_run() -> None:
+    # 1 executor from t=0; 7 more arrive at 3 s (a warm-up backlog); one leaves at 50 s
+    exs = [ExecutorSpan("1", 2, 0.0, None)]
+    exs += [ExecutorSpan(str(i), 2, 3.0, None) for i in range(2, 8)]
+    exs += [ExecutorSpan("8", 2, 3.0, 50.0)]
+    # batch ends 2, 5, 10 (warm-up), then 20, 40, 60 (scored)
+    assert scale_events(exs, [20.0, 40.0, 60.0]) == (0, 1)
+    assert scale_events(exs, [0.0, 2.0, 5.0, 10.0, 20.0, 40.0, 60.0]) == (1, 1)
+    assert scale_events(exs, [60.0, 0.0, 5.0]) == (1, 1)  # sorted first

@@ -17,7 +17,7 @@ from streamscale.planning.placement.optimal import optimal
 from streamscale.planning.placement.reconfigure import reconfigure
 from streamscale.planning.placement.task_level import task_level
 from streamscale.planning.placement.top_down import top_down
-from streamscale.planning.random_jobs import Split, random_jobs
+from streamscale.planning.random_jobs import Shape, Split, random_jobs
 
 __all__ = [
     "HEURISTICS",
@@ -38,6 +38,8 @@ HEURISTICS: dict[str, Callable[[GroupJob], TaskAllocation]] = {
     "tl-imc-storm": lambda j: task_level(j, priority="imc", order="storm"),
     "td": top_down,
     "td-literal": lambda j: top_down(j, literal=True),
+    "td-literal-to-r": lambda j: top_down(j, literal=True, no_split="to-r"),
+    "td-to-r": lambda j: top_down(j, no_split="to-r"),
     "td-imc": lambda j: top_down(j, priority="imc"),
     "td-affinity": lambda j: top_down(j, singles="affinity"),
     "td-max-links": lambda j: top_down(j, split="max-links"),
@@ -51,12 +53,14 @@ def optimality(
     cost_noise: float = 0.0,
     split: Split = "multinomial",
     imc: tuple[float, float] = (5.0, 20.0),
+    shape: Shape = "dag",
+    total_cost: float = 500.0,
     time_limit_s: float = 30.0,
 ) -> dict[str, Any]:
     """Total IMC gain of every heuristic as % of the optimum over random jobs (§7.3).
 
-    ``cost_noise``, ``split`` and ``imc`` choose the reading of the job
-    generator (:func:`~streamscale.planning.random_jobs.random_job`). A
+    ``cost_noise``, ``split``, ``imc``, ``shape`` and ``total_cost`` choose the
+    reading of the job generator (:func:`~streamscale.planning.random_jobs.random_job`). A
     heuristic that leaves a task unplaced scores 0 on that job (counted in
     ``incomplete``); jobs with no complete allocation at all are skipped.
     """
@@ -66,7 +70,16 @@ def optimality(
     proven = used = 0
     solve_s: list[float] = []
     total_imc = 0.0
-    for job in random_jobs(graphs, seed=seed, cost_noise=cost_noise, split=split, imc=imc):
+    jobs = random_jobs(
+        graphs,
+        seed=seed,
+        cost_noise=cost_noise,
+        split=split,
+        imc=imc,
+        shape=shape,
+        total_cost=total_cost,
+    )
+    for job in jobs:
         t0 = time.perf_counter()
         best = optimal(job, time_limit_s=time_limit_s)
         solve_s.append(time.perf_counter() - t0)
@@ -90,6 +103,8 @@ def optimality(
         "cost_noise": cost_noise,
         "split": split,
         "imc": list(imc),
+        "shape": shape,
+        "total_cost": total_cost,
         "proven_optimal": proven,
         "optimal_share_of_imc_pct": 100.0 * totals["optimal"] / total_imc if total_imc else None,
         "total_gain_gbps": {k: v / 1000.0 for k, v in totals.items()},

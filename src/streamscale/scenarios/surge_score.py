@@ -8,6 +8,9 @@ scoring of :mod:`~streamscale.scenarios.scoring`, so each policy is measured ali
   latency (batch end − scheduled emit time) met the target; ``slo_batches`` beside it;
 * ``core_seconds``: executors' cores within the window, billed from their request;
   ``mean_cores`` = core-seconds ÷ the window;
+* ``scale_ups`` / ``scale_downs``: rises and falls of the executors alive from one
+  scored batch's end to the next; ``scale_ups_run`` / ``scale_downs_run`` the same over
+  the whole run, warm-up included (from the query's start);
 * ``reaction``: from the surge's start to the first request for more executors
   (``decision_s``), to the first executor that arrived after it (``arrival_s``) and to
   the first second of tasks it ran (``tasks_s``, from 0.5 s samples of Spark's executor
@@ -31,7 +34,7 @@ from streamscale.scenarios.scoring import (
     score_tuples,
 )
 
-__all__ = ["alive_at", "reaction", "summarize_surge", "timeline", "up_requests"]
+__all__ = ["alive_at", "reaction", "scale_events", "summarize_surge", "timeline", "up_requests"]
 
 #: task time (ms) an added executor must have run to count as working (warm-up tasks
 #: that start its Python workers take milliseconds)
@@ -48,6 +51,13 @@ def _emit_fn(o: Any, cfg: Any) -> Any:
 def alive_at(executors: list[ExecutorSpan], t: float) -> int:
     """Executors alive at epoch time ``t``."""
     return sum(1 for e in executors if e.added_s <= t and (e.removed_s is None or e.removed_s > t))
+
+
+def scale_events(executors: list[ExecutorSpan], times: list[float]) -> tuple[int, int]:
+    """Rises and falls of the executors alive, sampled at ``times`` (sorted here)."""
+    alive = [alive_at(executors, t) for t in sorted(times)]
+    pairs = list(itertools.pairwise(alive))
+    return sum(1 for a, b in pairs if b > a), sum(1 for a, b in pairs if b < a)
 
 
 def up_requests(o: Any, cfg: Any) -> list[float]:
@@ -126,6 +136,9 @@ def summarize_surge(o: Any, cfg: Any) -> dict[str, Any]:
     ]
     window_lat = np.concatenate([x[(e >= w[0]) & (e <= w[1])] for x, e in inside] or [[]])
     alive = [alive_at(o.executors, s.end_s) for s in sorted(scored, key=lambda s: s.end_s)]
+    ups, downs = scale_events(o.executors, [s.end_s for s in scored])
+    # the whole run, warm-up included: from the query's start to its last batch
+    ups_run, downs_run = scale_events(o.executors, [o.t0, *(s.end_s for s in o.spans)])
     react = reaction(o, cfg)
     in_window = sum(s.rows for s in scored if s.end_s <= w[1])
     return {
@@ -137,8 +150,10 @@ def summarize_surge(o: Any, cfg: Any) -> dict[str, Any]:
         "core_seconds": billing.core_seconds,
         "mean_cores": billing.core_seconds / (w[1] - w[0]),
         "peak_executors": max(alive, default=0),
-        "scale_ups": sum(1 for a, b in itertools.pairwise(alive) if b > a),
-        "scale_downs": sum(1 for a, b in itertools.pairwise(alive) if b < a),
+        "scale_ups": ups,
+        "scale_downs": downs,
+        "scale_ups_run": ups_run,
+        "scale_downs_run": downs_run,
         "throughput": in_window / (w[1] - w[0]),
         "p99_ms": float(np.percentile(window_lat, 99)) * 1000.0 if len(window_lat) else None,
         "batches": n_batches,

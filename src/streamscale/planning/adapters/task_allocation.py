@@ -27,7 +27,8 @@ capacity — capacity minus ``reserved_cpu`` — the job may use), ``alpha``
 (balance: μ_n = α·Σpc/|N|), ``relax`` (True: when tasks are too coarse to
 fit, retry with the GCD task granularity of §5, which changes task counts),
 ``skew`` (True: split skewed instances as above), ``skew_margin`` (0.2:
-relative cost spread within a subgroup), ``singles`` (td: ``least-loaded`` | ``affinity``), ``literal`` (td: False; True runs Algorithm 5 as written), ``order`` (tl, tl-imc,
+relative cost spread within a subgroup), ``singles`` (td: ``least-loaded`` | ``affinity``), ``literal`` (td: False; True runs Algorithm 5 as written), ``no_split`` (td:
+``partial`` | ``to-r``, what a node that takes no balanced split gets), ``order`` (tl, tl-imc,
 naive: ``diagonal`` | ``storm`` — task-id order, the literal reading — | ``random``), ``time_limit_s`` (optimal, 10), ``work_limit``
 (optimal: CP-SAT deterministic time limit).
 A placement that still leaves a task without a node raises
@@ -114,6 +115,13 @@ TD_SETTINGS = Schema(
         choices=("least-loaded", "affinity"),
     ),
     Setting("literal", bool, False, "Algorithm 5 exactly as printed (no extra fills)"),
+    Setting(
+        "no_split",
+        str,
+        "partial",
+        "a node that takes no balanced split: part of one split, or the pair to R",
+        choices=("partial", "to-r"),
+    ),
 )
 OPTIMAL_SETTINGS = Schema(
     "placer optimal",
@@ -367,8 +375,13 @@ def tl_imc_placer(context: PlanningContext, plan: Plan) -> StepResult:
 )
 def td_placer(context: PlanningContext, plan: Plan) -> StepResult:
     p = TD_SETTINGS.read(context.params)
-    singles, literal = p["singles"], p["literal"]
-    return _run("td", context, plan, lambda j: top_down(j, singles=singles, literal=literal))
+    singles, literal, no_split = p["singles"], p["literal"], p["no_split"]
+    return _run(
+        "td",
+        context,
+        plan,
+        lambda j: top_down(j, singles=singles, literal=literal, no_split=no_split),
+    )
 
 
 @register(

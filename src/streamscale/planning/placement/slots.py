@@ -29,9 +29,11 @@ from streamscale.model.ids import slot_id
 
 __all__ = [
     "ACQUISITIONS",
+    "SLOT_CHOICES",
     "Acquisition",
     "MappingResult",
     "RsmWeights",
+    "SlotChoice",
     "TaskDemand",
     "Vm",
     "acquire",
@@ -47,6 +49,8 @@ _EPS = 1e-9
 
 Acquisition = Literal["cover", "exact"]
 ACQUISITIONS: tuple[Acquisition, ...] = ("cover", "exact")
+SlotChoice = Literal["first", "best-fit", "worst-fit"]
+SLOT_CHOICES: tuple[SlotChoice, ...] = ("first", "best-fit", "worst-fit")
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,6 +200,7 @@ def map_rsm(
     vms: Sequence[Vm],
     *,
     weights: RsmWeights = RsmWeights(),
+    slot_choice: SlotChoice = "first",
 ) -> MappingResult:
     """R-Storm Mapping (paper 004, §7.3, Algorithm 5).
 
@@ -203,8 +208,11 @@ def map_rsm(
     task per sweep. VMs are tried in ascending distance
     d = sqrt(w_C (C_j − c̄)² + w_M (M_j − m̄)² + w_N NWDist(v̂, v_j)²) from the
     reference VM v̂ (the last one mapped to); a VM qualifies when it has c̄ CPU
-    left in total and some slot has m̄ memory left, and the thread goes to the
-    first such slot. Resources grow linearly per thread (c̄ = C(1), m̄ = M(1)).
+    left in total and some slot has m̄ memory left. Resources grow linearly per
+    thread (c̄ = C(1), m̄ = M(1)). Algorithm 5 (line 14) takes any slot of
+    the VM with m̄ memory left; ``slot_choice`` says which: ``first`` (the
+    lowest-numbered, the default), ``best-fit`` (the least memory left, the
+    "best fit packing" §7.3's prose names) or ``worst-fit`` (the most).
 
     Raises
     ------
@@ -213,6 +221,8 @@ def map_rsm(
     """
     if not vms:
         raise InfeasibleError("no VMs to map onto", item="rsm")
+    if slot_choice not in SLOT_CHOICES:
+        raise ModelError(f"unknown slot choice {slot_choice!r}", item="slot_choice")
     cpu = {v.name: float(v.slots) for v in vms}
     mem = {v.name: float(v.slots) for v in vms}
     slot_mem = {v.name: [1.0] * v.slots for v in vms}
@@ -242,7 +252,7 @@ def map_rsm(
                     continue
                 free = [i for i, m in enumerate(slot_mem[v.name]) if m + _EPS >= d.mem1]
                 if free:
-                    target = (v, free[0])
+                    target = (v, _pick_slot(free, slot_mem[v.name], slot_choice))
                     break
             if target is None:
                 raise InfeasibleError("insufficient resources", item=f"task {d.task}")
@@ -255,6 +265,15 @@ def map_rsm(
             left[d.task] -= 1
             ref = v
     return MappingResult("rsm", tuple(vms), out)
+
+
+def _pick_slot(free: Sequence[int], memory: Sequence[float], choice: SlotChoice) -> int:
+    """The slot of ``free`` that ``choice`` takes (ties: the lowest-numbered)."""
+    if choice == "best-fit":
+        return min(free, key=lambda i: (memory[i], i))
+    if choice == "worst-fit":
+        return min(free, key=lambda i: (-memory[i], i))
+    return free[0]
 
 
 # -- SAM -------------------------------------------------------------------
