@@ -378,8 +378,15 @@ def run_policy(
 
 def _row(policy: str, rec: Any, sc: Any) -> dict[str, Any]:
     seq = sc._jsc.sc().getExecutorIds()
-    return {"policy": policy, "batch": rec.batch_id, "rows": rec.rows,
-            "executors": seq.size(), "p99_ms": rec.latency_p99_ms}  # fmt: skip
+    x = rec.extra
+    return {"policy": policy, "batch": rec.batch_id, "rows": rec.rows, "time": rec.time,
+            "executors": seq.size(), "p99_ms": rec.latency_p99_ms,
+            "duration_s": rec.duration_s, "stage_s": x.get("stage_s"),
+            "ready_cores": x.get("ready_cores"), "units": len(x.get("units", ())),
+            "admission_limit": x.get("admission_limit"), "warm_up_s": x.get("warm_up_s"),
+            "executors_wanted": x.get("executors_wanted"), "backlog": x.get("backlog"),
+            "decision": x.get("decision"), "mid": x.get("mid_batch_requests"),
+            "tasks": x.get("task_runs")}  # fmt: skip
 
 
 def run_surge(

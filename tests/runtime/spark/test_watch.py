@@ -145,3 +145,21 @@ def test_a_surge_gets_executors_while_a_batch_runs_and_state_stays_exact(
     for key, (count, total) in state.items():
         assert count == want.loc[key, "count"]
         assert total == pytest.approx(want.loc[key, "sum"])
+
+
+def test_warming_runs_one_task_per_core_through_the_keyed_path(spark: Any) -> None:
+    from streamscale.runtime.spark.watch import warm_keyed_path
+
+    sc = spark.sparkContext
+    sc.setJobGroup("streamscale-warm-test", "warm")
+    try:
+        assert warm_keyed_path(sc, 3)
+    finally:
+        sc.setLocalProperty("spark.jobGroup.id", None)
+    tracker = sc.statusTracker()
+    jobs = [tracker.getJobInfo(j) for j in tracker.getJobIdsForGroup("streamscale-warm-test")]
+    assert jobs and all(j is not None and j.status == "SUCCEEDED" for j in jobs)
+    stages = [tracker.getStageInfo(s) for j in jobs for s in j.stageIds]
+    done = [s.numCompletedTasks for s in stages if s is not None]
+    # the shuffle's map side and the mapInPandas side, three tasks each
+    assert done.count(3) >= 2, done

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from streamscale.control.controller import Decision
+from streamscale.control.sharing import held_cores
 from streamscale.errors import InfeasibleError
 from streamscale.model import (
     Cluster,
@@ -127,7 +128,10 @@ class PolicyBase:
 
 
 def scale(current: Plan, plan: Plan) -> str:
-    before, after = current.allocation.total, plan.allocation.total
+    """The direction of a change: by the cores held (:func:`held_cores`: shared slots or
+    one per unit), then by the units."""
+    before = (held_cores(current.allocation), current.allocation.total)
+    after = (held_cores(plan.allocation), plan.allocation.total)
     return "up" if after > before else "down" if after < before else "none"
 
 

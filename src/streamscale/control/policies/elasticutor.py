@@ -30,6 +30,7 @@ import numpy as np
 from streamscale.control.controller import Decision
 from streamscale.control.policies.base import PolicyBase, decision, static_plan
 from streamscale.control.policies.spec import policy
+from streamscale.control.sharing import held_cores, shared_slots, unit_demand, with_slots
 from streamscale.model import (
     Allocation,
     Cluster,
@@ -39,12 +40,17 @@ from streamscale.model import (
     Topology,
     unit_id,
 )
-from streamscale.planning.adapters.elasticutor import external_rate, queueing_allocation
+from streamscale.planning.adapters.elasticutor import (
+    MAX_UTILIZATION,
+    external_rate,
+    queueing_allocation,
+)
 from streamscale.planning.adapters.elasticutor_rc import RC_SETTINGS, rc_plan
 from streamscale.planning.elastic_plan import assemble, executors, trim_cores
+from streamscale.planning.registry import PlanningContext
 from streamscale.settings import Schema, Setting
 
-__all__ = ["ELASTIC_SETTINGS", "TARGET_UTILIZATION", "elastic_params"]
+__all__ = ["ELASTIC_SETTINGS", "SHARE_CORES", "TARGET_UTILIZATION", "elastic_params"]
 
 #: Per-core utilisation a sizing rule aims at (one declaration, shared by the policies using it).
 TARGET_UTILIZATION = Setting(
@@ -57,8 +63,19 @@ TARGET_UTILIZATION = Setting(
     low_open=True,
 )
 
+#: Units share cores where their load fits (:mod:`streamscale.control.sharing`).
+SHARE_CORES = Setting(
+    "share_cores",
+    bool,
+    None,
+    "units whose load fits share cores and the plan holds only the packed cores (default: "
+    "on where executors are requested, off on a fixed cluster)",
+)
+
 #: The Elasticutor policies' settings, declared once.
-ELASTIC_SETTINGS = RC_SETTINGS.merged(Schema("proportional", TARGET_UTILIZATION), group="policy")
+ELASTIC_SETTINGS = RC_SETTINGS.merged(
+    Schema("proportional", TARGET_UTILIZATION, SHARE_CORES), group="policy"
+)
 
 
 def elastic_params(params: Mapping[str, Any], cluster: Cluster) -> dict[str, Any]:
@@ -117,6 +134,30 @@ class QueueingSized(PolicyBase):
     ) -> None:
         super().__init__(topology, cluster, elastic_params(params, cluster), seed, models)
 
+    def shared(
+        self, context: PlanningContext, current: Plan, plan: Plan, figures: dict[str, Any]
+    ) -> Plan:
+        """``plan`` holding only the cores its units' work needs when ``share_cores`` is on
+        (:mod:`streamscale.control.sharing`): each instance's λ/μ (the backlog's catch-up
+        included) split over its units by shard load, packed at ``max_utilization``."""
+        if not self.params.get("share_cores"):
+            return plan
+        loads = self.loads(context)
+        demand: list[float] = []
+        for ex in self.execs:
+            ld = loads.get(ex.instance)
+            if ld is None:
+                continue
+            work = ld.arrival / ld.service if 0 < ld.service < math.inf else ld.load
+            demand.extend(unit_demand(plan, ex.instance, work, ld.shard_load).values())
+        if not sum(demand) > 0:  # no work measured (an empty first batch): hold what is held
+            return with_slots(plan, held_cores(current.allocation))
+        capacity = float(self.params.get("max_utilization", MAX_UTILIZATION))
+        slots = shared_slots(demand, capacity=capacity, current=current.allocation.slots)
+        figures["held_cores"] = slots
+        figures["work_cores"] = round(sum(demand), 3)
+        return with_slots(plan, slots)
+
 
 @policy(
     "elastic",
@@ -132,14 +173,16 @@ class ElasticPolicy(QueueingSized):
     placer = "elasticutor"
 
     def decide(self, snapshot: Snapshot, current: Plan, now: float) -> Decision:
+        context = self.context(snapshot, now)
         plan, figures = self.compose(
-            self.context(snapshot, now),
+            context,
             current,
             [("allocator", "queueing"), ("placer", self.placer), ("balancer", "shard")],
         )
+        plan = self.shared(context, current, plan, figures)
         status = figures.get("allocator:queueing.status", "")
         return decision(
-            current, plan, f"{self.name}: {plan.allocation.total} cores ({status})", figures
+            current, plan, f"{self.name}: {held_cores(plan.allocation)} cores ({status})", figures
         )
 
 
@@ -274,4 +317,6 @@ class ProportionalPolicy(QueueingSized):
             context, sized, [("placer", "elasticutor"), ("balancer", "shard")]
         )
         figures["demand_cores"] = float(need.sum() * u)
-        return decision(current, plan, f"proportional sizing to {int(sum(k))} cores", figures)
+        plan = self.shared(context, current, plan, figures)
+        held = held_cores(plan.allocation)
+        return decision(current, plan, f"proportional sizing to {held} cores", figures)

@@ -45,6 +45,7 @@ from streamscale.runtime.spark.runner import (
     _register_source,
     control_step,
     drive_query,
+    share_by_default,
     split_run_params,
 )
 from streamscale.runtime.spark.session import require_classic
@@ -165,6 +166,7 @@ def run_graph(
                 "the watch runs for jobs with one keyed operator so far", item=key
             )
     ctl_cfg, pol_params = split_run_params(params)
+    pol_params = share_by_default(policy, pol_params, resources)
     if isinstance(policy, str):
         pol = make_policy(policy, graph.topology, cluster, params=pol_params, seed=seed)
         if plan is None:

@@ -40,6 +40,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from streamscale.control.sharing import held_cores
 from streamscale.errors import StreamscaleError
 from streamscale.model import Cluster, Node, Plan
 from streamscale.model.ids import executor_node
@@ -148,6 +149,8 @@ class ExecutorResources:
     warm_new: bool = True
     clock: Callable[[], float] = time.monotonic
     pin: bool = True
+    #: how long :meth:`settle` sees exactly the requested executors before it returns
+    settle_s: float = 3.0
     target: int = 0
     requested_at: float | None = None
     #: every total asked of the cluster manager: ``(epoch seconds, executors)``, for billing
@@ -165,6 +168,8 @@ class ExecutorResources:
     arrivals: list[tuple[float, str]] = field(default_factory=list)
     #: requests made between batch boundaries: ``(epoch seconds, executors)``
     mid_batch: list[tuple[float, int]] = field(default_factory=list)
+    #: executors a warm-up job finished on (:meth:`mark_warm`)
+    warmed: set[str] = field(default_factory=set)
     _seen: set[str] = field(default_factory=set)
     _arrived: set[str] = field(default_factory=set)
     _waiting: deque[float] = field(default_factory=deque)  # request times, oldest first
@@ -211,10 +216,17 @@ class ExecutorResources:
         waits."""
         end = self.clock() + timeout_s
         killed: set[str] = set()
+        since: float | None = None
         while self.clock() < end:
             alive = self.alive()
             if len(alive) == self.target:
-                return True
+                # held for a few seconds: a standalone master launches executors up to
+                # spark.cores.max before the first request reaches it, some seconds apart
+                since = self.clock() if since is None else since
+                if self.clock() - since >= self.settle_s:
+                    return True
+            else:
+                since = None
             excess = [e for e in alive[self.target :] if e not in killed]
             if excess:  # the cluster manager launched more before the request arrived
                 self.sc._jsc.sc().killExecutors(self.sc._jvm.PythonUtils.toSeq(excess))
@@ -234,9 +246,10 @@ class ExecutorResources:
 
     # -- acting -------------------------------------------------------------------------
     def wanted(self, plan: Plan) -> int:
-        """Executors for ``plan``'s cores, plus :attr:`standby`, and at least a mid-batch
-        request's :attr:`floor` while it holds."""
-        cores = plan.allocation.total
+        """Executors for the cores ``plan`` holds (its shared slots, else one per unit:
+        :func:`~streamscale.control.sharing.held_cores`), plus :attr:`standby`, and at
+        least a mid-batch request's :attr:`floor` while it holds."""
+        cores = held_cores(plan.allocation)
         n = math.ceil(cores / self.cores_per_executor) if cores > 0 else self.min_executors
         n += self.standby
         if self.clock() < self.floor_until:
@@ -311,13 +324,20 @@ class ExecutorResources:
 
     def ready_cores(self) -> int:
         """Cores of the executors that were alive at the previous batch boundary and still
-        are: they ran (or were warmed during) a whole batch, so none of their tasks waits
-        for a JVM or Python workers to start. Before any boundary: every executor alive."""
+        are — they ran (or were warmed during) a whole batch — or that a warm-up finished
+        on (:meth:`mark_warm`), so none of their tasks waits for a JVM or Python workers
+        to start. Before any boundary: every executor alive."""
         with self._lock:
             alive = self.alive()
             if self._ready is None:
                 return len(alive) * self.cores_per_executor
-            return sum(1 for e in alive if e in self._ready) * self.cores_per_executor
+            ok = self._ready | self.warmed
+            return sum(1 for e in alive if e in ok) * self.cores_per_executor
+
+    def mark_warm(self, ids: list[str]) -> None:
+        """Executors a warm-up job has run through the keyed stage's path."""
+        with self._lock:
+            self.warmed.update(ids)
 
     def _apply(self, plan: Plan) -> Mapping[str, Any]:
         self.observe_arrivals()

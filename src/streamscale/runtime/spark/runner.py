@@ -41,12 +41,19 @@ from streamscale.runtime.spark.operator import (
     warm_up,
 )
 from streamscale.runtime.spark.realizer import SparkRealizer, default_plan
-from streamscale.runtime.spark.resources import Resources
+from streamscale.runtime.spark.resources import Resources, is_cluster_master
 from streamscale.runtime.spark.session import require_classic
 from streamscale.runtime.spark.state import VersionIndex, check_layout, state_backend
-from streamscale.runtime.spark.watch import make_watch, split_watch_params
+from streamscale.runtime.spark.watch import make_watch, split_watch_params, warm_keyed_path
 
-__all__ = ["BatchRecord", "RunResult", "drive_query", "run_job", "summarize_run"]
+__all__ = [
+    "BatchRecord",
+    "RunResult",
+    "drive_query",
+    "run_job",
+    "share_by_default",
+    "summarize_run",
+]
 
 _CONTROLLER_KEYS = {f.name for f in dataclasses.fields(ControllerConfig)}
 # Planning slots per core when no cluster is given: a unit is a Spark task, and
@@ -115,6 +122,22 @@ def split_run_params(params: Mapping[str, Any] | None) -> tuple[ControllerConfig
         {k: v for k, v in all_params.items() if k in _CONTROLLER_KEYS}
     )
     return ctl, {k: v for k, v in all_params.items() if k not in _CONTROLLER_KEYS}
+
+
+def share_by_default(
+    policy: str | Policy, params: dict[str, Any], resources: Resources | None
+) -> dict[str, Any]:
+    """``params`` with ``share_cores`` on when executors are requested (their cores are
+    bought, so a plan holds only the cores its units' work needs) and the policy reads
+    the setting but was not told; unchanged otherwise."""
+    from streamscale.control.policies.spec import spec
+    from streamscale.runtime.spark.resources import ExecutorResources
+
+    if not isinstance(policy, str) or not isinstance(resources, ExecutorResources):
+        return params
+    if "share_cores" not in spec(policy).settings or params.get("share_cores") is not None:
+        return params
+    return {**params, "share_cores": True}
 
 
 def control_step(
@@ -305,6 +328,7 @@ def run_job(
         cores = cluster.total_cores
     watch_cfg, params = split_watch_params(params)
     ctl_cfg, pol_params = split_run_params(params)
+    pol_params = share_by_default(policy, pol_params, resources)
     pol, initial = _resolve_policy(policy, job, cluster, pol_params, seed)
     initial = plan if plan is not None else initial
     _register_source(spark, job)
@@ -324,6 +348,10 @@ def run_job(
     console = any(s.format == "console" for s in job.sinks)
 
     warm_up(sc, physical)
+    if is_cluster_master(str(sc.master)):
+        # executors' JVMs start cold on the keyed stage's path (shuffle, Arrow, the pandas
+        # worker): warmed here, the query's first batch does not carry it
+        warm_keyed_path(sc, physical)
     clock = time.monotonic
     t0 = clock()
     realizer = SparkRealizer(job.topology, job.keyed, initial)
@@ -351,7 +379,8 @@ def run_job(
         try:
             # tasks only for cores ready to run them (executors still starting get none)
             ready = getattr(resources, "ready_cores", None)
-            pmap = realizer.begin_batch(ready() or None if ready is not None else None)
+            ready_cores = ready() if ready is not None else None
+            pmap = realizer.begin_batch(ready_cores or None)
             upto = min(batch_id - 1, backend.committed(job.keyed))
             hints, drops = index.hints(upto)
             attempt = uuid.uuid4().hex
@@ -370,6 +399,14 @@ def run_job(
                 "backlog": collector.backlog,
                 # state read from the store, not a worker's cache: shards that moved here
                 "state_read_bytes": sum(t.state_read_bytes for t in stats.tasks),
+                "ready_cores": ready_cores,
+                "stage_s": stats.duration_s,
+                # per task, longest first: (worker daemon, busy s, rows) — where a long
+                # batch spent its time
+                "task_runs": sorted(
+                    ((t.executor, round(t.busy_s, 3), t.rows) for t in stats.tasks),
+                    key=lambda r: -r[1],
+                ),
             }
             if stats.planned:
                 extra["placement"] = stats.placement()

@@ -1,0 +1,131 @@
+"""Cores to hold for a plan whose units may share cores.
+
+A plan gives every keyed instance at least one unit (one Spark task per batch), and
+Elasticutor's queueing model sizes each instance in whole cores (paper 000, §4.1), so a
+job of ``E`` instances asks for at least ``E`` cores however little load it carries: at
+a base load of two cores of work, eight instances held eight cores. On a runtime whose
+cores are bought (executors requested from a cluster manager) a unit is a task that
+queues on whatever cores exist, so the cores worth holding are the units' *work*,
+packed: units whose loads sum to at most a utilisation bound share a core
+(first-fit decreasing bin packing; a unit busier than the bound has a core of its own,
+it cannot use more). The count is the plan's :attr:`Allocation.slots` — the physical
+slots its units run on, as in paper 004's threads-to-slots mapping — and the executors
+follow it; which shards share a Spark task in a batch is decided at the batch boundary
+by folding the plan's units onto the ready cores, so state stays exactly where the
+routing tables say.
+
+Scale-in is damped: fewer cores are held only when the units also fit at
+``down_margin`` × the bound, so a load at a packing edge does not flap.
+
+Pure: no clock, no I/O.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+from streamscale.model import Allocation, Plan
+
+__all__ = ["held_cores", "pack_units", "shared_slots", "unit_demand", "with_slots"]
+
+
+def pack_units(demand: Sequence[float], *, capacity: float) -> int:
+    """Cores that host units of the given demand (cores of work each), at most ``capacity``
+    of work per shared core: first-fit decreasing; a unit above ``capacity`` alone.
+
+    At least 1 when there is any unit; never more than the units.
+
+    Examples
+    --------
+    >>> pack_units([0.25] * 8, capacity=0.9)  # three per core: 0.75, 0.75, 0.5
+    3
+    >>> pack_units([1.2, 0.5, 0.5, 0.3], capacity=0.9)  # 1.2 | 0.5 + 0.3 | 0.5
+    3
+    """
+    if not capacity > 0:
+        raise ValueError("capacity must be > 0")
+    bins: list[float] = []
+    for d in sorted((max(0.0, float(x)) for x in demand), reverse=True):
+        if d >= capacity:
+            bins.append(math.inf)  # a core of its own: nothing joins it
+            continue
+        for i, used in enumerate(bins):
+            if used + d <= capacity + 1e-12:
+                bins[i] = used + d
+                break
+        else:
+            bins.append(d)
+    return len(bins)
+
+
+def unit_demand(
+    plan: Plan,
+    instance: str,
+    cores_of_work: float,
+    shard_load: np.ndarray | Sequence[float],
+) -> dict[str, float]:
+    """``cores_of_work`` of ``instance`` split over its units in ``plan`` by the load of
+    the shards each unit's routing entry holds (equally per shard when no shard shows load).
+
+    >>> from streamscale.model import Placement, Routing
+    >>> p = Plan(Allocation({"op[0]": 2}), Placement(),
+    ...          Routing({"op[0]": ("op[0]#0", "op[0]#0", "op[0]#1", "op[0]#1")}))
+    >>> unit_demand(p, "op[0]", 1.0, [0.3, 0.1, 0.1, 0.0])
+    {'op[0]#0': 0.8, 'op[0]#1': 0.2}
+    """
+    table = plan.routing.tables.get(instance, ())
+    if not table:
+        return {}
+    load = np.asarray(shard_load, dtype=float)
+    if load.size != len(table) or not float(load.clip(min=0).sum()) > 0:
+        load = np.ones(len(table))
+    load = load.clip(min=0)
+    total = float(load.sum())
+    out: dict[str, float] = {}
+    for unit, x in zip(table, load, strict=True):
+        out[unit] = out.get(unit, 0.0) + max(0.0, cores_of_work) * float(x) / total
+    return {u: round(v, 12) for u, v in out.items()}
+
+
+def shared_slots(
+    demand: Sequence[float],
+    *,
+    capacity: float,
+    current: int | None,
+    down_margin: float = 0.8,
+) -> int:
+    """Cores to hold for units of ``demand``: :func:`pack_units` at ``capacity`` when that
+    is at least ``current`` (or there is none); else no fewer than the packing at
+    ``down_margin × capacity`` (and never more than ``current``): scale-in waits until the
+    units fit with room to spare.
+
+    >>> shared_slots([0.25] * 8, capacity=0.9, current=None)
+    3
+    >>> shared_slots([0.3] * 8, capacity=0.9, current=3)  # 0.9 per core fits 3 at 0.9 only
+    3
+    >>> shared_slots([0.3] * 8, capacity=0.9, current=4)  # at 0.72: two per core, 4
+    4
+    >>> shared_slots([0.2] * 8, capacity=0.9, current=4)  # at 0.72: three per core, 3
+    3
+    """
+    up = pack_units(demand, capacity=capacity)
+    if current is None or up >= current:
+        return up
+    down = pack_units(demand, capacity=capacity * down_margin)
+    return min(current, max(up, down))
+
+
+def held_cores(allocation: Allocation) -> int:
+    """Cores a runtime holds for ``allocation``: its :attr:`~Allocation.slots` when units
+    share cores (never more than the units), else one per unit."""
+    if allocation.slots is not None and allocation.slots > 0:
+        return min(allocation.slots, allocation.total)
+    return allocation.total
+
+
+def with_slots(plan: Plan, slots: int) -> Plan:
+    """``plan`` holding ``slots`` cores for its units."""
+    return Plan(Allocation(plan.allocation.cores, slots), plan.placement, plan.routing)

@@ -1,0 +1,143 @@
+"""Units sharing cores: the packing, the split of an instance's work over its units, the
+damped scale-in, and the elastic policy holding only the cores its work needs."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from streamscale.control.policies import initial_plan, make_policy
+from streamscale.control.policies.base import scale
+from streamscale.control.sharing import (
+    held_cores,
+    pack_units,
+    shared_slots,
+    unit_demand,
+    with_slots,
+)
+from streamscale.model import (
+    Allocation,
+    Edge,
+    Operator,
+    OperatorStats,
+    Placement,
+    Plan,
+    Routing,
+    ShardStats,
+    Snapshot,
+    Topology,
+)
+from streamscale.runtime.spark.resources import capacity_cluster
+
+
+def test_pack_units_hand_checked() -> None:
+    assert pack_units([], capacity=0.9) == 0
+    assert pack_units([0.0, 0.0, 0.0], capacity=0.9) == 1
+    # first fit decreasing: 0.5+0.4 | 0.5+0.3 | 0.2  (0.9 fits exactly)
+    assert pack_units([0.2, 0.5, 0.3, 0.4, 0.5], capacity=0.9) == 3
+    # a unit at or above the bound keeps its core; nothing joins it
+    assert pack_units([0.95, 0.05, 2.0], capacity=0.9) == 3
+    assert pack_units([0.25] * 8, capacity=0.9) == 3
+    assert pack_units([0.25] * 8, capacity=1.0) == 2
+    with pytest.raises(ValueError):
+        pack_units([0.1], capacity=0.0)
+
+
+def test_pack_units_first_fit_decreasing_trace() -> None:
+    # sorted 0.7 0.6 0.45 0.33 0.2 0.2 0.1 0.05 at 0.9:
+    # 0.7 → A; 0.6 → B; 0.45 → C; 0.33 → C (0.78); 0.2 → A (0.9); 0.2 → B (0.8);
+    # 0.1 → B (0.9); 0.05 → C (0.83): three cores, the least any packing can use
+    demand = [0.1, 0.7, 0.33, 0.2, 0.2, 0.45, 0.05, 0.6]
+    assert pack_units(demand, capacity=0.9) == 3 == math.ceil(sum(demand) / 0.9)
+
+
+def _plan(tables: dict[str, tuple[str, ...]], slots: int | None = None) -> Plan:
+    cores = {inst: len(set(t)) for inst, t in tables.items()}
+    nodes = {u: "n0" for t in tables.values() for u in t}
+    return Plan(Allocation(cores, slots), Placement(nodes), Routing(tables))
+
+
+def test_unit_demand_by_shard_load() -> None:
+    p = _plan({"op[0]": ("op[0]#0", "op[0]#1", "op[0]#0", "op[0]#1")})
+    # shards 0 and 2 on #0 carry 0.3 + 0.1 of 0.6: two thirds of 0.9 cores
+    got = unit_demand(p, "op[0]", 0.9, [0.3, 0.1, 0.1, 0.1])
+    assert got == pytest.approx({"op[0]#0": 0.6, "op[0]#1": 0.3})
+    # no load seen: equal per shard
+    assert unit_demand(p, "op[0]", 0.9, [0.0] * 4) == pytest.approx(
+        {"op[0]#0": 0.45, "op[0]#1": 0.45}
+    )
+    assert unit_demand(p, "op[9]", 1.0, [1.0]) == {}
+
+
+def test_shared_slots_damps_scale_in() -> None:
+    # 8 units of 0.25: 3 per core at 0.9, 2 per core at 0.72 (0.75 > 0.72)
+    assert shared_slots([0.25] * 8, capacity=0.9, current=None) == 3
+    assert shared_slots([0.25] * 8, capacity=0.9, current=8) == 4  # after a surge: 8 → 4
+    assert shared_slots([0.25] * 8, capacity=0.9, current=4) == 4  # then holds, no 4 ↔ 3
+    assert shared_slots([0.25] * 8, capacity=0.9, current=3) == 3
+    assert shared_slots([0.25] * 8, capacity=0.9, current=2) == 3  # more work: up at once
+    assert shared_slots([0.1] * 8, capacity=0.9, current=4) == 2  # 7 per core at 0.72
+
+
+def test_held_cores_and_scale_direction() -> None:
+    p = _plan({f"op[{e}]": (f"op[{e}]#0",) * 4 for e in range(8)})
+    assert held_cores(p.allocation) == 8
+    assert held_cores(with_slots(p, 3).allocation) == 3
+    assert held_cores(with_slots(p, 12).allocation) == 8  # never more than the units
+    assert scale(p, with_slots(p, 3)) == "down"
+    assert scale(with_slots(p, 3), with_slots(p, 6)) == "up"
+    assert scale(with_slots(p, 3), with_slots(p, 3)) == "none"
+
+
+def _job(instances: int = 8, shards: int = 4) -> Topology:
+    ops = [
+        Operator("gen", kind="source", tuple_bytes=64),
+        Operator("calc", cost_ms=20.0, key="k", instances=instances, shards=shards, tuple_bytes=64),
+        Operator("out", kind="sink"),
+    ]
+    return Topology.build("surge", ops, [Edge("gen", "calc", "key"), Edge("calc", "out")])
+
+
+def _observed(rate: float, shards: int = 32) -> Snapshot:
+    # μ = 50 tuples/s per core (20 ms each): rate / 50 cores of work, even over the shards
+    work = rate / 50.0
+    return Snapshot.build(
+        time=10.0,
+        operators={"gen": OperatorStats(0.0, rate), "calc": OperatorStats(rate, rate, 50.0)},
+        shards=[ShardStats("calc", g, work / shards, 10, 1000) for g in range(shards)],
+    )
+
+
+@pytest.mark.parametrize("name", ["elastic", "proportional"])
+def test_policy_holds_the_work_not_one_core_per_instance(name: str) -> None:
+    """Eight instances at 100 t/s of 20 ms tuples: 2 cores of work, 0.25 per instance.
+
+    One core per instance held 8 cores (4 two-core executors, static-peak's size); shared,
+    the units pack 3 to a core at the 0.9 utilisation bound: 3 cores, 2 executors. At
+    300 t/s (0.75 per instance) no two units fit one core: 8 cores. Back at 100 t/s the
+    scale-in is damped to 2 per core (0.72 bound): 4 cores, still 2 executors.
+    """
+    topo, cluster = _job(), capacity_cluster(8, 2)
+    params = {"latency_target_ms": 2000.0, "share_cores": True}
+    p0 = initial_plan(name, topo, cluster, params=params)
+    assert held_cores(p0.allocation) == 8
+    pol = make_policy(name, topo, cluster, params=params, seed=1)
+    # an empty first batch measures no work: the cores held stay
+    idle = pol.decide(_observed(0.0), p0, 5.0)
+    assert held_cores((idle.plan or p0).allocation) == 8
+    base = pol.decide(_observed(100.0), p0, 10.0)
+    assert base.plan is not None and base.scale == "down"
+    assert base.plan.allocation.total >= 8  # every instance keeps a unit
+    assert held_cores(base.plan.allocation) == 3
+    assert math.ceil(held_cores(base.plan.allocation) / 2) == 2  # ExecutorResources.wanted
+    peak = pol.decide(_observed(300.0), base.plan, 20.0)
+    assert peak.plan is not None and peak.scale == "up"
+    assert held_cores(peak.plan.allocation) == 8
+    after = pol.decide(_observed(100.0), peak.plan, 30.0)
+    assert after.plan is not None and held_cores(after.plan.allocation) == 4
+    # off: one core per unit, as before
+    plain = make_policy(name, topo, cluster, params={**params, "share_cores": False}, seed=1)
+    d = plain.decide(_observed(100.0), p0, 10.0)
+    held = held_cores((d.plan or p0).allocation)
+    assert held == (d.plan or p0).allocation.total >= 8
