@@ -4,7 +4,7 @@ It never performs I/O and never reads the clock: the shell (see
 :func:`streamscale.control.loop.step`) feeds it ``Tick`` and ``Observed``
 events carrying the time, executes the ``Collect`` and ``Apply`` actions it
 returns against a Collector and a Realizer, and records the history.
-Damping follows production autoscalers (ALGORITHMS.md, "Beyond the papers"):
+Damping follows production autoscalers (docs/algorithms.md, "Beyond the papers"):
 a decision interval, a stabilization period after each change, and a longer
 cool-down before giving cores back than before taking more.
 """

@@ -1,4 +1,4 @@
-"""The surge's figures per policy, from what Spark recorded (BENCHMARKS.md names).
+"""The surge's figures per policy, from what Spark recorded.
 
 Every figure comes from a :class:`~streamscale.scenarios.surge.SurgeOutcome` — Spark's
 query progress, Spark's executor list, the run's executor requests — through the pure

@@ -12,7 +12,7 @@
   down to ``theta_low``, skips small-gain repartitionings, and the simulator
   holds its control loop during a global pause and one window after it.
 * ``proportional`` — ``k_e = ⌈load_e / target_utilization⌉`` (DS2-style one-step
-  sizing, ALGORITHMS.md "Beyond the papers"), no queueing model.
+  sizing, docs/algorithms.md "Beyond the papers"), no queueing model.
 
 Their settings (:data:`ELASTIC_SETTINGS`) are the Elasticutor steps' (``latency_target_ms``,
 ``theta``, ``max_cores``, ``max_utilization``, ``catch_up_s``, ``phi0_kbps``), RC's
@@ -290,7 +290,7 @@ class RcDampedPolicy(RcPolicy):
 class ProportionalPolicy(QueueingSized):
     """``k_e = ⌈(load_e + backlog share) / target_utilization⌉`` per executor.
 
-    The one-step sizing of production autoscalers (ALGORITHMS.md, "Beyond the
+    The one-step sizing of production autoscalers (docs/algorithms.md, "Beyond the
     papers"): the observed busy cores of an executor divided by the target
     utilisation, plus the cores that drain its share of the backlog within
     ``catch_up_s``. Totals above ``max_cores`` are trimmed from the executor that

@@ -17,7 +17,7 @@ least ``C⁻``; any other from the (node, donor) pair minimising ``C⁻ + C⁺``
 
 On FAIL, φ doubles (from φ̃ = 512 KB/s) and the algorithm reruns.
 
-Choices (ALGORITHMS.md §000): free cores act as an over-provisioned idle
+Choices (docs/algorithms.md, "000 — Elasticutor"): free cores act as an over-provisioned idle
 executor with zero cost; the prose's *descending* data-intensity order is used.
 Taking the only core of an executor costs its whole state ``s_j`` (``C⁻`` is
 undefined at ``X_j = 1``, and all of the state must move). A data-intensive
