@@ -68,3 +68,44 @@ def test_scenario_tiny() -> None:
         # §7.1 buys D3 + D3 for ρ = 7 (one slot beyond ρ), so "bought" ≥ "added"
         assert by["7.1-bought"] >= by["7.1-added"] >= 0 and by["8.2"] >= 0
     assert ex["sam"]["7.1-bought"] == ex["sam"]["7.1-added"]  # MBA's ρ = 4: one D3, none beyond
+
+
+def _figures(path: Path) -> dict[tuple[str, str], object]:
+    heads = [json.loads(x) for x in path.read_text().splitlines()]
+    return {(h["figure"], h["variant"]): h["measured"] for h in heads}
+
+
+def test_full_headline_differs_from_quick_only_on_the_fixed_cluster() -> None:
+    # The full run refines only the fixed cluster's rate steps (§8.5); §8.4 is shared.
+    quick = _figures(model_driven.HEADLINE_FILE)
+    full = _figures(model_driven.FULL_HEADLINE_FILE)
+    assert quick.keys() == full.keys()
+    assert {k: v for k, v in full.items() if "§8.4" in k[0]} == {
+        k: v for k, v in quick.items() if "§8.4" in k[0]
+    }
+    # RSM's two variants both take the best-fit slot (RSM_SLOT_CHOICE)
+    for (figure, variant), v in full.items():
+        if "RSM" in figure and variant == "literal":
+            assert full[(figure, "tuned")] == v
+
+
+def test_readme_quotes_the_full_run() -> None:
+    full = _figures(model_driven.FULL_HEADLINE_FILE)
+
+    def fig(pair: str, how: str) -> object:
+        name = f"004 §8.5 Linear, 5 × 4 slots, {pair} predicted rate ({how}) [held out]"
+        return full[(name, "tuned")]
+
+    readme = (Path(__file__).parents[2] / "README.md").read_text()
+    start = readme.index("Full run (`streamscale reproduce model-driven --seed 1`")
+    text = " ".join(readme[start : readme.index("Why the Diamond", start)].split())
+    planned = full[("004 §8.5 Linear, 5 × 4 slots, MBA planned rate [calibration]", "tuned")]
+    assert f"MBA plans {planned:g} t/s" in text
+    for pair in ("MBA+DSM", "MBA+RSM", "MBA+SAM"):
+        assert f"{pair} {fig(pair, 'shuffle'):g} / {fig(pair, 'capacity sum'):g}" in text
+
+
+@pytest.mark.slow
+def test_full_headline_is_what_reproduce_prints(tmp_path: Path) -> None:
+    model_driven.run(tmp_path, quick=False, seed=1)
+    assert _figures(tmp_path / "headline.jsonl") == _figures(model_driven.FULL_HEADLINE_FILE)

@@ -27,7 +27,7 @@ def test_paper_table_mapping_is_the_papers_arithmetic() -> None:
 def test_rows_place_every_table_thread_and_stay_below_the_lsa_plan() -> None:
     rows = ablation()
     first = rows[0]
-    assert first["slot_choice"] == "first" and first["table_threads"] == 17
+    assert first["slot_choice"] == "first-fit" and first["table_threads"] == 17
     assert first["predicted_shuffle"] <= first["predicted_capacity_sum"] <= 50.0
     for r in rows[:-1]:
         assert sum(r["table_threads_per_slot"]) == r["table_threads"]

@@ -103,11 +103,11 @@ def test_rsm_hand_checked() -> None:
 
 
 @pytest.mark.parametrize(
-    ("choice", "b_slot"), [("first", "v1/0"), ("best-fit", "v1/1"), ("worst-fit", "v1/0")]
+    ("choice", "b_slot"), [("first-fit", "v1/0"), ("best-fit", "v1/1"), ("worst-fit", "v1/0")]
 )
 def test_rsm_slot_choice_hand_checked(choice: str, b_slot: str) -> None:
     # A (memory 0.5) takes v1/0, leaving 0.5; C (0.6) does not fit there and takes
-    # v1/1, leaving 0.4. B (0.3) fits both: first → v1/0 (lowest-numbered),
+    # v1/1, leaving 0.4. B (0.3) fits both: first-fit → v1/0 (lowest-numbered),
     # best-fit → v1/1 (0.4 left, the fullest), worst-fit → v1/0 (0.5 left).
     d = [
         TaskDemand("A", 1, cpu1=0.1, mem1=0.5),
@@ -118,6 +118,36 @@ def test_rsm_slot_choice_hand_checked(choice: str, b_slot: str) -> None:
     assert r.assignment == {"A#0": "v1/0", "C#0": "v1/1", "B#0": b_slot}
     with pytest.raises(ModelError, match="unknown slot choice"):
         map_rsm(d, (Vm("v1", 2),), slot_choice="random")  # type: ignore[arg-type]
+
+
+def test_rsm_default_best_fit_packs_a_vm_that_first_fit_cannot() -> None:
+    """One 3-slot VM (CPU 3.0, memory 1.0 a slot), tasks swept A, B, C, two threads each.
+
+    Memory a thread: A 0.5, B 0.7, C 0.2 (CPU 0.2 each, 1.2 in all, never binding).
+    Best-fit (the default) — sweep 1: A#0 → slot 0 (all empty, lowest; left 0.5/1/1);
+    B#0 (0.7) fits only slots 1 and 2 → slot 1 (0.5/0.3/1); C#0 (0.2) fits all three,
+    the fullest is slot 1 (0.5/0.1/1). Sweep 2: A#1 (0.5) fits slots 0 and 2, the
+    fullest is slot 0 (0/0.1/1); B#1 → slot 2 (0/0.1/0.3); C#1 fits slot 2 only.
+    First-fit puts C#0 on slot 0 (0.3/0.3/1), so A#1 takes slot 2 (0.3/0.3/0.5) and
+    B#1 (0.7) fits nowhere: the same VM is too small.
+    """
+    d = [
+        TaskDemand("A", 2, cpu1=0.2, mem1=0.5),
+        TaskDemand("B", 2, cpu1=0.2, mem1=0.7),
+        TaskDemand("C", 2, cpu1=0.2, mem1=0.2),
+    ]
+    r = map_rsm(d, (Vm("v1", 3),))
+    assert r.assignment == {
+        "A#0": "v1/0",
+        "B#0": "v1/1",
+        "C#0": "v1/1",
+        "A#1": "v1/0",
+        "B#1": "v1/2",
+        "C#1": "v1/2",
+    }
+    assert r == map_rsm(d, (Vm("v1", 3),), slot_choice="best-fit")
+    with pytest.raises(InfeasibleError, match="task B"):
+        map_rsm(d, (Vm("v1", 3),), slot_choice="first-fit")
 
 
 # -- properties -----------------------------------------------------------------

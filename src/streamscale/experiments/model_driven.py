@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
+from functools import partial
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -28,6 +29,7 @@ from streamscale.experiments.model_driven_figures import (
     CALIBRATION,
     EXTRA_READINGS,
     MAPPINGS,
+    RSM_SLOT_CHOICE,
     extra_slots,
     headline,
 )
@@ -53,6 +55,7 @@ from streamscale.planning.prediction import predict
 
 __all__ = [
     "CATALOG",
+    "FULL_HEADLINE_FILE",
     "HEADLINE_FILE",
     "PAIRS",
     "fixed_cluster",
@@ -65,6 +68,9 @@ __all__ = [
 
 # The committed copy of the headline figures the README quotes (``--quick``, seed 1).
 HEADLINE_FILE = Path(__file__).with_name("model_driven_headline.jsonl")
+# The full run's (``streamscale reproduce model-driven --seed 1``: 10 t/s steps on the
+# fixed cluster instead of 20) headline figures.
+FULL_HEADLINE_FILE = Path(__file__).with_name("model_driven_full_headline.jsonl")
 
 CATALOG = (
     VmType("D1", 1, 3.5, 0.098),
@@ -129,12 +135,16 @@ def _map(
     vms: Sequence[Vm] | None,
     *,
     literal: bool = False,
+    variant: str = "tuned",
 ) -> tuple[int, MappingResult]:
     a = allocate(alg, topo, models, rate)
     d = demands(topo, models, a.threads, rate, literal_bundles=literal)
+    mapper = _MAPPERS[pl]
+    if pl == "rsm":
+        mapper = partial(map_rsm, slot_choice=RSM_SLOT_CHOICE[variant])
     if vms is not None:
-        return a.slots, _MAPPERS[pl](d, vms)
-    return a.slots, map_adding_slots(_MAPPERS[pl], d, max(1, a.slots), CATALOG)
+        return a.slots, mapper(d, vms)
+    return a.slots, map_adding_slots(mapper, d, max(1, a.slots), CATALOG)
 
 
 def _rates(
@@ -151,7 +161,9 @@ def scenario(topo: Topology, models: Mapping[str, PerformanceModel], rate: float
     lsa_slots, rsm = _map("lsa", "rsm", topo, models, rate, None)
     mba_slots, sam = _map("mba", "sam", topo, models, rate, None)
     _, sam_literal = _map("mba", "sam", topo, models, rate, None, literal=True)
+    _, rsm_literal = _map("lsa", "rsm", topo, models, rate, None, variant="literal")
     lsa_pred, lsa_w = _rates(topo, models, rsm)
+    lit_pred, lit_w = _rates(topo, models, rsm_literal)
     mba_pred, mba_w = _rates(topo, models, sam)
     return {
         "dag": topo.name,
@@ -166,6 +178,8 @@ def scenario(topo: Topology, models: Mapping[str, PerformanceModel], rate: float
         "lsa_rsm_predicted_rate": round(lsa_pred, 2),
         "mba_sam_predicted_rate": round(mba_pred, 2),
         "lsa_rsm_weighted_rate": round(lsa_w, 2),
+        "lsa_rsm_literal_predicted_rate": round(lit_pred, 2),
+        "lsa_rsm_literal_weighted_rate": round(lit_w, 2),
         "mba_sam_weighted_rate": round(mba_w, 2),
         "extra": extra_slots(topo, models, rate, CATALOG),
     }
@@ -180,24 +194,32 @@ def fixed_cluster(
     step: float = 10.0,
     max_rate: float = 2000.0,
 ) -> list[dict[str, Any]]:
-    """§8.5 for one DAG: highest planned rate per pair on a fixed cluster, and its prediction."""
+    """§8.5 for one DAG: highest planned rate per pair on a fixed cluster, and its prediction.
+
+    Every pair is run as ``tuned``; the RSM pairs also as ``literal`` (RSM's slot
+    choice per variant, :data:`RSM_SLOT_CHOICE`).
+    """
     cluster = tuple(Vm(f"D3-{j + 1}", slots_per_vm, "D3", "r0", 0.392) for j in range(vms))
     capacity = vms * slots_per_vm
     rows = []
-    for alg, pl in PAIRS:
+    runs = [
+        (a, p, v) for a, p in PAIRS for v in (("literal", "tuned") if p == "rsm" else ("tuned",))
+    ]
+    for alg, pl, variant in runs:
         best: tuple[float, MappingResult] | None = None
         rate = step
         while rate <= max_rate:
             try:
-                rho, res = _map(alg, pl, topo, models, rate, cluster)
+                rho, res = _map(alg, pl, topo, models, rate, cluster, variant=variant)
             except InfeasibleError:
                 break
             if rho > capacity:
                 break
             best = (rate, res)
             rate += step
+        head = {"dag": topo.name, "pair": f"{alg}+{pl}", "variant": variant}
         if best is None:
-            rows.append({"dag": topo.name, "pair": f"{alg}+{pl}", "planned_rate": 0.0})
+            rows.append({**head, "planned_rate": 0.0})
             continue
         planned, res = best
         kw: dict[str, Any] = {"slots": res.slots, "vm_slots": {v.name: v.slots for v in res.vms}}
@@ -205,8 +227,7 @@ def fixed_cluster(
         we = predict(topo, models, res.assignment, routing="weighted", **kw)
         rows.append(
             {
-                "dag": topo.name,
-                "pair": f"{alg}+{pl}",
+                **head,
                 "planned_rate": planned,
                 "predicted_rate": round(sh.rate, 2),
                 "predicted_limit": sh.limit,
@@ -272,7 +293,11 @@ def _plots(
 
     fig, ax = plt.subplots(figsize=(5, 5))
     for pair, marker in zip([f"{a}+{p}" for a, p in PAIRS], "ovs^D", strict=True):
-        pts = [r for r in fixed if r["pair"] == pair and r.get("planned_rate")]
+        pts = [
+            r
+            for r in fixed
+            if r["pair"] == pair and r["variant"] == "tuned" and r.get("planned_rate")
+        ]
         ax.scatter(
             [r["planned_rate"] for r in pts],
             [r["predicted_rate"] for r in pts],
@@ -345,11 +370,21 @@ def _markdown(
             PAPER_MICRO.get((r["dag"], r["rate"]), ""),
         ]
 
-    fcols = ["DAG", "pair", "planned", "predicted (shuffle)", "limit", "capacity sum", "paper"]
+    fcols = [
+        "DAG",
+        "pair",
+        "variant",
+        "planned",
+        "predicted (shuffle)",
+        "limit",
+        "capacity sum",
+        "paper",
+    ]
     frows = [
         [
             r["dag"],
             r["pair"],
+            r["variant"],
             r["planned_rate"],
             r.get("predicted_rate", ""),
             r.get("predicted_limit", ""),

@@ -74,6 +74,25 @@ def test_acquisition_readings(placer: str) -> None:
         compose(ctx(acquisition="half"), steps=steps)
 
 
+def test_rsm_slot_choice_param() -> None:
+    # LSA + RSM, Diamond at 50 t/s: Table's 17 threads lie 8/3/3/3 on the best-fit
+    # slots (the default) and 14/3 on the first-fit ones (the Diamond ablation's rows).
+    steps = [("allocator", "lsa"), ("placer", "rsm")]
+
+    def table_per_slot(**params: object) -> list[int]:
+        plan, _, _ = compose(ctx("diamond", rate=50, **params), steps=steps)
+        per: dict[str, int] = {}
+        for unit, slot in plan.placement.nodes.items():
+            if unit.split("#")[0] == "table":
+                per[slot] = per.get(slot, 0) + 1
+        return sorted(per.values(), reverse=True)
+
+    assert table_per_slot() == table_per_slot(rsm_slot_choice="best-fit") == [8, 3, 3, 3]
+    assert table_per_slot(rsm_slot_choice="first-fit") == [14, 3]
+    with pytest.raises(StreamscaleError, match="rsm_slot_choice"):
+        compose(ctx(rsm_slot_choice="first"), steps=steps)
+
+
 def test_fixed_nodes_and_failures() -> None:
     small = Cluster.build([Node("vm1", cores=1)])
     with pytest.raises(InfeasibleError, match="insufficient resources"):

@@ -10,6 +10,7 @@ VMs (``params["vms"]``): ``acquire`` (default when the cluster has
 resource-aware mapping fails, adds one slot at a time (§8.4); ``nodes`` (default
 otherwise) maps onto the cluster's nodes as they are and fails when they are
 too small. Other params: ``rsm_weight_cpu``/``_memory``/``_network`` (all 1),
+``rsm_slot_choice`` (``best-fit``; ``first-fit``, ``worst-fit``: see :func:`map_rsm`),
 ``resource_limits`` (true: predictions also respect per-VM CPU and per-slot
 memory), ``literal_bundles`` (false: see :func:`map_sam`), ``acquisition``
 (``cover``: §7.1; ``exact``: §8.2, see :func:`acquire`).
@@ -30,6 +31,7 @@ from streamscale.planning.allocation.model_based import (
 )
 from streamscale.planning.placement.slots import (
     ACQUISITIONS,
+    SLOT_CHOICES,
     MappingResult,
     RsmWeights,
     TaskDemand,
@@ -102,6 +104,14 @@ MAPPING_SETTINGS = Schema(
     Setting("rsm_weight_cpu", float, 1.0, "R-Storm distance weight w_C (§7.3)", low=0.0),
     Setting("rsm_weight_memory", float, 1.0, "R-Storm distance weight w_M (§7.3)", low=0.0),
     Setting("rsm_weight_network", float, 1.0, "R-Storm distance weight w_N (§7.3)", low=0.0),
+    Setting(
+        "rsm_slot_choice",
+        str,
+        "best-fit",
+        "RSM's slot within the chosen VM: best-fit (§7.3's 'best fit packing'), "
+        "first-fit (the lowest-numbered) or worst-fit",
+        choices=SLOT_CHOICES,
+    ),
 )
 ALLOCATOR_SETTINGS = Schema("allocator lsa/mba")
 
@@ -221,7 +231,7 @@ def map_plan(algorithm: str, context: PlanningContext, plan: Plan) -> MappingRes
         )
 
         def mapper(dd, vv):  # type: ignore[no-untyped-def]
-            return map_rsm(dd, vv, weights=w)
+            return map_rsm(dd, vv, weights=w, slot_choice=params["rsm_slot_choice"])
 
     mode = params["vms"] or ("acquire" if context.cluster.vm_types else "nodes")
     if mode == "acquire":

@@ -5,7 +5,8 @@
   §8.2 describes it, the rest in smaller VMs so the slots sum to ρ (``exact``).
 * :func:`map_dsm` — Default Storm Mapping (§7.2, Algorithm 4): round-robin.
 * :func:`map_rsm` — R-Storm Mapping (§7.3, Algorithm 5): BFS sweeps, one thread
-  per task per sweep, VMs by R-Storm's distance, per-VM CPU and per-slot memory.
+  per task per sweep, VMs by R-Storm's distance, per-VM CPU and per-slot memory;
+  within a VM the best-fit slot (§7.3's "best fit packing"; first-fit selectable).
 * :func:`map_sam` — Slot Aware Mapping (§7.4, Algorithm 6): full bundles on
   exclusive empty slots, partial bundles on the best-fit slot.
 * :func:`map_adding_slots` — the §8.4 procedure: when a resource-aware mapping
@@ -49,8 +50,8 @@ _EPS = 1e-9
 
 Acquisition = Literal["cover", "exact"]
 ACQUISITIONS: tuple[Acquisition, ...] = ("cover", "exact")
-SlotChoice = Literal["first", "best-fit", "worst-fit"]
-SLOT_CHOICES: tuple[SlotChoice, ...] = ("first", "best-fit", "worst-fit")
+SlotChoice = Literal["best-fit", "first-fit", "worst-fit"]
+SLOT_CHOICES: tuple[SlotChoice, ...] = ("best-fit", "first-fit", "worst-fit")
 
 
 @dataclass(frozen=True, slots=True)
@@ -200,7 +201,7 @@ def map_rsm(
     vms: Sequence[Vm],
     *,
     weights: RsmWeights = RsmWeights(),
-    slot_choice: SlotChoice = "first",
+    slot_choice: SlotChoice = "best-fit",
 ) -> MappingResult:
     """R-Storm Mapping (paper 004, §7.3, Algorithm 5).
 
@@ -209,10 +210,17 @@ def map_rsm(
     d = sqrt(w_C (C_j − c̄)² + w_M (M_j − m̄)² + w_N NWDist(v̂, v_j)²) from the
     reference VM v̂ (the last one mapped to); a VM qualifies when it has c̄ CPU
     left in total and some slot has m̄ memory left. Resources grow linearly per
-    thread (c̄ = C(1), m̄ = M(1)). Algorithm 5 (line 14) takes any slot of
-    the VM with m̄ memory left; ``slot_choice`` says which: ``first`` (the
-    lowest-numbered, the default), ``best-fit`` (the least memory left, the
-    "best fit packing" §7.3's prose names) or ``worst-fit`` (the most).
+    thread (c̄ = C(1), m̄ = M(1)).
+
+    Algorithm 5 (line 14) takes any slot of the VM with m̄ memory left;
+    ``slot_choice`` says which. ``best-fit`` (the default) takes the slot with
+    the least memory left that still holds m̄, as §7.3's prose reads: "Thus
+    RSM tries to perform a network-aware best fit packing to minimize the
+    number of slots" (§7.3, last sentence of the walk-through of Fig. 4; §8.5.2
+    speaks of RSM's "best-fit distance measure" too). ``first-fit`` takes the
+    lowest-numbered such slot (the pseudo-code's "any slot" read as the first),
+    ``worst-fit`` the one with the most memory left. Ties go to the
+    lowest-numbered slot.
 
     Raises
     ------
