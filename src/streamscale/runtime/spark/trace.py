@@ -43,7 +43,7 @@ from pyspark.sql.types import (
 )
 
 from streamscale.errors import StreamscaleError
-from streamscale.runtime.spark.seq_reader import SeqRange, SeqStreamReader
+from streamscale.runtime.spark.seq_reader import SeqRange, SeqStreamReader, _opt
 
 __all__ = ["TraceSource", "TraceSpec", "TraceStreamReader", "load_trace", "trace_schema"]
 
@@ -71,13 +71,7 @@ class TraceSpec:
         """Parse and validate; raise :class:`StreamscaleError` naming a bad option."""
 
         def get(name: str, conv: Callable[[str], Any], default: Any) -> Any:
-            raw = options.get(name)
-            if raw is None or str(raw).strip() == "":
-                return default
-            try:
-                return conv(str(raw).strip())
-            except ValueError:
-                raise StreamscaleError(f"cannot parse {raw!r}", item=f"option '{name}'") from None
+            return _opt(options, name, conv, default)
 
         path = get("path", str, None)
         if path is None:
