@@ -65,6 +65,12 @@ def ratios(figures: dict[str, dict[str, Any]], cfg: SurgeConfig) -> dict[str, An
         if name.startswith(("spark-dynamic", "restart")):
             baselines.append(name)
             ahead &= el["core_seconds"] < f["core_seconds"] and el["slo_tuples"] >= f["slo_tuples"]
+    peak = figures.get("static-peak", {})
+    for name, f in figures.items():  # elastic's warm-capacity variants, on their own
+        if name.startswith("elastic-") and "core_seconds" in f and "core_seconds" in peak:
+            key = name.replace("-", "_")
+            out[f"{key}_slo_tuples"] = f["slo_tuples"]
+            out[f"{key}_core_seconds_vs_static_peak"] = f["core_seconds"] / peak["core_seconds"]
     cs_peak = out.get("core_seconds_vs_static_peak")
     own = bool(el["slo_tuples"] >= 0.90 and cs_peak is not None and cs_peak <= 0.75)
     out["met_vs_static_peak"] = own

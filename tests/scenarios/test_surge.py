@@ -93,3 +93,16 @@ def test_reaction_marks_request_arrival_and_first_tasks() -> None:
     assert [r["batch"] for r in rows] == list(range(len(o.spans)))
     # batches ending at 30.5 s (both alive), 62.5 s and 63 s (executor 2 left at 60 s)
     assert [r["executors"] for r in rows[5:8]] == [2, 1, 1]
+
+
+def test_warm_capacity_variants_are_elastic_with_a_valid_watch_setting() -> None:
+    from streamscale.control.watch import WatchConfig
+    from streamscale.scenarios.surge import SURGE_POLICIES, VARIANTS
+
+    cfg = SurgeConfig()
+    for name, (base, extra) in VARIANTS.items():
+        assert name in SURGE_POLICIES and base == "elastic"
+        assert policy_instances(cfg, name) == policy_instances(cfg, "elastic")
+        config = WatchConfig.from_params(dict(extra))  # raises on an unknown setting
+        assert config != WatchConfig.from_params({})
+    assert WatchConfig.from_params(dict(VARIANTS["elastic-standby"][1])).standby_executors == 1

@@ -57,6 +57,8 @@ __all__ = [
 
 SURGE_POLICIES = (
     "elastic",
+    "elastic-standby",
+    "elastic-proactive",
     "proportional",
     "static-peak",
     "static-base",
@@ -66,6 +68,13 @@ SURGE_POLICIES = (
 )
 #: the policies whose plans the realizer turns into executors
 ADAPTIVE = ("elastic", "proportional")
+#: ``elastic`` with warm capacity (issue "Hold latency through a surge", item 5): one idle
+#: standby executor held beyond the plan (billed like every executor), or sized for the
+#: offered rate's trend one executor start-up ahead
+VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
+    "elastic-standby": ("elastic", {"standby_executors": 1}),
+    "elastic-proactive": ("elastic", {"proactive": True}),
+}
 #: Spark's dynamic allocation as each variant runs it; every setting is named in the output
 DYNAMIC_SETTINGS: dict[str, dict[str, str]] = {
     "spark-dynamic": {  # Spark's defaults but for the bounds
@@ -273,6 +282,8 @@ def policy_instances(cfg: SurgeConfig, policy: str) -> int:
     base = cfg.static_executors(cfg.base_rate) * cfg.executor_cores
     return {
         "elastic": cfg.elastic_instances,
+        "elastic-standby": cfg.elastic_instances,
+        "elastic-proactive": cfg.elastic_instances,
         "proportional": cfg.elastic_instances,
         "static-peak": peak,
         "static-base": base,
@@ -325,11 +336,16 @@ def run_policy(
         )
     instances = policy_instances(cfg, policy)
     job = _job(cfg, instances)
+    base_policy, extra = VARIANTS.get(policy, (policy, {}))
     spark = build_session(master, app_name=f"streamscale-surge-{policy}", conf=conf)
     sc = spark.sparkContext
     scratch = Path(tempfile.mkdtemp(prefix="streamscale-surge-"))
     outcome = SurgeOutcome(policy)
-    outcome.settings = {"instances": instances, **(conf if dynamic is not None else {})}
+    outcome.settings = {
+        "instances": instances,
+        **(conf if dynamic is not None else {}),
+        **extra,
+    }
     log = ProgressLog().attach(spark)
     sampler = ExecutorSampler(sc)
     resources = None
@@ -347,13 +363,14 @@ def run_policy(
             res = run_job(
                 spark,
                 job,
-                policy=policy if policy in ADAPTIVE else "static",
+                policy=base_policy if base_policy in ADAPTIVE else "static",
                 duration_s=cfg.duration_s,
                 checkpoint=scratch / "ckpt",
                 # the backlog a surge leaves must drain well within the SLO (DS2's catch-up)
                 params={
                     "latency_target_ms": cfg.trigger_s * 1000.0,
                     "catch_up_s": cfg.latency_target_ms / 2000.0,
+                    **extra,
                 },
                 on_batch=lambda rec: on_batch(_row(policy, rec, sc)),
                 seed=cfg.seed,
