@@ -6,6 +6,7 @@ one shard's rows in arrival order and that shard's state dict.
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import numpy as np
@@ -18,6 +19,7 @@ __all__ = [
     "odd_only",
     "project",
     "rank_in_key",
+    "rank_in_key_waited",
     "tier",
 ]
 
@@ -56,6 +58,16 @@ def rank_in_key(rows: pd.DataFrame, state: dict[Any, Any]) -> pd.DataFrame:
             "n": n,
         }
     )
+
+
+def rank_in_key_waited(
+    rows: pd.DataFrame, state: dict[Any, Any], *, cost_ms: float = 1.0
+) -> pd.DataFrame:
+    """:func:`rank_in_key` after waiting ``cost_ms`` per row: an I/O-like cost, so that
+    task slots behave like cores on a machine with fewer (emulated cores)."""
+    if cost_ms > 0 and len(rows):
+        time.sleep(len(rows) * cost_ms / 1000.0)
+    return rank_in_key(rows, state)
 
 
 def bucket_totals(rows: pd.DataFrame, state: dict[Any, Any]) -> pd.DataFrame:

@@ -1,0 +1,381 @@
+"""Runs for weeks: memory, files and checkpoint size under continuous rescaling.
+
+A DAG job with two keyed operators (generator → ``enrich`` → ``rank`` keyed by ``key``,
+a waited cost per row → ``totals`` keyed by ``bucket``) runs under ``elastic`` on a
+loopback Spark cluster with triggers as fast as the batches go, while the offered rate
+alternates between a low and a high level every ``--phase-s`` seconds, so executors are
+requested and released and shards move throughout. State lives on the local disk, on
+an S3-compatible server (moto, on 127.0.0.1), or on each in turn (``--state both``:
+half of the time each, one run after the other).
+
+Every ``--every`` batches it samples, in the driver:
+
+* ``driver_python_rss_mb`` (this process), ``driver_jvm_rss_mb`` and ``jvm_heap_mb``
+  (the driver JVM's heap used right after a ``System.gc()``);
+* ``executor_rss_mb``: the mean resident set of a live executor (its JVM, its Python
+  daemon and workers), ``executors`` alive;
+* ``open_fds`` and ``threads`` of the driver (Python and JVM together);
+* ``spark_checkpoint_bytes`` (Spark's offsets, commits, sources and sinks metadata),
+  ``checkpoint_bytes`` (Spark's plus streamscale's own files beside the state),
+  ``state_bytes`` and ``state_files`` (snapshots and changelogs of every shard), and
+  ``output_bytes`` (``metrics.jsonl``, dead letters, sink files).
+
+JSON lines (``"bench": "soak"``): one per sample; then, per run, a ``"figure":
+"growth"`` line with each figure's least-squares growth per 10,000 batches after the
+warm-up, in percent of its mean (``*_pct_per_10k``) and in its own unit
+(``*_per_10k``), the batches run, the batches per hour reached, the scale events, and
+``state_equals_pandas``: the committed state of both operators against pandas over
+the same input (the generator's tuples ``0 … n-1``, ``n`` the tuples the run
+processed). ``--out DIR`` also writes ``soak-<state>.png``.
+
+The per-row cost is waited (``time.sleep``), not burned: task slots behave like cores
+on this 2-core machine (emulated cores).
+
+Run: ``.venv/bin/python benchmarks/bench_soak.py [--minutes 60] [--quick]
+[--state local|s3|both] [--out DIR]`` (``--quick``: 12 minutes, local state).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import psutil
+from _results import record
+
+from streamscale.runtime.spark import functions_dag as fd
+from streamscale.runtime.spark.api import stream
+from streamscale.runtime.spark.cluster import cluster_down, cluster_up
+from streamscale.runtime.spark.resources import ExecutorResources, executor_conf
+from streamscale.runtime.spark.session import build_session
+from streamscale.runtime.spark.sources import GeneratorSource, generate
+from streamscale.runtime.spark.state import state_backend
+
+FIGURES = (
+    "driver_python_rss_mb",
+    "driver_jvm_rss_mb",
+    "jvm_heap_mb",
+    "executor_rss_mb",
+    "open_fds",
+    "threads",
+    "spark_checkpoint_bytes",
+    "checkpoint_bytes",
+    "state_bytes",
+    "state_files",
+    "output_bytes",
+)
+BUCKETS = 5
+
+
+def _emit(fields: dict[str, Any], argv: list[str]) -> None:
+    print(json.dumps(record("soak", fields, argv=argv), default=str), flush=True)
+
+
+def _dir_bytes(path: Path, skip: tuple[Path, ...] = ()) -> tuple[int, int]:
+    total = files = 0
+    for root, dirs, names in os.walk(path):
+        if any(Path(root) == s or s in Path(root).parents for s in skip):
+            dirs[:] = []
+            continue
+        for n in names:
+            try:
+                total += os.stat(os.path.join(root, n)).st_size
+                files += 1
+            except OSError:
+                continue
+    return total, files
+
+
+def _store_bytes(url: str, local: Path) -> tuple[int, int]:
+    if not url.startswith("s3://"):
+        return _dir_bytes(local)
+    import pyarrow.fs as pafs
+
+    bucket_prefix, _, query = url[len("s3://") :].partition("?")
+    endpoint = query.split("endpoint=", 1)[1].split("&", 1)[0]
+    fs = pafs.S3FileSystem(
+        endpoint_override=endpoint.split("://", 1)[-1], scheme="http", region="us-east-1"
+    )
+    infos = fs.get_file_info(pafs.FileSelector(bucket_prefix, recursive=True))
+    files = [i for i in infos if i.type == pafs.FileType.File]
+    return sum(i.size for i in files), len(files)
+
+
+def _jvm_procs(me: psutil.Process) -> list[psutil.Process]:
+    """The driver's JVM (the py4j gateway: ``SparkSubmit``), not the cluster's daemons."""
+    out = []
+    for c in me.children(recursive=True):
+        try:
+            if "java" in c.name() and "SparkSubmit" in " ".join(c.cmdline()):
+                out.append(c)
+        except psutil.Error:
+            continue
+    return out
+
+
+def _executor_rss_mb(app_id: str) -> tuple[float, int]:
+    """Mean RSS of a live executor of application ``app_id`` (its JVM and every Python
+    process under it)."""
+    sizes: list[int] = []
+    for p in psutil.process_iter(["cmdline"]):
+        try:
+            cmd = " ".join(p.info["cmdline"] or ())
+            if "CoarseGrainedExecutorBackend" not in cmd or app_id not in cmd:
+                continue
+            tree = [p, *p.children(recursive=True)]
+            sizes.append(sum(q.memory_info().rss for q in tree))
+        except psutil.Error:
+            continue
+    return (float(np.mean(sizes)) / 2**20 if sizes else 0.0), len(sizes)
+
+
+def sample(sc: Any, ckpt: Path, out: Path, url: str, state_dir: Path) -> dict[str, Any]:
+    """Every figure, measured now (see the module docstring)."""
+    me = psutil.Process()
+    jvms = _jvm_procs(me)
+    sc._jvm.System.gc()
+    rt = sc._jvm.java.lang.Runtime.getRuntime()
+    heap = (rt.totalMemory() - rt.freeMemory()) / 2**20
+    ex_rss, executors = _executor_rss_mb(sc.applicationId)
+    spark_ck, _ = _dir_bytes(ckpt / "spark")
+    own_ck, _ = _dir_bytes(ckpt, skip=(ckpt / "state",))
+    state, state_files = _store_bytes(url, state_dir)
+    output, _ = _dir_bytes(out)
+    return {
+        "driver_python_rss_mb": me.memory_info().rss / 2**20,
+        "driver_jvm_rss_mb": sum(j.memory_info().rss for j in jvms) / 2**20,
+        "jvm_heap_mb": heap,
+        "executor_rss_mb": ex_rss,
+        "executors": executors,
+        "open_fds": me.num_fds() + sum(j.num_fds() for j in jvms),
+        "threads": me.num_threads() + sum(j.num_threads() for j in jvms),
+        "spark_checkpoint_bytes": spark_ck,
+        "checkpoint_bytes": own_ck,
+        "state_bytes": state,
+        "state_files": state_files,
+        "output_bytes": output,
+    }
+
+
+def growth(samples: list[dict[str, Any]], warmup_batches: int) -> dict[str, Any]:
+    """Least-squares slope of each figure over the batch number after the warm-up, per
+    10,000 batches: in its unit and in percent of its mean over the same samples."""
+    rows = [s for s in samples if s["batch"] >= warmup_batches]
+    out: dict[str, Any] = {"samples_after_warmup": len(rows)}
+    if len(rows) < 3:
+        return out
+    x = np.asarray([r["batch"] for r in rows], dtype=float)
+    for f in FIGURES:
+        y = np.asarray([r[f] for r in rows], dtype=float)
+        slope = float(np.polyfit(x, y, 1)[0]) * 10_000
+        mean = float(y.mean())
+        out[f"{f}_per_10k"] = slope
+        out[f"{f}_pct_per_10k"] = 100.0 * slope / mean if mean else None
+    return out
+
+
+def schedule(minutes: float, phase_s: float, low: float, high: float) -> str:
+    points = []
+    t, i = 0.0, 0
+    while t <= minutes * 60 + phase_s:
+        points.append(f"{t:g}:{high if i % 2 else low:g}")
+        t += phase_s
+        i += 1
+    return ",".join(points)
+
+
+def reference_check(opts: dict[str, str], n: int, url: str) -> bool:
+    """Both operators' committed state equals pandas over the generator's tuples ``0…n-1``."""
+    rows = generate(opts, 0, n)
+    want_counts = rows["key"].value_counts().to_dict()
+    ranks = rows.groupby("key").cumcount() + 1
+    bucket = rows["seq"].to_numpy() % BUCKETS
+    g = pd.DataFrame({"bucket": bucket, "n": ranks.to_numpy()}).groupby("bucket")["n"]
+    want_buckets = {int(b): (int(c), int(s)) for b, c, s in zip(
+        g.size().index, g.size(), g.sum(), strict=True)}  # fmt: skip
+    backend = state_backend(url)
+    counts: dict[Any, int] = {}
+    for st in backend.load_all("rank").values():
+        counts.update(st.get("count", {}))
+    buckets: dict[int, tuple[int, int]] = {}
+    for st in backend.load_all("totals").values():
+        for b, r in st.get("rows", {}).items():
+            buckets[int(b)] = (int(r), int(st["n"][b]))
+    return counts == want_counts and buckets == want_buckets
+
+
+def _moto() -> tuple[subprocess.Popen[bytes], str]:
+    import pyarrow.fs as pafs
+
+    os.environ.setdefault("AWS_ACCESS_KEY_ID", "soak")
+    os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "soak")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    exe = Path(sys.executable).with_name("moto_server")
+    proc = subprocess.Popen(
+        [str(exe), "-H", "127.0.0.1", "-p", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            break
+        except OSError:
+            if time.monotonic() > deadline:
+                proc.terminate()
+                raise
+            time.sleep(0.2)
+    pafs.S3FileSystem(
+        endpoint_override=f"127.0.0.1:{port}", scheme="http", region="us-east-1",
+        allow_bucket_creation=True,
+    ).create_dir("soak")  # fmt: skip
+    return proc, f"http://127.0.0.1:{port}"
+
+
+def soak(args: argparse.Namespace, kind: str, minutes: float, argv: list[str]) -> dict[str, Any]:
+    """One soak run with state ``kind`` (``local`` or ``s3``); returns its growth line."""
+    scratch = Path(tempfile.mkdtemp(prefix=f"streamscale-soak-{kind}-"))
+    ckpt, out = scratch / "ck", scratch / "out"
+    moto = None
+    if kind == "s3":
+        moto, endpoint = _moto()
+        url = f"s3://soak/{kind}?endpoint={endpoint}"
+    else:
+        url = str(scratch / "ck" / "state")
+    state_dir = scratch / "ck" / "state"
+    info = cluster_up(args.workers, args.worker_cores, directory=scratch / "cluster")
+    opts = {
+        "keys": str(args.keys), "alpha": "0.8", "cost_ms": "0", "seed": "11",
+        "partitions": "2", "payload_bytes": "16", "rate": str(args.low),
+        "schedule": schedule(minutes, args.phase_s, args.low, args.high),
+    }  # fmt: skip
+    conf = executor_conf(1, args.max_executors, pin=False, separate_hosts=False, quick_start=True)
+    spark = build_session(info.master_url, app_name=f"streamscale-soak-{kind}", conf=conf)
+    spark.dataSource.register(GeneratorSource)
+    sc = spark.sparkContext
+    samples: list[dict[str, Any]] = []
+    batches: list[Any] = []
+    t0 = time.monotonic()
+    lock = threading.Lock()
+
+    def on_batch(b: Any) -> None:
+        with lock:
+            batches.append(b)
+            if b.batch_id % args.every:
+                return
+            s = {"state": kind, "batch": b.batch_id, "elapsed_s": time.monotonic() - t0}
+            s.update(sample(sc, ckpt, out, url, state_dir))
+            samples.append(s)
+            _emit(s, argv)
+
+    try:
+        resources = ExecutorResources(
+            sc, pin=False, cores_per_executor=1, max_executors=args.max_executors,
+            initial_executors=1,
+        )  # fmt: skip
+        resources.settle(120.0)
+        df = spark.readStream.format(GeneratorSource.name()).options(**opts).load()
+        s = stream(df, name="soak", trigger_s=0.0)
+        e = s.map_batches(fd.enrich, name="enrich", buckets=BUCKETS)
+        ranked = e.key_by("key", executors=args.max_executors, shards=16).process(
+            fd.rank_in_key_waited, name="rank", cost_ms=args.cost_ms
+        )
+        totals = ranked.key_by("bucket", executors=2, shards=4).process(
+            fd.bucket_totals, name="totals"
+        )
+        totals.to("none", name="out")
+        res = totals.run(
+            checkpoint=ckpt, out=out, duration_s=minutes * 60, spark=spark, policy="elastic",
+            state_url=url, on_batch=on_batch, resources=resources,
+        )  # fmt: skip
+        n = sum(int(b.keyed_rows.get("rank", 0)) for b in res.batches)
+        elapsed = time.monotonic() - t0
+        line = {
+            "state": kind,
+            "figure": "growth",
+            "batches": len(res.batches),
+            "tuples": n,
+            "minutes": elapsed / 60,
+            "batches_per_hour": len(res.batches) / elapsed * 3600,
+            "executors_added": resources.added,
+            "executors_released": resources.released,
+            "warmup_batches": args.warmup,
+            **growth(samples, args.warmup),
+            "state_equals_pandas": reference_check(opts, n, url),
+            "cost_kind": "wall",
+        }
+        if args.out:
+            plot(samples, Path(args.out) / f"soak-{kind}.png")
+        return line
+    finally:
+        spark.stop()
+        cluster_down(scratch / "cluster")
+        if moto is not None:
+            moto.terminate()
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def plot(samples: list[dict[str, Any]], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig, axes = plt.subplots(4, 3, figsize=(13, 11), sharex=True)
+    x = [s["batch"] for s in samples]
+    for ax, f in zip(axes.flat, (*FIGURES, "executors"), strict=False):
+        ax.plot(x, [s[f] for s in samples], lw=1)
+        ax.set_title(f, fontsize=9)
+    for ax in axes[-1]:
+        ax.set_xlabel("batch")
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--minutes", type=float, default=60.0)
+    ap.add_argument("--quick", action="store_true", help="12 minutes, local state.")
+    ap.add_argument("--state", choices=("local", "s3", "both"), default="both")
+    ap.add_argument("--every", type=int, default=100, help="Batches between samples.")
+    ap.add_argument("--warmup", type=int, default=500, help="Batches before growth is fitted.")
+    ap.add_argument("--phase-s", type=float, default=120.0, help="Seconds per rate level.")
+    ap.add_argument("--low", type=float, default=10.0, help="Low offered rate (tuples/s).")
+    ap.add_argument("--high", type=float, default=100.0, help="High offered rate (tuples/s).")
+    ap.add_argument("--cost-ms", type=float, default=5.0, help="Waited cost per row in rank.")
+    ap.add_argument("--keys", type=int, default=2000)
+    ap.add_argument("--max-executors", type=int, default=4)
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--worker-cores", type=int, default=2)
+    ap.add_argument("--out", default=None)
+    args = ap.parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    if args.quick:
+        args.minutes, args.state, args.phase_s = 12.0, "local", 60.0
+        args.warmup = min(args.warmup, 200)
+        args.every = min(args.every, 25)
+    kinds = ["local", "s3"] if args.state == "both" else [args.state]
+    for kind in kinds:
+        _emit(soak(args, kind, args.minutes / len(kinds), argv), argv)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
