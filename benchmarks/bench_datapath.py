@@ -208,7 +208,7 @@ def _dag_lines(spark: Any, rows: int, batches: int, argv: list[str]) -> None:
         # Console sinks (the star's `show`) print on the driver: keep stdout JSON lines only.
         with tempfile.TemporaryDirectory() as tmp, contextlib.redirect_stdout(sys.stderr):
             res = run_graph(spark, graph, duration_s=900, checkpoint=Path(tmp) / "ck",
-                            out=Path(tmp), max_batches=batches)  # fmt: skip
+                            out=Path(tmp), max_batches=batches, policy="static")  # fmt: skip
         scored = res.batches[1:]
         busy = sum(b.duration_s for b in scored)
         first = graph.keyed[0]

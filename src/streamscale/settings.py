@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,7 +32,7 @@ import yaml
 
 from streamscale.errors import StreamscaleError
 
-__all__ = ["Schema", "Setting", "parse_pairs", "split_params"]
+__all__ = ["Frozen", "Schema", "Setting", "parse_pairs", "split_params"]
 
 _TYPES: tuple[type, ...] = (bool, int, float, str)
 
@@ -139,6 +139,37 @@ class Setting:
         return f"{self.name} ({self.type.__name__}, default {default}{extra}): {self.description}"
 
 
+class Frozen(Mapping[str, Any]):
+    """Parsed settings, read-only: what the edge (CLI, Python API) hands the core.
+
+    ``group`` names the schema that parsed them; the core reads these values as they
+    are, without coercing or defaulting them again.
+    """
+
+    __slots__ = ("_values", "group")
+
+    def __init__(self, group: str, values: Mapping[str, Any]) -> None:
+        self.group = group
+        self._values = dict(values)
+
+    def __getitem__(self, name: str) -> Any:
+        return self._values[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._values)
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def __repr__(self) -> str:
+        return f"Frozen({self.group!r}, {self._values!r})"
+
+    def derive(self, **values: Any) -> Frozen:
+        """These settings with derived values filled in (a ``None`` default resolved at
+        run time, e.g. ``max_cores`` from the cluster); nothing is parsed again."""
+        return Frozen(self.group, {**self._values, **values})
+
+
 @dataclass(frozen=True, slots=True)
 class Schema:
     """The settings of one component (a policy family, the controller, a planner, a source)."""
@@ -169,6 +200,10 @@ class Schema:
     def defaults(self) -> dict[str, Any]:
         return {s.name: s.default for s in self.settings}
 
+    def freeze(self, values: Mapping[str, Any] | None, *, group: str | None = None) -> Frozen:
+        """:meth:`parse` (defaults filled) as a read-only :class:`Frozen` mapping."""
+        return Frozen(group or self.group, self.parse(values))
+
     def parse(self, values: Mapping[str, Any] | None, *, defaults: bool = True) -> dict[str, Any]:
         """Checked values; unknown names are errors. ``defaults`` fills what is unset."""
         out = self.defaults() if defaults else {}
@@ -184,8 +219,11 @@ class Schema:
 
         Defaults fill what is unset; names this schema does not declare are left to the
         schemas that do (:func:`streamscale.planning.registry.check_params` rejects names
-        no chosen component declares).
+        no chosen component declares). Values of a :class:`Frozen` mapping were parsed
+        at the edge and are taken as they are.
         """
+        if isinstance(values, Frozen):
+            return {s.name: values.get(s.name, s.default) for s in self.settings}
         return self.parse({k: v for k, v in (values or {}).items() if k in self})
 
     def help(self) -> str:

@@ -3,23 +3,20 @@
 from __future__ import annotations
 
 import math
-import re
 import tempfile
 from pathlib import Path
-from typing import Any
 
 import typer
 
 from streamscale.cli.output import Output
 from streamscale.control.controller import CONTROLLER_SETTINGS
-from streamscale.control.policies import POLICIES, POLICY_SETTINGS, check_params, check_policy
+from streamscale.control.policies import POLICIES, POLICY_SETTINGS
 from streamscale.control.watch import WATCH_SETTINGS
 from streamscale.errors import StreamscaleError
-from streamscale.runtime.spark.state import check_state_url
-from streamscale.runtime.spark.state_api import STATE_URL
-from streamscale.settings import parse_pairs, split_params
+from streamscale.runtime.run_config import RUN_SETTINGS, RunConfig, parse_run
+from streamscale.settings import parse_pairs
 
-__all__ = ["check_run_options", "ensure_dir", "register", "run"]
+__all__ = ["ITEMS", "ensure_dir", "register", "run", "run_config"]
 
 
 _PARAM_HELP = (
@@ -32,25 +29,37 @@ _PARAM_HELP = (
     + "."
 )
 
-_MASTER = re.compile(r"^(local(\[(\*|[1-9]\d*)(,\d+)?\])?|(spark|k8s|mesos)://\S+|yarn)$")
+#: The option that sets each run setting (named in the one-line error).
+ITEMS = {
+    "policy": "--policy",
+    "duration_s": "--duration",
+    "max_batches": "--max-batches",
+    "seed": "--seed",
+    "master": "--master",
+    "cluster": "--cluster",
+    "state_url": "--state-url",
+    "metrics_port": "--metrics-port",
+    "spark_ui": "--spark-ui",
+    "available_now": "--available-now",
+    "executor_cores": "--executor-cores",
+    "min_executors": "--min-executors",
+    "max_executors": "--max-executors",
+}
+
+
+#: The run settings' declared defaults and help lines (the options show them).
+_D = RUN_SETTINGS.defaults()
+_H = {s.name: s.help() for s in RUN_SETTINGS.settings}
 
 
 def register(app: typer.Typer) -> None:
     app.command("run")(run)
 
 
-def check_run_options(policy: str, pairs: list[str], master: str) -> dict[str, Any]:
-    """Policy, ``--param`` values and master checked before anything starts; typed params."""
-    check_policy(policy)
-    raw = parse_pairs(pairs)
-    pol, ctl, watch = split_params(raw, POLICY_SETTINGS, CONTROLLER_SETTINGS, WATCH_SETTINGS)
-    check_params(pol)
-    if not _MASTER.match(master):
-        raise StreamscaleError(
-            "expected local, local[N], local[*], spark://HOST:PORT, yarn or k8s://URL",
-            item=f"--master {master}",
-        )
-    return {**pol, **ctl, **watch}
+def run_config(values: dict[str, object], pairs: list[str]) -> RunConfig:
+    """The options and ``--param`` pairs of ``streamscale run``, parsed once (before
+    anything starts) into the run's frozen configuration."""
+    return parse_run(values, parse_pairs(pairs), items=ITEMS)
 
 
 def ensure_dir(path: Path, option: str) -> None:
@@ -68,11 +77,11 @@ def run(
     job_file: Path = typer.Argument(
         ..., help="Topology YAML of the job (functions by import path)."
     ),
-    policy: str = typer.Option("elastic", "--policy", help="Policy: " + ", ".join(POLICIES) + "."),
-    master: str = typer.Option(
-        "local[*]", "--master", help="Spark master URL (local[N], spark://host:port)."
+    policy: str = typer.Option(
+        _D["policy"], "--policy", help="Policy: " + ", ".join(POLICIES) + "."
     ),
-    duration: float = typer.Option(30.0, "--duration", help="Seconds to run."),
+    master: str = typer.Option(_D["master"], "--master", help=_H["master"]),
+    duration: float = typer.Option(_D["duration_s"], "--duration", help=_H["duration_s"]),
     out_dir: Path | None = typer.Option(
         None, "--out", help="Directory for metrics.jsonl, dead letters and file sinks."
     ),
@@ -81,30 +90,24 @@ def run(
         "--checkpoint",
         help="Checkpoint directory (reuse it to resume; default OUT/checkpoint or a new temporary one).",
     ),
-    state_url: str | None = typer.Option(None, "--state-url", help=STATE_URL.help()),
-    cluster_file: Path | None = typer.Option(
-        None, "--cluster", help="Cluster file to plan for (default: the Spark cores)."
-    ),
+    state_url: str | None = typer.Option(None, "--state-url", help=_H["state_url"]),
+    cluster_file: Path | None = typer.Option(None, "--cluster", help=_H["cluster"]),
     param: list[str] = typer.Option([], "--param", help=_PARAM_HELP),
-    max_batches: int | None = typer.Option(
-        None, "--max-batches", help="Stop after this many batches."
-    ),
-    seed: int | None = typer.Option(None, "--seed", help="Seed passed to the policy."),
+    max_batches: int | None = typer.Option(None, "--max-batches", help=_H["max_batches"]),
+    seed: int | None = typer.Option(None, "--seed", help=_H["seed"]),
     executor_cores: int = typer.Option(
-        1, "--executor-cores", help="Cores per executor (cluster masters)."
+        _D["executor_cores"], "--executor-cores", help=_H["executor_cores"]
     ),
     max_executors: int = typer.Option(
-        8, "--max-executors", help="Most executors the job may hold (cluster masters)."
+        _D["max_executors"], "--max-executors", help=_H["max_executors"]
     ),
     min_executors: int = typer.Option(
-        1, "--min-executors", help="Fewest executors the job keeps (cluster masters)."
+        _D["min_executors"], "--min-executors", help=_H["min_executors"]
     ),
-    metrics_port: int | None = typer.Option(
-        None, "--metrics-port", help="Serve Prometheus /metrics on 127.0.0.1:PORT."
-    ),
-    spark_ui: bool = typer.Option(True, "--spark-ui/--no-spark-ui", help="Spark's web UI."),
+    metrics_port: int | None = typer.Option(None, "--metrics-port", help=_H["metrics_port"]),
+    spark_ui: bool = typer.Option(_D["spark_ui"], "--spark-ui/--no-spark-ui", help=_H["spark_ui"]),
     available_now: bool = typer.Option(
-        False,
+        _D["available_now"],
         "--available-now",
         help="Process what the source holds, then the batches that advance the watermark "
         "and fire due timers, then stop (Spark's trigger(availableNow=True)).",
@@ -127,54 +130,35 @@ def run(
     from streamscale.runtime.spark.runner import run_job
     from streamscale.runtime.spark.session import build_session
 
-    if not (duration > 0 and math.isfinite(duration)):
-        raise StreamscaleError(f"must be > 0, got {duration}", item="--duration")
-    if max_batches is not None and max_batches < 1:
-        raise StreamscaleError(f"must be >= 1, got {max_batches}", item="--max-batches")
-    if metrics_port is not None and not 1 <= metrics_port <= 65535:
-        raise StreamscaleError(f"must be 1..65535, got {metrics_port}", item="--metrics-port")
-    params = check_run_options(policy, param, master)
-    if state_url is not None:
-        check_state_url(state_url)
-    if not 1 <= min_executors <= max_executors <= 1024 or not 1 <= executor_cores <= 256:
-        raise StreamscaleError(
-            "need 1 <= --min-executors <= --max-executors <= 1024 and 1 <= --executor-cores <= 256",
-            item="executors",
-        )
+    given = {
+        "policy": policy, "master": master, "duration_s": duration, "max_batches": max_batches,
+        "seed": seed, "cluster": None if cluster_file is None else str(cluster_file),
+        "state_url": state_url, "metrics_port": metrics_port, "spark_ui": spark_ui,
+        "available_now": available_now, "executor_cores": executor_cores,
+        "min_executors": min_executors, "max_executors": max_executors,
+    }  # fmt: skip
+    cfg = run_config({k: v for k, v in given.items() if v is not None}, param)
     from streamscale.model.io import load_topology
     from streamscale.runtime.spark.dag import needs_graph, run_graph_command
 
     # a DAG, or a bounded run: every operator in one batch
-    if available_now or needs_graph(load_topology(job_file)):
+    if cfg.available_now or needs_graph(load_topology(job_file)):
         from streamscale.runtime.spark.graph import JobGraph
 
         JobGraph.from_yaml(job_file)  # names what cannot run before Spark starts
+        if cfg.cluster is not None:
+            load_cluster(Path(cfg.cluster))
         for path, option in ((out_dir, "--out"), (checkpoint, "--checkpoint")):
             if path is not None:
                 ensure_dir(path, option)
-        summary = run_graph_command(
-            job_file,
-            master=master,
-            duration_s=duration,
-            max_batches=max_batches,
-            checkpoint=checkpoint,
-            out_dir=out_dir,
-            policy=policy,
-            params=params,
-            seed=seed,
-            executors=(executor_cores, min_executors, max_executors)
-            if is_cluster_master(master) and cluster_file is None
-            else None,
-            state_url=state_url,
-            available_now=available_now,
-        )
+        summary = run_graph_command(job_file, cfg, checkpoint=checkpoint, out_dir=out_dir)
         if out.json:
             out.emit(summary)
         else:
             out.line(" · ".join(f"{k}: {v}" for k, v in summary.items()))
         return
     job = Job.from_yaml(job_file)
-    cluster = load_cluster(cluster_file) if cluster_file else None
+    cluster = load_cluster(Path(cfg.cluster)) if cfg.cluster else None
     for path, option in ((out_dir, "--out"), (checkpoint, "--checkpoint")):
         if path is not None:
             ensure_dir(path, option)
@@ -184,32 +168,34 @@ def run(
     from pyspark.sql import SparkSession
 
     exporter = None
-    if metrics_port is not None:
+    if cfg.metrics_port is not None:
         from streamscale.runtime.spark.exporter import MetricsExporter
 
-        exporter = MetricsExporter(metrics_port, job=job.topology.name)
+        exporter = MetricsExporter(cfg.metrics_port, job=job.topology.name)
 
     owned = SparkSession.getActiveSession() is None
-    elastic = is_cluster_master(master) and cluster is None
-    conf = executor_conf(executor_cores, max_executors) if elastic else None
+    elastic = is_cluster_master(cfg.master) and cluster is None
+    conf = executor_conf(cfg.executor_cores, cfg.max_executors) if elastic else None
     spark = build_session(
-        master, app_name=f"streamscale-{job.topology.name}", conf=conf, ui=spark_ui
+        cfg.master, app_name=f"streamscale-{job.topology.name}", conf=conf, ui=cfg.spark_ui
     )
     resources = None
     if elastic:
         resources = ExecutorResources(
             spark.sparkContext,
-            cores_per_executor=executor_cores,
-            max_executors=max_executors,
-            min_executors=min_executors,
+            cores_per_executor=cfg.executor_cores,
+            max_executors=cfg.max_executors,
+            min_executors=cfg.min_executors,
         )
-        resources.wait_for(min_executors, 120.0)
+        resources.wait_for(cfg.min_executors, 120.0)
     records: list[BatchRecord] = []
     live = None
     if not out.json:
         from rich.live import Live
 
-        live = Live(live_table([], title=f"{job.topology.name} · {policy}"), console=out.console)
+        live = Live(
+            live_table([], title=f"{job.topology.name} · {cfg.policy}"), console=out.console
+        )
         live.start()
 
     def on_batch(rec: BatchRecord) -> None:
@@ -217,23 +203,23 @@ def run(
         if exporter is not None:
             exporter.observe(rec)
         if live is not None:
-            live.update(live_table(records, title=f"{job.topology.name} · {policy}"))
+            live.update(live_table(records, title=f"{job.topology.name} · {cfg.policy}"))
 
     try:
         res = run_job(
             spark,
             job,
-            policy=policy,
-            duration_s=duration,
+            policy=cfg.policy,
+            duration_s=cfg.duration_s,
             checkpoint=ckpt,
             out=out_dir,
-            params=params,
+            params=cfg.params,
             on_batch=on_batch,
-            max_batches=max_batches,
-            seed=seed,
+            max_batches=cfg.max_batches,
+            seed=cfg.seed,
             cluster=cluster,
             resources=resources,
-            state_url=state_url,
+            state_url=cfg.state_url,
         )
     finally:
         if exporter is not None:
@@ -244,7 +230,7 @@ def run(
             spark.stop()
     summary = {
         "job": job.topology.name,
-        "policy": policy,
+        "policy": cfg.policy,
         "batches": res.batches,
         "rows": res.rows,
         "throughput": res.throughput,
@@ -256,14 +242,14 @@ def run(
         "busy_s": res.busy_s,
         "cpu_s": res.cpu_s,
         "checkpoint": str(ckpt),
-        "state_url": state_url or str(ckpt / "state"),
+        "cfg.state_url": cfg.state_url or str(ckpt / "state"),
         "out": str(out_dir) if out_dir else None,
     }
     if out.json:
         out.emit(summary)
         return
     out.table(
-        f"{job.topology.name} under {policy}",
+        f"{job.topology.name} under {cfg.policy}",
         ["batches", "rows", "tuples/s", "efficiency", "p50 ms", "p99 ms", "dead letters"],
         [
             [

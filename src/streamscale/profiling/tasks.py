@@ -51,8 +51,8 @@ def viete_pi(iterations: int = 15, digits: int = 400) -> decimal.Decimal:
 
 
 def _pi(params: Mapping[str, Any]) -> Task:
-    digits = int(params.get("digits", 400))
-    iterations = int(params.get("iterations", 15))
+    digits = params["digits"]
+    iterations = params["iterations"]
 
     def run(seq: int, value: float) -> object:
         return viete_pi(iterations, digits)
@@ -74,7 +74,7 @@ class _Counter(xml.sax.ContentHandler):
 
 
 def _xml_parse(params: Mapping[str, Any]) -> Task:
-    n = int(params.get("elements", 400))
+    n = params["elements"]
     records = "".join(
         f'<trade id="{i}" sym="S{i % 97}"><price>{100 + i * 0.25:.2f}</price>'
         f"<qty>{i % 50 + 1}</qty><note>record {i} of the feed</note></trade>"
@@ -112,8 +112,8 @@ def _start_service(service_s: float, concurrency: int) -> tuple[str, int]:
 
 
 def _service_lookup(params: Mapping[str, Any]) -> Task:
-    service_s = float(params.get("service_ms", 20.0)) / 1000.0
-    conc = int(params.get("service_concurrency", 16))
+    service_s = params["service_ms"] / 1000.0
+    conc = params["service_concurrency"]
     addr = _start_service(service_s, conc)
     local = threading.local()
 
@@ -129,9 +129,9 @@ def _service_lookup(params: Mapping[str, Any]) -> Task:
 
 
 def _batch_write(params: Mapping[str, Any]) -> Task:
-    window = int(params.get("window", 10_000))
-    record = b"x" * (int(params.get("record_bytes", 100)) - 1) + b"\n"
-    directory = str(params.get("directory") or tempfile.mkdtemp(prefix="streamscale-bw-"))
+    window = params["window"]
+    record = b"x" * (params["record_bytes"] - 1) + b"\n"
+    directory = params["directory"] or tempfile.mkdtemp(prefix="streamscale-bw-")
     lock = threading.Lock()
     buf: list[bytes] = []
     path = os.path.join(directory, f"batch-{os.getpid()}-{threading.get_ident()}.log")

@@ -30,7 +30,16 @@ def main() -> None:
         with open(out / "batches.jsonl", "a") as fh:
             fh.write(json.dumps({"batch_id": b.batch_id}) + "\n")  # type: ignore[attr-defined]
 
-    run_graph(spark, graph, duration_s=600, checkpoint=ckpt, out=out, max_batches=n, on_batch=log)
+    run_graph(
+        spark,
+        graph,
+        duration_s=600,
+        checkpoint=ckpt,
+        out=out,
+        max_batches=n,
+        on_batch=log,
+        policy="static",
+    )
     spark.stop()
 
 

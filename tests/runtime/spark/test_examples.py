@@ -49,7 +49,9 @@ def test_example_dag_counts_equal_pandas(spark, tmp_path: Path, example: str) ->
     graph = _on_test_source(EXAMPLES / example)
     assert graph.keyed == (keyed,)
     ckpt = tmp_path / "ck"
-    run_graph(spark, graph, duration_s=900, checkpoint=ckpt, out=tmp_path, max_batches=3)
+    run_graph(
+        spark, graph, duration_s=900, checkpoint=ckpt, out=tmp_path, max_batches=3, policy="static"
+    )
 
     want = (expected_rows(OPTS, int(OPTS["total"]))["key"].value_counts() * branches).to_dict()
     state: dict[str, int] = {}

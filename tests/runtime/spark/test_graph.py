@@ -92,12 +92,16 @@ def test_dag_with_two_keyed_operators_fan_out_and_union_matches_pandas(spark, tm
     graph = JobGraph.build(dag_topology(OPTS), source_class=SeqSource)
     assert graph.keyed == ("rank", "totals")
     ckpt = tmp_path / "ck"
-    res = run_graph(spark, graph, duration_s=900, checkpoint=ckpt, out=tmp_path, max_batches=2)
+    res = run_graph(
+        spark, graph, duration_s=900, checkpoint=ckpt, out=tmp_path, max_batches=2, policy="static"
+    )
     ids = [b.batch_id for b in res.batches]  # a batch running at the limit completes too
     assert len(ids) >= 2 and ids == list(range(len(ids)))
     # A second run on the checkpoint continues where the first stopped (a batch the
     # stop interrupted is replayed and overwrites its own partial output).
-    res = run_graph(spark, graph, duration_s=900, checkpoint=ckpt, out=tmp_path, max_batches=2)
+    res = run_graph(
+        spark, graph, duration_s=900, checkpoint=ckpt, out=tmp_path, max_batches=2, policy="static"
+    )
     # the last batch again when the stop came before Spark recorded its commit (replayed,
     # exactly once)
     assert len(res.batches) >= 2 and ids[-1] <= res.batches[0].batch_id <= ids[-1] + 2
@@ -155,7 +159,9 @@ def test_dag_after_sigkilled_driver_matches_pandas(spark, tmp_path) -> None:
         proc.wait(30)
     first = _batches(out / "batches.jsonl")
     graph = JobGraph.build(dag_topology(KOPTS), source_class=SeqSource)
-    res = run_graph(spark, graph, duration_s=240, checkpoint=ckpt, out=out, max_batches=2)
+    res = run_graph(
+        spark, graph, duration_s=240, checkpoint=ckpt, out=out, max_batches=2, policy="static"
+    )
     assert res.batches[0].batch_id in (first[-1] + 1, first[-1] + 2)
     n = check_against_pandas(ckpt, out, KOPTS)
     assert n == 100 * (res.batches[-1].batch_id + 1)
@@ -265,7 +271,7 @@ def test_dag_state_lives_where_state_url_says(spark, tmp_path) -> None:
     url = f"file://{tmp_path / 'elsewhere'}?fsync=1"
     res = run_graph(
         spark, graph, duration_s=600, checkpoint=tmp_path / "ck", out=tmp_path,
-        max_batches=2, state_url=url,
+        max_batches=2, state_url=url, policy="static",
     )  # fmt: skip
     n = 120 * len(res.batches)
     assert not (tmp_path / "ck" / "state").exists()  # nothing went to the default place

@@ -76,7 +76,7 @@ def test_a_spark_connect_session_is_refused_with_one_line(tmp_path: Path) -> Non
     remote = type("SparkSession", (), {"__module__": "pyspark.sql.connect.session"})()
     runs = (
         lambda: run_job(remote, None, policy="static", duration_s=1.0, checkpoint=tmp_path),
-        lambda: run_graph(remote, None, duration_s=1.0, checkpoint=tmp_path),
+        lambda: run_graph(remote, None, duration_s=1.0, checkpoint=tmp_path, policy="static"),
     )
     for run in runs:
         with pytest.raises(StreamscaleError, match="Spark Connect is not supported") as err:

@@ -77,7 +77,13 @@ def test_sse_job_trades_and_events_equal_a_sequential_exchange(spark, tmp_path: 
     from streamscale.runtime.spark.dag import run_graph
 
     res = run_graph(
-        spark, _graph(), duration_s=600, checkpoint=tmp_path / "ck", out=tmp_path, max_batches=3
+        spark,
+        _graph(),
+        duration_s=600,
+        checkpoint=tmp_path / "ck",
+        out=tmp_path,
+        max_batches=3,
+        policy="static",
     )
     n = 150 * len(res.batches)
     want_trades, want_events = _reference(n)

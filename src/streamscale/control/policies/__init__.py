@@ -28,7 +28,6 @@ from typing import Any
 
 from streamscale.control.controller import Policy
 from streamscale.control.policies.spec import PolicySpec, policy, spec, specs
-from streamscale.errors import StreamscaleError
 from streamscale.model import Cluster, PerformanceModel, Plan, Topology
 from streamscale.settings import Schema, Setting
 
@@ -37,7 +36,6 @@ __all__ = [
     "POLICIES",
     "POLICY_SETTINGS",
     "PolicySpec",
-    "check_params",
     "check_policy",
     "initial_plan",
     "make_policy",
@@ -75,22 +73,6 @@ PARAMS: dict[str, tuple[Any, str]] = {
 }
 
 
-def check_params(params: Mapping[str, Any] | None, policy: str | None = None) -> dict[str, Any]:
-    """The given settings, typed and checked (no defaults filled); no cluster needed.
-
-    With ``policy``, only that policy's settings are accepted.
-    """
-    schema = spec(policy).settings if policy is not None else POLICY_SETTINGS
-    if policy is not None:
-        spec(policy).parse(params)
-    out = schema.parse(params, defaults=False)
-    if "theta_low" in schema:
-        theta = out.get("theta", schema["theta"].default)
-        if out.get("theta_low") is not None and out["theta_low"] > theta:
-            raise StreamscaleError(f"must be <= theta ({theta:g})", item="theta_low")
-    return out
-
-
 def check_policy(name: str) -> None:
     """Raise naming ``name`` and the known policies when it is not one of them."""
     spec(name)
@@ -108,10 +90,11 @@ def make_policy(
     """The policy called ``name`` (see :data:`POLICIES`) for ``topology`` on ``cluster``.
 
     ``models`` are performance models for ``model-driven`` (else its ``models`` setting
-    names a file, else they are derived from the topology).
+    names a file, else they are derived from the topology). ``params`` are parsed by the
+    policy's declaration (:meth:`PolicySpec.parse`) unless the edge already did
+    (:func:`streamscale.runtime.run_config.parse_params`).
     """
     s = spec(name)
-    check_params(params, name)
     return s.factory(topology, cluster, s.parse(params), seed, models)  # type: ignore[no-any-return]
 
 

@@ -108,7 +108,7 @@ class AlbicPolicy(PolicyBase):
             ld.load + (ld.backlog_rate / ld.service if math.isfinite(ld.service) else 0.0)
             for ld in loads.values()
         )
-        u = float(self.params["target_utilization"])
+        u = self.params["target_utilization"]
         need = max(1, math.ceil(demand / u - 1e-9))
         keep = set(prefix_cluster(self.cluster, need).names)
         ops = {ex.operator for ex in self.execs}

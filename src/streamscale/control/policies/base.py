@@ -68,7 +68,7 @@ class PolicyBase:
     ) -> None:
         self.topology = topology
         self.cluster = cluster
-        self.params = dict(params)
+        self.params = params  # parsed at the edge (read-only), read as they are
         self.seed = seed
         self.models = dict(models or {})
         self.execs: tuple[ExecutorInfo, ...] = executors(topology, cluster)

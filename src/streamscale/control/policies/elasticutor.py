@@ -41,16 +41,15 @@ from streamscale.model import (
     unit_id,
 )
 from streamscale.planning.adapters.elasticutor import (
-    MAX_UTILIZATION,
     external_rate,
     queueing_allocation,
 )
 from streamscale.planning.adapters.elasticutor_rc import RC_SETTINGS, rc_plan
 from streamscale.planning.elastic_plan import assemble, executors, trim_cores
 from streamscale.planning.registry import PlanningContext
-from streamscale.settings import Schema, Setting
+from streamscale.settings import Frozen, Schema, Setting
 
-__all__ = ["ELASTIC_SETTINGS", "SHARE_CORES", "TARGET_UTILIZATION", "elastic_params"]
+__all__ = ["ELASTIC_SETTINGS", "SHARE_CORES", "TARGET_UTILIZATION"]
 
 #: Per-core utilisation a sizing rule aims at (one declaration, shared by the policies using it).
 TARGET_UTILIZATION = Setting(
@@ -76,19 +75,6 @@ SHARE_CORES = Setting(
 ELASTIC_SETTINGS = RC_SETTINGS.merged(
     Schema("proportional", TARGET_UTILIZATION, SHARE_CORES), group="policy"
 )
-
-
-def elastic_params(params: Mapping[str, Any], cluster: Cluster) -> dict[str, Any]:
-    """Parsed settings as the Elasticutor steps read them: numbers as floats, ``max_cores``
-    defaulting to the cluster's cores, unset optional settings left out."""
-    out: dict[str, Any] = {}
-    for name, v in params.items():
-        if v is None and name == "max_cores":
-            v = cluster.total_cores
-        if v is None:
-            continue
-        out[name] = float(v) if isinstance(v, int | float) and not isinstance(v, bool) else v
-    return out
 
 
 def _elastic_initial(
@@ -132,7 +118,12 @@ class QueueingSized(PolicyBase):
         seed: int | None,
         models: Mapping[str, PerformanceModel] | None = None,
     ) -> None:
-        super().__init__(topology, cluster, elastic_params(params, cluster), seed, models)
+        if params.get("max_cores") is None:  # derived: the cluster's cores
+            derived = {"max_cores": cluster.total_cores}
+            params = (
+                params.derive(**derived) if isinstance(params, Frozen) else {**params, **derived}
+            )
+        super().__init__(topology, cluster, params, seed, models)
 
     def shared(
         self, context: PlanningContext, current: Plan, plan: Plan, figures: dict[str, Any]
@@ -152,7 +143,7 @@ class QueueingSized(PolicyBase):
             demand.extend(unit_demand(plan, ex.instance, work, ld.shard_load).values())
         if not sum(demand) > 0:  # no work measured (an empty first batch): hold what is held
             return with_slots(plan, held_cores(current.allocation))
-        capacity = float(self.params.get("max_utilization", MAX_UTILIZATION))
+        capacity = self.params["max_utilization"]
         slots = shared_slots(demand, capacity=capacity, current=current.allocation.slots)
         figures["held_cores"] = slots
         figures["work_cores"] = round(sum(demand), 3)
@@ -309,7 +300,7 @@ class ProportionalPolicy(QueueingSized):
             need[j] = (ld.load + backlog_cores) / u
         k = np.maximum(1, np.ceil(need - 1e-9)).astype(np.int64)
         queued_s = [loads[ex.instance].queued / loads[ex.instance].service for ex in self.execs]
-        k = trim_cores(k, need, int(self.params["max_cores"]), queued_s)
+        k = trim_cores(k, need, self.params["max_cores"], queued_s)
         cores = {**current.allocation.cores}
         cores.update({ex.instance: int(k[j]) for j, ex in enumerate(self.execs)})
         sized = Plan(Allocation(cores), current.placement, current.routing)

@@ -235,7 +235,7 @@ class ModelDrivenPolicy(PolicyBase):
 
     def decide(self, snapshot: Snapshot, current: Plan, now: float) -> Decision:
         context = self.context(snapshot, now)
-        allocator = str(self.params["allocator"])
+        allocator = self.params["allocator"]
         omega = external_rate(context, self.loads(context))
         threads = {
             k: v
@@ -243,11 +243,11 @@ class ModelDrivenPolicy(PolicyBase):
             if operator_of(k) in _keyed(self.topology)
         }
         served = served_rate(self.topology, self.models, threads, allocator)
-        tol = float(self.params["resize_tolerance"])
+        tol = self.params["resize_tolerance"]
         figures: dict[str, Any] = {"measured_rate": omega, "served_rate": served}
         if omega > 0 and (omega > served or omega < (1.0 - tol) * served):
             ctx = replace(context, rate=omega)
-            plan, figs = _size_and_map(ctx, current, allocator, str(self.params["mapper"]))
+            plan, figs = _size_and_map(ctx, current, allocator, self.params["mapper"])
             figures.update(figs)
             reason = f"model-driven: re-sized for {omega:.4g}/s (threads served {served:.4g}/s)"
         else:

@@ -18,7 +18,7 @@ from typing import Any
 from streamscale.errors import StreamscaleError
 from streamscale.model import Cluster, PerformanceModel, Plan, Topology
 from streamscale.planning.registry import Family
-from streamscale.settings import Schema
+from streamscale.settings import Frozen, Schema
 
 __all__ = ["PolicySpec", "policy", "spec", "specs"]
 
@@ -44,8 +44,19 @@ class PolicySpec:
     steps: tuple[tuple[Family, str], ...]
     initial: Initial
 
-    def parse(self, params: Mapping[str, Any] | None) -> dict[str, Any]:
-        """``params`` typed and checked against this policy's settings, defaults filled."""
+    @property
+    def group(self) -> str:
+        """The group of this policy's parsed settings (:class:`~streamscale.settings.Frozen`)."""
+        return f"policy {self.name}"
+
+    def parse(self, params: Mapping[str, Any] | None) -> Frozen:
+        """``params`` typed and checked against this policy's settings, defaults filled.
+
+        The one place a policy's settings are parsed: settings this policy already parsed
+        (a :class:`~streamscale.settings.Frozen` of its group) are returned as they are.
+        """
+        if isinstance(params, Frozen) and params.group == self.group:
+            return params
         given = dict(params or {})
         unknown = [k for k in given if k not in self.settings]
         if unknown:
@@ -53,7 +64,11 @@ class PolicySpec:
             raise StreamscaleError(
                 f"not a setting of policy {self.name} (known: {known})", item=unknown[0]
             )
-        return self.settings.parse(given)
+        out = self.settings.freeze(given, group=self.group)
+        low = out.get("theta_low")
+        if low is not None and low > out["theta"]:
+            raise StreamscaleError(f"must be <= theta ({out['theta']:g})", item="theta_low")
+        return out
 
 
 _SPECS: dict[str, PolicySpec] = {}

@@ -7,11 +7,12 @@
 * balancer ``rc`` — resource-centric operator-level repartitioning (§5 baseline),
   in :mod:`streamscale.planning.adapters.elasticutor_rc`.
 
-Parameters read from ``context.params``: ``latency_target_ms`` (T_max, default
-10), ``max_cores`` (default: the cluster's cores), ``theta`` (default 1.2),
-``phi0_kbps`` (φ̃, default 512), ``catch_up_s`` (default 30: the arrival rates
-include ``backlog / catch_up_s``, DS2-style), ``max_utilization`` (default 0.9:
-while an operator has a backlog, no task is sized above it, given δ ≤ θ). Keyed
+Settings read from ``context.params`` through :data:`SETTINGS` (declared there, with
+their defaults and bounds, and parsed once at the edge): ``latency_target_ms`` (T_max),
+``max_cores`` (unset: the cluster's cores), ``theta``, ``phi0_kbps`` (φ̃),
+``catch_up_s`` (the arrival rates include ``backlog / catch_up_s``, DS2-style),
+``max_utilization`` (while an operator has a backlog, no task is sized above it,
+given δ ≤ θ). Keyed
 processing operators are planned; the plan's other instances are left as they are.
 """
 
@@ -57,10 +58,10 @@ __all__ = [
     "external_rate",
     "naive_ec_step",
     "others",
-    "param",
     "planning_inputs",
     "queueing_allocation",
     "queueing_step",
+    "settings",
     "shard_step",
     "with_loads",
 ]
@@ -113,21 +114,14 @@ SETTINGS = Schema(
 )
 
 
-def param(context: PlanningContext, name: str, default: float | None = None) -> float:
-    """A positive number from ``context.params`` (strings from the CLI are accepted).
-
-    ``default`` None: the declared default of setting ``name`` (:data:`SETTINGS`).
-    """
-    if default is None:
-        default = float(SETTINGS[name].default)
-    raw = context.params.get(name, default)
-    try:
-        value = float(raw)
-    except (TypeError, ValueError):
-        raise StreamscaleError(f"must be a number, got {raw!r}", item=f"param {name}") from None
-    if not value > 0:
-        raise StreamscaleError(f"must be > 0, got {raw!r}", item=f"param {name}")
-    return value
+def settings(context: PlanningContext) -> dict[str, Any]:
+    """The Elasticutor steps' settings in ``context.params``, read through :data:`SETTINGS`
+    (the values were parsed at the edge; unset ones take the declared default, and
+    ``max_cores`` unset means the cluster's cores)."""
+    out = SETTINGS.read(context.params)
+    total = context.cluster.total_cores
+    out["max_cores"] = total if out["max_cores"] is None else min(out["max_cores"], total)
+    return out
 
 
 def planning_inputs(
@@ -149,7 +143,7 @@ def planning_inputs(
 def _executor_loads(
     context: PlanningContext, execs: tuple[ExecutorInfo, ...]
 ) -> dict[str, ExecutorLoad]:
-    catch_up = param(context, "catch_up_s", CATCH_UP_S)
+    catch_up = SETTINGS.read(context.params)["catch_up_s"]
     return executor_loads(
         context.topology, execs, context.snapshot, rate=context.rate, catch_up_s=catch_up
     )
@@ -174,7 +168,7 @@ def external_rate(context: PlanningContext, loads: Mapping[str, ExecutorLoad]) -
     """λ_0: the sources' observed output rate (plus their backlog's catch-up rate),
     else their modelled rate."""
     topo, snap = context.topology, context.snapshot
-    catch_up = param(context, "catch_up_s", CATCH_UP_S)
+    catch_up = SETTINGS.read(context.params)["catch_up_s"]
     total = 0.0
     for src in topo.sources:
         stats = snap.operators.get(src.name) if snap else None
@@ -212,11 +206,10 @@ def queueing_allocation(
     trimmed from executors that are not throttled first: ``queued_s`` is each
     entry's queued work in core-seconds (:func:`trim_cores`).
     """
-    t_max = param(context, "latency_target_ms")
-    u_max = min(param(context, "max_utilization", MAX_UTILIZATION), 1.0)
-    u_max /= param(context, "theta")
-    total = context.cluster.total_cores
-    max_cores = min(int(param(context, "max_cores", float(total))), total)
+    s = settings(context)
+    t_max = s["latency_target_ms"]
+    u_max = s["max_utilization"] / s["theta"]
+    max_cores = s["max_cores"]
     problem = QueueingProblem(tuple(arrival), tuple(service), lam0, t_max / 1000.0, max_cores)
     res = allocate(problem)
     k = list(res.cores)
@@ -345,7 +338,7 @@ def _place(
 def elasticutor_step(context: PlanningContext, plan: Plan) -> StepResult:
     """Assign cores to executors minimising state migration (paper 000, §4.2)."""
     execs, loads, problem = _assignment_problem(context, plan)
-    res = assign_cores(problem, phi0=param(context, "phi0_kbps") * 1024.0)
+    res = assign_cores(problem, phi0=SETTINGS.read(context.params)["phi0_kbps"] * 1024.0)
     return _place(context, plan, execs, loads, res)
 
 
@@ -381,7 +374,7 @@ def shard_step(context: PlanningContext, plan: Plan) -> StepResult:
         mine, renames = realize_units(plan, execs, x, nodes)
         placement = {**others(plan.placement.nodes, execs), **mine}
     cores = {ex.instance: k[j] for j, ex in enumerate(execs)}
-    theta = param(context, "theta")
+    theta = SETTINGS.read(context.params)["theta"]
     before = []
     known: dict[str, tuple[list[int | None], float | None]] = {}
     for ex in execs:

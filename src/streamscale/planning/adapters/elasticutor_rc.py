@@ -29,7 +29,6 @@ from streamscale.model.ids import parse_unit, unit_id
 from streamscale.planning.adapters.elasticutor import (
     SETTINGS,
     others,
-    param,
     planning_inputs,
 )
 from streamscale.planning.balancing.rc import place_units, rc_rebalance
@@ -81,7 +80,7 @@ def rc_plan(
     stays above θ only if it lowers δ by at least ``θ − theta_low`` (a core-count
     change or orphaned shards always apply).
     """
-    theta = param(context, "theta")
+    theta = RC_SETTINGS.read(context.params)["theta"]
     low = rc_target(context, theta, damped=damped)
     order = list(context.cluster.names)
     by_op: dict[str, list[ExecutorInfo]] = {}
@@ -161,7 +160,9 @@ def rc_plan(
 def rc_target(context: PlanningContext, theta: float, *, damped: bool = False) -> float:
     """δ an RC repartitioning aims at: ``theta_low`` if given, else θ (the paper's
     balancing), or ``1 + (θ − 1)/2`` for the damped variant; never above θ."""
-    low = param(context, "theta_low", 1.0 + (theta - 1.0) / 2.0 if damped else theta)
+    low = RC_SETTINGS.read(context.params)["theta_low"]
+    if low is None:  # derived: see the setting's description
+        low = 1.0 + (theta - 1.0) / 2.0 if damped else theta
     if low > theta:
         raise StreamscaleError(f"must be <= theta ({theta:g}), got {low:g}", item="theta_low")
     return max(low, 1.0)

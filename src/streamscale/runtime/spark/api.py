@@ -27,6 +27,7 @@ from typing import Any
 
 from streamscale.errors import StreamscaleError
 from streamscale.model import Edge, Operator, Topology
+from streamscale.runtime.run_config import RUN_SETTINGS
 
 __all__ = ["KeyedStream", "Stream", "WindowedStream", "stream"]
 
@@ -38,7 +39,7 @@ class _Builder:
     operators: list[Operator] = field(default_factory=list)
     edges: list[Edge] = field(default_factory=list)
     functions: dict[str, Callable[..., Any]] = field(default_factory=dict)
-    available_now: bool = False
+    available_now: bool = RUN_SETTINGS["available_now"].default
 
     def fresh(self, base: str) -> str:
         taken = {op.name for op in self.operators}
@@ -162,11 +163,11 @@ class Stream:
         self,
         *,
         checkpoint: str | Path,
-        duration_s: float = 60.0,
+        duration_s: float | None = None,
         out: str | Path | None = None,
         max_batches: int | None = None,
         spark: Any | None = None,
-        policy: str = "static",
+        policy: str | None = None,
         params: dict[str, Any] | None = None,
         seed: int | None = None,
         state_url: str | None = None,
@@ -176,19 +177,19 @@ class Stream:
         """Run the whole job this stream belongs to; returns a
         :class:`~streamscale.runtime.spark.dag.GraphResult`.
 
-        ``policy`` (``static``, ``elastic``, …) plans every keyed operator after each
-        batch; ``params`` are its and the controller's settings (checked before the
-        query starts); ``state_url`` is where keyed state lives (default
-        ``checkpoint/state``; e.g. ``s3://bucket/prefix?endpoint=…``); ``on_batch`` is
-        called with each committed batch's record; ``resources``: executors that follow
-        the plan (:mod:`~streamscale.runtime.spark.resources`)."""
-        from streamscale.control.controller import CONTROLLER_SETTINGS
-        from streamscale.control.policies import POLICY_SETTINGS, check_params, check_policy
-        from streamscale.settings import split_params
+        ``policy`` (``elastic`` unless given, as ``streamscale run``; ``static``, …)
+        plans every keyed operator after each batch; ``params`` are its and the
+        controller's settings; ``duration_s`` defaults as ``--duration``. All are parsed
+        once, by :func:`~streamscale.runtime.run_config.parse_run`, before the query starts.
+        ``state_url`` is where keyed state lives (default ``checkpoint/state``; e.g.
+        ``s3://bucket/prefix?endpoint=…``); ``on_batch`` is called with each committed
+        batch's record; ``resources``: executors that follow the plan
+        (:mod:`~streamscale.runtime.spark.resources`)."""
+        from streamscale.runtime.run_config import parse_run
 
-        check_policy(policy)
-        pol, ctl = split_params(params or {}, POLICY_SETTINGS, CONTROLLER_SETTINGS)
-        check_params(pol)
+        given = {"duration_s": duration_s, "max_batches": max_batches, "policy": policy,
+                 "seed": seed, "state_url": state_url}  # fmt: skip
+        cfg = parse_run({k: v for k, v in given.items() if v is not None}, params)
         from streamscale.runtime.spark.dag import run_graph
         from streamscale.runtime.spark.graph import JobGraph
 
@@ -200,15 +201,15 @@ class Stream:
         return run_graph(
             session,
             graph,
-            duration_s=duration_s,
+            duration_s=cfg.duration_s,
             checkpoint=Path(checkpoint),
             out=None if out is None else Path(out),
-            max_batches=max_batches,
+            max_batches=cfg.max_batches,
             source_df=df,
-            policy=policy,
-            params={**pol, **ctl},
-            seed=seed,
-            state_url=state_url,
+            policy=cfg.policy,
+            params=cfg.params,
+            seed=cfg.seed,
+            state_url=cfg.state_url,
             available_now=self._b.available_now,
             on_batch=on_batch,
             resources=resources,
@@ -389,18 +390,25 @@ def _add_agg(
 
 
 def stream(
-    df: Any, *, name: str = "job", trigger_s: float = 0.0, available_now: bool = False
+    df: Any,
+    *,
+    name: str = "job",
+    trigger_s: float | None = None,
+    available_now: bool = RUN_SETTINGS["available_now"].default,
 ) -> Stream:
     """A job over ``df``, any streaming DataFrame (``spark.readStream…load()``).
 
     ``withWatermark`` on ``df`` is the query's watermark, as in Spark (see
     :mod:`~streamscale.runtime.spark.event_time`). ``available_now``: a run processes
     what the source holds, then the batches that advance the watermark and fire due
-    timers, then stops (``trigger(availableNow=True)``)."""
+    timers, then stops (``trigger(availableNow=True)``). ``trigger_s``: the micro-batch
+    interval (:data:`~streamscale.runtime.run_config.TRIGGER_S`; unset: its default, as a YAML
+    source)."""
     if not getattr(df, "isStreaming", False):
         raise StreamscaleError(
             "stream() needs a streaming DataFrame (spark.readStream...)", item=name
         )
     b = _Builder(name, df, available_now=bool(available_now))
-    b.add(Operator(name="source", kind="source", params={"trigger_s": trigger_s}), ())
+    src = {} if trigger_s is None else {"trigger_s": trigger_s}
+    b.add(Operator(name="source", kind="source", params=src), ())
     return Stream(b, ("source",))

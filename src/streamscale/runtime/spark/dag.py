@@ -34,6 +34,7 @@ from streamscale.control import Controller, Policy
 from streamscale.control.policies import initial_plan, make_policy
 from streamscale.errors import StreamscaleError
 from streamscale.model import Cluster, Node, Plan
+from streamscale.runtime.run_config import RUN_SETTINGS, RunConfig, RunParams, parse_params
 from streamscale.runtime.spark.event_time import QueryClock
 from streamscale.runtime.spark.graph import JobGraph, SinkOut, merged_default_plan, run_graph_batch
 from streamscale.runtime.spark.graph_control import GraphCollector, GraphRealizer
@@ -46,7 +47,6 @@ from streamscale.runtime.spark.runner import (
     control_step,
     drive_query,
     share_by_default,
-    split_run_params,
 )
 from streamscale.runtime.spark.session import require_classic
 from streamscale.runtime.spark.state import VersionIndex, check_layout, state_backend
@@ -93,12 +93,13 @@ def run_graph(
     plan: Plan | None = None,
     on_batch: Callable[[GraphBatch], None] | None = None,
     source_df: Any | None = None,
-    policy: str | Policy = "static",
-    params: Mapping[str, Any] | None = None,
+    policy: str | Policy,
+    params: Mapping[str, Any] | RunParams | None = None,
     seed: int | None = None,
+    cluster: Cluster | None = None,
     resources: Resources | None = None,
     state_url: str | None = None,
-    available_now: bool = False,
+    available_now: bool = RUN_SETTINGS["available_now"].default,
 ) -> GraphResult:
     """Run ``graph`` for ``duration_s`` seconds (or ``max_batches`` batches).
 
@@ -128,9 +129,14 @@ def run_graph(
         ``static`` (a fixed plan), a policy name or a policy object; it plans every
         keyed operator after each batch.
     params
-        Policy and controller settings (``--param``).
+        The policy's and the controller's settings: parsed
+        :class:`~streamscale.runtime.run_config.RunParams` (from the edge), or a mapping the
+        one parse (:func:`~streamscale.runtime.run_config.parse_params`) reads here.
     seed
         Seed of randomized policies.
+    cluster
+        Nodes to plan for (``--cluster``); default: the executors' capacity with
+        ``resources``, else one node ``local`` with twice Spark's parallelism in slots.
     resources
         Executors to size from the plan (a cluster master), else the local cores.
     state_url
@@ -155,18 +161,19 @@ def run_graph(
     dead_dir = str((base / "dead_letters").resolve())
     if resources is not None:
         cluster = resources.cluster()
-    else:
+    elif cluster is None:
         slots = max(2, int(spark.sparkContext.defaultParallelism)) * 2
         cluster = Cluster.build([Node("local", cores=slots)])
     from streamscale.control.watch import WATCH_SETTINGS
 
-    for key in params or {}:
+    run_params = parse_params(policy if isinstance(policy, str) else None, params)
+    for key in sorted(run_params.given):
         if key in WATCH_SETTINGS:
             raise StreamscaleError(
                 "the watch runs for jobs with one keyed operator so far", item=key
             )
-    ctl_cfg, pol_params = split_run_params(params)
-    pol_params = share_by_default(policy, pol_params, resources)
+    ctl_cfg = run_params.controller
+    pol_params = share_by_default(policy, run_params.policy, resources)
     if isinstance(policy, str):
         pol = make_policy(policy, graph.topology, cluster, params=pol_params, seed=seed)
         if plan is None:
@@ -391,50 +398,66 @@ def _unused(*_: Any, **__: Any) -> None:
 
 def run_graph_command(
     job_file: Path,
+    config: RunConfig,
     *,
-    master: str,
-    duration_s: float,
-    max_batches: int | None,
     checkpoint: Path | None,
     out_dir: Path | None,
-    policy: str = "static",
-    params: Mapping[str, Any] | None = None,
-    seed: int | None = None,
-    executors: tuple[int, int, int] | None = None,
-    state_url: str | None = None,
-    available_now: bool = False,
 ) -> dict[str, Any]:
     """``streamscale run`` on a DAG topology; a summary dict.
 
-    ``executors`` (cores per executor, min, max) on a cluster master: the plan's cores
-    become executors. With ``out_dir``, one JSON line per batch goes to
-    ``metrics.jsonl`` (rows per keyed operator, cores per keyed operator, sink rows,
-    the controller's decision and the executors' figures).
+    Every option of ``config`` is honoured as on the linear path: on a cluster master
+    without a cluster file the plan's cores become executors; ``config.cluster`` is the
+    cluster file to plan for; ``config.metrics_port`` serves Prometheus ``/metrics``;
+    ``config.spark_ui`` turns Spark's UI on or off. With ``out_dir``, one JSON line per
+    batch goes to ``metrics.jsonl`` (rows per keyed operator, cores per keyed operator,
+    sink rows, the controller's decision and the executors' figures).
     """
     import json
     import tempfile
 
-    from streamscale.runtime.spark.resources import ExecutorResources, executor_conf
+    from streamscale.model.io import load_cluster
+    from streamscale.runtime.spark.resources import (
+        ExecutorResources,
+        executor_conf,
+        is_cluster_master,
+    )
     from streamscale.runtime.spark.session import build_session
 
     graph = JobGraph.from_yaml(job_file)
+    cluster = load_cluster(Path(config.cluster)) if config.cluster else None
     ckpt = checkpoint or (
         out_dir / "checkpoint" if out_dir else Path(tempfile.mkdtemp(prefix="streamscale-ckpt-"))
     )
-    conf = executor_conf(executors[0], executors[2]) if executors else None
-    spark = build_session(master, app_name=f"streamscale-{graph.topology.name}", conf=conf)
+    elastic = is_cluster_master(config.master) and cluster is None
+    conf = executor_conf(config.executor_cores, config.max_executors) if elastic else None
+    exporter = None
+    if config.metrics_port is not None:
+        from streamscale.runtime.spark.exporter import MetricsExporter
+
+        exporter = MetricsExporter(config.metrics_port, job=graph.topology.name)
+    from pyspark.sql import SparkSession
+
+    owned = SparkSession.getActiveSession() is None
+    spark = build_session(
+        config.master,
+        app_name=f"streamscale-{graph.topology.name}",
+        conf=conf,
+        ui=config.spark_ui,
+    )
     resources = None
-    if executors:
+    if elastic:
         resources = ExecutorResources(
             spark.sparkContext,
-            cores_per_executor=executors[0],
-            min_executors=executors[1],
-            max_executors=executors[2],
+            cores_per_executor=config.executor_cores,
+            min_executors=config.min_executors,
+            max_executors=config.max_executors,
         )
-        resources.wait_for(executors[1], 120.0)
+        resources.wait_for(config.min_executors, 120.0)
     log = (out_dir / "metrics.jsonl").open("a", encoding="utf-8") if out_dir else None
 
     def on_batch(b: GraphBatch) -> None:
+        if exporter is not None:
+            exporter.observe_graph(b)
         if log is not None:
             sinks = {k: v.rows for k, v in b.sinks.items()}
             row = {"batch": b.batch_id, "duration_s": b.duration_s, "keyed_rows": b.keyed_rows,
@@ -447,26 +470,30 @@ def run_graph_command(
         res = run_graph(
             spark,
             graph,
-            duration_s=duration_s,
+            duration_s=config.duration_s,
             checkpoint=ckpt,
             out=out_dir,
-            max_batches=max_batches,
-            policy=policy,
-            params=params,
-            seed=seed,
+            max_batches=config.max_batches,
+            policy=config.policy,
+            params=config.params,
+            seed=config.seed,
+            cluster=cluster,
             resources=resources,
             on_batch=on_batch,
-            state_url=state_url,
-            available_now=available_now,
+            state_url=config.state_url,
+            available_now=config.available_now,
         )
     finally:
+        if exporter is not None:
+            exporter.close()
         if log is not None:
             log.close()
-        spark.stop()
+        if owned:
+            spark.stop()
     last = res.batches[-1].cores if res.batches else {}
     return {
         "job": graph.topology.name,
-        "policy": policy,
+        "policy": config.policy,
         "batches": len(res.batches),
         "keyed_rows": {k: sum(b.keyed_rows.get(k, 0) for b in res.batches) for k in graph.keyed},
         "cores_last": dict(last),
@@ -476,6 +503,7 @@ def run_graph_command(
         "wall_s": time.monotonic() - t0,
         "dead_letters": res.dead_letters,
         "checkpoint": str(ckpt),
-        "state_url": state_url or str(ckpt / "state"),
+        "state_url": config.state_url or str(ckpt / "state"),
         "out": str(out_dir) if out_dir else None,
+        **({"metrics_url": exporter.url} if exporter is not None else {}),
     }

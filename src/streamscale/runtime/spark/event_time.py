@@ -256,7 +256,7 @@ class QueryClock:
 
     @classmethod
     def build(
-        cls, graph: Any, source_df: Any, checkpoint: Path, *, available_now: bool = False
+        cls, graph: Any, source_df: Any, checkpoint: Path, *, available_now: bool
     ) -> QueryClock:
         """The clock of ``graph`` over ``source_df``; refuses what would differ from Spark.
 

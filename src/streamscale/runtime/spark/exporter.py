@@ -101,23 +101,47 @@ class MetricsExporter:
                 "executors_missing", 0 if "executors_alive" in ex else None
             ),
         }
+        self._set(values, rec.rows, ex)
+        self._latency.labels(j, "0.5").set(rec.latency_p50_ms)
+        self._latency.labels(j, "0.99").set(rec.latency_p99_ms)
+        self._set_cores(_Counter(operator_of(str(u)) for u in ex.get("units", ())))
+
+    def observe_graph(self, batch: Any) -> None:
+        """Update the series a DAG's batch carries
+        (:class:`~streamscale.runtime.spark.dag.GraphBatch`): cores per keyed operator,
+        the batch's duration, rows into the keyed operators, decisions, executors."""
+        ex = batch.extra or {}
+        values: dict[str, Any] = {
+            "cores": sum(batch.cores.values()),
+            "batch_duration_seconds": batch.duration_s,
+            "executors_alive": ex.get("executors_alive"),
+            "executors_requested": ex.get("executors_requested"),
+            "executors_missing": ex.get(
+                "executors_missing", 0 if "executors_alive" in ex else None
+            ),
+        }
+        self._set(values, sum(batch.keyed_rows.values()), ex)
+        self._set_cores(dict(batch.cores))
+
+    def _set(self, values: dict[str, Any], rows: int, ex: Any) -> None:
+        j = self.job
         for name, v in values.items():
             if v is not None:
                 self._g[name].labels(j).set(float(v))
-        self._latency.labels(j, "0.5").set(rec.latency_p50_ms)
-        self._latency.labels(j, "0.99").set(rec.latency_p99_ms)
-        ops = _Counter(operator_of(str(u)) for u in ex.get("units", ()))
+        self._batches.labels(j).inc()
+        self._rows.labels(j).inc(rows)
+        for reason in ex.get("applied", ()):
+            self._decisions.labels(j, str(reason)).inc()
+        self._scale.labels(j, "added").inc(len(ex.get("executors_added", ()) or ()))
+        self._scale.labels(j, "released").inc(len(ex.get("executors_released", ()) or ()))
+
+    def _set_cores(self, ops: Any) -> None:
+        j = self.job
         for op in self._ops - set(ops):
             self._op_cores.labels(j, op).set(0)
         for op, n in ops.items():
             self._op_cores.labels(j, op).set(n)
         self._ops |= set(ops)
-        self._batches.labels(j).inc()
-        self._rows.labels(j).inc(rec.rows)
-        for reason in ex.get("applied", ()):
-            self._decisions.labels(j, str(reason)).inc()
-        self._scale.labels(j, "added").inc(len(ex.get("executors_added", ()) or ()))
-        self._scale.labels(j, "released").inc(len(ex.get("executors_released", ()) or ()))
 
     def close(self) -> None:
         """Stop serving."""

@@ -42,6 +42,7 @@ from typing import Any
 from streamscale.errors import StreamscaleError
 from streamscale.model import Allocation, Cluster, Placement, Plan, Routing, Topology
 from streamscale.model.io import load_topology
+from streamscale.runtime.run_config import TRIGGER_S, source_trigger
 from streamscale.runtime.spark.job import _option, resolve_function
 from streamscale.runtime.spark.sources import check_source_options
 
@@ -85,7 +86,7 @@ class JobGraph:
     consumers: Mapping[str, tuple[str, ...]]
     source_format: str = "streamscale_generator"
     source_options: Mapping[str, str] = field(default_factory=dict)
-    trigger_s: float = 1.0
+    trigger_s: float = TRIGGER_S.default
     source_class: type | None = None
 
     @property
@@ -158,14 +159,7 @@ class JobGraph:
                 raise StreamscaleError("output goes nowhere (add a sink)", item=item)
         src = topology.operator(source)
         params = dict(src.params)
-        try:
-            trigger_s = float(params.get("trigger_s", 1.0))
-        except (TypeError, ValueError):
-            raise StreamscaleError(
-                "trigger_s must be a number", item=f"operator {source}"
-            ) from None
-        if not trigger_s >= 0:
-            raise StreamscaleError("trigger_s must be >= 0", item=f"operator {source}")
+        trigger_s = source_trigger(params, item=f"operator {source}")
         options = {k: _option(v) for k, v in params.items() if k not in _SOURCE_KEYS}
         if src.rate is not None and "rate" not in options:
             options["rate"] = _option(src.rate)

@@ -34,6 +34,7 @@ from typing import Any
 from streamscale.errors import StreamscaleError
 from streamscale.model import Edge, Operator, Topology
 from streamscale.model.io import load_topology
+from streamscale.runtime.run_config import TRIGGER_S, source_trigger
 from streamscale.runtime.spark.sources import check_source_options
 
 __all__ = ["Job", "SinkSpec", "resolve_function"]
@@ -80,7 +81,7 @@ class Job:
     sinks: tuple[SinkSpec, ...] = ()
     source_format: str = "streamscale_generator"
     source_options: Mapping[str, str] = field(default_factory=dict)
-    trigger_s: float = 1.0
+    trigger_s: float = TRIGGER_S.default
     source_class: type | None = None
 
     @property
@@ -143,14 +144,7 @@ class Job:
         src = topology.operator(source)
         params = dict(src.params)
         fmt = str(params.get("format", "streamscale_generator"))
-        try:
-            trigger_s = float(params.get("trigger_s", 1.0))
-        except (TypeError, ValueError):
-            raise StreamscaleError(
-                "trigger_s must be a number", item=f"operator {source}"
-            ) from None
-        if not trigger_s >= 0:
-            raise StreamscaleError("trigger_s must be >= 0", item=f"operator {source}")
+        trigger_s = source_trigger(params, item=f"operator {source}")
         options = {k2: _option(v) for k2, v in params.items() if k2 not in _SOURCE_KEYS}
         if src.rate is not None and "rate" not in options:
             options["rate"] = _option(src.rate)
@@ -189,7 +183,7 @@ class Job:
         sink: Mapping[str, Any] | None = None,
         source_format: str = "streamscale_generator",
         source_class: type | None = None,
-        trigger_s: float = 1.0,
+        trigger_s: float = TRIGGER_S.default,
         params: Mapping[str, Any] | None = None,
     ) -> Job:
         """``source → keyed function → sink`` in one call; ``params`` go to the function."""

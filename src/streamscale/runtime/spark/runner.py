@@ -11,7 +11,6 @@ last committed batch ended.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import math
 import re
@@ -23,11 +22,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from streamscale.control import Controller, ControllerConfig, Policy
+from streamscale.control import Controller, Policy
 from streamscale.control.loop import step
 from streamscale.control.policies import initial_plan, make_policy
 from streamscale.errors import StreamscaleError
 from streamscale.model import Cluster, Node, Plan
+from streamscale.runtime.run_config import RunParams, parse_params
 from streamscale.runtime.spark.collector import SparkCollector
 from streamscale.runtime.spark.history import RunHistory
 from streamscale.runtime.spark.job import Job
@@ -44,7 +44,8 @@ from streamscale.runtime.spark.realizer import SparkRealizer, default_plan
 from streamscale.runtime.spark.resources import Resources, is_cluster_master
 from streamscale.runtime.spark.session import require_classic
 from streamscale.runtime.spark.state import VersionIndex, check_layout, state_backend
-from streamscale.runtime.spark.watch import make_watch, split_watch_params, warm_keyed_path
+from streamscale.runtime.spark.watch import make_watch, warm_keyed_path
+from streamscale.settings import Frozen
 
 __all__ = [
     "BatchRecord",
@@ -55,7 +56,6 @@ __all__ = [
     "summarize_run",
 ]
 
-_CONTROLLER_KEYS = {f.name for f in dataclasses.fields(ControllerConfig)}
 # Planning slots per core when no cluster is given: a unit is a Spark task, and
 # tasks queue on the cores, so more (smaller) tasks than cores is how a skewed
 # executor gets its share; every executor needs at least one.
@@ -115,21 +115,10 @@ def _resolve_policy(
     return pol, initial_plan(policy, job.topology, cluster, params=params)
 
 
-def split_run_params(params: Mapping[str, Any] | None) -> tuple[ControllerConfig, dict[str, Any]]:
-    """``--param`` values split into the controller's configuration and the policy's."""
-    all_params = dict(params or {})
-    ctl = ControllerConfig.from_params(
-        {k: v for k, v in all_params.items() if k in _CONTROLLER_KEYS}
-    )
-    return ctl, {k: v for k, v in all_params.items() if k not in _CONTROLLER_KEYS}
-
-
-def share_by_default(
-    policy: str | Policy, params: dict[str, Any], resources: Resources | None
-) -> dict[str, Any]:
+def share_by_default(policy: str | Policy, params: Frozen, resources: Resources | None) -> Frozen:
     """``params`` with ``share_cores`` on when executors are requested (their cores are
     bought, so a plan holds only the cores its units' work needs) and the policy reads
-    the setting but was not told; unchanged otherwise."""
+    the setting but was not told (its value is derived: ``None``); unchanged otherwise."""
     from streamscale.control.policies.spec import spec
     from streamscale.runtime.spark.resources import ExecutorResources
 
@@ -137,7 +126,7 @@ def share_by_default(
         return params
     if "share_cores" not in spec(policy).settings or params.get("share_cores") is not None:
         return params
-    return {**params, "share_cores": True}
+    return params.derive(share_cores=True)
 
 
 def control_step(
@@ -255,7 +244,7 @@ def run_job(
     duration_s: float,
     checkpoint: Path,
     out: Path | None = None,
-    params: Mapping[str, Any] | None = None,
+    params: Mapping[str, Any] | RunParams | None = None,
     on_batch: Callable[[BatchRecord], None] | None = None,
     max_batches: int | None = None,
     seed: int | None = None,
@@ -282,8 +271,9 @@ def run_job(
         When given: ``metrics.jsonl`` (one line per batch) and ``dead_letters/``
         go there (dead letters go under ``checkpoint`` otherwise).
     params
-        Policy parameters; ``interval_s``, ``stabilization_s`` and
-        ``scale_down_delay_s`` configure the controller instead.
+        The policy's, the controller's and the watch's settings: parsed
+        :class:`~streamscale.runtime.run_config.RunParams` (from the edge), or a mapping the
+        one parse (:func:`~streamscale.runtime.run_config.parse_params`) reads here.
     on_batch
         Called with each batch's record (in the driver, at the batch boundary).
     max_batches
@@ -326,9 +316,9 @@ def run_job(
         cores = physical
     else:
         cores = cluster.total_cores
-    watch_cfg, params = split_watch_params(params)
-    ctl_cfg, pol_params = split_run_params(params)
-    pol_params = share_by_default(policy, pol_params, resources)
+    run_params = parse_params(policy if isinstance(policy, str) else None, params)
+    watch_cfg, ctl_cfg = run_params.watch, run_params.controller
+    pol_params = share_by_default(policy, run_params.policy, resources)
     pol, initial = _resolve_policy(policy, job, cluster, pol_params, seed)
     initial = plan if plan is not None else initial
     _register_source(spark, job)

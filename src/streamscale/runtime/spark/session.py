@@ -9,6 +9,7 @@ import sys
 from collections.abc import Mapping
 
 from streamscale.errors import StreamscaleError
+from streamscale.runtime.run_config import RUN_SETTINGS
 
 __all__ = ["build_session", "check_java", "java_binary", "require_classic"]
 
@@ -50,7 +51,7 @@ def check_java() -> str:
 
 
 def build_session(
-    master: str = "local[*]",
+    master: str = RUN_SETTINGS["master"].default,
     *,
     app_name: str = "streamscale",
     shuffle_partitions: int = 4,

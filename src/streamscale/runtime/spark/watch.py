@@ -352,7 +352,7 @@ def make_watch(
     resources.standby = config.standby_executors
     warm = resources.warm_new
     resources.warm_new = False  # the watch warms arrivals while the batch runs instead
-    s = {**SETTINGS.parse({}), **{k: v for k, v in policy_params.items() if k in SETTINGS}}
+    s = SETTINGS.read(policy_params)
     admission = checkpoint / "admission" if config.admission > 0 else None
     watch = SourceWatch(
         offered=offered,
@@ -361,10 +361,10 @@ def make_watch(
         live=Live(),
         config=config,
         trigger_s=trigger_s,
-        latency_target_s=float(s["latency_target_ms"]) / 1000.0,
-        catch_up_s=float(s["catch_up_s"]),
-        max_utilization=float(s["max_utilization"]),
-        theta=float(s["theta"]),
+        latency_target_s=s["latency_target_ms"] / 1000.0,
+        catch_up_s=s["catch_up_s"],
+        max_utilization=s["max_utilization"],
+        theta=s["theta"],
         admission_file=admission,
         warm=warm,
     )
