@@ -340,11 +340,13 @@ def run_streamscale(
     done = len(list((out / "checkpoint" / "spark" / "commits").glob("[0-9]*")))
     t0 = time.perf_counter()
     committed: tuple[Any, ...] = ()
+    n_committed = 0
     if q in _STATELESS and done < batches:  # (stop_after: keyed queries only)
         writer = None if sink == "none" else _parquet_sink(parts)
         committed = _run_stateless(spark, df, job.topology(), q, writer, out, batches - done)
+        n_committed = len(committed)
     elif done < batches:  # else the checkpoint already holds the whole input
-        committed = job.run(
+        res = job.run(
             checkpoint=out / "checkpoint",
             out=out,
             max_batches=None if stop_after is None else stop_after,
@@ -353,7 +355,8 @@ def run_streamscale(
             policy=policy,
             params=params,
             seed=seed,
-        ).batches
+        )
+        committed, n_committed = res.batches, res.count
     wall = time.perf_counter() - t0
     rows_out = None
     if sink != "none":
@@ -364,7 +367,7 @@ def run_streamscale(
         "engine": "streamscale",
         "mode": "streaming",
         "policy": policy,
-        "batches": len(committed),
+        "batches": n_committed,
         "rows_out": rows_out,
         "wall_s": wall,
         "committed": committed,

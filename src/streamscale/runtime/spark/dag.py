@@ -25,6 +25,7 @@ from __future__ import annotations
 import threading
 import time
 import uuid
+from collections import Counter, deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,7 +39,9 @@ from streamscale.runtime.run_config import RUN_SETTINGS, RunConfig, RunParams, p
 from streamscale.runtime.spark.event_time import QueryClock
 from streamscale.runtime.spark.graph import JobGraph, SinkOut, merged_default_plan, run_graph_batch
 from streamscale.runtime.spark.graph_control import GraphCollector, GraphRealizer
+from streamscale.runtime.spark.history import RECENT_BATCHES
 from streamscale.runtime.spark.keyed import KeyedSpec, count_dead_letters, release, run_keyed
+from streamscale.runtime.spark.metrics import MetricsWriter
 from streamscale.runtime.spark.realizer import SparkRealizer
 from streamscale.runtime.spark.resources import Resources
 from streamscale.runtime.spark.runner import (
@@ -75,11 +78,17 @@ class GraphBatch:
 
 @dataclass(frozen=True, slots=True)
 class GraphResult:
-    """A finished run: its committed batches (in order) and the plan used."""
+    """A finished run: its most recent committed batches (in order, at most
+    :data:`~streamscale.runtime.spark.history.RECENT_BATCHES`: a job runs for weeks and
+    its driver must not keep every batch), the plan used, and whole-run totals: batches
+    committed, rows into each keyed operator and rows out of each sink."""
 
     batches: tuple[GraphBatch, ...]
     plan: Plan
     dead_letters: int
+    count: int = 0
+    keyed_rows: Mapping[str, int] = field(default_factory=dict)
+    sink_rows: Mapping[str, int] = field(default_factory=dict)
 
 
 def run_graph(
@@ -209,7 +218,8 @@ def run_graph(
     if source_df is None:
         _register_source(spark, graph)
     schemas: dict[str, Any] = {}
-    batches: list[GraphBatch] = []
+    batches: deque[GraphBatch] = deque(maxlen=RECENT_BATCHES)
+    totals = _Totals()
     in_batch = threading.Event()
     done = threading.Event()
     clock = time.monotonic
@@ -326,9 +336,10 @@ def run_graph(
                 extra=extra,
             )
             batches.append(rec)
+            totals.add(rec)
             if on_batch is not None:
                 on_batch(rec)
-            if max_batches is not None and len(batches) >= max_batches:
+            if max_batches is not None and totals.count >= max_batches:
                 done.set()
         finally:
             in_batch.clear()
@@ -359,7 +370,24 @@ def run_graph(
             break
         if clock_.ticks() == ticks:
             break
-    return GraphResult(tuple(batches), plan, count_dead_letters(dead_dir))
+    return GraphResult(
+        tuple(batches), plan, count_dead_letters(dead_dir), totals.count,
+        dict(totals.keyed_rows), dict(totals.sink_rows),
+    )  # fmt: skip
+
+
+@dataclass
+class _Totals:
+    """Whole-run totals of a graph run's batches (the records themselves are a ring)."""
+
+    count: int = 0
+    keyed_rows: Counter[str] = field(default_factory=Counter)
+    sink_rows: Counter[str] = field(default_factory=Counter)
+
+    def add(self, b: GraphBatch) -> None:
+        self.count += 1
+        self.keyed_rows.update(b.keyed_rows)
+        self.sink_rows.update({k: v.rows for k, v in b.sinks.items()})
 
 
 def _initial(fn: Any, batch_id: int) -> Any:
@@ -453,7 +481,7 @@ def run_graph_command(
             max_executors=config.max_executors,
         )
         resources.wait_for(config.min_executors, 120.0)
-    log = (out_dir / "metrics.jsonl").open("a", encoding="utf-8") if out_dir else None
+    log = MetricsWriter(out_dir / "metrics.jsonl") if out_dir else None
 
     def on_batch(b: GraphBatch) -> None:
         if exporter is not None:
@@ -462,8 +490,7 @@ def run_graph_command(
             sinks = {k: v.rows for k, v in b.sinks.items()}
             row = {"batch": b.batch_id, "duration_s": b.duration_s, "keyed_rows": b.keyed_rows,
                    "cores": b.cores, "sinks": sinks, "dead_letters": b.dead_letters, **b.extra}  # fmt: skip
-            log.write(json.dumps(row, default=str) + "\n")
-            log.flush()
+            log.write(json.dumps(row, default=str))
 
     t0 = time.monotonic()
     try:
@@ -486,20 +513,16 @@ def run_graph_command(
     finally:
         if exporter is not None:
             exporter.close()
-        if log is not None:
-            log.close()
         if owned:
             spark.stop()
     last = res.batches[-1].cores if res.batches else {}
     return {
         "job": graph.topology.name,
         "policy": config.policy,
-        "batches": len(res.batches),
-        "keyed_rows": {k: sum(b.keyed_rows.get(k, 0) for b in res.batches) for k in graph.keyed},
+        "batches": res.count,
+        "keyed_rows": {k: res.keyed_rows.get(k, 0) for k in graph.keyed},
         "cores_last": dict(last),
-        "sink_rows": {
-            s: sum(b.sinks[s].rows for b in res.batches if s in b.sinks) for s in graph.sinks
-        },
+        "sink_rows": {s: res.sink_rows.get(s, 0) for s in graph.sinks},
         "wall_s": time.monotonic() - t0,
         "dead_letters": res.dead_letters,
         "checkpoint": str(ckpt),
