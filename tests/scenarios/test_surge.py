@@ -106,3 +106,17 @@ def test_warm_capacity_variants_are_elastic_with_a_valid_watch_setting() -> None
         config = WatchConfig.from_params(dict(extra))  # raises on an unknown setting
         assert config != WatchConfig.from_params({})
     assert WatchConfig.from_params(dict(VARIANTS["elastic-standby"][1])).standby_executors == 1
+
+
+def test_host_cpu_means_split_at_the_surge_by_hand() -> None:
+    from streamscale.scenarios.surge_score import host_cpu
+
+    o, _ = _outcome()  # t0 = 1000
+    cfg = SurgeConfig(base_rate=10.0, phase_s=10.0, warmup_s=10.0)  # window from 1010, surge 1020
+    o.cpu = [(1005.0, 1.0), (1012.0, 0.2), (1018.0, 0.4), (1021.0, 0.9), (1029.0, 1.0),
+             (1031.0, 0.0)]  # fmt: skip
+    got = host_cpu(o, cfg)
+    # base: samples in (1010, 1020]; surge: (1020, 1030] (the phase is 10 s, under 30 s)
+    assert got["base"] == pytest.approx(0.3) and got["surge"] == pytest.approx(0.95)
+    o.cpu = []
+    assert host_cpu(o, cfg) == {"base": None, "surge": None}

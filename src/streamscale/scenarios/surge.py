@@ -221,6 +221,8 @@ class SurgeOutcome:
     #: the requests made while a batch ran (epoch seconds)
     mid_batch: list[float] = field(default_factory=list)
     samples: list[tuple[float, dict[str, float]]] = field(default_factory=list)
+    #: the host's busy CPU share (0-1) over each sampling interval: ``(epoch s, share)``
+    cpu: list[tuple[float, float]] = field(default_factory=list)
     rescales: list[dict[str, Any]] = field(default_factory=list)
     settings: dict[str, Any] = field(default_factory=dict)
     error: str | None = None
@@ -229,11 +231,13 @@ class SurgeOutcome:
 class ExecutorSampler:
     """Samples, every ``interval_s``, each live executor's task time so far (ms), from
     Spark's status store, in a background thread: when an added executor first ran
-    tasks is read from it."""
+    tasks is read from it. It samples the host's busy CPU share too (every executor of
+    a loopback cluster shares the host: an executor starting takes CPU from the rest)."""
 
     def __init__(self, sc: Any, interval_s: float = 0.5) -> None:
         self.sc, self.interval_s = sc, interval_s
         self.samples: list[tuple[float, dict[str, float]]] = []
+        self.cpu: list[tuple[float, float]] = []
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="executor-sampler", daemon=True)
 
@@ -246,7 +250,11 @@ class ExecutorSampler:
         self._thread.join(timeout=5.0)
 
     def _run(self) -> None:
+        import psutil
+
+        psutil.cpu_percent(None)  # the first reading starts the interval
         while not self._stop.wait(self.interval_s):
+            self.cpu.append((time.time(), psutil.cpu_percent(None) / 100.0))
             try:
                 seq = self.sc._jsc.sc().statusStore().executorList(True)
                 now = time.time()
@@ -301,6 +309,7 @@ def _record(outcome: SurgeOutcome, spark: Any, log: Any, sampler: ExecutorSample
     outcome.t0 = math.nan if t0 is None else t0
     outcome.executors = executor_spans(spark.sparkContext)
     outcome.samples = list(sampler.samples)
+    outcome.cpu = list(sampler.cpu)
 
 
 def run_policy(

@@ -90,6 +90,23 @@ def reaction(o: Any, cfg: Any) -> dict[str, float | None]:
     }
 
 
+def host_cpu(o: Any, cfg: Any) -> dict[str, float | None]:
+    """The host's mean busy CPU share in the base phase before the surge and in the
+    surge's first 30 s (when executors are requested, start and warm up): on a loopback
+    cluster they all share one machine, so a saturated host slows the running batch."""
+    at = o.t0 + cfg.surge_at
+    cpu = getattr(o, "cpu", [])
+
+    def mean(a: float, b: float) -> float | None:
+        xs = [c for t, c in cpu if a < t <= b]
+        return float(np.mean(xs)) if xs else None
+
+    return {
+        "base": mean(o.t0 + cfg.window[0], at),
+        "surge": mean(at, at + min(30.0, cfg.phase_s)),
+    }
+
+
 def timeline(o: Any, cfg: Any) -> list[dict[str, Any]]:
     """One row per committed batch: seconds since the generator started, rows, p99 latency
     (ms, over the batch's tuples), executors alive at its end, backlog left at the source."""
@@ -159,6 +176,7 @@ def summarize_surge(o: Any, cfg: Any) -> dict[str, Any]:
         "batches": n_batches,
         "window_s": w[1] - w[0],
         **{f"reaction_{k}": v for k, v in react.items()},
+        **{f"host_cpu_{k}": v for k, v in host_cpu(o, cfg).items()},
         "surge_requests": len(up_requests(o, cfg)),
         "mid_batch_requests": len(getattr(o, "mid_batch", [])),
         **({"rescales": _rescales(o, emit)} if o.rescales else {}),
