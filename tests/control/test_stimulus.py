@@ -180,3 +180,30 @@ def test_inputs_without_a_header_name_the_line() -> None:
     with pytest.raises(StreamscaleError, match="line 0: controller inputs before"):
         _read([json.dumps({"inputs": [{"kind": "input", "event": "tick", "now": 0.0}]})])
     assert _read([json.dumps({"batch_id": 0, "rows": 3})]) == []
+
+
+def test_watch_samples_replay_to_the_same_requests() -> None:
+    from dataclasses import replace as with_
+
+    from streamscale.control.stimulus import replay_watch, watch_input
+    from streamscale.control.watch import Sample, WatchConfig, WatchState, WatchView, watch_step
+
+    # watch_step's own example: 100 t/s, then 300 t/s from t = 2 s, 50 t/s per core
+    cfg, view = WatchConfig(rate_window_s=1.0), WatchView(50.0, 4, 2, 2, 8, 4.0, 2.0)
+    knobs = {"latency_target_s": 2.0, "catch_up_s": 5.0, "max_utilization": 0.9, "theta": 1.0}
+    state, logged = WatchState(), []
+    for i in range(17):
+        t = i * 0.25
+        offered = 100 * t if t <= 2 else 200 + 300 * (t - 2)
+        sample = Sample(t, offered, min(offered, 150))
+        state, req = watch_step(state, sample, view, config=cfg, **knobs)
+        logged.append(json.loads(json.dumps(watch_input(sample, view, req, config=cfg, **knobs))))
+        if req is not None:
+            view = with_(view, executors_requested=req.executors)
+    got = replay_watch(logged)
+    assert len(got) == 17 and all(r.match for r in got)
+    # λ = 300 + (300 − 200) × 4 / 5 = 380 t/s ⇒ ⌈380 / 50 / 0.9⌉ = 9 cores ⇒ 5 executors
+    assert [(r.now, r.replay["executors"]) for r in got if r.replay] == [(2.5, 5)]
+    # the same samples with the watch switched off: the one request is the one difference
+    off = [{**d, "config": {**d["config"], "mid_batch": False}} for d in logged]
+    assert [r.now for r in replay_watch(off) if not r.match] == [2.5]

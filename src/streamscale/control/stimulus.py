@@ -26,7 +26,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
 
 from streamscale.control.controller import (
@@ -41,6 +41,14 @@ from streamscale.control.controller import (
     Policy,
     Tick,
 )
+from streamscale.control.watch import (
+    Request,
+    Sample,
+    WatchConfig,
+    WatchState,
+    WatchView,
+    watch_step,
+)
 from streamscale.errors import StreamscaleError
 from streamscale.model import Cluster, Plan, Topology
 from streamscale.model.io import (
@@ -54,6 +62,7 @@ from streamscale.model.io import (
 __all__ = [
     "HEADER_KIND",
     "INPUT_KIND",
+    "WATCH_KIND",
     "InputLog",
     "Replayed",
     "Segment",
@@ -62,7 +71,9 @@ __all__ = [
     "event_from_dict",
     "event_to_dict",
     "replay",
+    "replay_watch",
     "segments",
+    "watch_input",
 ]
 
 #: ``kind`` of the object that starts a controller's log.
@@ -363,3 +374,65 @@ def _answer_dicts(d: Mapping[str, Any]) -> Mapping[str, Any] | None:
 def _canonical_dict(d: dict[str, Any]) -> dict[str, Any]:
     """``d`` as it reads back from JSON (tuples as lists), for comparison with a logged one."""
     return json.loads(json.dumps(d))  # type: ignore[no-any-return]
+
+
+#: ``kind`` of one logged sample of the mid-batch watch.
+WATCH_KIND = "watch_input"
+
+
+def watch_input(
+    sample: Sample,
+    view: WatchView,
+    request: Request | None,
+    *,
+    config: WatchConfig,
+    latency_target_s: float,
+    catch_up_s: float,
+    max_utilization: float,
+    theta: float,
+) -> dict[str, Any]:
+    """One call of :func:`~streamscale.control.watch.watch_step` as a ``watch_input``
+    object: its sample, the view and settings passed in, and the request it returned."""
+    return {
+        "kind": WATCH_KIND,
+        "sample": _plain(asdict(sample)),
+        "view": _plain(asdict(view)),
+        "config": _plain(asdict(config)),
+        "latency_target_s": latency_target_s,
+        "catch_up_s": catch_up_s,
+        "max_utilization": max_utilization,
+        "theta": theta,
+        "request": None if request is None else _plain(asdict(request)),
+    }
+
+
+def _typed(cls: type[Any], raw: Any, where: str) -> Any:
+    if not isinstance(raw, Mapping):
+        raise StreamscaleError(f"{cls.__name__} must be a mapping", item=where)
+    names = {f.name for f in fields(cls)}
+    unknown = sorted(set(raw) - names)
+    if unknown:
+        raise StreamscaleError(f"unknown field {unknown[0]!r}", item=where)
+    try:
+        return cls(**raw)
+    except TypeError as exc:
+        raise StreamscaleError(str(exc), item=where) from None
+
+
+def replay_watch(inputs: Iterable[Mapping[str, Any]], *, where: str = "watch") -> list[Replayed]:
+    """Feed logged watch samples, in order, to :func:`watch_step` from an empty state; one
+    :class:`Replayed` per sample (``run`` / ``replay``: the request, or ``None``)."""
+    state = WatchState()
+    out: list[Replayed] = []
+    for i, d in enumerate(inputs):
+        at = f"{where}: watch input {i}"
+        sample = _typed(Sample, d.get("sample"), f"{at}: sample")
+        view = _typed(WatchView, d.get("view"), f"{at}: view")
+        config = WatchConfig.from_params(d.get("config"))
+        state, request = watch_step(
+            state, sample, view, config=config, latency_target_s=d["latency_target_s"],
+            catch_up_s=d["catch_up_s"], max_utilization=d["max_utilization"], theta=d["theta"],
+        )  # fmt: skip
+        got = None if request is None else _canonical_dict(_plain(asdict(request)))
+        out.append(Replayed(sample.now, d.get("request"), got))
+    return out
