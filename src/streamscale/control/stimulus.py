@@ -429,10 +429,13 @@ def replay_watch(inputs: Iterable[Mapping[str, Any]], *, where: str = "watch") -
         sample = _typed(Sample, d.get("sample"), f"{at}: sample")
         view = _typed(WatchView, d.get("view"), f"{at}: view")
         config = WatchConfig.from_params(d.get("config"))
-        state, request = watch_step(
-            state, sample, view, config=config, latency_target_s=d["latency_target_s"],
-            catch_up_s=d["catch_up_s"], max_utilization=d["max_utilization"], theta=d["theta"],
-        )  # fmt: skip
+        knobs = {
+            k: d.get(k) for k in ("latency_target_s", "catch_up_s", "max_utilization", "theta")
+        }
+        for k, v in knobs.items():
+            if isinstance(v, bool) or not isinstance(v, int | float):
+                raise StreamscaleError(f"{k!r} must be a number, got {v!r}", item=at)
+        state, request = watch_step(state, sample, view, config=config, **knobs)
         got = None if request is None else _canonical_dict(_plain(asdict(request)))
         out.append(Replayed(sample.now, d.get("request"), got))
     return out
