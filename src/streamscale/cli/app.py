@@ -37,6 +37,7 @@ _COMMAND_MODULES = (
     "run",
     "cluster",
     "nexmark",
+    "replay",
 )
 
 

@@ -33,6 +33,7 @@ from typing import Any
 
 from streamscale.control import Controller, Policy
 from streamscale.control.policies import initial_plan, make_policy
+from streamscale.control.stimulus import InputLog
 from streamscale.errors import StreamscaleError
 from streamscale.model import Cluster, Node, Plan
 from streamscale.runtime.run_config import RUN_SETTINGS, RunConfig, RunParams, parse_params
@@ -237,6 +238,10 @@ def run_graph(
         interval_s=graph.trigger_s,
     )
     controller = Controller(pol, ctl_cfg)
+    inputs = InputLog.start(
+        pol, params=pol_params, seed=seed, config=ctl_cfg, topology=graph.topology,
+        cluster=cluster,
+    )  # fmt: skip
     if source_df is None:
         reader = spark.readStream.format(graph.source_format)
         if graph.source_options:
@@ -318,7 +323,8 @@ def run_graph(
             late = {n: st.late_rows for n, st in observed.items() if st.late_rows}
             if late:
                 extra["late_rows"] = late
-            control_step(controller, collector, realizer, resources, clock() - start, extra)
+            now = clock() - start
+            control_step(controller, collector, realizer, resources, now, extra, log=inputs)
             extra["state_read_bytes"] = {  # from the store, not a worker's cache: moved here
                 n: sum(t.state_read_bytes for t in st.tasks) for n, st in observed.items()
             }

@@ -25,6 +25,7 @@ from typing import Any
 from streamscale.control import Controller, Policy
 from streamscale.control.loop import step
 from streamscale.control.policies import initial_plan, make_policy
+from streamscale.control.stimulus import InputLog
 from streamscale.errors import StreamscaleError
 from streamscale.model import Cluster, Node, Plan
 from streamscale.runtime.run_config import RunParams, parse_params
@@ -136,20 +137,27 @@ def control_step(
     resources: Resources | None,
     now: float,
     extra: dict[str, Any],
+    *,
+    log: InputLog | None = None,
 ) -> list[Any]:
     """One control step after a committed batch; the plans applied.
 
     Records in ``extra`` what was applied, the decision taken now and, with
     ``resources``, the executors' figures (requested and released between batches,
-    once the batch's state committed). A policy that cannot plan keeps the current
-    plan and the job runs on (``control_error``).
+    once the batch's state committed); with ``log``, the controller's inputs
+    (``controller`` the first time, ``inputs``: docs/metrics.md). A policy that cannot
+    plan keeps the current plan and the job runs on (``control_error``).
     """
     try:
-        applied = step(controller, collector, realizer, now)
+        applied = step(controller, collector, realizer, now, log=log)
     except StreamscaleError as exc:
         controller.state = "idle"
         applied = []
         extra["control_error"] = str(exc)
+        if log is not None:
+            log.failed(str(exc))
+    if log is not None:
+        extra.update(log.drain())
     extra["applied"] = [a.reason for a in applied]
     if controller.history and controller.history[-1][0] == now:
         extra["decision"] = getattr(controller.history[-1][1], "reason", "")
@@ -357,6 +365,9 @@ def run_job(
         offered=None if watch is None else (lambda: watch.rate),
     )
     controller = Controller(pol, ctl_cfg)
+    inputs = InputLog.start(
+        pol, params=pol_params, seed=seed, config=ctl_cfg, topology=job.topology, cluster=cluster
+    )
     history = RunHistory()
     in_batch = threading.Event()
     done = threading.Event()
@@ -400,7 +411,9 @@ def run_job(
             }
             if stats.planned:
                 extra["placement"] = stats.placement()
-            applied = control_step(controller, collector, realizer, resources, now, extra)
+            applied = control_step(
+                controller, collector, realizer, resources, now, extra, log=inputs
+            )
             if resources is not None:
                 extra["cost_kind"] = job.cost_kind
             if watch is not None:
