@@ -71,6 +71,16 @@ def quiet_logging_conf(
     A user's own options stay as they were, first; a user who names a log4j2
     configuration of their own keeps it (nothing is added to that option).
 
+    Parameters
+    ----------
+    conf
+        The session's settings as given (not modified).
+    executors
+        Also the executors' option: only where their JVMs can read ``config`` (local and
+        loopback masters).
+    config
+        The log4j2 configuration file (default: the one shipped with streamscale).
+
     >>> quiet_logging_conf({"spark.driver.extraJavaOptions": "-Xss4m"}, executors=False,
     ...                    config=Path("/q.properties"))["spark.driver.extraJavaOptions"]
     '-Xss4m -Dlog4j2.configurationFile=/q.properties'
