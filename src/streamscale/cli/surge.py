@@ -118,19 +118,11 @@ def _run(
     cores: int,
     out_dir: Path,
 ) -> dict[str, Any]:
+    from streamscale.cli.progress import BatchProgress
     from streamscale.runtime.spark.cluster import cluster_down, cluster_up
     from streamscale.scenarios.surge import config_dict, run_surge
     from streamscale.scenarios.surge_report import markdown, plot_surge
     from streamscale.scenarios.surge_score import summarize_surge, timeline
-
-    def show(row: dict[str, Any]) -> None:
-        if not out.json:
-            print(
-                f"{row['policy']:>19}  batch {row['batch']:4d}  rows={row['rows']:5d}  "
-                f"executors={row['executors']:2d}",
-                file=sys.stderr,
-                flush=True,
-            )
 
     d = None
     if master is None:
@@ -138,7 +130,13 @@ def _run(
         print(f"starting a loopback cluster: {workers} workers × {cores} slots", file=sys.stderr)
         master = cluster_up(workers, cores, memory=f"{cores}g", directory=d).master_url
     try:
-        outcomes = run_surge(master, cfg, names, on_batch=show)
+        # one live line on a terminal, a plain line per batch otherwise; none with --json
+        with BatchProgress(
+            cores_per_executor=cfg.executor_cores, live=False if out.json else None
+        ) as show:
+            outcomes = run_surge(
+                master, cfg, names, on_batch=(lambda row: None) if out.json else show
+            )
     finally:
         if d is not None:
             cluster_down(d)

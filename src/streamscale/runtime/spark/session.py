@@ -7,11 +7,24 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Mapping
+from pathlib import Path
 
 from streamscale.errors import StreamscaleError
 from streamscale.runtime.run_config import RUN_SETTINGS
 
-__all__ = ["build_session", "check_java", "java_binary", "require_classic"]
+__all__ = [
+    "LOG4J2_CONFIG",
+    "build_session",
+    "check_java",
+    "java_binary",
+    "quiet_logging_conf",
+    "require_classic",
+]
+
+#: streamscale's log4j2 configuration for Spark's JVMs (package data): Spark's defaults plus
+#: filters for the lines an executor released on purpose leaves behind.
+LOG4J2_CONFIG = Path(__file__).with_name("log4j2.properties")
+_LOG4J2_PROPERTY = "-Dlog4j2.configurationFile="
 
 
 def require_classic(spark: object) -> None:
@@ -50,6 +63,44 @@ def check_java() -> str:
     )
 
 
+def quiet_logging_conf(
+    conf: Mapping[str, str] | None, *, executors: bool, config: Path = LOG4J2_CONFIG
+) -> dict[str, str]:
+    """``conf`` with ``-Dlog4j2.configurationFile=<config>`` appended to the driver's (and,
+    if ``executors``, the executors') ``extraJavaOptions``.
+
+    A user's own options stay as they were, first; a user who names a log4j2
+    configuration of their own keeps it (nothing is added to that option).
+
+    Parameters
+    ----------
+    conf
+        The session's settings as given (not modified).
+    executors
+        Also the executors' option: only where their JVMs can read ``config`` (local and
+        loopback masters).
+    config
+        The log4j2 configuration file (default: the one shipped with streamscale).
+
+    >>> quiet_logging_conf({"spark.driver.extraJavaOptions": "-Xss4m"}, executors=False,
+    ...                    config=Path("/q.properties"))["spark.driver.extraJavaOptions"]
+    '-Xss4m -Dlog4j2.configurationFile=/q.properties'
+    """
+    out = dict(conf or {})
+    keys = ["spark.driver.extraJavaOptions"]
+    if executors:
+        keys.append("spark.executor.extraJavaOptions")
+    option = f"{_LOG4J2_PROPERTY}{config}"
+    if any(c.isspace() for c in option):
+        option = f'"{option}"'  # Spark splits these options like a shell
+    for key in keys:
+        own = out.get(key, "").strip()
+        if _LOG4J2_PROPERTY in own:
+            continue
+        out[key] = f"{own} {option}".strip()
+    return out
+
+
 def build_session(
     master: str = RUN_SETTINGS["master"].default,
     *,
@@ -65,6 +116,14 @@ def build_session(
     out at start-up; logs are quiet so a terminal stays readable, and Spark's web UI is
     off unless ``ui`` (``streamscale run`` turns it on; tests leave it off). ``master``
     may be ``local[N]`` or a cluster URL (``spark://…``).
+
+    Spark's JVMs log through :data:`LOG4J2_CONFIG` (see :func:`quiet_logging_conf`): the
+    driver always, executors when the master is local or on loopback (a remote
+    executor's host may not have this file; its log goes to its worker, not to this
+    console). The driver JVM reads it when it starts, i.e. at the first session of the
+    Python process. ``log_level`` is the root level on top of it; Spark's console
+    progress bar stays off (streamscale shows its own progress) unless ``conf`` turns
+    ``spark.ui.showConsoleProgress`` on.
     """
     check_java()
     # Local and loopback masters bind the driver to loopback (no hostname warning, no
@@ -92,7 +151,7 @@ def build_session(
         builder = builder.config("spark.driver.bindAddress", "127.0.0.1").config(
             "spark.driver.host", "127.0.0.1"
         )
-    for k, v in (conf or {}).items():
+    for k, v in quiet_logging_conf(conf, executors=loopback).items():
         builder = builder.config(k, v)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel(log_level)
