@@ -17,11 +17,11 @@ import typer
 
 from streamscale.cli.output import Output
 from streamscale.control.policies import check_policy
-from streamscale.control.stimulus import Replayed, Segment, replay, segments
+from streamscale.control.stimulus import Replayed, Segment, replay, replay_watch, segments
 from streamscale.errors import StreamscaleError
 from streamscale.settings import parse_pairs
 
-__all__ = ["describe", "read_segments", "register", "replay_cmd"]
+__all__ = ["describe", "read_segments", "register", "replay_cmd", "watch_inputs"]
 
 
 def register(app: typer.Typer) -> None:
@@ -29,17 +29,33 @@ def register(app: typer.Typer) -> None:
 
 
 def _lines(path: Path) -> Iterator[tuple[str, Mapping[str, Any]]]:
-    with path.open(encoding="utf-8") as f:
-        for n, text in enumerate(f, 1):
-            if not text.strip():
-                continue
-            where = f"{path}:{n}"
-            try:
-                line = json.loads(text)
-            except ValueError:
-                raise StreamscaleError("not a JSON line", item=where) from None
-            if isinstance(line, Mapping):
-                yield where, line
+    """Every line of ``path`` and of its rotated files (``.N``), oldest first."""
+    from streamscale.runtime.spark.metrics import metrics_files
+
+    for p in metrics_files(path):
+        with p.open(encoding="utf-8") as f:
+            for n, text in enumerate(f, 1):
+                if not text.strip():
+                    continue
+                where = f"{p}:{n}"
+                try:
+                    line = json.loads(text)
+                except ValueError:
+                    raise StreamscaleError("not a JSON line", item=where) from None
+                if isinstance(line, Mapping):
+                    yield where, line
+
+
+def watch_inputs(path: Path) -> list[Mapping[str, Any]]:
+    """The mid-batch watch's logged samples (``watch_inputs`` of every batch line)."""
+    out: list[Mapping[str, Any]] = []
+    for where, line in _lines(path):
+        body = line.get("extra") if isinstance(line.get("extra"), Mapping) else line
+        got = body.get("watch_inputs")
+        if got and not isinstance(got, list):
+            raise StreamscaleError("'watch_inputs' must be a list", item=where)
+        out.extend(got or ())
+    return out
 
 
 def read_segments(out: Path) -> list[Segment]:
@@ -121,3 +137,23 @@ def replay_cmd(
                       f"  [{mark}]")  # fmt: skip
     if not as_json:
         print(f"{total} decisions, {same} match, {total - same} differ ({len(segs)} controller(s))")
+    path = out_dir / "metrics.jsonl" if out_dir.is_dir() else out_dir
+    samples = replay_watch(watch_inputs(path), where=str(path))
+    asked = [r for r in samples if r.run is not None or r.replay is not None]
+    for r in asked:  # the samples where the run or the replay asked for executors
+        if as_json:
+            print(json.dumps({"time": r.now, "watch": True, "run": r.run, "replay": r.replay,
+                              "match": r.match}))  # fmt: skip
+        else:
+            print(f"t={r.now:.3f} watch  run: {_ask(r.run)}  |  replay: {_ask(r.replay)}"
+                  f"  [{'match' if r.match else 'DIFFERS'}]")  # fmt: skip
+    if samples and not as_json:
+        ok = sum(r.match for r in samples)
+        print(f"{len(samples)} watch samples ({len(asked)} with a request), {ok} match, "
+              f"{len(samples) - ok} differ")  # fmt: skip
+
+
+def _ask(request: Mapping[str, Any] | None) -> str:
+    if request is None:
+        return "-"
+    return f"request {request.get('executors')} executors: {request.get('reason', '')}"

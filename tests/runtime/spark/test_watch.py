@@ -83,7 +83,7 @@ log = ProgressLog().attach(spark)
 job = Job.simple("calc", calculator, source_options=opts, instances=2, shards=8, trigger_s=1.0,
                  params={"cost_kind": "wall"})
 out = run_job(spark, job, policy="elastic", duration_s=float(sys.argv[4]),
-              checkpoint=work / "ckpt", resources=res,
+              checkpoint=work / "ckpt", resources=res, out=work / "out",
               params={"latency_target_ms": 1000.0, "catch_up_s": 3.0, "startup_s": 3.0})
 spans = [(b.end_s, b.start_seq, b.end_seq) for b in log.seq_spans()]
 state = {}
@@ -136,6 +136,13 @@ def test_a_surge_gets_executors_while_a_batch_runs_and_state_stays_exact(
     # not wait for that batch's boundary (batch end times are Spark's own)
     first_surge_end = min(end for end, _, hi in got["spans"] if hi > 450)
     assert got["mid_batch"][0][0] < first_surge_end, (got["mid_batch"], got["spans"])
+    # every sample the watch took is in metrics.jsonl and replays to the same answer
+    from streamscale.cli.replay import watch_inputs
+    from streamscale.control.stimulus import replay_watch
+
+    replayed = replay_watch(watch_inputs(tmp_path / "out" / "metrics.jsonl"))
+    asked = [r for r in replayed if r.run is not None]
+    assert asked and all(r.match for r in replayed)
     rows = got["rows"]
     # the batches streamscale committed (the last may end after Spark's last progress event)
     assert rows >= max(hi for _, _, hi in got["spans"]) > 450

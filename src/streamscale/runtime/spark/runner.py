@@ -425,6 +425,7 @@ def run_job(
                 extra["admission_limit"] = watch.update_admission()
                 extra["mid_batch_requests"] = [r[1] for r in watch.requests[seen_requests[0] :]]
                 seen_requests[0] = len(watch.requests)
+                extra["watch_inputs"] = watch.drain_inputs()
             for a in applied:
                 extra.setdefault("figures", []).append(dict(a.figures))
             rec, lat = build_record(

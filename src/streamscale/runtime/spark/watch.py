@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from streamscale.control.stimulus import watch_input
 from streamscale.control.watch import Sample, WatchConfig, WatchState, WatchView, watch_step
 
 __all__ = [
@@ -172,6 +173,10 @@ class SourceWatch:
     #: mid-batch requests: ``(epoch seconds, executors, reason, figures)``
     requests: list[tuple[float, int, str, dict[str, Any]]] = field(default_factory=list)
     rate: float | None = None
+    #: each sample's inputs and answer (:func:`~streamscale.control.stimulus.watch_input`),
+    #: until the batch thread drains them into the batch's metrics line (bounded: a run
+    #: that never drains keeps the latest)
+    inputs: deque[dict[str, Any]] = field(default_factory=lambda: deque(maxlen=1024))
     _state: WatchState = field(default_factory=WatchState)
     _stop: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
@@ -194,6 +199,13 @@ class SourceWatch:
                 self.tick()
             except Exception as exc:  # a failed read must never stop the job; say why
                 self.requests.append((self.clock(), -1, f"watch error: {exc}", {}))
+
+    def drain_inputs(self) -> list[dict[str, Any]]:
+        """The samples logged since the last call (oldest first), for a replay."""
+        out = []
+        while self.inputs:
+            out.append(self.inputs.popleft())
+        return out
 
     def update_admission(self) -> int | None:
         """Rewrite the admission file for the cores that will run the next batch."""
@@ -244,6 +256,13 @@ class SourceWatch:
             self.rate = (samples[-1].available - samples[0].available) / (
                 samples[-1].now - samples[0].now
             )
+        self.inputs.append(
+            watch_input(
+                sample, view, request, config=self.config,
+                latency_target_s=self.latency_target_s, catch_up_s=self.catch_up_s,
+                max_utilization=self.max_utilization, theta=self.theta,
+            )
+        )  # fmt: skip
         if request is not None and res.request_more(request.executors, hold_s=self.hold_s):
             self.requests.append((now, request.executors, request.reason, request.figures))
 
