@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import tempfile
+from collections import deque
 from pathlib import Path
 
 import typer
@@ -188,7 +189,8 @@ def run(
             min_executors=cfg.min_executors,
         )
         resources.wait_for(cfg.min_executors, 120.0)
-    records: list[BatchRecord] = []
+    # the live table shows the last 10 batches: keep no more (a run lasts weeks)
+    records: deque[BatchRecord] = deque(maxlen=10)
     live = None
     if not out.json:
         from rich.live import Live
