@@ -85,7 +85,7 @@ class BatchProgress:
 
     def __call__(self, row: Mapping[str, Any]) -> None:
         now = float(row["time"]) if row.get("time") is not None else time.monotonic()
-        policy = str(row["policy"])
+        policy = f"{row['policy']}"  # a name from the row, printed
         with self._lock:
             prev = self._last.get(policy)
             elapsed = now - prev[0] if prev is not None else math.nan

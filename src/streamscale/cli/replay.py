@@ -125,7 +125,7 @@ def replay_cmd(
     segs = read_segments(out_dir)
     total = same = 0
     for seg in segs:
-        name = policy or str(seg.header.get("policy"))
+        name = policy or f"{seg.header.get('policy')}"  # the logged name, printed
         for r in replay(seg, policy=policy, params=params):
             total += 1
             same += r.match
