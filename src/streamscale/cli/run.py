@@ -242,7 +242,7 @@ def run(
         "busy_s": res.busy_s,
         "cpu_s": res.cpu_s,
         "checkpoint": str(ckpt),
-        "cfg.state_url": cfg.state_url or str(ckpt / "state"),
+        "state_url": cfg.state_url or str(ckpt / "state"),
         "out": str(out_dir) if out_dir else None,
     }
     if out.json:
