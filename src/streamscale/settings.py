@@ -248,13 +248,14 @@ def parse_pairs(items: Iterable[str], *, option: str = "--param") -> dict[str, s
 def split_params(values: Mapping[str, Any], *schemas: Schema) -> list[dict[str, Any]]:
     """Route each value to the schema that declares it; unknown names list every known one.
 
-    Returns one checked mapping per schema (only the names given, no defaults).
+    Returns one mapping per schema (only the names given, values as given): each
+    schema's :meth:`Schema.parse` then types and checks its part, once.
     """
     parts: list[dict[str, Any]] = [{} for _ in schemas]
     for key, raw in values.items():
         for i, schema in enumerate(schemas):
             if key in schema:
-                parts[i][key] = schema[key].coerce(raw)
+                parts[i][key] = raw
                 break
         else:
             known = ", ".join(n for s in schemas for n in s.names) or "none"
