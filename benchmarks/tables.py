@@ -80,10 +80,21 @@ def _missing(bench: str, command: str) -> str:
 
 
 def autoscale() -> str:
-    lines = latest_run("autoscale")
+    """The newest full-length surge run's table, then the newest quick run's."""
+    full = latest_run("autoscale", lambda x: x.get("quick") is False)
+    quick = latest_run("autoscale", lambda x: x.get("quick") is True)
+    parts = [_autoscale(x, name) for x, name in ((full, "Full length"), (quick, "Quick")) if x]
+    return "\n\n".join(parts) or _missing("autoscale", "python benchmarks/bench_autoscale.py")
+
+
+def _cpu(x: Line) -> str:
+    if x.get("host_cpu_base") is None and x.get("host_cpu_surge") is None:
+        return "–"
+    return f"{_pct(x.get('host_cpu_base'))} / {_pct(x.get('host_cpu_surge'))}"
+
+
+def _autoscale(lines: list[Line], name: str) -> str:
     pol = [x for x in lines if "policy" in x]
-    if not pol:
-        return _missing("autoscale", "python benchmarks/bench_autoscale.py")
     ratio = next((x for x in lines if x.get("figure") == "ratios"), {})
     peak = next((x["core_seconds"] for x in pol if x["policy"] == "static-peak"), None)
     rows = [
@@ -99,12 +110,14 @@ def autoscale() -> str:
             f"{x['scale_ups_run']} / {x['scale_downs_run']}" if "scale_ups_run" in x else "–",
             _fmt(x.get("reaction_tasks_s")),
             _fmt(x.get("p99_ms")),
+            _cpu(x),
         ]
         for x in pol
     ]
     cfg = pol[0].get("config", {})
     head = (
-        f"Surge {cfg.get('base_rate')} → {cfg.get('base_rate', 0) * cfg.get('peak_factor', 0):g}"
+        f"**{name}.** Surge {cfg.get('base_rate')} → "
+        f"{cfg.get('base_rate', 0) * cfg.get('peak_factor', 0):g}"
         f" → {cfg.get('base_rate')} tuples/s, {cfg.get('phase_s')} s phases, "
         f"{cfg.get('cost_ms')} ms per tuple *waited* (cost_kind wall: "
         f"{pol[0].get('emulated_cores')} task slots emulate cores on this machine), "
@@ -116,8 +129,7 @@ def autoscale() -> str:
     table = _table(
         ["policy", "slo tuples", "slo batches", "core-seconds", "÷ static-peak",
          "mean cores", "peak executors", "ups / downs", "ups / downs (whole run)",
-         "first tasks on added (s)",
-         "p99 ms"],
+         "first tasks on added (s)", "p99 ms", "host CPU base / surge"],
         rows,
     )  # fmt: skip
     return f"{head}\n\n{table}{tail}\n\n{_source('autoscale', lines)}"
