@@ -4,7 +4,9 @@ A :class:`JobGraph` is a validated topology (one source, any number of
 stateless and keyed operators, any number of sinks) plus the Python function of
 every processing operator. Fan-out (one operator feeding several operators or
 sinks) and fan-in (an operator with several inputs: the union, by column name,
-of streams with the same columns) are both allowed; every keyed operator
+of streams with the same columns) are both allowed — a two-sided keyed operator
+(a join: its function has ``two_sided``) gets its inputs' rows tagged by side
+instead (``fn.tagged(frames)``); every keyed operator
 re-partitions its input by its own key inside the batch, so edges between
 keyed operators on different keys need nothing special.
 
