@@ -62,18 +62,16 @@ def _reference(batches: list[Any], op: JoinOp) -> list[tuple[Counter, set]]:
         fresh = [r for r in rows if prev is None or r[2] > prev * 1000]
         for _, k, t, i in (r for r in fresh if r[0] == 0):
             hits = [s for s in right if eq(s["k"], k) and cond(t, s["t"])]
-            behind = lmark is not None and t <= lmark
             if op.how == "left_semi":
                 if hits:
                     emitted[(i, None)] += 1
-                elif not behind:
+                else:
                     left.append({"k": k, "t": t, "id": i, "m": False})
                 continue
             for s in hits:
                 emitted[(i, s["id"])] += 1
                 s["m"] = True
-            if not behind:
-                left.append({"k": k, "t": t, "id": i, "m": bool(hits)})
+            left.append({"k": k, "t": t, "id": i, "m": bool(hits)})  # even if leaving now
         for _, k, t, i in (r for r in fresh if r[0] == 1):
             hits = [s for s in left if eq(s["k"], k) and cond(s["t"], t)]
             for s in hits:
@@ -82,7 +80,8 @@ def _reference(batches: list[Any], op: JoinOp) -> list[tuple[Counter, set]]:
                 elif not s["m"]:
                     emitted[(s["id"], None)] += 1
                 s["m"] = True
-            if rmark is None or t > rmark:
+            outer = op.how in ("right", "full") and not hits
+            if rmark is None or t > rmark or outer:
                 right.append({"k": k, "t": t, "id": i, "m": bool(hits)})
         for buf, mark, outer, side in (
             (left, lmark, op.how in ("left", "full"), 0),

@@ -5,10 +5,11 @@ The rules are Spark's ``StreamingSymmetricHashJoinExec`` (state format 2):
 * rows of either side whose time is at or before the *previous* batch's watermark are
   late and dropped;
 * the batch's new left rows join the buffered right rows; each new left row is buffered
-  (with whether it matched) unless it is already behind the left state watermark; then
-  the new right rows join every buffered left row (the new ones included) and are
-  buffered alike — so each pair is produced once, and a row's *matched* flag is set as
-  soon as it joins;
+  (with whether it matched), even one already behind the left state watermark; then the
+  new right rows join every buffered left row (the new ones included) and are buffered
+  alike unless already behind the right state watermark (a right or full outer join
+  buffers those too when they did not match) — so each pair is produced once, and a
+  row's *matched* flag is set as soon as it joins;
 * ``left_semi`` emits a left row once, at its first match, and buffers only unmatched
   new left rows;
 * after the batch, buffered rows behind their side's state watermark leave the state;
@@ -207,10 +208,10 @@ def fold_join(
     hit1 = _hit(new_l.num_rows, p1l)
     if semi:
         emits.append(new_l.filter(pa.array(hit1)).select(out_cols))
-        keep_l = ~hit1 & ~_behind(new_l, lmark)
+        keep_l = ~hit1
     else:
         emits.append(_emit_pairs(new_l, old_r, p1l, p1r, out_cols))
-        keep_l = ~_behind(new_l, lmark)
+        keep_l = np.ones(new_l.num_rows, dtype=bool)  # even rows leaving in this batch
     old_r_m = old_r.column(MATCHED).to_numpy(zero_copy_only=False) | _hit(old_r.num_rows, p1r)
     stored_l = _with_matched(new_l.filter(pa.array(keep_l)), hit1[keep_l])
     buf_l = pa.concat_tables([old_l, stored_l])
@@ -223,8 +224,11 @@ def fold_join(
     else:
         emits.append(_emit_pairs(buf_l, new_r, p2l, p2r, out_cols))
     buf_l_m = buf_l_m | _hit(buf_l.num_rows, p2l)
-    keep_r = ~_behind(new_r, rmark)
-    stored_r = _with_matched(new_r.filter(pa.array(keep_r)), _hit(new_r.num_rows, p2r)[keep_r])
+    hit2 = _hit(new_r.num_rows, p2r)
+    keep_r = ~_behind(new_r, rmark)  # right rows leaving now: only an unmatched outer row
+    if op.how in ("right", "full"):
+        keep_r |= ~hit2
+    stored_r = _with_matched(new_r.filter(pa.array(keep_r)), hit2[keep_r])
     buf_l = _with_matched(buf_l, buf_l_m)
     buf_r = pa.concat_tables([_with_matched(old_r, old_r_m), stored_r])
     changed = _shards(new, shard)
