@@ -166,3 +166,16 @@ def test_what_spark_refuses_is_refused_before_the_query(spark, tmp_path) -> None
         wl.join(wr, on="k", within=("lt", "rt", 5, 0))
     with pytest.raises(StreamscaleError, match="how='cross'"):
         wl.join(wr, on="k", how="cross")
+
+
+def test_bounds_are_signed_seconds_or_interval_strings() -> None:
+    from streamscale.runtime.spark.agg.join_spec import signed_interval_us
+
+    assert signed_interval_us(-2.5, item="j") == -2_500_000
+    assert signed_interval_us("-3 seconds", item="j") == -3_000_000
+    assert signed_interval_us("1 minute 2 seconds", item="j") == 62_000_000
+    assert signed_interval_us("0", item="j") == 0
+    with pytest.raises(StreamscaleError, match="is not seconds"):
+        signed_interval_us(True, item="j")
+    with pytest.raises(StreamscaleError, match="interval 'soon'"):
+        signed_interval_us("soon", item="j")
