@@ -170,12 +170,23 @@ class Stream:
 
         Examples
         --------
+        Bids (``side == "L"``) joined with the asks of the same key from 3 s before to
+        5 s after them; a bid without one comes out with nulls once the watermark
+        passes (``events``: Parquet files of these columns).
+
         >>> import streamscale  # doctest: +SKIP
-        >>> src = spark.readStream.parquet("events").withWatermark("t", "10 seconds")
+        >>> from pyspark.sql import SparkSession
+        >>> spark = SparkSession.builder.master("local[2]").getOrCreate()
+        >>> src = (spark.readStream.schema("side string, k string, t timestamp, v long")
+        ...        .parquet("events").withWatermark("t", "10 seconds"))
+        >>> def bids(pdf):
+        ...     return pdf[pdf.side == "L"].rename(columns={"v": "price"})[["k", "t", "price"]]
+        >>> def asks(pdf):
+        ...     out = pdf[pdf.side == "R"].rename(columns={"t": "at", "v": "size"})
+        ...     return out[["k", "at", "size"]]
         >>> s = streamscale.stream(src)
-        >>> bids = s.map_batches(only_bids)          # columns k, t, price
-        >>> asks = s.map_batches(only_asks)          # columns k, at, size
-        >>> out = bids.join(asks, on="k", within=("t", "at", 0, "5 seconds"), how="left")
+        >>> left, right = s.map_batches(bids), s.map_batches(asks)
+        >>> out = left.join(right, on="k", within=("t", "at", -3, "5 seconds"), how="left")
         >>> out.to("parquet", path="joined").run(checkpoint="ck", duration_s=60)
         """
         from streamscale.runtime.spark.agg.join_spec import Join
