@@ -53,13 +53,16 @@ def _reference(batches: list[Any], op: JoinOp) -> list[tuple[Counter, set]]:
             return True
         return lt + op.lower_us <= rt <= lt + op.upper_us
 
-    def eq(a: str | None, b: str | None) -> bool:
-        return a is not None and a == b
+    def eq(a: str | None, b: str | None) -> bool:  # Spark's state: null equals null
+        return a == b
+
+    dropped = {"inner": (0, 1), "left": (1,), "right": (0,), "full": (), "left_semi": (0, 1)}
 
     for rows, wm in batches:
         emitted: Counter = Counter()
         lmark, rmark = state_marks(op, wm)
         fresh = [r for r in rows if prev is None or r[2] > prev * 1000]
+        fresh = [r for r in fresh if r[1] is not None or r[0] not in dropped[op.how]]
         for _, k, t, i in (r for r in fresh if r[0] == 0):
             hits = [s for s in right if eq(s["k"], k) and cond(t, s["t"])]
             if op.how == "left_semi":
@@ -112,7 +115,6 @@ def _got(batches: list[Any], op: JoinOp) -> list[tuple[Counter, set]]:
                 lid = None if r[LCOL] is None else r[LCOL]["id"]
                 rid = None if r[RCOL] is None else r[RCOL]["id"]
                 emitted[(lid, rid)] += 1
-                assert r["k"] is not None or (lid is None) != (rid is None)
         kept = set()
         if f.state is not None:
             for r in f.state.to_pylist():

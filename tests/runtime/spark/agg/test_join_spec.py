@@ -28,8 +28,8 @@ WITHIN = ("lt", "rt", "-3 seconds", "5 seconds")
 
 
 def _write(directory: Path, seed: int = 7) -> None:
-    """Batch ``b``: times in [20 b, 20 b + 25) s (ms), some rows 40 s late, and one row of
-    each side at 20 b + 25 s."""
+    """Batch ``b``: times in [20 b, 20 b + 25) s (ms), some rows 40 s late, some null
+    keys, and one row of each side at 20 b + 25 s."""
     rng = np.random.default_rng(seed)
     directory.mkdir(parents=True)
     for b in range(BATCHES):
@@ -41,7 +41,7 @@ def _write(directory: Path, seed: int = 7) -> None:
         pdf = pd.DataFrame(
             {
                 "side": [*rng.choice(["L", "R"], n), "L", "R"],
-                "k": [f"k{v}" for v in rng.integers(0, 5, n + 2)],
+                "k": [None if v == 5 else f"k{v}" for v in rng.integers(0, 6, n + 2)],
                 "t": pd.to_datetime(ms.astype("int64"), unit="ms"),
                 "v": np.arange(n + 2, dtype="int64") + 1000 * b,
             }

@@ -12,6 +12,10 @@ The rules are Spark's ``StreamingSymmetricHashJoinExec`` (state format 2):
   row's *matched* flag is set as soon as it joins;
 * ``left_semi`` emits a left row once, at its first match, and buffers only unmatched
   new left rows;
+* keys compare as in Spark's state store, where a null key equals a null key; Spark's
+  optimizer first drops rows with a null key from the sides a join does not preserve
+  (both for ``inner`` and ``left_semi``, the right for ``left``, the left for
+  ``right``, none for ``full``), so null keys meet only in a full outer join;
 * after the batch, buffered rows behind their side's state watermark leave the state;
   an outer join emits the leaving rows of its outer side(s) that never matched, with
   nulls for the other side.
@@ -42,6 +46,11 @@ HOWS: tuple[str, ...] = ("inner", "left", "right", "full", "left_semi")
 SIDE, LCOL, RCOL, TCOL = "__ss_side", "__ss_l", "__ss_r", "__ss_t"  # side 0 left, 1 right
 MATCHED = "__ss_matched"  # a buffered row joined at least once
 _LI, _RI = "__ss_li", "__ss_ri"
+#: The sides whose rows with a null key Spark's optimizer filters out before the join
+#: (``InferFiltersFromConstraints``: the sides an outer join does not preserve).
+_NOT_NULL: dict[str, tuple[int, ...]] = {
+    "inner": (0, 1), "left": (1,), "right": (0,), "full": (), "left_semi": (0, 1),
+}  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,7 +109,10 @@ def _pairs(
         return empty, empty
     lk = left.select(group).append_column(_LI, pa.array(np.arange(left.num_rows)))
     rk = right.select(group).append_column(_RI, pa.array(np.arange(right.num_rows)))
-    j = lk.join(rk, keys=group, join_type="inner", use_threads=False)
+    on = list(group)
+    if op.how == "full":  # no rows were filtered: null keys equal, as in Spark's state
+        lk, rk, on = _null_safe(lk, rk, on)
+    j = lk.join(rk, keys=on, join_type="inner", use_threads=False)
     li = j.column(_LI).to_numpy().astype(np.int64)
     ri = j.column(_RI).to_numpy().astype(np.int64)
     if op.lower_us is not None and op.upper_us is not None and len(li):
@@ -110,6 +122,34 @@ def _pairs(
         ok = lv[li] & rv[ri] & (b >= a + op.lower_us) & (b <= a + op.upper_us)
         li, ri = li[ok], ri[ok]
     return li, ri
+
+
+def _null_safe(lk: pa.Table, rk: pa.Table, on: list[str]) -> tuple[pa.Table, pa.Table, list[str]]:
+    """Key tables on which a null key equals a null key: each key column with a null gets
+    its nulls filled (with any value of it) and a flag column of where they were."""
+    keys = list(on)
+    for k in on:
+        a, b = lk.column(k), rk.column(k)
+        na, nb = pc.is_null(a), pc.is_null(b)
+        if not (pc.any(na).as_py() or pc.any(nb).as_py()):
+            continue
+        seen = pc.drop_null(pa.chunked_array([*a.chunks, *b.chunks], a.type))
+        if len(seen):
+            a, b = pc.fill_null(a, seen[0]), pc.fill_null(b, seen[0])
+        else:
+            a, b = pa.array(np.zeros(len(a), np.int8)), pa.array(np.zeros(len(b), np.int8))
+        flag = f"__ss_null_{k}"
+        lk = lk.set_column(lk.schema.get_field_index(k), k, a).append_column(flag, na)
+        rk = rk.set_column(rk.schema.get_field_index(k), k, b).append_column(flag, nb)
+        keys.append(flag)
+    return lk, rk, keys
+
+
+def _null_keys(t: pa.Table, keys: tuple[str, ...]) -> np.ndarray:
+    out = np.zeros(t.num_rows, dtype=bool)
+    for k in keys:
+        out |= pc.is_null(t.column(k)).to_numpy(zero_copy_only=False)
+    return out
 
 
 def _hit(n: int, idx: np.ndarray) -> np.ndarray:
@@ -182,6 +222,9 @@ def fold_join(
             is_late = _behind(new, late_ms * 1000)
             late = int(is_late.sum())
             new = new.filter(pa.array(~is_late)) if late else new
+    if new is not None and _NOT_NULL[op.how]:  # Spark's inferred `key IS NOT NULL` filters
+        drop = _null_keys(new, op.keys) & np.isin(new.column(SIDE).to_numpy(), _NOT_NULL[op.how])
+        new = new.filter(pa.array(~drop)) if drop.any() else new
     schema = new.schema if new is not None else None
     olds = []
     for t in states:
@@ -212,7 +255,9 @@ def fold_join(
     else:
         emits.append(_emit_pairs(new_l, old_r, p1l, p1r, out_cols))
         keep_l = np.ones(new_l.num_rows, dtype=bool)  # even rows leaving in this batch
-    old_r_m = old_r.column(MATCHED).to_numpy(zero_copy_only=False) | _hit(old_r.num_rows, p1r)
+    old_r_m = old_r.column(MATCHED).to_numpy(zero_copy_only=False)
+    if not semi:  # (a semi join never reads the right rows' flags)
+        old_r_m = old_r_m | _hit(old_r.num_rows, p1r)
     stored_l = _with_matched(new_l.filter(pa.array(keep_l)), hit1[keep_l])
     buf_l = pa.concat_tables([old_l, stored_l])
     # the new right rows against every buffered left row
