@@ -35,7 +35,9 @@ __all__ = [
     "q0_project",
     "q1_euro",
     "q2_select",
-    "q3_join",
+    "q3_auctions",
+    "q3_persons",
+    "q3_project",
     "q4_average",
     "q4_max_delta",
     "q5_hot_items",
@@ -80,35 +82,26 @@ def q2_select(df: pd.DataFrame) -> pd.DataFrame:
 # ---------------------------------------------------------------- Q3: join
 
 
-def q3_join(rows: pd.DataFrame, state: dict[Any, Any]) -> pd.DataFrame | None:
-    """Q3, local item suggestion: persons in OR, ID or CA joined with their auctions of
-    category 10, keyed by person id (= seller). A person's id is unique (Nexmark's
-    primary key), so an auction waits only until its seller arrives."""
-    persons: dict[int, tuple[str, str, str] | None] = state.setdefault("p", {})
-    waiting: dict[int, list[int]] = state.setdefault("a", {})
-    kind = _col(rows, "event_type")
-    out: list[tuple[str, str, str, int]] = []
-    p = rows[kind == 0]
-    for pid, name, city, st in zip(
-        _col(p, "key").tolist(), p["name"], p["city"], p["state"], strict=True
-    ):
-        ok = st in ("OR", "ID", "CA")
-        persons[pid] = (name, city, st) if ok else None
-        for aid in waiting.pop(pid, []):
-            if ok:
-                out.append((name, city, st, aid))
-    a = rows[(kind == 1)]
-    a = a[a["category"].to_numpy(dtype=np.float64) == 10]
-    for seller, aid in zip(_col(a, "key").tolist(), _col(a, "aid").tolist(), strict=True):
-        if seller in persons:
-            hit = persons[seller]
-            if hit is not None:
-                out.append((*hit, aid))
-        else:
-            waiting.setdefault(seller, []).append(aid)
-    if not out:
-        return None
-    return pd.DataFrame(out, columns=["name", "city", "state", "id"])
+def q3_persons(df: pd.DataFrame) -> pd.DataFrame:
+    """Q3's left side: persons in OR, ID or CA (``key`` is the person's id)."""
+    p = df[(df["event_type"].to_numpy() == 0) & df["state"].isin(["OR", "ID", "CA"]).to_numpy()]
+    return p[["key", "name", "city", "state"]].reset_index(drop=True)
+
+
+def q3_auctions(df: pd.DataFrame) -> pd.DataFrame:
+    """Q3's right side: auctions of category 10 (``key`` is the seller, ``id`` the auction)."""
+    a = df[(df["event_type"].to_numpy() == 1) & (df["category"].to_numpy(dtype=np.float64) == 10)]
+    return a[["key", "aid"]].rename(columns={"aid": "id"}).reset_index(drop=True)
+
+
+def q3_project(df: pd.DataFrame) -> pd.DataFrame:
+    """Q3's result columns of the persons ⋈ auctions join."""
+    return df[["name", "city", "state", "id"]]
+
+
+q3_persons.output_schema = "key bigint, name string, city string, state string"  # type: ignore[attr-defined]
+q3_auctions.output_schema = "key bigint, id bigint"  # type: ignore[attr-defined]
+q3_project.output_schema = "name string, city string, state string, id bigint"  # type: ignore[attr-defined]
 
 
 # ---------------------------------------------------------------- Q4, Q6: winning bids

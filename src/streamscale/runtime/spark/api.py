@@ -123,6 +123,96 @@ class Stream:
 
     dropDuplicates = drop_duplicates  # Spark's name
 
+    def join(
+        self,
+        other: Stream,
+        on: str | Sequence[str],
+        *,
+        within: tuple[str, str, str | float, str | float] | None = None,
+        how: str = "inner",
+        executors: int = 2,
+        shards: int = 16,
+        name: str | None = None,
+    ) -> Stream:
+        """A stream-stream join as an elastic keyed operator, with Spark's semantics.
+
+        Rows of this stream (the left side) and ``other`` (the right side) with equal
+        ``on`` columns (a null never equals) and, with ``within=(lt, rt, lower, upper)``,
+        ``right.rt BETWEEN left.lt + lower AND left.lt + upper`` are joined; the output has
+        Spark's columns for ``left.join(right, on=on, how=how)``: the ``on`` columns once,
+        then the left side's other columns, then the right side's (none for
+        ``left_semi``). Both sides derive from the job's one source, so the query's
+        watermark (``withWatermark`` on it) is the minimum of the sides' as Spark's
+        default rule gives; each side's time column must carry that event time.
+
+        As Spark's ``StreamingSymmetricHashJoinExec``: a side's rows at or behind the
+        previous batch's watermark are late and dropped; each side's rows are buffered
+        until the watermark shows no future row of the other side can match them (left:
+        ``wm - upper``, right: ``wm + lower``); ``left``/``right``/``full`` outer joins
+        emit a buffered row of their outer side that never matched, with nulls, when it
+        leaves the state; ``left_semi`` emits each left row once, at its first match.
+
+        Parameters
+        ----------
+        other
+            The right side (a stream of the same job, not this one).
+        on
+            Join column(s), the same name and type on both sides.
+        within
+            ``(left time column, right time column, lower, upper)``; bounds in seconds
+            (any sign) or Spark interval strings (``"-5 seconds"``). Required by every
+            ``how`` but ``inner``, as by Spark (with ``withWatermark`` on the input).
+        how
+            ``inner``, ``left``, ``right``, ``full`` or ``left_semi``.
+        executors, shards
+            The keyed operator's executors and shards per executor.
+        name
+            Operator name (default ``join``).
+
+        Examples
+        --------
+        Bids (``side == "L"``) joined with the asks of the same key from 3 s before to
+        5 s after them; a bid without one comes out with nulls once the watermark
+        passes (``events``: Parquet files of these columns).
+
+        >>> import streamscale  # doctest: +SKIP
+        >>> from pyspark.sql import SparkSession
+        >>> spark = SparkSession.builder.master("local[2]").getOrCreate()
+        >>> src = (spark.readStream.schema("side string, k string, t timestamp, v long")
+        ...        .parquet("events").withWatermark("t", "10 seconds"))
+        >>> def bids(pdf):
+        ...     return pdf[pdf.side == "L"].rename(columns={"v": "price"})[["k", "t", "price"]]
+        >>> def asks(pdf):
+        ...     out = pdf[pdf.side == "R"].rename(columns={"t": "at", "v": "size"})
+        ...     return out[["k", "at", "size"]]
+        >>> s = streamscale.stream(src)
+        >>> left, right = s.map_batches(bids), s.map_batches(asks)
+        >>> out = left.join(right, on="k", within=("t", "at", -3, "5 seconds"), how="left")
+        >>> out.to("parquet", path="joined").run(checkpoint="ck", duration_s=60)
+        """
+        from streamscale.runtime.spark.agg.join_spec import Join
+        from streamscale.runtime.spark.event_time import watermark_of
+
+        if not isinstance(other, Stream) or other._b is not self._b:
+            raise StreamscaleError("join needs a stream of the same job", item="join")
+        keys = (on,) if isinstance(on, str) else tuple(on)
+        b = self._b
+        n = b.fresh(name or "join")
+        item = f"operator {n}"
+        wm = watermark_of(b.source_df.schema) if b.source_df is not None else None
+        fn = Join.build(
+            keys, how=how, left_from=self._from, right_from=other._from,
+            within=within, watermark=wm, item=item,
+        )  # fmt: skip
+        for side, s in (("left", self), ("right", other)):
+            schema = _declared_schema(b, s._from)
+            if schema is not None:
+                fn.check_side(schema, side, item=item)  # refuse before the query starts
+        b.functions[n] = fn
+        op = Operator(name=n, key=",".join(keys), instances=executors, shards=shards)
+        b.add(op, self._from + other._from, grouping="key")
+        return Stream(b, (n,))
+
     def union(self, *others: Stream) -> Stream:
         """The union (by column name) of this stream and ``others`` (same columns)."""
         for o in others:
@@ -347,6 +437,21 @@ class WindowedStream:
             self._k, aggs, mode, max_collect, name, self.spec, self.session,
             bounds=bounds, wait_ms=wait_ms,
         )  # fmt: skip
+
+
+def _declared_schema(b: _Builder, names: tuple[str, ...]) -> Any | None:
+    """The schema of a stream when known before the query runs (the source's, or one
+    stateless operator's declared ``output_schema``)."""
+    if len(names) != 1:
+        return None
+    if names == ("source",):
+        return None if b.source_df is None else b.source_df.schema
+    declared = getattr(b.functions.get(names[0]), "output_schema", None)
+    if isinstance(declared, str):
+        from pyspark.sql import types as T
+
+        return T._parse_datatype_string(declared)
+    return declared if hasattr(declared, "fieldNames") else None
 
 
 def _interval(v: str | float, what: str) -> str:

@@ -4,7 +4,9 @@ A :class:`JobGraph` is a validated topology (one source, any number of
 stateless and keyed operators, any number of sinks) plus the Python function of
 every processing operator. Fan-out (one operator feeding several operators or
 sinks) and fan-in (an operator with several inputs: the union, by column name,
-of streams with the same columns) are both allowed; every keyed operator
+of streams with the same columns) are both allowed — a two-sided keyed operator
+(a join: its function has ``two_sided``) gets its inputs' rows tagged by side
+instead (``fn.tagged(frames)``); every keyed operator
 re-partitions its input by its own key inside the batch, so edges between
 keyed operators on different keys need nothing special.
 
@@ -338,6 +340,12 @@ def _union(dfs: list[Any], item: str) -> Any:
     return base
 
 
+def _two_sided(node: GraphNode, frames: Mapping[str, Any]) -> Any:
+    """A two-sided keyed operator's input: its sides' rows tagged by side (``None``: none)."""
+    assert node.fn is not None
+    return node.fn.tagged(frames, item=f"operator {node.name}")
+
+
 def _write_sink(node: GraphNode, df: Any, batch_id: int, base: Path) -> SinkOut:
     fmt = node.sink_format
     if fmt == "function":
@@ -400,6 +408,12 @@ def run_graph_batch(
             node = graph.nodes[name]
             if node.kind == "source":
                 df = batch_df
+            elif node.kind == "keyed" and getattr(node.fn, "two_sided", False):
+                df_in = _two_sided(node, frames)  # a join: its rows tagged by side
+                df = None if df_in is None else run_keyed_op(name, df_in)
+                if df is None or not df.columns:
+                    frames[name] = None
+                    continue
             else:
                 ins = [frames[i] for i in node.inputs if frames.get(i) is not None]
                 if not ins:

@@ -44,6 +44,8 @@ from streamscale.errors import StreamscaleError
 from streamscale.runtime.spark.agg.accumulators import finish
 from streamscale.runtime.spark.agg.dedup import ROW, Dedup, DedupOp, fold_dedup
 from streamscale.runtime.spark.agg.fold import fold
+from streamscale.runtime.spark.agg.join import LCOL, RCOL, JoinOp, fold_join
+from streamscale.runtime.spark.agg.join_spec import Join
 from streamscale.runtime.spark.agg.kernels import from_ipc, split_by, to_ipc
 from streamscale.runtime.spark.agg.spec import (
     LATE,
@@ -84,7 +86,7 @@ class _Batch:
     """What one batch's reduce tasks are given (picklable)."""
 
     operator: str
-    op: AggOp | DedupOp
+    op: AggOp | DedupOp | JoinOp
     backend: Any
     batch_id: int
     upto: int
@@ -121,6 +123,8 @@ def _states(b: _Batch, shards: list[int]) -> tuple[dict[int, dict[Any, Any]], li
 def _output(b: _Batch, table: pa.Table) -> pa.RecordBatch:
     """Final values of ``table``'s groups (the kept rows of a deduplication) as a record
     batch of the output schema."""
+    if isinstance(b.op, JoinOp):
+        return _join_output(b, table)
     if isinstance(b.op, DedupOp):
         row = table.column(ROW).combine_chunks()
         fin = {f.name: row.field(i) for i, f in enumerate(row.type)}
@@ -141,6 +145,18 @@ def _output(b: _Batch, table: pa.Table) -> pa.RecordBatch:
     for f in b.out_schema:
         arr = fin[f.name] if f.name in fin else table.column(f.name).combine_chunks()
         cols.append(arr.cast(f.type) if arr.type != f.type else arr)
+    return pa.RecordBatch.from_arrays(cols, schema=b.out_schema)
+
+
+def _join_output(b: _Batch, table: pa.Table) -> pa.RecordBatch:
+    """A join's emitted rows (keys, the left row, the right row) as the output schema."""
+    assert isinstance(b.op, JoinOp)
+    fin = {k: table.column(k).combine_chunks() for k in b.op.keys}
+    for col in (LCOL,) if b.op.how == "left_semi" else (LCOL, RCOL):
+        arr = table.column(col).combine_chunks()
+        fin.update(zip((f.name for f in arr.type), arr.flatten(), strict=True))
+    cols = [fin[f.name] if fin[f.name].type == f.type else fin[f.name].cast(f.type)
+            for f in b.out_schema]  # fmt: skip
     return pa.RecordBatch.from_arrays(cols, schema=b.out_schema)
 
 
@@ -169,7 +185,9 @@ def _reduce_side(b: _Batch) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.
         if getattr(op, "mode", None) == "complete" or closing:  # every group, or closing windows
             targets |= set(b.pmap.shards_of(index))
         dicts, tables = _states(b, sorted(targets))
-        if isinstance(op, DedupOp):
+        if isinstance(op, JoinOp):
+            f = fold_join(tables, part, op, shard=SHARD, late_ms=b.late_ms, evict_ms=b.evict_ms)
+        elif isinstance(op, DedupOp):
             f = fold_dedup(tables, part, op, shard=SHARD, evict_ms=b.evict_ms)
         else:
             f = fold(tables, part, op, shard=SHARD, late_ms=b.late_ms, evict_ms=b.evict_ms)
@@ -259,8 +277,8 @@ def _route_columns(pmap: PartitionMap) -> tuple[Any, Any]:
 
 
 def _partials(
-    df: Any, spec: KeyedSpec, agg: Aggregation | Dedup, late_ms: int | None
-) -> tuple[Any, AggOp | DedupOp, Any]:
+    df: Any, spec: KeyedSpec, agg: Aggregation | Dedup | Join, late_ms: int | None
+) -> tuple[Any, AggOp | DedupOp | JoinOp, Any]:
     """The batch's partial rows (Spark columns: shard, group, accumulators), what the
     tasks are given, and Spark's output schema."""
     from pyspark.sql import functions as F
@@ -272,6 +290,8 @@ def _partials(
         lambda: shard_column(agg.keys, spec.executors, spec.shards).alias(SHARD),
     )
     keyed = df.select("*", shard)
+    if isinstance(agg, Join):  # the tagged rows of both sides go on as they are
+        return keyed, agg.op(), agg.out_schema()
     if isinstance(agg, Dedup):
         schema = agg.resolve(df, item=item)
         return agg.partial(keyed, SHARD, late_ms), DedupOp(agg.keys, tuple(df.columns)), schema
@@ -294,7 +314,7 @@ def _partials(
 def run_agg(
     df: Any,
     spec: KeyedSpec,
-    agg: Aggregation | Dedup,
+    agg: Aggregation | Dedup | Join,
     *,
     batch_id: int,
     upto: int,
