@@ -50,6 +50,7 @@ from streamscale.runtime.spark.runner import (
     _register_source,
     control_step,
     drive_query,
+    run_seed,
     share_by_default,
 )
 from streamscale.runtime.spark.session import require_classic
@@ -184,6 +185,7 @@ def run_graph(
             )
     ctl_cfg = run_params.controller
     pol_params = share_by_default(policy, run_params.policy, resources)
+    seed = run_seed(seed)
     if isinstance(policy, str):
         pol = make_policy(policy, graph.topology, cluster, params=pol_params, seed=seed)
         if plan is None:

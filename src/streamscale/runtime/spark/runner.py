@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import secrets
 import threading
 import time
 import uuid
@@ -101,6 +102,14 @@ def _register_source(spark: Any, job: Job) -> None:
 
         register_sources(spark)
     # anything else is a built-in or already registered Spark source
+
+
+def run_seed(seed: int | None) -> int:
+    """``seed``, or one drawn from the OS when none is given: the driver passes it to the
+    policy and logs it in the controller's header (``metrics.jsonl``), so that a run of
+    a randomized planner replays exactly (``streamscale replay``). The draw only names
+    the randomness an unseeded run had anyway."""
+    return secrets.randbits(32) if seed is None else int(seed)
 
 
 def _resolve_policy(
@@ -327,6 +336,7 @@ def run_job(
     run_params = parse_params(policy if isinstance(policy, str) else None, params)
     watch_cfg, ctl_cfg = run_params.watch, run_params.controller
     pol_params = share_by_default(policy, run_params.policy, resources)
+    seed = run_seed(seed)
     pol, initial = _resolve_policy(policy, job, cluster, pol_params, seed)
     initial = plan if plan is not None else initial
     _register_source(spark, job)
