@@ -19,12 +19,12 @@ micro-batch a second; ``0`` runs them back to back, as Spark does without a trig
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from streamscale.errors import StreamscaleError
+from streamscale.runtime.spark.managers import manager_for, managers
 from streamscale.runtime.spark.state_api import STATE_URL
 from streamscale.settings import Frozen, Schema, Setting, split_params
 
@@ -78,8 +78,6 @@ RUN_SETTINGS = Schema(
 )
 
 _SOURCE = Schema("source", TRIGGER_S)
-
-_MASTER = re.compile(r"^(local(\[(\*|[1-9]\d*)(,\d+)?\])?|(spark|k8s|mesos)://\S+|yarn)$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,9 +158,10 @@ def parse_run(
         raise StreamscaleError(
             str(exc).removeprefix(f"{item}: "), item=names.get(item, item)
         ) from None
-    if not _MASTER.match(v["master"]):
+    if manager_for(v["master"]) is None:
+        known = ", ".join(f"{m.name} ({m.pattern})" for m in managers())
         raise StreamscaleError(
-            "expected local, local[N], local[*], spark://HOST:PORT, yarn or k8s://URL",
+            f"no cluster manager serves this master URL (known: {known})",
             item=f"{names.get('master', 'master')} {v['master']}",
         )
     if not v["min_executors"] <= v["max_executors"]:

@@ -35,15 +35,15 @@ from __future__ import annotations
 import math
 import shutil
 import tempfile
-import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from streamscale.errors import StreamscaleError
-from streamscale.scenarios.scoring import BatchSpan, ExecutorSpan, Request
+from streamscale.scenarios.scoring import Request
+from streamscale.scenarios.surge_outcome import ExecutorSampler, SurgeOutcome
 
 __all__ = [
     "DYNAMIC_SETTINGS",
@@ -201,71 +201,6 @@ class SurgeConfig:
             "schedule": self.schedule(),
             "seed": str(self.seed),
         }
-
-
-@dataclass
-class SurgeOutcome:
-    """What Spark recorded of one policy's run (epoch seconds throughout).
-
-    ``t0`` is the generator's start (the offsets' ``t0``): emit times and the schedule
-    count from it. ``samples`` are :class:`ExecutorSampler` readings, ``rescales`` the
-    restart baseline's rescale records, ``settings`` what the policy ran with.
-    """
-
-    policy: str
-    t0: float = math.nan
-    end_s: float = math.nan
-    spans: list[BatchSpan] = field(default_factory=list)
-    executors: list[ExecutorSpan] = field(default_factory=list)
-    requests: list[Request] = field(default_factory=list)
-    #: the requests made while a batch ran (epoch seconds)
-    mid_batch: list[float] = field(default_factory=list)
-    samples: list[tuple[float, dict[str, float]]] = field(default_factory=list)
-    #: the host's busy CPU share (0-1) over each sampling interval: ``(epoch s, share)``
-    cpu: list[tuple[float, float]] = field(default_factory=list)
-    rescales: list[dict[str, Any]] = field(default_factory=list)
-    settings: dict[str, Any] = field(default_factory=dict)
-    error: str | None = None
-
-
-class ExecutorSampler:
-    """Samples, every ``interval_s``, each live executor's task time so far (ms), from
-    Spark's status store, in a background thread: when an added executor first ran
-    tasks is read from it. It samples the host's busy CPU share too (every executor of
-    a loopback cluster shares the host: an executor starting takes CPU from the rest)."""
-
-    def __init__(self, sc: Any, interval_s: float = 0.5) -> None:
-        self.sc, self.interval_s = sc, interval_s
-        self.samples: list[tuple[float, dict[str, float]]] = []
-        self.cpu: list[tuple[float, float]] = []
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="executor-sampler", daemon=True)
-
-    def __enter__(self) -> ExecutorSampler:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join(timeout=5.0)
-
-    def _run(self) -> None:
-        import psutil
-
-        psutil.cpu_percent(None)  # the first reading starts the interval
-        while not self._stop.wait(self.interval_s):
-            self.cpu.append((time.time(), psutil.cpu_percent(None) / 100.0))
-            try:
-                seq = self.sc._jsc.sc().statusStore().executorList(True)
-                now = time.time()
-                reading = {}
-                for i in range(seq.size()):
-                    e = seq.apply(i)
-                    if str(e.id()) != "driver":
-                        reading[str(e.id())] = float(e.totalDuration())
-                self.samples.append((now, reading))
-            except Exception:  # the context is stopping: the run is over
-                return
 
 
 def _job(cfg: SurgeConfig, instances: int) -> Any:

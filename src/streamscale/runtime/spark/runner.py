@@ -97,11 +97,10 @@ class RunResult:
 def _register_source(spark: Any, job: Job) -> None:
     if job.source_class is not None:
         spark.dataSource.register(job.source_class)
-    elif job.source_format in ("streamscale_generator", "streamscale_trace", "streamscale_nexmark"):
-        from streamscale.runtime.spark.sources import register_sources
+    else:  # a registered source; anything else is one of Spark's own
+        from streamscale.runtime.spark.source_registry import register_all
 
-        register_sources(spark)
-    # anything else is a built-in or already registered Spark source
+        register_all(spark, only=job.source_format)
 
 
 def run_seed(seed: int | None) -> int:
