@@ -50,7 +50,9 @@ __all__ = [
     "SURGE_POLICIES",
     "ExecutorSampler",
     "SurgeConfig",
+    "SurgeJob",
     "SurgeOutcome",
+    "micro_benchmark_job",
     "run_policy",
     "run_surge",
 ]
@@ -219,6 +221,24 @@ def _job(cfg: SurgeConfig, instances: int) -> Any:
     )
 
 
+@dataclass(frozen=True)
+class SurgeJob:
+    """What a policy's run builds and runs: ``build(cfg, instances)`` makes the job and
+    ``run(spark, job, **kw)`` runs it with ``run_job``'s keywords (default: the
+    micro-benchmark's keyed calculator under :func:`~streamscale.runtime.spark.runner.run_job`;
+    :func:`streamscale.nexmark.surge.nexmark_job` gives a Nexmark query)."""
+
+    build: Callable[[SurgeConfig, int], Any]
+    run: Callable[..., Any]
+
+
+def micro_benchmark_job() -> SurgeJob:
+    """The scenario's own job: the keyed calculator, run by ``run_job``."""
+    from streamscale.runtime.spark.runner import run_job
+
+    return SurgeJob(_job, run_job)
+
+
 def policy_instances(cfg: SurgeConfig, policy: str) -> int:
     """Keyed instances (tasks) of each policy's job: one per slot for the static sizings."""
     peak = cfg.static_executors(cfg.base_rate * cfg.peak_factor) * cfg.executor_cores
@@ -248,9 +268,15 @@ def _record(outcome: SurgeOutcome, spark: Any, log: Any, sampler: ExecutorSample
 
 
 def run_policy(
-    master: str, cfg: SurgeConfig, policy: str, *, on_batch: Callable[[dict[str, Any]], None]
+    master: str,
+    cfg: SurgeConfig,
+    policy: str,
+    *,
+    on_batch: Callable[[dict[str, Any]], None],
+    job: SurgeJob | None = None,
 ) -> SurgeOutcome:
-    """One policy through the scenario in a fresh SparkSession on ``master``."""
+    """One policy through the scenario in a fresh SparkSession on ``master``; ``job``
+    builds and runs the job (default: :func:`micro_benchmark_job`)."""
     if policy == "restart-ds2":
         from streamscale.scenarios.restart import run_restart_ds2
 
@@ -260,7 +286,6 @@ def run_policy(
         capacity_cluster,
         executor_conf,
     )
-    from streamscale.runtime.spark.runner import run_job
     from streamscale.runtime.spark.session import build_session
     from streamscale.scenarios.spark_log import ProgressLog
 
@@ -279,7 +304,8 @@ def run_policy(
             }
         )
     instances = policy_instances(cfg, policy)
-    job = _job(cfg, instances)
+    work = job if job is not None else micro_benchmark_job()
+    built = work.build(cfg, instances)
     base_policy, extra = VARIANTS.get(policy, (policy, {}))
     spark = build_session(master, app_name=f"streamscale-surge-{policy}", conf=conf)
     sc = spark.sparkContext
@@ -304,9 +330,9 @@ def run_policy(
             )
             resources.settle(120.0)
         with sampler:
-            res = run_job(
+            res = work.run(
                 spark,
-                job,
+                built,
                 policy=base_policy if base_policy in ADAPTIVE else "static",
                 duration_s=cfg.duration_s,
                 checkpoint=scratch / "ckpt",
@@ -356,16 +382,18 @@ def run_surge(
     policies: Sequence[str],
     *,
     on_batch: Callable[[dict[str, Any]], None] = lambda row: None,
+    job: SurgeJob | None = None,
 ) -> list[SurgeOutcome]:
-    """Every policy in turn on the same cluster; a policy whose run fails is reported with
-    its error (one line) and the others still run."""
+    """Every policy in turn on the same cluster (``job``: see :func:`run_policy`); a
+    policy whose run fails is reported with its error (one line) and the others still
+    run."""
     for p in policies:
         if p not in SURGE_POLICIES:
             raise StreamscaleError(f"unknown policy (known: {', '.join(SURGE_POLICIES)})", item=p)
     out = []
     for p in policies:
         try:
-            out.append(run_policy(master, cfg, p, on_batch=on_batch))
+            out.append(run_policy(master, cfg, p, on_batch=on_batch, job=job))
         except Exception as exc:  # Spark refused a setting, the session died: say which
             failed = SurgeOutcome(p)
             failed.error = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
