@@ -44,6 +44,7 @@ from streamscale.runtime.spark.operator import (
 )
 from streamscale.runtime.spark.realizer import SparkRealizer, default_plan
 from streamscale.runtime.spark.resources import Resources, is_cluster_master
+from streamscale.runtime.spark.retention import prune_dead_letters
 from streamscale.runtime.spark.session import require_classic
 from streamscale.runtime.spark.state import VersionIndex, check_layout, state_backend
 from streamscale.runtime.spark.watch import make_watch, warm_keyed_path
@@ -350,8 +351,15 @@ def run_job(
     check_layout(backend, job.keyed, op.instances, op.shards)
     index = VersionIndex(backend, job.keyed, op.instances * op.shards)
     base = Path(out) if out is not None else checkpoint
-    writer = MetricsWriter(Path(out) / "metrics.jsonl") if out is not None else None
+    kept = run_params.output
+    writer = (
+        MetricsWriter(Path(out) / "metrics.jsonl", max_mb=kept["metrics_max_mb"],
+                      keep=kept["metrics_keep"])
+        if out is not None
+        else None
+    )  # fmt: skip
     stage = linear_stage(job, backend, base)
+    pruned = [0]  # dead letters removed by the retention limit, over the run
     console = any(s.format == "console" for s in job.sinks)
 
     warm_up(sc, physical)
@@ -420,6 +428,13 @@ def run_job(
             }
             if stats.planned:
                 extra["placement"] = stats.placement()
+            if stats.dead_letters:
+                gone = prune_dead_letters(
+                    stage.dead_letter_dir, kept["dead_letters_max_mb"] * 2**20
+                )
+                if gone:
+                    pruned[0] += gone
+                    extra["dead_letters_pruned"] = gone
             applied = control_step(
                 controller, collector, realizer, resources, now, extra, log=inputs
             )
@@ -490,7 +505,7 @@ def run_job(
         history,
         job,
         cores,
-        dead_letters=count_dead_letters(stage.dead_letter_dir),
+        dead_letters=count_dead_letters(stage.dead_letter_dir) + pruned[0],
         plan=realizer.active,
     )
 
