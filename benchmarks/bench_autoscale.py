@@ -88,6 +88,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--worker-cores", type=int, default=8)
     ap.add_argument("--executor-cores", type=int, default=SurgeConfig.executor_cores)
+    ap.add_argument(
+        "--pin", action="store_true",
+        help="Enforce the plan's placement: each task prefers its unit's executor (locality "
+        "wait) instead of any free slot.",
+    )  # fmt: skip
     ap.add_argument("--out", type=Path,
                     default=Path(tempfile.gettempdir()) / "streamscale-autoscale")  # fmt: skip
     args = ap.parse_args(argv)
@@ -98,6 +103,7 @@ def main(argv: list[str] | None = None) -> int:
         executor_cores=args.executor_cores,
         max_executors=max_ex,
         elastic_instances=max_ex,
+        pin=args.pin,
     )
     policies = [p.strip() for p in args.policies.split(",") if p.strip()]
     args.out.mkdir(parents=True, exist_ok=True)

@@ -126,7 +126,7 @@ def surge(args: argparse.Namespace, argv: list[str]) -> None:
     """The surge scenario on each of ``args.queries`` (Q5, Q8), every policy in turn."""
     from bench_autoscale import ratios
 
-    from streamscale.nexmark.surge import ROWS_PER_EVENT, nexmark_surge, wait_ms
+    from streamscale.nexmark.surge import ROWS_PER_EVENT, nexmark_job, wait_ms
     from streamscale.runtime.spark.cluster import cluster_down, cluster_up
     from streamscale.scenarios.surge import SurgeConfig, config_dict, run_surge
     from streamscale.scenarios.surge_score import summarize_surge
@@ -140,12 +140,11 @@ def surge(args: argparse.Namespace, argv: list[str]) -> None:
     info = cluster_up(args.workers, args.worker_cores, memory=f"{args.worker_cores}g", directory=d)
     try:
         for q in queries:
-            with nexmark_surge(q):
-                outcomes = run_surge(
-                    info.master_url, cfg, policies,
-                    on_batch=lambda row: print(json.dumps(row, default=str), file=sys.stderr,
-                                               flush=True),
-                )  # fmt: skip
+            outcomes = run_surge(
+                info.master_url, cfg, policies, job=nexmark_job(q),
+                on_batch=lambda row: print(json.dumps(row, default=str), file=sys.stderr,
+                                           flush=True),
+            )  # fmt: skip
             figures = {o.policy: summarize_surge(o, cfg) for o in outcomes}
             common = {
                 "bench": "nexmark-surge", "query": q, "cost_kind": "wall",

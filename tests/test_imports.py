@@ -41,22 +41,8 @@ LAYERS: tuple[tuple[tuple[str, tuple[str, ...]], ...], ...] = (
     (("cli", ("streamscale.cli",)),),
 )
 
-_OWNED = "owned elsewhere, to be moved"
-
 #: (importer, imported) -> reason; each is listed in docs/architecture.md ("Exceptions").
-ALLOWED: dict[tuple[str, str], str] = {
-    ("streamscale.runtime.spark.sources", "streamscale.nexmark.source"): (
-        f"{_OWNED}: nexmark/source.py is a Spark source; it goes beside the bundled "
-        "sources and imports SeqRange, SeqStreamReader from runtime/spark/seq_reader.py"
-    ),
-    ("streamscale.runtime.spark.watch", "streamscale.nexmark.source"): (
-        f"{_OWNED}: the watch reads the NEXMark source's schedule; same move as above"
-    ),
-    ("streamscale.scenarios.restart", "streamscale.scenarios.surge"): (
-        f"{_OWNED}: ExecutorSampler and SurgeOutcome leave scenarios/surge.py for a "
-        "module both surge.py and restart.py import"
-    ),
-}
+ALLOWED: dict[tuple[str, str], str] = {}
 
 
 def module_names(root: Path) -> dict[str, Path]:

@@ -79,6 +79,9 @@ def test_run_writes_metrics_and_sink(spark, tmp_path: Path, capsys) -> None:
     assert summary["batches"] >= 2 and summary["rows"] > 0
     lines = (out / "metrics.jsonl").read_text().splitlines()
     assert sum(json.loads(x)["rows"] for x in lines) == summary["rows"]
+    # no --seed: the driver drew one and logged it, so the run replays exactly
+    header = json.loads(lines[0])["extra"]["controller"]
+    assert isinstance(header["seed"], int)
     sunk = sum(1 for f in (out / "sink").glob("*.jsonl") for _ in f.open())
     assert sunk == summary["rows"]  # the calculator emits one tuple per input tuple
 

@@ -39,12 +39,13 @@ def test_rows_per_event_are_the_generated_proportions() -> None:
         assert nx.wait_ms(cfg, q) * nx.ROWS_PER_EVENT[q] == pytest.approx(cfg.cost_ms)
 
 
-def test_the_substitution_is_undone_and_other_queries_refused() -> None:
+def test_the_nexmark_job_is_passed_not_patched_and_other_queries_refused() -> None:
     job, run_job = surge._job, runner.run_job
-    with nx.nexmark_surge("Q8"):
-        built = surge._job(SurgeConfig(), 4)
-        assert isinstance(built, nx.NexmarkSurgeJob) and built.query == "q8"
-        assert runner.run_job is nx.run_nexmark_job
-    assert (surge._job, runner.run_job) == (job, run_job)
+    work = nx.nexmark_job("Q8")
+    built = work.build(SurgeConfig(), 4)
+    assert isinstance(built, nx.NexmarkSurgeJob) and built.query == "q8"
+    assert built.instances == 4 and work.run is nx.run_nexmark_job
+    assert (surge._job, runner.run_job) == (job, run_job)  # nothing of the scenario changed
+    assert surge.micro_benchmark_job().run is run_job
     with pytest.raises(StreamscaleError, match="the surge runs on q5, q8 only"):
         nx.wait_ms(SurgeConfig(), "q7")

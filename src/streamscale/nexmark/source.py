@@ -55,6 +55,7 @@ from pyspark.sql.types import (
 from streamscale.errors import StreamscaleError
 from streamscale.nexmark import generator as gen
 from streamscale.nexmark.files import SPARK_SCHEMAS
+from streamscale.runtime.spark.source_registry import SourceEntry, register_source
 from streamscale.runtime.spark.sources import SeqRange, SeqStreamReader, _opt
 
 __all__ = [
@@ -294,3 +295,14 @@ class NexmarkSource(DataSource):
 def register(spark: Any) -> None:
     """Register the Nexmark source with ``spark``."""
     spark.dataSource.register(NexmarkSource)
+
+
+# events offered (``seq`` counts events, not rows)
+register_source(
+    SourceEntry(
+        "streamscale_nexmark",
+        datasource=lambda: NexmarkSource,
+        spec=lambda: NexmarkSpec,
+        available=lambda options: NexmarkStreamReader(NexmarkSpec.from_options(options)).available,
+    )
+)

@@ -24,31 +24,30 @@ auctions only) turn it into a cost per row, so the load in cores at a given even
 the scenario's (:meth:`SurgeConfig.cores_for`) for either query.
 
 :func:`run_nexmark_job` runs such a job with the arguments
-:func:`streamscale.scenarios.surge.run_policy` gives ``run_job``; :func:`nexmark_surge`
-has ``run_policy`` build and run the Nexmark job instead of its own for the duration of
-a run (``run_policy`` takes no job of the caller's), so every other step — sessions,
-executors, Spark's dynamic allocation, the records scored — is the scenario's own code.
+:func:`streamscale.scenarios.surge.run_policy` gives ``run_job``; :func:`nexmark_job` is
+the job ``run_policy`` (``job=``) builds and runs instead of its own, so every other step
+— sessions, executors, Spark's dynamic allocation, the records scored — is the
+scenario's own code.
 """
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from streamscale.errors import StreamscaleError
 from streamscale.nexmark.generator import GeneratorConfig
-from streamscale.scenarios.surge import SurgeConfig
+from streamscale.scenarios.surge import SurgeConfig, SurgeJob
 
 __all__ = [
     "ROWS_PER_EVENT",
     "SURGE_QUERIES",
     "NexmarkSurgeJob",
     "live_input",
+    "nexmark_job",
     "nexmark_options",
-    "nexmark_surge",
     "run_nexmark_job",
     "wait_ms",
 ]
@@ -162,18 +161,8 @@ def run_nexmark_job(
     )  # fmt: skip
 
 
-@contextlib.contextmanager
-def nexmark_surge(q: str) -> Iterator[None]:
-    """Within the block, :func:`streamscale.scenarios.surge.run_policy` runs Nexmark
+def nexmark_job(q: str) -> SurgeJob:
+    """The job :func:`streamscale.scenarios.surge.run_policy` builds and runs for Nexmark
     ``q`` (:func:`run_nexmark_job`) instead of its micro-benchmark job."""
-    import streamscale.runtime.spark.runner as runner
-    import streamscale.scenarios.surge as surge
-
     q = _check(q)
-    saved = surge._job, runner.run_job
-    surge._job = lambda cfg, instances: NexmarkSurgeJob(q, cfg, instances)  # type: ignore[assignment]
-    runner.run_job = run_nexmark_job  # type: ignore[assignment]
-    try:
-        yield
-    finally:
-        surge._job, runner.run_job = saved  # type: ignore[assignment]
+    return SurgeJob(lambda cfg, instances: NexmarkSurgeJob(q, cfg, instances), run_nexmark_job)

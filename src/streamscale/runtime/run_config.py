@@ -19,12 +19,13 @@ micro-batch a second; ``0`` runs them back to back, as Spark does without a trig
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from streamscale.errors import StreamscaleError
+from streamscale.runtime.spark.managers import manager_for, managers
+from streamscale.runtime.spark.retention import OUTPUT_SETTINGS
 from streamscale.runtime.spark.state_api import STATE_URL
 from streamscale.settings import Frozen, Schema, Setting, split_params
 
@@ -79,18 +80,19 @@ RUN_SETTINGS = Schema(
 
 _SOURCE = Schema("source", TRIGGER_S)
 
-_MASTER = re.compile(r"^(local(\[(\*|[1-9]\d*)(,\d+)?\])?|(spark|k8s|mesos)://\S+|yarn)$")
-
 
 @dataclass(frozen=True, slots=True)
 class RunParams:
     """``--param`` values parsed: the policy's settings (its schema, defaults filled), the
-    controller's and the watch's configuration, and the names the user set."""
+    controller's and the watch's configuration, what the run keeps of its output
+    (:data:`~streamscale.runtime.spark.retention.OUTPUT_SETTINGS`), and the names the
+    user set."""
 
     policy: Frozen
     controller: ControllerConfig
     watch: WatchConfig
     given: frozenset[str]
+    output: Frozen = field(default_factory=lambda: OUTPUT_SETTINGS.freeze({}))
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,13 +131,16 @@ def parse_params(policy: str | None, params: Mapping[str, Any] | RunParams | Non
 
     chosen = spec(policy) if policy is not None else None  # an unknown policy is named first
     given = dict(params or {})
-    pol, ctl, watch = split_params(given, POLICY_SETTINGS, CONTROLLER_SETTINGS, WATCH_SETTINGS)
+    pol, ctl, watch, out = split_params(
+        given, POLICY_SETTINGS, CONTROLLER_SETTINGS, WATCH_SETTINGS, OUTPUT_SETTINGS
+    )
     frozen = chosen.parse(pol) if chosen is not None else Frozen("policy", pol)
     return RunParams(
         policy=frozen,
         controller=ControllerConfig(**CONTROLLER_SETTINGS.parse(ctl)),
         watch=WatchConfig(**WATCH_SETTINGS.parse(watch)),
         given=frozenset(given),
+        output=OUTPUT_SETTINGS.freeze(out),
     )
 
 
@@ -160,9 +165,10 @@ def parse_run(
         raise StreamscaleError(
             str(exc).removeprefix(f"{item}: "), item=names.get(item, item)
         ) from None
-    if not _MASTER.match(v["master"]):
+    if manager_for(v["master"]) is None:
+        known = ", ".join(f"{m.name} ({m.pattern})" for m in managers())
         raise StreamscaleError(
-            "expected local, local[N], local[*], spark://HOST:PORT, yarn or k8s://URL",
+            f"no cluster manager serves this master URL (known: {known})",
             item=f"{names.get('master', 'master')} {v['master']}",
         )
     if not v["min_executors"] <= v["max_executors"]:

@@ -135,7 +135,7 @@ def run_restart_ds2(
     from streamscale.runtime.spark.session import build_session
     from streamscale.runtime.spark.sources import GeneratorSpec, register_sources
     from streamscale.scenarios.spark_log import ProgressLog, executor_spans
-    from streamscale.scenarios.surge import ExecutorSampler, SurgeOutcome
+    from streamscale.scenarios.surge_outcome import ExecutorSampler, SurgeOutcome
     from streamscale.scenarios.tws import ROCKSDB_CONF, calculator_query
 
     st = settings or Ds2Settings()

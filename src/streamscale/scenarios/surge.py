@@ -35,22 +35,24 @@ from __future__ import annotations
 import math
 import shutil
 import tempfile
-import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from streamscale.errors import StreamscaleError
-from streamscale.scenarios.scoring import BatchSpan, ExecutorSpan, Request
+from streamscale.scenarios.scoring import Request
+from streamscale.scenarios.surge_outcome import ExecutorSampler, SurgeOutcome
 
 __all__ = [
     "DYNAMIC_SETTINGS",
     "SURGE_POLICIES",
     "ExecutorSampler",
     "SurgeConfig",
+    "SurgeJob",
     "SurgeOutcome",
+    "micro_benchmark_job",
     "run_policy",
     "run_surge",
 ]
@@ -203,71 +205,6 @@ class SurgeConfig:
         }
 
 
-@dataclass
-class SurgeOutcome:
-    """What Spark recorded of one policy's run (epoch seconds throughout).
-
-    ``t0`` is the generator's start (the offsets' ``t0``): emit times and the schedule
-    count from it. ``samples`` are :class:`ExecutorSampler` readings, ``rescales`` the
-    restart baseline's rescale records, ``settings`` what the policy ran with.
-    """
-
-    policy: str
-    t0: float = math.nan
-    end_s: float = math.nan
-    spans: list[BatchSpan] = field(default_factory=list)
-    executors: list[ExecutorSpan] = field(default_factory=list)
-    requests: list[Request] = field(default_factory=list)
-    #: the requests made while a batch ran (epoch seconds)
-    mid_batch: list[float] = field(default_factory=list)
-    samples: list[tuple[float, dict[str, float]]] = field(default_factory=list)
-    #: the host's busy CPU share (0-1) over each sampling interval: ``(epoch s, share)``
-    cpu: list[tuple[float, float]] = field(default_factory=list)
-    rescales: list[dict[str, Any]] = field(default_factory=list)
-    settings: dict[str, Any] = field(default_factory=dict)
-    error: str | None = None
-
-
-class ExecutorSampler:
-    """Samples, every ``interval_s``, each live executor's task time so far (ms), from
-    Spark's status store, in a background thread: when an added executor first ran
-    tasks is read from it. It samples the host's busy CPU share too (every executor of
-    a loopback cluster shares the host: an executor starting takes CPU from the rest)."""
-
-    def __init__(self, sc: Any, interval_s: float = 0.5) -> None:
-        self.sc, self.interval_s = sc, interval_s
-        self.samples: list[tuple[float, dict[str, float]]] = []
-        self.cpu: list[tuple[float, float]] = []
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="executor-sampler", daemon=True)
-
-    def __enter__(self) -> ExecutorSampler:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join(timeout=5.0)
-
-    def _run(self) -> None:
-        import psutil
-
-        psutil.cpu_percent(None)  # the first reading starts the interval
-        while not self._stop.wait(self.interval_s):
-            self.cpu.append((time.time(), psutil.cpu_percent(None) / 100.0))
-            try:
-                seq = self.sc._jsc.sc().statusStore().executorList(True)
-                now = time.time()
-                reading = {}
-                for i in range(seq.size()):
-                    e = seq.apply(i)
-                    if str(e.id()) != "driver":
-                        reading[str(e.id())] = float(e.totalDuration())
-                self.samples.append((now, reading))
-            except Exception:  # the context is stopping: the run is over
-                return
-
-
 def _job(cfg: SurgeConfig, instances: int) -> Any:
     from streamscale.runtime.spark.functions import calculator
     from streamscale.runtime.spark.job import Job
@@ -282,6 +219,24 @@ def _job(cfg: SurgeConfig, instances: int) -> Any:
         trigger_s=cfg.trigger_s,
         params={"cost_kind": "wall"},
     )
+
+
+@dataclass(frozen=True)
+class SurgeJob:
+    """What a policy's run builds and runs: ``build(cfg, instances)`` makes the job and
+    ``run(spark, job, **kw)`` runs it with ``run_job``'s keywords (default: the
+    micro-benchmark's keyed calculator under :func:`~streamscale.runtime.spark.runner.run_job`;
+    :func:`streamscale.nexmark.surge.nexmark_job` gives a Nexmark query)."""
+
+    build: Callable[[SurgeConfig, int], Any]
+    run: Callable[..., Any]
+
+
+def micro_benchmark_job() -> SurgeJob:
+    """The scenario's own job: the keyed calculator, run by ``run_job``."""
+    from streamscale.runtime.spark.runner import run_job
+
+    return SurgeJob(_job, run_job)
 
 
 def policy_instances(cfg: SurgeConfig, policy: str) -> int:
@@ -313,9 +268,15 @@ def _record(outcome: SurgeOutcome, spark: Any, log: Any, sampler: ExecutorSample
 
 
 def run_policy(
-    master: str, cfg: SurgeConfig, policy: str, *, on_batch: Callable[[dict[str, Any]], None]
+    master: str,
+    cfg: SurgeConfig,
+    policy: str,
+    *,
+    on_batch: Callable[[dict[str, Any]], None],
+    job: SurgeJob | None = None,
 ) -> SurgeOutcome:
-    """One policy through the scenario in a fresh SparkSession on ``master``."""
+    """One policy through the scenario in a fresh SparkSession on ``master``; ``job``
+    builds and runs the job (default: :func:`micro_benchmark_job`)."""
     if policy == "restart-ds2":
         from streamscale.scenarios.restart import run_restart_ds2
 
@@ -325,7 +286,6 @@ def run_policy(
         capacity_cluster,
         executor_conf,
     )
-    from streamscale.runtime.spark.runner import run_job
     from streamscale.runtime.spark.session import build_session
     from streamscale.scenarios.spark_log import ProgressLog
 
@@ -344,7 +304,8 @@ def run_policy(
             }
         )
     instances = policy_instances(cfg, policy)
-    job = _job(cfg, instances)
+    work = job if job is not None else micro_benchmark_job()
+    built = work.build(cfg, instances)
     base_policy, extra = VARIANTS.get(policy, (policy, {}))
     spark = build_session(master, app_name=f"streamscale-surge-{policy}", conf=conf)
     sc = spark.sparkContext
@@ -369,9 +330,9 @@ def run_policy(
             )
             resources.settle(120.0)
         with sampler:
-            res = run_job(
+            res = work.run(
                 spark,
-                job,
+                built,
                 policy=base_policy if base_policy in ADAPTIVE else "static",
                 duration_s=cfg.duration_s,
                 checkpoint=scratch / "ckpt",
@@ -421,16 +382,18 @@ def run_surge(
     policies: Sequence[str],
     *,
     on_batch: Callable[[dict[str, Any]], None] = lambda row: None,
+    job: SurgeJob | None = None,
 ) -> list[SurgeOutcome]:
-    """Every policy in turn on the same cluster; a policy whose run fails is reported with
-    its error (one line) and the others still run."""
+    """Every policy in turn on the same cluster (``job``: see :func:`run_policy`); a
+    policy whose run fails is reported with its error (one line) and the others still
+    run."""
     for p in policies:
         if p not in SURGE_POLICIES:
             raise StreamscaleError(f"unknown policy (known: {', '.join(SURGE_POLICIES)})", item=p)
     out = []
     for p in policies:
         try:
-            out.append(run_policy(master, cfg, p, on_batch=on_batch))
+            out.append(run_policy(master, cfg, p, on_batch=on_batch, job=job))
         except Exception as exc:  # Spark refused a setting, the session died: say which
             failed = SurgeOutcome(p)
             failed.error = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]

@@ -45,11 +45,13 @@ from streamscale.runtime.spark.keyed import KeyedSpec, count_dead_letters, relea
 from streamscale.runtime.spark.metrics import MetricsWriter
 from streamscale.runtime.spark.realizer import SparkRealizer
 from streamscale.runtime.spark.resources import Resources
+from streamscale.runtime.spark.retention import prune_dead_letters
 from streamscale.runtime.spark.runner import (
     _backlog_of,
     _register_source,
     control_step,
     drive_query,
+    run_seed,
     share_by_default,
 )
 from streamscale.runtime.spark.session import require_classic
@@ -184,6 +186,7 @@ def run_graph(
             )
     ctl_cfg = run_params.controller
     pol_params = share_by_default(policy, run_params.policy, resources)
+    seed = run_seed(seed)
     if isinstance(policy, str):
         pol = make_policy(policy, graph.topology, cluster, params=pol_params, seed=seed)
         if plan is None:
@@ -315,11 +318,19 @@ def run_graph(
                 release(name)
             clock_.after_batch(spark, times)
             dead = count_dead_letters(dead_dir, batch_id)
+            gone = (
+                prune_dead_letters(dead_dir, run_params.output["dead_letters_max_mb"] * 2**20)
+                if dead
+                else 0
+            )
+            totals.pruned += gone
             first = graph.keyed[0]
             taken[0] = rows.get(first, 0) + dead
             for name, stats in observed.items():
                 collector.observe(name, stats)
             extra: dict[str, Any] = {"backlog": collector.backlog, **clock_.record(times)}
+            if gone:
+                extra["dead_letters_pruned"] = gone
             late = {n: st.late_rows for n, st in observed.items() if st.late_rows}
             if late:
                 extra["late_rows"] = late
@@ -377,7 +388,7 @@ def run_graph(
         if clock_.ticks() == ticks:
             break
     return GraphResult(
-        tuple(batches), plan, count_dead_letters(dead_dir), totals.count,
+        tuple(batches), plan, count_dead_letters(dead_dir) + totals.pruned, totals.count,
         dict(totals.keyed_rows), dict(totals.sink_rows),
     )  # fmt: skip
 
@@ -387,6 +398,7 @@ class _Totals:
     """Whole-run totals of a graph run's batches (the records themselves are a ring)."""
 
     count: int = 0
+    pruned: int = 0  # dead letters removed by the retention limit
     keyed_rows: Counter[str] = field(default_factory=Counter)
     sink_rows: Counter[str] = field(default_factory=Counter)
 
@@ -487,7 +499,13 @@ def run_graph_command(
             max_executors=config.max_executors,
         )
         resources.wait_for(config.min_executors, 120.0)
-    log = MetricsWriter(out_dir / "metrics.jsonl") if out_dir else None
+    kept = parse_params(config.policy, config.params).output
+    log = (
+        MetricsWriter(out_dir / "metrics.jsonl", max_mb=kept["metrics_max_mb"],
+                      keep=kept["metrics_keep"])
+        if out_dir
+        else None
+    )  # fmt: skip
 
     def on_batch(b: GraphBatch) -> None:
         if exporter is not None:

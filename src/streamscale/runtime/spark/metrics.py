@@ -17,10 +17,17 @@ import numpy as np
 from rich.table import Table
 
 from streamscale.runtime.spark.operator import BatchStats, percentile
-from streamscale.settings import Schema, Setting
+from streamscale.runtime.spark.retention import (
+    METRICS_SETTINGS,
+    OUTPUT_SETTINGS,
+    metrics_files,
+    read_metrics,
+    rotate,
+)
 
 __all__ = [
     "METRICS_SETTINGS",
+    "OUTPUT_SETTINGS",
     "BatchRecord",
     "MetricsWriter",
     "build_record",
@@ -30,21 +37,6 @@ __all__ = [
     "read_metrics",
     "rotate",
 ]
-
-#: How much of the per-batch log a run keeps: a job runs for weeks (600,000 batches at a
-#: 1 s trigger) and ``metrics.jsonl`` must not grow with it
-METRICS_SETTINGS = Schema(
-    "metrics",
-    Setting(
-        "metrics_max_mb", float, 64.0,
-        "metrics.jsonl is rotated (to metrics.jsonl.1, .2, ...) when it exceeds this size",
-        low=0.0, low_open=True,
-    ),
-    Setting(
-        "metrics_keep", int, 4,
-        "rotated metrics files kept beside metrics.jsonl (older ones are deleted)", low=0,
-    ),
-)  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,7 +146,8 @@ def build_record(
 class MetricsWriter:
     """Appends one JSON line per batch to ``path`` (flushed, so a killed run keeps its
     lines), rotating it past ``max_mb`` and keeping ``keep`` rotated files
-    (:data:`METRICS_SETTINGS`); :func:`read_metrics` reads them all, oldest first."""
+    (:data:`~streamscale.runtime.spark.retention.OUTPUT_SETTINGS`); :func:`read_metrics`
+    reads them all, oldest first."""
 
     def __init__(self, path: str | Path, *, max_mb: float = 64.0, keep: int = 4) -> None:
         self.path = Path(path)
@@ -169,39 +162,6 @@ class MetricsWriter:
             size = f.tell()
         if size > self.max_bytes:
             rotate(self.path, self.keep)
-
-
-def rotate(path: Path, keep: int) -> None:
-    """``path`` becomes ``path.1`` (``.1`` becomes ``.2`` …); files beyond ``keep`` go."""
-    if keep <= 0:
-        path.unlink(missing_ok=True)
-        return
-    path.with_name(f"{path.name}.{keep}").unlink(missing_ok=True)
-    for i in range(keep - 1, 0, -1):
-        src = path.with_name(f"{path.name}.{i}")
-        if src.exists():
-            src.replace(path.with_name(f"{path.name}.{i + 1}"))
-    if path.exists():
-        path.replace(path.with_name(f"{path.name}.1"))
-
-
-def metrics_files(path: str | Path) -> list[Path]:
-    """``path`` and its rotated files that exist, oldest first."""
-    p = Path(path)
-    rotated = sorted(
-        (q for q in p.parent.glob(f"{p.name}.*") if q.suffix[1:].isdigit()),
-        key=lambda q: -int(q.suffix[1:]),
-    )
-    return [*rotated, *([p] if p.exists() else [])]
-
-
-def read_metrics(path: str | Path) -> list[dict[str, Any]]:
-    """Every line of ``path`` and its rotated files, oldest first, parsed."""
-    out: list[dict[str, Any]] = []
-    for f in metrics_files(path):
-        with f.open() as fh:
-            out.extend(json.loads(line) for line in fh if line.strip())
-    return out
 
 
 def live_table(records: Iterable[BatchRecord], *, title: str = "batches", last: int = 10) -> Table:

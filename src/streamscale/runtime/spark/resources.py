@@ -463,5 +463,9 @@ def executor_conf(
 
 
 def is_cluster_master(master: str) -> bool:
-    """Whether ``master`` is a cluster manager that can add and remove executors."""
-    return master.startswith(("spark://", "k8s://", "yarn"))
+    """Whether ``master`` is served by a cluster manager whose executors streamscale can
+    add and remove (:mod:`~streamscale.runtime.spark.managers`)."""
+    from streamscale.runtime.spark.managers import manager_for
+
+    m = manager_for(master)
+    return m is not None and m.elastic

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import secrets
 import threading
 import time
 import uuid
@@ -43,6 +44,7 @@ from streamscale.runtime.spark.operator import (
 )
 from streamscale.runtime.spark.realizer import SparkRealizer, default_plan
 from streamscale.runtime.spark.resources import Resources, is_cluster_master
+from streamscale.runtime.spark.retention import prune_dead_letters
 from streamscale.runtime.spark.session import require_classic
 from streamscale.runtime.spark.state import VersionIndex, check_layout, state_backend
 from streamscale.runtime.spark.watch import make_watch, warm_keyed_path
@@ -96,11 +98,18 @@ class RunResult:
 def _register_source(spark: Any, job: Job) -> None:
     if job.source_class is not None:
         spark.dataSource.register(job.source_class)
-    elif job.source_format in ("streamscale_generator", "streamscale_trace", "streamscale_nexmark"):
-        from streamscale.runtime.spark.sources import register_sources
+    else:  # a registered source; anything else is one of Spark's own
+        from streamscale.runtime.spark.source_registry import register_all
 
-        register_sources(spark)
-    # anything else is a built-in or already registered Spark source
+        register_all(spark, only=job.source_format)
+
+
+def run_seed(seed: int | None) -> int:
+    """``seed``, or one drawn from the OS when none is given: the driver passes it to the
+    policy and logs it in the controller's header (``metrics.jsonl``), so that a run of
+    a randomized planner replays exactly (``streamscale replay``). The draw only names
+    the randomness an unseeded run had anyway."""
+    return secrets.randbits(32) if seed is None else int(seed)
 
 
 def _resolve_policy(
@@ -327,6 +336,7 @@ def run_job(
     run_params = parse_params(policy if isinstance(policy, str) else None, params)
     watch_cfg, ctl_cfg = run_params.watch, run_params.controller
     pol_params = share_by_default(policy, run_params.policy, resources)
+    seed = run_seed(seed)
     pol, initial = _resolve_policy(policy, job, cluster, pol_params, seed)
     initial = plan if plan is not None else initial
     _register_source(spark, job)
@@ -341,8 +351,15 @@ def run_job(
     check_layout(backend, job.keyed, op.instances, op.shards)
     index = VersionIndex(backend, job.keyed, op.instances * op.shards)
     base = Path(out) if out is not None else checkpoint
-    writer = MetricsWriter(Path(out) / "metrics.jsonl") if out is not None else None
+    kept = run_params.output
+    writer = (
+        MetricsWriter(Path(out) / "metrics.jsonl", max_mb=kept["metrics_max_mb"],
+                      keep=kept["metrics_keep"])
+        if out is not None
+        else None
+    )  # fmt: skip
     stage = linear_stage(job, backend, base)
+    pruned = [0]  # dead letters removed by the retention limit, over the run
     console = any(s.format == "console" for s in job.sinks)
 
     warm_up(sc, physical)
@@ -411,6 +428,13 @@ def run_job(
             }
             if stats.planned:
                 extra["placement"] = stats.placement()
+            if stats.dead_letters:
+                gone = prune_dead_letters(
+                    stage.dead_letter_dir, kept["dead_letters_max_mb"] * 2**20
+                )
+                if gone:
+                    pruned[0] += gone
+                    extra["dead_letters_pruned"] = gone
             applied = control_step(
                 controller, collector, realizer, resources, now, extra, log=inputs
             )
@@ -481,7 +505,7 @@ def run_job(
         history,
         job,
         cores,
-        dead_letters=count_dead_letters(stage.dead_letter_dir),
+        dead_letters=count_dead_letters(stage.dead_letter_dir) + pruned[0],
         plan=realizer.active,
     )
 

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
@@ -47,6 +47,12 @@ from pyspark.sql.types import (
 
 from streamscale.errors import StreamscaleError
 from streamscale.runtime.spark.seq_reader import SeqRange, SeqStreamReader, _opt
+from streamscale.runtime.spark.source_registry import (
+    SourceEntry,
+    check_options,
+    register_all,
+    register_source,
+)
 
 __all__ = [
     "BLOCK",
@@ -226,29 +232,13 @@ class GeneratorSpec:
 
 
 def check_source_options(fmt: str, options: Mapping[str, Any], *, item: str) -> None:
-    """A bundled source's options checked before Spark starts.
+    """A registered source's options checked before Spark starts
+    (:func:`~streamscale.runtime.spark.source_registry.check_options`).
 
     Unknown names (listing the known ones) and bad values are one-line errors naming the
     option; other formats are Spark's own sources, which check their options themselves.
     """
-    spec_cls: Any
-    if fmt == "streamscale_generator":
-        spec_cls = GeneratorSpec
-    elif fmt == "streamscale_trace":
-        from streamscale.runtime.spark.trace import TraceSpec
-
-        spec_cls = TraceSpec
-    elif fmt == "streamscale_nexmark":
-        from streamscale.nexmark.source import NexmarkSpec as spec_cls
-    else:
-        return
-    known = [f.name for f in fields(spec_cls) if not f.name.startswith("_")]
-    unknown = sorted(set(options) - set(known))
-    if unknown:
-        raise StreamscaleError(
-            f"unknown {fmt} option (known: {', '.join(known)})", item=f"{item}: '{unknown[0]}'"
-        )
-    spec_cls.from_options(options)
+    check_options(fmt, options, item=item)
 
 
 @lru_cache(maxsize=16)
@@ -400,15 +390,19 @@ class GeneratorSource(DataSource):
 
 
 def register_sources(spark: Any) -> None:
-    """Register every streamscale source (generator, trace replay) with ``spark``."""
-    from streamscale.runtime.spark.trace import TraceSource
-
-    spark.dataSource.register(GeneratorSource)
-    spark.dataSource.register(TraceSource)
-    from streamscale.nexmark.source import register as register_nexmark
-
-    register_nexmark(spark)
+    """Register every registered source's ``DataSource`` (the bundled generator, trace
+    replay and Nexmark, and any other module's) with ``spark``."""
+    register_all(spark)
 
 
 #: The name the runner looks up to register a job's sources.
 register = register_sources
+
+register_source(
+    SourceEntry(
+        "streamscale_generator",
+        datasource=lambda: GeneratorSource,
+        spec=lambda: GeneratorSpec,
+        available=lambda options: GeneratorSpec.from_options(options).available,
+    )
+)

@@ -44,6 +44,7 @@ from pyspark.sql.types import (
 
 from streamscale.errors import StreamscaleError
 from streamscale.runtime.spark.seq_reader import SeqRange, SeqStreamReader, _opt
+from streamscale.runtime.spark.source_registry import SourceEntry, register_source
 
 __all__ = ["TraceSource", "TraceSpec", "TraceStreamReader", "load_trace", "trace_schema"]
 
@@ -237,3 +238,13 @@ class TraceSource(DataSource):
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
         return TraceStreamReader(TraceSpec.from_options(self.options))
+
+
+register_source(
+    SourceEntry(
+        "streamscale_trace",
+        datasource=lambda: TraceSource,
+        spec=lambda: TraceSpec,
+        available=lambda options: TraceStreamReader(TraceSpec.from_options(options)).available,
+    )
+)

@@ -61,21 +61,13 @@ class GeneratorOffered:
 
 
 def offered_for(fmt: str, options: Mapping[str, Any]) -> Offered | None:
-    """The :class:`Offered` of a bundled source (``None``: the source has none)."""
-    if fmt == "streamscale_generator":
-        from streamscale.runtime.spark.sources import GeneratorSpec
+    """The :class:`Offered` of a registered source that knows what it offered
+    (:mod:`~streamscale.runtime.spark.source_registry`; ``None``: it does not)."""
+    from streamscale.runtime.spark.source_registry import source
 
-        return GeneratorOffered(GeneratorSpec.from_options(options).available)
-    if fmt == "streamscale_trace":
-        from streamscale.runtime.spark.trace import TraceSpec, TraceStreamReader
-
-        reader = TraceStreamReader(TraceSpec.from_options(options))
-        return GeneratorOffered(reader.available)
-    if fmt == "streamscale_nexmark":  # events offered (``seq`` counts events, not rows)
-        from streamscale.nexmark.source import NexmarkSpec, NexmarkStreamReader
-
-        return GeneratorOffered(NexmarkStreamReader(NexmarkSpec.from_options(options)).available)
-    return None
+    entry = source(fmt)
+    available = None if entry is None else entry.offered(options)
+    return None if available is None else GeneratorOffered(available)
 
 
 def admitted_offset(spark_checkpoint: Path) -> dict[str, Any] | None:
