@@ -46,9 +46,7 @@ def test_both_engines_equal_the_reference(spark, events: Path, tmp_path: Path, q
 
 
 @pytest.mark.slow
-# Q8 (windowed aggregation state) only: keyed-function state (Q5's top step) resumes in
-# tests/runtime/spark/test_recovery.py, and Q5's hop windows restart in test_agg_windows
-@pytest.mark.parametrize("q", ["q8"])
+@pytest.mark.parametrize("q", ["q5", "q8"])
 def test_sigkilled_elastic_driver_resumes_to_the_same_result(spark, tmp_path: Path, q: str) -> None:
     ev = tmp_path / "events"
     write_events(GeneratorConfig.constant(200, seed=3), 3000, ev, files=6)
