@@ -41,8 +41,6 @@ import argparse
 import json
 import os
 import shutil
-import socket
-import subprocess
 import sys
 import tempfile
 import threading
@@ -54,6 +52,7 @@ import numpy as np
 import pandas as pd
 import psutil
 from _results import record
+from bench_state import _moto
 
 from streamscale.runtime.spark import functions_dag as fd
 from streamscale.runtime.spark.api import stream
@@ -108,7 +107,7 @@ def _store_bytes(url: str, local: Path) -> tuple[int, int]:
     fs = pafs.S3FileSystem(
         endpoint_override=endpoint.split("://", 1)[-1], scheme="http", region="us-east-1"
     )
-    infos = fs.get_file_info(pafs.FileSelector(bucket_prefix, recursive=True))
+    infos = fs.get_file_info(pafs.FileSelector(bucket_prefix, recursive=True, allow_not_found=True))
     files = [i for i in infos if i.type == pafs.FileType.File]
     return sum(i.size for i in files), len(files)
 
@@ -216,45 +215,14 @@ def reference_check(opts: dict[str, str], n: int, url: str) -> bool:
     return counts == want_counts and buckets == want_buckets
 
 
-def _moto() -> tuple[subprocess.Popen[bytes], str]:
-    import pyarrow.fs as pafs
-
-    os.environ.setdefault("AWS_ACCESS_KEY_ID", "soak")
-    os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "soak")
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    exe = Path(sys.executable).with_name("moto_server")
-    proc = subprocess.Popen(
-        [str(exe), "-H", "127.0.0.1", "-p", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            break
-        except OSError:
-            if time.monotonic() > deadline:
-                proc.terminate()
-                raise
-            time.sleep(0.2)
-    pafs.S3FileSystem(
-        endpoint_override=f"127.0.0.1:{port}", scheme="http", region="us-east-1",
-        allow_bucket_creation=True,
-    ).create_dir("soak")  # fmt: skip
-    return proc, f"http://127.0.0.1:{port}"
-
-
 def soak(args: argparse.Namespace, kind: str, minutes: float, argv: list[str]) -> dict[str, Any]:
     """One soak run with state ``kind`` (``local`` or ``s3``); returns its growth line."""
     scratch = Path(tempfile.mkdtemp(prefix=f"streamscale-soak-{kind}-"))
     ckpt, out = scratch / "ck", scratch / "out"
     moto = None
     if kind == "s3":
-        moto, endpoint = _moto()
-        url = f"s3://soak/{kind}?endpoint={endpoint}"
+        moto, endpoint = _moto()  # bench_state's moto server, with its bucket "state"
+        url = f"s3://state/soak-{kind}?endpoint={endpoint}"
     else:
         url = str(scratch / "ck" / "state")
     state_dir = scratch / "ck" / "state"
