@@ -77,6 +77,8 @@ class RunResult:
     ``batches``, ``rows`` and ``max_tasks`` cover the whole run; ``records`` holds only
     the most recent batches (:data:`~streamscale.runtime.spark.history.RECENT_BATCHES`),
     and the percentiles come from a sketch of every latency (1 % relative error).
+    ``plan`` is the newest plan: the one the last batch decided, which a next batch
+    (or a resumed run) would take, even when the run stopped before it took effect.
     """
 
     records: list[BatchRecord]
@@ -506,7 +508,7 @@ def run_job(
         job,
         cores,
         dead_letters=count_dead_letters(stage.dead_letter_dir) + pruned[0],
-        plan=realizer.active,
+        plan=realizer.current(),
     )
 
 
