@@ -30,6 +30,8 @@ from streamscale.runtime.spark.cluster import (
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
+KILL_AFTER = 6  # the job script's
+
 _JOB = r"""
 import json, sys
 from pathlib import Path
@@ -47,13 +49,14 @@ from streamscale.runtime.spark.state import LocalStateBackend
 master, work, opts, webui = sys.argv[1], Path(sys.argv[2]), json.loads(sys.argv[3]), int(sys.argv[5])
 # cores per decision: 2, 2, 4, 6 (the cluster has 4), 6, then 2; executor 0 gets k units
 KS = (1, 1, 3, 5, 5, 1, 1, 1, 1)
-KILL_AFTER = 6  # SIGKILL an executor 1 s into the batch after this one
+KILL_AFTER = 6  # SIGKILL an executor 1 s into the batch after this one (as in the test below)
 most = 6
 spark = build_session(master, app_name="streamscale-resources-test", conf=executor_conf(1, most))
 sc = spark.sparkContext
 res = ExecutorResources(sc, cores_per_executor=1, max_executors=most, min_executors=1,
                         initial_executors=2, timeout_s=1)
 res.settle(120)
+initial = res.alive()
 def _preloaded(_):  # what a fresh worker has imported before its first task imports anything
     return sorted(m for m in ("pandas", "pyarrow", "streamscale.runtime.spark.keyed") if m in sys.modules)
 preloaded = sc.parallelize(range(2), 2).map(_preloaded).collect()
@@ -95,7 +98,8 @@ def on_batch(rec):
     else:
         res.wait_for(4, 60)
     apps = [a for a in master_json(webui)["activeapps"] if a["name"] == "streamscale-resources-test"]
-    seen.append({"t": time.monotonic(), "alive": len(res.alive()), "extra": {k: rec.extra.get(k) for k in
+    seen.append({"t": time.monotonic(), "alive": len(res.alive()), "ids": res.alive(),
+                 "ran_on": rec.extra.get("task_executors"), "extra": {k: rec.extra.get(k) for k in
                  ("executors_alive", "executors_wanted", "executors_released",
                   "executors_missing")},
                  "master_cores": apps[0]["cores"] if apps else None, "rows": rec.rows})
@@ -105,7 +109,7 @@ out = run_job(spark, job, policy=Steps(job.topology), duration_s=400,
 state = {}
 for shard_state in LocalStateBackend(work / "ckpt" / "state").load_all("calc").values():
     state.update(shard_state)
-print("RESULT " + json.dumps({"seen": seen, "added": res.added, "released": res.released,
+print("RESULT " + json.dumps({"seen": seen, "initial": initial, "added": res.added, "released": res.released,
                               "killed": killed, "preloaded": preloaded, "batches": [r.batch_id for r in out.records],
                               "state": {k: list(v) for k, v in state.items()}}))
 spark.stop()
@@ -180,4 +184,12 @@ def test_executors_follow_the_plan_beyond_the_cluster_and_a_kill_and_state_stays
     assert len(got["killed"]) == 1
     assert got["batches"] == list(range(9)), (got["batches"], got["killed"], seen)
     assert sum(s["rows"] for s in seen) == 1800
+    # no task of a batch ran on an executor that was still warming up: each batch's keyed
+    # tasks ran (Spark's status store) only on executors alive two boundaries earlier —
+    # the executors that arrived at the last boundary sat out their first batch — but in
+    # the batch whose executor was killed, where Spark retried the lost tasks anywhere
+    for i, s in enumerate(seen):
+        earlier = set(got["initial"]) if i < 2 else set(seen[i - 2]["ids"])
+        if i != KILL_AFTER + 1:
+            assert s["ran_on"] and set(s["ran_on"]) <= earlier, (i, s, earlier)
     _assert_state_matches_pandas(got["state"], opts)

@@ -5,7 +5,12 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from streamscale.runtime.spark.slots import assign_slots, node_demand, release_order
+from streamscale.runtime.spark.slots import (
+    assign_slots,
+    node_demand,
+    release_order,
+    steer_to_ready,
+)
 
 NODES = [f"executor-{i}" for i in range(6)]
 
@@ -59,3 +64,40 @@ def test_every_live_executor_gets_one_node_and_surviving_pairs_are_kept(
     empty = [n for n in NODES if n not in got]
     if fresh and empty:
         assert min(demand[n] for n in fresh) >= max(demand[n] for n in empty)
+
+
+def test_units_of_cold_executors_go_to_the_least_loaded_ready_one() -> None:
+    # executor 4 just arrived: its two units go to 2 (empty), then to 1 and 2 in turn
+    chosen = {"a": "4", "b": "1", "c": "4", "d": "1"}
+    assert steer_to_ready(["a", "b", "c", "d"], chosen, ["1", "2"]) == {
+        "b": "1", "d": "1", "a": "2", "c": "2",
+    }  # fmt: skip
+    # nothing chosen (placement not enforced): round robin, oldest first
+    assert steer_to_ready(["x", "y", "z"], {}, ["7", "3"]) == {"x": "7", "y": "3", "z": "7"}
+    # no ready executor: nothing pinned
+    assert steer_to_ready(["x"], {"x": "4"}, []) == {}
+
+
+@given(
+    units=st.lists(st.sampled_from("abcdefghij"), unique=True, max_size=10),
+    chosen=st.dictionaries(st.sampled_from("abcdefghij"), st.sampled_from("0123456")),
+    ready=st.lists(st.sampled_from("0123456"), unique=True, max_size=7),
+)
+def test_steering_puts_every_unit_on_a_ready_executor(
+    units: list[str], chosen: dict[str, str], ready: list[str]
+) -> None:
+    got = steer_to_ready(units, chosen, ready)
+    if not ready:
+        assert got == {}
+        return
+    assert set(got) == set(units) and set(got.values()) <= set(ready)
+    for u in units:  # a unit already on a ready executor stays there
+        if chosen.get(u) in ready:
+            assert got[u] == chosen[u]
+    # the moved units never make an executor busier than needed: each went to a least
+    # loaded executor, so the loads of executors that received moved units differ by <= 1
+    moved = [u for u in units if chosen.get(u) not in ready]
+    load = {e: sum(1 for v in got.values() if v == e) for e in ready}
+    took = {got[u] for u in moved}
+    if took:
+        assert max(load[e] for e in took) <= min(load.values()) + 1

@@ -272,7 +272,11 @@ def run_graph(
                 hints, drops = indexes[name].hints(upto)
                 attempt = uuid.uuid4().hex
                 pmap = realizers[name].begin_batch()
-                placed = None if resources is None else resources.locations(realizers[name].active)
+                placed = (
+                    None
+                    if resources is None
+                    else resources.locations(realizers[name].active, units=pmap.units)
+                )
                 if getattr(specs[name].fn, "vectorized", False):
                     from streamscale.runtime.spark.agg.operator import run_agg
 

@@ -36,7 +36,7 @@ import statistics
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -44,7 +44,12 @@ from streamscale.control.sharing import held_cores
 from streamscale.errors import StreamscaleError
 from streamscale.model import Cluster, Node, Plan
 from streamscale.model.ids import executor_node
-from streamscale.runtime.spark.slots import assign_slots, node_demand, release_order
+from streamscale.runtime.spark.slots import (
+    assign_slots,
+    node_demand,
+    release_order,
+    steer_to_ready,
+)
 
 __all__ = [
     "QUICK_START_JVM",
@@ -72,10 +77,12 @@ class Resources(Protocol):
         """Request or release resources for ``plan`` (the next batch's); figures to report."""
         ...
 
-    def locations(self, plan: Plan) -> Mapping[str, tuple[str, str]] | None:
+    def locations(
+        self, plan: Plan, *, units: Sequence[str] | None = None
+    ) -> Mapping[str, tuple[str, str]] | None:
         """Unit → (executor id, Spark location) for the units whose task is pinned
         (empty: none pinned, where tasks ran is still measured); ``None``: no executors
-        to place on, nothing measured."""
+        to place on, nothing measured. ``units``: the batch's (default: the plan's)."""
         ...
 
     def close(self) -> None: ...
@@ -97,7 +104,9 @@ class FixedResources:
     def apply(self, plan: Plan, now: float) -> Mapping[str, Any]:
         return {}
 
-    def locations(self, plan: Plan) -> Mapping[str, tuple[str, str]] | None:
+    def locations(
+        self, plan: Plan, *, units: Sequence[str] | None = None
+    ) -> Mapping[str, tuple[str, str]] | None:
         return None  # one process (local mode) or a fixed model: nothing to pin to
 
     def close(self) -> None:
@@ -327,12 +336,17 @@ class ExecutorResources:
         are — they ran (or were warmed during) a whole batch — or that a warm-up finished
         on (:meth:`mark_warm`), so none of their tasks waits for a JVM or Python workers
         to start. Before any boundary: every executor alive."""
+        return len(self.ready_executors()) * self.cores_per_executor
+
+    def ready_executors(self, alive: Sequence[str] | None = None) -> list[str]:
+        """The executors of :meth:`ready_cores` among ``alive`` (default: alive now),
+        oldest first."""
         with self._lock:
-            alive = self.alive()
+            alive = self.alive() if alive is None else list(alive)
             if self._ready is None:
-                return len(alive) * self.cores_per_executor
+                return alive
             ok = self._ready | self.warmed
-            return sum(1 for e in alive if e in ok) * self.cores_per_executor
+            return [e for e in alive if e in ok]
 
     def mark_warm(self, ids: list[str]) -> None:
         """Executors a warm-up job has run through the keyed stage's path."""
@@ -379,23 +393,36 @@ class ExecutorResources:
             figures["executors_missing"] = missing
         return figures
 
-    def locations(self, plan: Plan) -> Mapping[str, tuple[str, str]]:
-        """Unit → (executor id, location) for ``plan``'s units on nodes with a live
-        executor whose host Spark has reported; other units run wherever Spark puts them."""
-        if not self.pin:
-            return {}
+    def locations(
+        self, plan: Plan, *, units: Sequence[str] | None = None
+    ) -> Mapping[str, tuple[str, str]]:
+        """Unit → (executor id, location) for the batch's ``units`` (default: ``plan``'s).
+
+        Pinned (:attr:`pin`): each unit goes to its node's executor (the slot map).
+        Either way, no task goes to an executor that is still warming up (not ready,
+        :meth:`ready_executors`): a unit whose executor is cold goes to the ready executor
+        with the fewest units (:func:`~streamscale.runtime.spark.slots.steer_to_ready`).
+        Unpinned with every executor ready, nothing is pinned. A cold executor's first
+        tasks wait for its Python workers and JIT while the batch waits for them (a batch
+        whose longest task was busy 5.0 s took 32.1 s, 4 of its 6 tasks on executors that
+        had just arrived): Spark hands a pending task to any free slot, and an arriving
+        executor's slots are free. With the units pinned to ready executors, each ready
+        slot takes its own task first and nothing is left for the cold ones."""
         from streamscale.runtime.spark.pinning import executor_hosts, location
 
         alive = self.alive()
-        demand = node_demand(plan.placement.nodes, self.cluster().names)
-        self.slots = assign_slots(self.slots, alive, demand)
+        ready = self.ready_executors(alive)
+        if not self.pin and len(ready) == len(alive):
+            return {}
+        chosen: dict[str, str] = {}
+        if self.pin:
+            demand = node_demand(plan.placement.nodes, self.cluster().names)
+            self.slots = assign_slots(self.slots, alive, demand)
+            chosen = {u: self.slots[n] for u, n in plan.placement.nodes.items() if n in self.slots}
         hosts = executor_hosts(self.sc)
-        out: dict[str, tuple[str, str]] = {}
-        for unit, node in plan.placement.nodes.items():
-            ex = self.slots.get(node)
-            if ex is not None and ex in hosts:
-                out[unit] = (ex, location(hosts[ex], ex))
-        return out
+        batch = list(units) if units is not None else list(plan.placement.nodes)
+        steered = steer_to_ready(batch, chosen, [e for e in ready if e in hosts])
+        return {u: (ex, location(hosts[ex], ex)) for u, ex in steered.items()}
 
     def close(self) -> None:
         return None

@@ -404,7 +404,11 @@ def run_job(
             upto = min(batch_id - 1, backend.committed(job.keyed))
             hints, drops = index.hints(upto)
             attempt = uuid.uuid4().hex
-            placed = None if resources is None else resources.locations(realizer.active)
+            placed = (
+                None
+                if resources is None
+                else resources.locations(realizer.active, units=pmap.units)
+            )
             stats = run_batch(
                 batch_df, stage, batch_id=batch_id, upto=upto, pmap=pmap, attempt=attempt,
                 hints=hints, drops=drops, placed=placed,
@@ -430,6 +434,8 @@ def run_job(
             }
             if stats.planned:
                 extra["placement"] = stats.placement()
+                # Spark's executor ids that ran the keyed tasks (its status store)
+                extra["task_executors"] = sorted({r.executor for r in stats.runs})
             if stats.dead_letters:
                 gone = prune_dead_letters(
                     stage.dead_letter_dir, kept["dead_letters_max_mb"] * 2**20

@@ -71,3 +71,46 @@ def release_order(
     node_of = {e: n for n, e in slots.items()}
     age = {e: i for i, e in enumerate(alive)}
     return sorted(alive, key=lambda e: (demand.get(node_of.get(e, ""), 0), -age[e]))
+
+
+def steer_to_ready(
+    units: Sequence[str], chosen: Mapping[str, str], ready: Sequence[str]
+) -> dict[str, str]:
+    """Unit → executor for a batch that must not run on executors still warming up.
+
+    Parameters
+    ----------
+    units
+        The batch's units, in the order of its partitions (heaviest first).
+    chosen
+        The executor each unit's node maps to (the slot map; empty when placement is
+        not enforced).
+    ready
+        Executors whose JVM and Python workers are warm, oldest first.
+
+    Returns
+    -------
+    Every unit on a ready executor: a unit whose chosen executor is ready keeps it;
+    each other unit, in order, goes to the ready executor with the fewest units so
+    far (ties: the oldest). Empty when no executor is ready (the batch then runs
+    wherever Spark puts it).
+
+    Examples
+    --------
+    >>> steer_to_ready(["a", "b", "c"], {"a": "4", "b": "1", "c": "4"}, ["1", "2"])
+    {'b': '1', 'a': '2', 'c': '1'}
+    """
+    if not ready:
+        return {}
+    ok = set(ready)
+    age = {e: i for i, e in enumerate(ready)}
+    out = {u: chosen[u] for u in units if chosen.get(u) in ok}
+    load = {e: 0 for e in ready}
+    for e in out.values():
+        load[e] += 1
+    for u in units:
+        if u not in out:
+            e = min(ready, key=lambda x: (load[x], age[x]))
+            out[u] = e
+            load[e] += 1
+    return out
