@@ -131,7 +131,7 @@ def test_tutorial_cluster_block_runs(tmp_path: Path) -> None:
 
     lines = [json.loads(x) for x in (tmp_path / "tutorial/cluster-run/metrics.jsonl").open()]
     batches = [x for x in lines if "batch_id" in x]
-    assert [x["batch_id"] for x in batches] == [0, 1, 2]
+    assert [x["batch_id"] for x in batches] == [0, 1]
     # executors were requested from the cluster and arrived (Spark's scheduler, not a plan)
     assert all(x["extra"]["executors_alive"] >= 1 for x in batches)
     assert sum(x["rows"] for x in batches) > 0
