@@ -233,6 +233,9 @@ class ExecutorResources:
                 # spark.cores.max before the first request reaches it, some seconds apart
                 since = self.clock() if since is None else since
                 if self.clock() - since >= self.settle_s:
+                    with self._lock:
+                        if self._ready is None:  # before the first batch: all start warm
+                            self._last_boundary = set(alive)
                     return True
             else:
                 since = None
