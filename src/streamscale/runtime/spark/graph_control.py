@@ -76,6 +76,11 @@ class GraphCollector:
         Clock reading when the run started.
     backlog
         Tuples waiting at the source after the batch just observed.
+    interval_s
+        The trigger interval.
+    offered
+        The source's offered rate as the watch measured it (``None``: not measured);
+        the source's figures are the first keyed operator's, so it alone reads it.
     """
 
     def __init__(
@@ -88,6 +93,7 @@ class GraphCollector:
         start: float,
         backlog: Callable[[], float] | None = None,
         interval_s: float = 0.0,
+        offered: Callable[[], float | None] | None = None,
     ) -> None:
         self.topology = topology
         self.keyed = keyed
@@ -100,6 +106,7 @@ class GraphCollector:
                 start=start,
                 backlog=backlog,
                 interval_s=interval_s,
+                offered=offered if name == keyed[0] else None,
             )
             for name in keyed
         }
