@@ -122,6 +122,12 @@ def op_cores(plan: Plan, graph: JobGraph) -> dict[str, int]:
     return out
 
 
+def _task_line(t: Any) -> dict[str, Any]:
+    """One reduce task in a batch line: Spark's partition, its rows, busy time, shards, host."""
+    return {"partition": t.partition, "rows": t.rows, "busy_s": round(t.busy_s, 6),
+            "shards": sorted(t.shards), "host": t.host}  # fmt: skip
+
+
 def _initial(fn: Any, batch_id: int) -> Any:
     """A processor's initial state, applied in the query's first batch only (as Spark)."""
     held = getattr(fn, "initial_state", None)
@@ -182,7 +188,7 @@ class GraphBatchBody:
         written: dict[str, tuple[str, list[int], Any]] = {}
         rows: dict[str, int] = {}
         observed: dict[str, Any] = {}
-        units: dict[str, list[str]] = {}
+        units: list[str] = []  # every keyed operator's (a unit names its operator)
         # tasks only for cores ready to run them (executors still starting get none)
         ready = getattr(self.resources, "ready_cores", None)
         ready_cores = ready() if ready is not None else None
@@ -193,7 +199,7 @@ class GraphBatchBody:
             attempt = uuid.uuid4().hex
             realizer = self.realizers[name]
             pmap = realizer.begin_batch(ready_cores or None)
-            units[name] = list(pmap.units)
+            units.extend(pmap.units)
             res = self.resources
             placed = None if res is None else res.locations(realizer.active, units=pmap.units)
             spec = self.specs[name]
@@ -243,6 +249,8 @@ class GraphBatchBody:
             "units": units,
             "ready_cores": ready_cores,
             "delta": figures["deltas"],
+            # per unit (its name says its operator): the task Spark ran it as, and its work
+            "per_task": {t.unit: _task_line(t) for st in observed.values() for t in st.tasks},
             # per keyed operator, its tasks longest first: (worker daemon, busy s, rows)
             "task_runs": {
                 n: sorted(
