@@ -3,6 +3,11 @@ the cores ready to run them (Spark's own partition ids) with every row still exa
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -96,3 +101,99 @@ def test_each_keyed_operator_runs_on_the_ready_cores_and_stays_exact(
                 # the default plan: each keyed operator's two executors, one unit each
                 assert parts[op] == ({0} if ready == 1 else {0, 1}), (b.batch_id, parts)
     assert check_against_pandas(ckpt, tmp_path, OPTS) == 120 * res.count
+
+
+_GRAPH_JOB = r"""
+import json, sys
+from pathlib import Path
+from streamscale.runtime.spark.dag import run_graph
+from streamscale.runtime.spark.functions import calculator
+from streamscale.runtime.spark.graph import JobGraph
+from streamscale.runtime.spark.job import Job
+from streamscale.runtime.spark.resources import ExecutorResources, executor_conf
+from streamscale.runtime.spark.session import build_session
+from streamscale.runtime.spark.state import LocalStateBackend
+from streamscale.scenarios.spark_log import ProgressLog
+
+master, work, opts = sys.argv[1], Path(sys.argv[2]), json.loads(sys.argv[3])
+spark = build_session(master, app_name="streamscale-graph-watch-test",
+                      conf=executor_conf(1, 4, pin=False, separate_hosts=False, quick_start=True))
+res = ExecutorResources(spark.sparkContext, cores_per_executor=1, max_executors=4,
+                        initial_executors=1, pin=False, warm_new=False)
+res.settle(120)
+log = ProgressLog().attach(spark)
+job = Job.simple("calc", calculator, source_options=opts, instances=2, shards=8, trigger_s=1.0,
+                 params={"cost_kind": "wall"})
+graph = JobGraph.build(job.topology, job.functions)
+(work / "out").mkdir(parents=True, exist_ok=True)
+
+def line(b):
+    with open(work / "out" / "metrics.jsonl", "a") as fh:
+        fh.write(json.dumps({"batch": b.batch_id, **b.extra}, default=str) + "\n")
+
+out = run_graph(spark, graph, policy="elastic", duration_s=float(sys.argv[4]),
+                checkpoint=work / "ckpt", resources=res, out=work / "out", on_batch=line,
+                params={"latency_target_ms": 1000.0, "catch_up_s": 3.0, "startup_s": 3.0})
+spans = [(b.end_s, b.start_seq, b.end_seq) for b in log.seq_spans()]
+state = {}
+for shard_state in LocalStateBackend(work / "ckpt" / "state").load_all("calc").values():
+    state.update(shard_state)
+mid = [b.extra.get("mid_batch_requests") for b in out.batches]
+print("RESULT " + json.dumps({"mid_batch": res.mid_batch, "spans": spans, "mid": mid,
+                              "rows": sum(b.rows for b in out.batches),
+                              "state": {k: list(v) for k, v in state.items()}}))
+spark.stop()
+"""
+
+
+@pytest.fixture(scope="module")
+def loopback(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    from streamscale.runtime.spark.cluster import cluster_down, cluster_up, java_available
+
+    if not java_available():
+        pytest.skip("Java is not available")
+    d = tmp_path_factory.mktemp("cluster")
+    info = cluster_up(1, 4, memory="4g", directory=d)
+    try:
+        yield info.master_url
+    finally:
+        cluster_down(d)
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+def test_a_graph_surge_gets_executors_while_a_batch_runs_and_state_stays_exact(
+    loopback: str, tmp_path: Path
+) -> None:
+    """The watch runs once per job in the graph driver: a surge gets executors requested
+    while a batch runs (Spark's own batch end times), every sample replays to the same
+    answer, and every committed tuple is in the state exactly once (pandas)."""
+    from streamscale.cli.replay import watch_inputs
+    from streamscale.control.stimulus import replay_watch
+    from streamscale.runtime.spark.sources import generate
+
+    opts = {"keys": "40", "alpha": "1.0", "cost_ms": "20", "seed": "5",
+            "schedule": "0:10,45:400", "total": "5000"}  # fmt: skip
+    script = tmp_path / "job.py"
+    script.write_text(_GRAPH_JOB)
+    proc = subprocess.run(
+        [sys.executable, str(script), loopback, str(tmp_path), json.dumps(opts), "90"],
+        capture_output=True, text=True, timeout=600,
+        env={**os.environ, "PYSPARK_PYTHON": sys.executable},
+    )  # fmt: skip
+    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")]
+    assert proc.returncode == 0 and lines, proc.stderr[-3000:]
+    got = json.loads(lines[-1][len("RESULT ") :])
+    assert any(got["mid"]) and got["mid_batch"], (got["mid"], got["spans"])
+    first_surge_end = min(end for end, _, hi in got["spans"] if hi > 450)
+    assert got["mid_batch"][0][0] < first_surge_end, (got["mid_batch"], got["spans"])
+    replayed = replay_watch(watch_inputs(tmp_path / "out" / "metrics.jsonl"))
+    assert [r for r in replayed if r.run is not None] and all(r.match for r in replayed)
+    rows = got["rows"]
+    assert rows >= max(hi for _, _, hi in got["spans"]) > 450
+    want = generate(opts, 0, rows).groupby("key")["value"].agg(["count", "sum"])
+    state = got["state"]
+    assert set(state) == set(want.index)
+    for key, (count, total) in state.items():
+        assert count == want.loc[key, "count"]
+        assert total == pytest.approx(want.loc[key, "sum"])
