@@ -53,9 +53,10 @@ from streamscale.runtime.spark.graph import JobGraph, merged_default_plan
 from streamscale.runtime.spark.graph_batch import GraphBatch, GraphBatchBody, GraphTotals
 from streamscale.runtime.spark.graph_control import GraphCollector, GraphRealizer
 from streamscale.runtime.spark.history import RunHistory
+from streamscale.runtime.spark.job import Job
 from streamscale.runtime.spark.keyed import KeyedSpec, count_dead_letters
 from streamscale.runtime.spark.metrics import MetricsWriter
-from streamscale.runtime.spark.operator import warm_up
+from streamscale.runtime.spark.operator import linear_stage, warm_up
 from streamscale.runtime.spark.realizer import SparkRealizer
 from streamscale.runtime.spark.resources import Resources, is_cluster_master
 from streamscale.runtime.spark.session import require_classic
@@ -110,6 +111,7 @@ def run_graph(
     resources: Resources | None = None,
     state_url: str | None = None,
     available_now: bool = RUN_SETTINGS["available_now"].default,
+    linear: Job | None = None,
 ) -> GraphResult:
     """Run ``graph`` for ``duration_s`` seconds (or ``max_batches`` batches).
 
@@ -158,6 +160,13 @@ def run_graph(
         Process what the source holds when the run starts, then the batches without
         input that Spark would run to advance the watermark and fire timers, then
         stop (as ``trigger(availableNow=True)``); ``duration_s`` still bounds the run.
+    linear
+        The linear job ``graph`` was built from (:meth:`Job.graph
+        <streamscale.runtime.spark.job.Job.graph>`): its keyed operator runs with the
+        stateless operators after it and its file sinks inside the reduce tasks
+        (:func:`~streamscale.runtime.spark.operator.linear_stage`), the controller sees
+        the job's snapshot (:class:`~streamscale.runtime.spark.collector.SparkCollector`,
+        every operator of the chain) and a failed batch names the keyed operator.
 
     Raises
     ------
@@ -233,6 +242,7 @@ def run_graph(
         backlog=lambda: backlog_of(query_ref[0], graph, body.taken) if query_ref and body else 0.0,
         interval_s=graph.trigger_s,
         offered=None if watch is None else (lambda: watch.rate),
+        linear=linear is not None,
     )
     controller = Controller(pol, ctl_cfg)
     inputs = InputLog.start(
@@ -263,7 +273,9 @@ def run_graph(
         backend=backend, resources=resources, watch=watch, clock_=clock_, base=base,
         dead_dir=dead_dir, dead_letters_max_mb=run_params.output["dead_letters_max_mb"],
         history=history, totals=GraphTotals(), on_batch=on_batch, max_batches=max_batches,
-        start=time.monotonic(),
+        start=time.monotonic(), policy=getattr(pol, "name", str(policy)),
+        stage=None if linear is None else linear_stage(linear, backend, base),
+        console=_console(graph, linear),
     )  # fmt: skip
     stop_at = time.monotonic() + duration_s
     if watch is not None:
@@ -288,7 +300,9 @@ def run_graph(
                 done=body.done,
                 in_batch=body.in_batch,
                 records=history.recent,
-                item=f"topology {graph.topology.name}",
+                item=f"topology {graph.topology.name}"
+                if linear is None
+                else f"operator {linear.keyed}",
             )
             if not available_now or body.done.is_set() or time.monotonic() >= stop_at:
                 break
@@ -306,6 +320,14 @@ def run_graph(
         p99_ms=history.quantile(0.99), busy_s=history.busy_s, cpu_s=history.cpu_s,
         max_tasks=history.max_tasks,
     )  # fmt: skip
+
+
+def _console(graph: JobGraph, linear: Job | None) -> dict[str, int]:
+    """Keyed operators whose tasks' sample outputs are printed (a linear job's console
+    sinks; a graph's console sinks print through Spark)."""
+    if linear is None or not any(s.format == "console" for s in linear.sinks):
+        return {}
+    return {linear.keyed: max(s.rows for s in linear.sinks if s.format == "console")}
 
 
 def needs_graph(topology: Any) -> bool:

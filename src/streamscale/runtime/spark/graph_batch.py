@@ -34,7 +34,7 @@ from streamscale.runtime.spark.graph_control import GraphCollector, GraphRealize
 from streamscale.runtime.spark.history import RunHistory
 from streamscale.runtime.spark.keyed import KeyedSpec, count_dead_letters, release, run_keyed
 from streamscale.runtime.spark.metrics import imbalance
-from streamscale.runtime.spark.operator import percentile
+from streamscale.runtime.spark.operator import LinearStage, percentile, run_batch
 from streamscale.runtime.spark.realizer import SparkRealizer
 from streamscale.runtime.spark.resources import Resources
 from streamscale.runtime.spark.retention import prune_dead_letters
@@ -55,7 +55,10 @@ class GraphBatch:
     keyed operator; ``input_rate`` those rows ÷ the time since the previous batch ended;
     ``processing_rate`` rows ÷ ``duration_s``; the latency percentiles (event time →
     keyed output, ms) and ``busy_s``/``cpu_s`` over every keyed operator's tasks;
-    ``delta`` the largest keyed operator's imbalance δ (each one's in ``extra["delta"]``).
+    ``delta`` the largest keyed operator's imbalance δ (each one's in ``extra["delta"]``);
+    ``policy`` the policy's name. ``extra`` holds the per-operator figures as mappings
+    from keyed operator to value, except ``units`` and ``per_task`` (keyed by unit, whose
+    name says its operator).
     """
 
     batch_id: int
@@ -75,6 +78,7 @@ class GraphBatch:
     delta: float = 1.0
     busy_s: float = 0.0
     cpu_s: float = 0.0
+    policy: str = ""
 
 
 def batch_figures(observed: Mapping[str, Any]) -> tuple[dict[str, Any], np.ndarray]:
@@ -138,7 +142,11 @@ def _initial(fn: Any, batch_id: int) -> Any:
 class GraphBatchBody:
     """The ``foreachBatch`` function of a graph run, and what its batches share.
 
-    Built once by :func:`~streamscale.runtime.spark.dag.run_graph`; ``taken`` (rows the
+    Built once by :func:`~streamscale.runtime.spark.dag.run_graph`. With ``stage`` (a
+    linear job's, :func:`~streamscale.runtime.spark.operator.linear_stage`) the graph's one
+    keyed operator runs with the stateless operators after it and the file sinks inside
+    its reduce tasks (:func:`~streamscale.runtime.spark.operator.run_batch`) instead of
+    operator by operator. ``taken`` (rows the
     running batch took from the source, for the backlog), ``last_end`` (run seconds at
     the previous batch's end) and ``seen_requests`` (the watch's mid-batch requests
     already recorded) carry from one batch to the next.
@@ -165,6 +173,8 @@ class GraphBatchBody:
     on_batch: Callable[[GraphBatch], None] | None = None
     max_batches: int | None = None
     console: Mapping[str, int] = field(default_factory=dict)
+    stage: LinearStage | None = None
+    policy: str = ""
     clock: Callable[[], float] = time.monotonic
     start: float = 0.0
     in_batch: threading.Event = field(default_factory=threading.Event)
@@ -223,18 +233,21 @@ class GraphBatchBody:
             realizer.observe({g: v[1] for t in stats.tasks for g, v in t.shards.items()})
             return outputs
 
-        sinks = run_graph_batch(
-            batch_df, graph, batch_id=batch_id, run_keyed_op=keyed_op, out_dir=self.base,
-            schemas=self.schemas,
-        )  # fmt: skip
-        # The barrier: the whole DAG succeeded, so every keyed operator commits.
-        for name, (attempt, shards, hints) in written.items():
-            backend.commit(name, batch_id)
-            self.indexes[name].committed(batch_id, attempt, shards, hints)
-        for name in graph.keyed:
-            release(name)
-        self.clock_.after_batch(self.spark, times)
-        dead = count_dead_letters(self.dead_dir, batch_id)
+        if self.stage is not None:
+            sinks, dead = self._fused(batch_df, batch_id, ready_cores, rows, observed, units)
+        else:
+            sinks = run_graph_batch(
+                batch_df, graph, batch_id=batch_id, run_keyed_op=keyed_op, out_dir=self.base,
+                schemas=self.schemas,
+            )  # fmt: skip
+            # The barrier: the whole DAG succeeded, so every keyed operator commits.
+            for name, (attempt, shards, hints) in written.items():
+                backend.commit(name, batch_id)
+                self.indexes[name].committed(batch_id, attempt, shards, hints)
+            for name in graph.keyed:
+                release(name)
+            self.clock_.after_batch(self.spark, times)
+            dead = count_dead_letters(self.dead_dir, batch_id)
         gone = prune_dead_letters(self.dead_dir, self.dead_letters_max_mb * 2**20) if dead else 0
         self.totals.pruned += gone
         first_rows = rows.get(graph.keyed[0], 0)
@@ -251,6 +264,13 @@ class GraphBatchBody:
             "delta": figures["deltas"],
             # per unit (its name says its operator): the task Spark ran it as, and its work
             "per_task": {t.unit: _task_line(t) for st in observed.values() for t in st.tasks},
+            "per_shard": {
+                n: {str(g): [v[0], round(v[1], 6)] for t in st.tasks for g, v in t.shards.items()}
+                for n, st in observed.items()
+            },
+            "out_rows": {n: sum(t.out_rows for t in st.tasks) for n, st in observed.items()},
+            "partitions": {n: st.partitions for n, st in observed.items()},
+            "stage_s": {n: st.duration_s for n, st in observed.items()},
             # per keyed operator, its tasks longest first: (worker daemon, busy s, rows)
             "task_runs": {
                 n: sorted(
@@ -308,6 +328,7 @@ class GraphBatchBody:
             delta=figures["delta"],
             busy_s=figures["busy_s"],
             cpu_s=figures["cpu_s"],
+            policy=self.policy,
         )
         self.history.add(rec, lat)
         self.totals.add(rec)
@@ -318,6 +339,39 @@ class GraphBatchBody:
             self.on_batch(rec)
         if self.max_batches is not None and self.totals.count >= self.max_batches:
             self.done.set()
+
+    def _fused(
+        self,
+        batch_df: Any,
+        batch_id: int,
+        ready_cores: int | None,
+        rows: dict[str, int],
+        observed: dict[str, Any],
+        units: list[str],
+    ) -> tuple[dict[str, SinkOut], int]:
+        """A linear job's batch: its keyed stage with the stateless operators and file
+        sinks fused in, state committed; no sink counts (the tasks wrote them), and the
+        batch's dead letters."""
+        assert self.stage is not None
+        name = self.stage.spec.operator
+        realizer = self.realizers[name]
+        pmap = realizer.begin_batch(ready_cores or None)
+        units.extend(pmap.units)
+        upto = min(batch_id - 1, self.backend.committed(name))
+        hints, drops = self.indexes[name].hints(upto)
+        attempt = uuid.uuid4().hex
+        res = self.resources
+        placed = None if res is None else res.locations(realizer.active, units=pmap.units)
+        stats = run_batch(
+            batch_df, self.stage, batch_id=batch_id, upto=upto, pmap=pmap, attempt=attempt,
+            hints=hints, drops=drops, placed=placed,
+        )  # fmt: skip
+        shards = (g for t in stats.tasks for g in t.shards)
+        self.indexes[name].committed(batch_id, attempt, shards, hints)
+        rows[name] = stats.rows
+        observed[name] = stats
+        realizer.observe({g: v[1] for t in stats.tasks for g, v in t.shards.items()})
+        return {}, stats.dead_letters
 
     def _watch(
         self, extra: dict[str, Any], observed: Mapping[str, Any], rows: int, now: float

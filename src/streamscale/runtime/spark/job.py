@@ -105,6 +105,13 @@ class Job:
                 return None
         return self.operator.cost_ms or None
 
+    def graph(self) -> Any:
+        """The job as a :class:`~streamscale.runtime.spark.graph.JobGraph` with one keyed
+        operator (what the job driver runs)."""
+        from streamscale.runtime.spark.graph import JobGraph
+
+        return JobGraph.build(self.topology, dict(self.functions), source_class=self.source_class)
+
     @classmethod
     def build(
         cls,
