@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 LOCK   := requirements.lock
 LATEST := .venv-latest
 
-.PHONY: demo demo-saturation test test-latest lint lock env check-java check-python clean
+.PHONY: demo demo-saturation test test-latest lint lock env docs check-java check-python clean
 
 check-python:
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "streamscale needs Python >= 3.11 (found %s)" % sys.version.split()[0])'
@@ -50,9 +50,14 @@ lock: env
 	  $(PY) -m pip freeze --exclude-editable | grep -v '^-e'; } > $(LOCK).new
 	mv $(LOCK).new $(LOCK)
 
+# The documentation site (mkdocs.yml) into site/: warnings are errors; the reference
+# pages are generated from the code at build time (docs/hooks.py).
+docs: env
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
+
 lint: env
 	$(VENV)/bin/ruff check src tests benchmarks
 	$(VENV)/bin/ruff format --check src tests benchmarks
 
 clean:
-	rm -rf $(VENV) $(LATEST) report build *.egg-info
+	rm -rf $(VENV) $(LATEST) report build site *.egg-info

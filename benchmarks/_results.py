@@ -1,6 +1,7 @@
 """Committed benchmark results: every JSON line a benchmark prints is also appended to
 ``benchmarks/results/<bench>.jsonl`` with the commit, the machine's cores and load, the
-command and the UTC time, so README figures come from files, never from memory."""
+command and the UTC time, so the figures in the README and the docs come from files,
+never from memory."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""Markdown tables of the committed benchmark results, written into README.md and
-docs/results.md between ``<!-- results:NAME -->`` and ``<!-- /results:NAME -->``.
+"""Markdown tables of the committed benchmark results, written into README.md and the
+documentation pages (``docs/**/*.md``) between ``<!-- results:NAME -->`` and
+``<!-- /results:NAME -->``.
 
 Every table quotes one run — the lines of the newest ``run`` in
 ``benchmarks/results/<bench>.jsonl`` (:mod:`_results`) — and names its command, commit,
@@ -22,7 +23,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
-DOCS = (ROOT / "README.md", ROOT / "docs" / "results.md")
+DOCS = (ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md")))
 
 Line = dict[str, Any]
 
@@ -85,6 +86,33 @@ def autoscale() -> str:
     quick = latest_run("autoscale", lambda x: x.get("quick") is True)
     parts = [_autoscale(x, name) for x, name in ((full, "Full length"), (quick, "Quick")) if x]
     return "\n\n".join(parts) or _missing("autoscale", "python benchmarks/bench_autoscale.py")
+
+
+def autoscale_headline() -> str:
+    """The README's short surge table: the full-length run's share of tuples within the
+    latency target and its core-seconds against the static peak sizing, per policy."""
+    lines = latest_run("autoscale", lambda x: x.get("quick") is not True)
+    pol = [x for x in lines if "policy" in x]
+    if not pol:
+        return _missing("autoscale", "python benchmarks/bench_autoscale.py")
+    peak = next((x["core_seconds"] for x in pol if x["policy"] == "static-peak"), None)
+    target = pol[0].get("config", {}).get("latency_target_ms")
+    rows = [
+        [
+            x["policy"],
+            _pct(x.get("slo_tuples")),
+            _fmt(x["core_seconds"] / peak, 3) if peak else "–",
+            f"{x.get('scale_ups', 0)} / {x.get('scale_downs', 0)}",
+            _pct(x.get("host_cpu_surge")),
+        ]
+        for x in pol
+    ]
+    table = _table(
+        ["policy", f"tuples within {_fmt(target)} ms", "core-seconds ÷ static-peak",
+         "scale-ups / downs", "host CPU in the surge"],
+        rows,
+    )  # fmt: skip
+    return f"{table}\n\n{_source('autoscale', lines)}"
 
 
 def _cpu(x: Line) -> str:
@@ -271,6 +299,7 @@ def generic(bench: str) -> Callable[[], str]:
 
 TABLES: dict[str, Callable[[], str]] = {
     "autoscale": autoscale,
+    "autoscale_headline": autoscale_headline,
     "datapath": datapath,
     "datapath_agg": datapath_agg,
     "planner_scale": planner_scale,

@@ -1,4 +1,4 @@
-"""README and docs/results.md quote the committed benchmark results, never typed figures."""
+"""README and the docs pages quote the committed benchmark results, never typed figures."""
 
 from __future__ import annotations
 

@@ -89,14 +89,14 @@ def test_full_headline_differs_from_quick_only_on_the_fixed_cluster() -> None:
             assert full[(figure, "tuned")] == v
 
 
-def test_readme_quotes_the_full_run() -> None:
+def test_paper_page_quotes_the_full_run() -> None:
     full = _figures(model_driven.FULL_HEADLINE_FILE)
 
     def fig(pair: str, how: str) -> object:
         name = f"004 §8.5 Linear, 5 × 4 slots, {pair} predicted rate ({how}) [held out]"
         return full[(name, "tuned")]
 
-    readme = (Path(__file__).parents[2] / "README.md").read_text()
+    readme = (Path(__file__).parents[2] / "docs" / "papers" / "model-driven.md").read_text()
     start = readme.index("Full run (`streamscale reproduce model-driven --seed 1`")
     text = " ".join(readme[start : readme.index("Why the Diamond", start)].split())
     planned = full[("004 §8.5 Linear, 5 × 4 slots, MBA planned rate [calibration]", "tuned")]

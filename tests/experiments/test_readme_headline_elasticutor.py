@@ -1,4 +1,4 @@
-"""README drift, Elasticutor's quick headline: ``streamscale reproduce elasticutor --quick``
+"""Docs drift (docs/papers/elasticutor.md), Elasticutor's quick headline: ``streamscale reproduce elasticutor --quick``
 (seed 1) regenerates exactly the committed file (its own module, so the suite's two
 workers can run it beside the other reproductions' drift tests)."""
 

@@ -1,8 +1,8 @@
-"""README drift: every reproduction's headline figures live in one committed file.
+"""Docs drift: every reproduction's headline figures live in one committed file.
 
-The README quotes each committed ``*_headline.jsonl`` as a table between
-``<!-- headline:NAME -->`` markers; ``streamscale reproduce NAME --quick``
-(seed 1) regenerates the file. Either side drifting fails here.
+Each paper's page (``docs/papers/NAME.md``) quotes its committed ``*_headline.jsonl``
+as a table between ``<!-- headline:NAME -->`` markers; ``streamscale reproduce NAME
+--quick`` (seed 1) regenerates the file. Either side drifting fails here.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from streamscale.experiments.elastic_allocator_feasibility import headline as ea
 from streamscale.experiments.elastic_allocator_feasibility import objective_gap
 from streamscale.experiments.report import read_headline, readme_block
 
-README = Path(__file__).parents[2] / "README.md"
+PAPERS = Path(__file__).parents[2] / "docs" / "papers"
 MODULES: dict[str, ModuleType] = {
     "task-allocation": task_allocation,
     "elastic-allocator": elastic_allocator,
@@ -37,8 +37,8 @@ MODULES: dict[str, ModuleType] = {
 
 
 @pytest.mark.parametrize("name", sorted(MODULES))
-def test_readme_quotes_the_committed_headline_figures(name: str) -> None:
-    readme = README.read_text()
+def test_paper_page_quotes_the_committed_headline_figures(name: str) -> None:
+    readme = (PAPERS / f"{name}.md").read_text()
     tag = f"<!-- headline:{name} -->"
     start = readme.index(tag) + len(tag)
     end = readme.index(f"<!-- /headline:{name} -->")
@@ -61,12 +61,12 @@ ELASTICUTOR_KEYS = {"figure", "variant", "paper", "measured", "command", "commit
         ),
     ],
 )
-def test_readme_quotes_the_committed_elasticutor_figures(
+def test_paper_page_quotes_the_committed_elasticutor_figures(
     tag: str, path: Path, command: str
 ) -> None:
     # the target figures (faithful baselines only: no tuned variant), each record naming
     # the command and the clean commit that produced the file
-    readme = README.read_text()
+    readme = (PAPERS / "elasticutor.md").read_text()
     start = readme.index(f"<!-- headline:{tag} -->") + len(f"<!-- headline:{tag} -->")
     end = readme.index(f"<!-- /headline:{tag} -->")
     committed = read_headline(path)
@@ -140,7 +140,7 @@ def test_albic_headline_is_what_reproduce_quick_prints() -> None:
             # average of 13, 3.73: the general 3 points
             if "COLA / ALBIC migrations" in a["figure"]:
                 # A ratio over ALBIC's few migrations: measured 19.5-29.8 for one committed
-                # 29.8 as CPU load shortens the MILP's 40 ms steps (README, ALBIC section).
+                # 29.8 as CPU load shortens the MILP's 40 ms steps (docs/papers/albic.md).
                 tol = 0.45 * abs(y)
             elif "migrations" in a["figure"]:
                 tol = 0.05 * abs(y) + 1.0

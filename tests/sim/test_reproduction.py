@@ -68,7 +68,7 @@ def test_reproduction_writes_results(tmp_path: Path) -> None:
     for t in res["targets"]:
         assert set(t) == {"figure", "paper", "measured", "target", "met", "runs"}
         json.dumps(t)
-    # the README's headline records: one per target figure, met or missed in the label
+    # the paper page's headline records: one per target figure, met or missed in the label
     heads = [json.loads(x) for x in (tmp_path / "headline.jsonl").read_text().splitlines()]
     assert heads == res["headline"] and len(heads) == len(res["targets"])
     for h, t in zip(heads, res["targets"], strict=True):

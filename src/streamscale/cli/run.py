@@ -120,6 +120,10 @@ def run(
     requested and released at batch boundaries (Spark's dynamic allocation stays off).
     """
     out: Output = ctx.obj
+    # absolute: a cluster's executors (and a local worker forked elsewhere) resolve a
+    # relative path against their own working directory
+    out_dir = None if out_dir is None else out_dir.absolute()
+    checkpoint = None if checkpoint is None else checkpoint.absolute()
     from streamscale.model.io import load_cluster
     from streamscale.runtime.spark.job import Job
     from streamscale.runtime.spark.metrics import BatchRecord, live_table

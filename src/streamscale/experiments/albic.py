@@ -43,7 +43,7 @@ from streamscale.planning.balancing.potc import potc
 
 __all__ = ["HEADLINE_FILE", "MERGE_FACTORS", "albic_vs_cola", "milp_vs_flux", "run", "scale_in"]
 
-# The committed copy of the headline figures the README quotes (``--quick``, seed 1).
+# The committed copy of the headline figures docs/papers quotes (``--quick``, seed 1).
 HEADLINE_FILE = Path(__file__).with_name("albic_headline.jsonl")
 
 SETUPS = ((20, 400, 10), (40, 800, 20), (60, 1200, 30))

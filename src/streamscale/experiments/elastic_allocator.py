@@ -41,7 +41,7 @@ from streamscale.planning.placement.gma import gma
 
 __all__ = ["ALGORITHMS", "DEFINITIONS", "HEADLINE_FILE", "METRICS", "VARIANTS", "run", "run_config"]
 
-# The committed copy of the headline figures the README quotes (``--quick``, seed 1).
+# The committed copy of the headline figures docs/papers quotes (``--quick``, seed 1).
 HEADLINE_FILE = Path(__file__).with_name("elastic_allocator_headline.jsonl")
 
 RATES: tuple[int, ...] = (200, 400, 600, 800, 1000, 1200)

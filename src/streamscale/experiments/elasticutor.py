@@ -72,7 +72,7 @@ __all__ = [
     "setup",
 ]
 
-# The committed copy of the headline figures the README quotes (full run, seed 1).
+# The committed copy of the headline figures docs/papers/elasticutor.md quotes (full run, seed 1).
 HEADLINE_FILE = Path(__file__).with_name("elasticutor_headline.jsonl")
 # The same figures of ``--quick --seed 1``, which a slow test regenerates.
 QUICK_HEADLINE_FILE = Path(__file__).with_name("elasticutor_quick_headline.jsonl")

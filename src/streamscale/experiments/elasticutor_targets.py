@@ -35,7 +35,7 @@ _NAMES: dict[str, str] = {
 #: what the paper says of RC, said of ``rc-damped`` (which the paper does not have)
 _DAMPED = "not in the paper (RC with damping); for RC: "
 
-#: README labels of the target figures (paper 000, §5); ``{runs}`` is the record's runs
+#: Docs labels (docs/papers/elasticutor.md) of the target figures (paper 000, §5); ``{runs}`` is the record's runs
 _LABELS: dict[str, str] = {
     "omega16_mean_latency_rc_over_elastic": "ω = 16, {runs}: mean latency RC ÷ Elasticutor",
     "omega16_mean_latency_rc-damped_over_elastic": (
@@ -231,7 +231,7 @@ def targets(results: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 
 def headline(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """The README's headline records (``figure``, ``variant``, ``paper``, ``measured``)
+    """The paper page's headline records (``figure``, ``variant``, ``paper``, ``measured``)
     of the target ``records``: the faithful baselines are the literal variant (there
     is no tuned one); the label carries the target and whether it was met."""
     out = []

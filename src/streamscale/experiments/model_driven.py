@@ -66,7 +66,7 @@ __all__ = [
     "scenario",
 ]
 
-# The committed copy of the headline figures the README quotes (``--quick``, seed 1).
+# The committed copy of the headline figures docs/papers quotes (``--quick``, seed 1).
 HEADLINE_FILE = Path(__file__).with_name("model_driven_headline.jsonl")
 # The full run's (``streamscale reproduce model-driven --seed 1``: 10 t/s steps on the
 # fixed cluster instead of 20) headline figures.

@@ -25,7 +25,7 @@ def read_headline(path: Path) -> list[dict[str, Any]]:
 
 
 def readme_block(heads: Sequence[Mapping[str, Any]]) -> str:
-    """The README's table of headline figures: paper, literal and tuned per figure.
+    """The paper page's table of headline figures (docs/papers): paper, literal, tuned.
 
     A figure measured with one variant only shows "—" under the other.
     """

@@ -50,7 +50,7 @@ __all__ = [
     "run",
 ]
 
-# The committed copy of the headline figures the README quotes (``--quick``, seed 1).
+# The committed copy of the headline figures docs/papers quotes (``--quick``, seed 1).
 HEADLINE_FILE = Path(__file__).with_name("task_allocation_headline.jsonl")
 # The full-scale run's (``streamscale reproduce task-allocation``, seed 1) headline figures.
 FULL_HEADLINE_FILE = Path(__file__).with_name("task_allocation_full_headline.jsonl")

@@ -373,7 +373,8 @@ def _row(policy: str, rec: Any, sc: Any) -> dict[str, Any]:
             "admission_limit": x.get("admission_limit"), "warm_up_s": x.get("warm_up_s"),
             "executors_wanted": x.get("executors_wanted"), "backlog": x.get("backlog"),
             "decision": x.get("decision"), "mid": x.get("mid_batch_requests"),
-            "tasks": x.get("task_runs")}  # fmt: skip
+            "tasks": x.get("task_runs"), "ran_on": x.get("task_executors"),
+            "placement": x.get("placement")}  # fmt: skip
 
 
 def run_surge(

@@ -60,6 +60,10 @@ def _aggs(*, reference: bool = False) -> list[Any]:
     from pyspark.sql import functions as F
 
     distinct = F.size(F.collect_set("i")) if reference else F.count_distinct("i")
+    # a sketch at rsd 0.01 counts below 400 distinct values exactly (DataSketches' coupon
+    # mode): against the exact count; the KLL sketch keeps every value of these groups, so
+    # its quantiles are exact, as Spark's own percentile_approx is at this accuracy
+    approx = F.size(F.collect_set("i")) if reference else F.approx_count_distinct("i", 0.01)
     return [
         F.count("*"),
         F.count("i").alias("n_i"),
@@ -76,6 +80,9 @@ def _aggs(*, reference: bool = False) -> list[Any]:
         distinct.alias("distinct_i"),
         F.collect_set("s"),
         F.collect_list("i"),
+        approx.alias("approx_i"),
+        F.percentile_approx("i", [0.1, 0.5, 0.9], 1000).alias("pq_i"),
+        F.percentile_approx("x", 0.5, 1000).alias("median_x"),
     ]
 
 
@@ -172,6 +179,10 @@ def test_unsupported_aggregates_are_refused_at_build_time(spark, tmp_path) -> No
         keyed.agg(F.collect_list("x"))
     with pytest.raises(StreamscaleError, match=r"aggregate '\+' is not supported"):
         keyed.agg(F.sum("x") + 1)
+    with pytest.raises(StreamscaleError, match=r"percentages must be in \[0, 1\]"):
+        keyed.agg(F.percentile_approx("x", [0.5, 1.5]))
+    with pytest.raises(StreamscaleError, match=r"rsd must be in \(0, 1\)"):
+        keyed.agg(F.approx_count_distinct("i", 2.0))
     with pytest.raises(StreamscaleError, match="not an aggregate function call"):
         keyed.agg(F.col("x"))
     with pytest.raises(StreamscaleError, match="cannot resolve"):

@@ -288,12 +288,13 @@ class Stream:
         session = spark if spark is not None else getattr(df, "sparkSession", None)
         if session is None:
             raise StreamscaleError("no SparkSession: pass spark=", item="run")
+        # absolute: executors resolve a relative path against their own working directory
         return run_graph(
             session,
             graph,
             duration_s=cfg.duration_s,
-            checkpoint=Path(checkpoint),
-            out=None if out is None else Path(out),
+            checkpoint=Path(checkpoint).absolute(),
+            out=None if out is None else Path(out).absolute(),
             max_batches=cfg.max_batches,
             source_df=df,
             policy=cfg.policy,

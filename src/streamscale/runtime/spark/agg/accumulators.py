@@ -17,6 +17,8 @@ first / last   ``first(x[, ignorenulls])``       the oldest / newest     as is
 count_distinct ``collect_set(x)``                set union               its size
 collect_list   ``collect_list(x)``               concatenation (bounded) the list
 collect_set    ``collect_set(x)``                set union (bounded)     the set
+approx_count_distinct, percentile_approx: a mergeable sketch (HLL, KLL) per group —
+               :mod:`~streamscale.runtime.spark.agg.sketches`
 ============== ================================ ======================= =====================
 
 ``first``/``last`` merge in batch order (older state before the batch's partial), as
@@ -36,6 +38,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from streamscale.errors import StreamscaleError
+from streamscale.runtime.spark.agg.sketches import hll_estimates, kll_quantiles
 
 __all__ = [
     "FUNCTIONS",
@@ -50,18 +53,21 @@ __all__ = [
 #: Canonical names of the supported aggregates.
 FUNCTIONS: tuple[str, ...] = (
     "count", "sum", "min", "max", "avg", "first", "last", "count_distinct",
-    "collect_list", "collect_set",
+    "collect_list", "collect_set", "approx_count_distinct", "percentile_approx",
 )  # fmt: skip
 
 #: How each kind of accumulator merges (the pyarrow hash aggregate, or a list kernel).
 MERGES: tuple[str, ...] = ("sum", "sum1", "min", "max", "first", "last", "first_nn",
-                           "last_nn", "list", "set")  # fmt: skip
+                           "last_nn", "list", "set", "hll", "kll")  # fmt: skip
 
 # Spark's function names (as they appear in an aggregate Column) -> canonical name.
 _NAMES = {
     "count": "count", "sum": "sum", "min": "min", "max": "max", "avg": "avg", "mean": "avg",
     "first": "first", "first_value": "first", "last": "last", "last_value": "last",
     "collect_list": "collect_list", "array_agg": "collect_list", "collect_set": "collect_set",
+    "approx_count_distinct": "approx_count_distinct",
+    "approxcountdistinct": "approx_count_distinct",
+    "percentile_approx": "percentile_approx", "approx_percentile": "percentile_approx",
 }  # fmt: skip
 _BOUNDED = ("collect_list", "collect_set")
 
@@ -112,13 +118,16 @@ class AggCall:
     """One aggregate of an ``agg``: canonical function, output name and options.
 
     ``ignore_nulls`` applies to ``first``/``last``; ``index`` numbers the call in its
-    ``agg`` (it names the call's state columns).
+    ``agg`` (it names the call's state columns); ``options``: a sketch's settings —
+    ``(lgK,)`` for ``approx_count_distinct``, ``(k, many, *percentages)`` for
+    ``percentile_approx`` (``many``: 1 when the percentages were an array).
     """
 
     func: str
     name: str
     index: int
     ignore_nulls: bool = False
+    options: tuple[float, ...] = ()
 
     def __post_init__(self) -> None:
         if self.func not in FUNCTIONS:
@@ -132,6 +141,7 @@ class Slot:
     column: str
     merge: str
     call: str  # output name of the aggregate it belongs to (for messages)
+    lg_k: int = 0  # an HLL sketch's lgK (its union's)
 
 
 def slots_of(call: AggCall) -> tuple[Slot, ...]:
@@ -150,6 +160,10 @@ def slots_of(call: AggCall) -> tuple[Slot, ...]:
         return (Slot(a, f"{f}_nn" if call.ignore_nulls else f, call.name),)
     if f == "collect_list":
         return (Slot(a, "list", call.name),)
+    if f == "approx_count_distinct":
+        return (Slot(a, "hll", call.name, int(call.options[0])),)
+    if f == "percentile_approx":  # the sketch, and the NaNs it does not hold
+        return (Slot(a, "kll", call.name), Slot(f"{a}_nan", "sum", call.name))
     return (Slot(a, "set", call.name),)  # count_distinct, collect_set
 
 
@@ -173,6 +187,12 @@ def finish(table: pa.Table, calls: Sequence[AggCall]) -> dict[str, pa.Array]:
             out[call.name] = pc.if_else(zero, pa.scalar(None, pa.float64()), pc.divide(s, c))
         elif call.func == "count_distinct":
             out[call.name] = pc.fill_null(pc.list_value_length(a), 0).cast(pa.int64())
+        elif call.func == "approx_count_distinct":
+            out[call.name] = hll_estimates(a)
+        elif call.func == "percentile_approx":
+            many = bool(call.options[1])
+            nans = _column(table, rest[0].column)
+            out[call.name] = kll_quantiles(a, call.options[2:], many=many, nans=nans)
         elif call.func in _BOUNDED:
             empty = pa.array([[]], type=a.type)[0]
             out[call.name] = pc.if_else(pc.is_null(a), empty, a)

@@ -6,7 +6,9 @@ A batch's partial aggregates have the same columns. :func:`merge` folds any numb
 such tables (oldest first) into one row per group with pyarrow's hash aggregation,
 single-threaded so that ``first``/``last`` keep the input order; list accumulators
 (``collect_list``, ``collect_set``, ``count_distinct``) are flattened, regrouped with
-numpy and rebuilt as list arrays. No Python runs per row or per group.
+numpy and rebuilt as list arrays. No Python runs per row; sketches
+(:mod:`~streamscale.runtime.spark.agg.sketches`) merge with one library call per
+sketch of a group that has more than one.
 
 A table is stored as the Arrow IPC stream of :func:`to_ipc` (the shard's state value),
 read back without a copy by :func:`from_ipc`.
@@ -23,6 +25,7 @@ import pyarrow.compute as pc
 
 from streamscale.errors import StreamscaleError
 from streamscale.runtime.spark.agg.accumulators import Slot
+from streamscale.runtime.spark.agg.sketches import merge_hll, merge_kll
 
 __all__ = ["from_ipc", "merge", "split_by", "to_ipc"]
 
@@ -93,6 +96,7 @@ def merge(
     """
     t = pa.concat_tables(list(tables)) if len(tables) != 1 else tables[0]
     lists = [s for s in slots if s.merge in ("list", "set")]
+    sketches = [s for s in slots if s.merge in ("hll", "kll")]
     aggs: list[tuple[Any, ...]] = []
     names: list[str] = []
     for s in slots:
@@ -103,7 +107,7 @@ def merge(
     for c in any_of:
         aggs.append((c, "any", _SKIP))
         names.append(f"{c}_any")
-    if lists:
+    if lists or sketches:
         t = t.append_column(_ROW, pa.array(np.arange(t.num_rows, dtype=np.int64)))
         aggs.append((_ROW, "list"))
     g = t.group_by(list(keys), use_threads=False).aggregate(aggs)
@@ -112,6 +116,8 @@ def merge(
     rebuilt: dict[str, pa.Array] = {}
     if lists:
         rebuilt = _merge_lists(t, g, lists, keys, bound)
+    if sketches:
+        rebuilt.update(_merge_sketches(t, g, sketches))
     for s in slots:
         out[s.column] = rebuilt[s.column] if s.column in rebuilt else _flat(
             g.column(by_slot[s.column])
@@ -153,6 +159,20 @@ def _merge_lists(
         out[s.column] = pa.ListArray.from_arrays(
             pa.array(offsets), values.take(pa.array(order)), type=col.type
         )
+    return out
+
+
+def _merge_sketches(t: pa.Table, g: pa.Table, sketches: Sequence[Slot]) -> dict[str, pa.Array]:
+    """Each group's sketches merged into one: a group with one sketch keeps its bytes."""
+    rows = _flat(g.column(f"{_ROW}_list")).to_pylist()
+    out: dict[str, pa.Array] = {}
+    for s in sketches:
+        vals = _flat(t.column(s.column)).to_pylist()
+        merged = []
+        for idx in rows:
+            blobs = [vals[i] for i in idx]
+            merged.append(merge_hll(blobs, s.lg_k) if s.merge == "hll" else merge_kll(blobs))
+        out[s.column] = pa.array(merged, pa.binary())
     return out
 
 

@@ -53,6 +53,7 @@ class Parsed:
     ignore_nulls: bool
     column: Any  # the user's Column (Spark names and types the output from it)
     text: str
+    options: tuple[float, ...] = ()  # a sketch's settings (AggCall.options)
 
 
 _UNITS_US = {
@@ -123,6 +124,9 @@ def parse_agg(col: Any, *, max_collect: int | None = None) -> Parsed:
         if _kind(flag) != "Literal" or not isinstance(flag.value(), bool):
             raise StreamscaleError(f"{name}'s ignorenulls must be a literal", item=text)
         ignore, args = bool(flag.value()), args[:1]
+    options: tuple[float, ...] = ()
+    if name.lower() in _SKETCHES:
+        args, options = _sketch_options(name.lower(), args, text)
     fn = canonical(
         name, distinct=bool(node.isDistinct()), args=len(args), item=text, max_collect=max_collect
     )
@@ -131,7 +135,46 @@ def parse_agg(col: Any, *, max_collect: int | None = None) -> Parsed:
 
     jvm = SparkContext._active_spark_context._jvm  # type: ignore[union-attr]
     arg = ClassicColumn(jvm.org.apache.spark.sql.Column(args[0]))
-    return Parsed(fn, arg, ignore, col, text)
+    return Parsed(fn, arg, ignore, col, text, options)
+
+
+_SKETCHES = ("approx_count_distinct", "approxcountdistinct", "percentile_approx",
+             "approx_percentile")  # fmt: skip
+
+
+def _literal(node: Any, what: str, item: str) -> float:
+    if _kind(node) != "Literal" or isinstance(node.value(), bool | str):
+        raise StreamscaleError(f"{what} must be a number literal", item=item)
+    return float(node.value())
+
+
+def _sketch_options(name: str, args: list[Any], item: str) -> tuple[list[Any], tuple[float, ...]]:
+    """The value argument and the sketch settings of ``approx_count_distinct(x[, rsd])`` or
+    ``percentile_approx(x, p | [p, ...][, accuracy])`` (Spark's defaults 0.05, 10000)."""
+    from streamscale.runtime.spark.agg.sketches import hll_lg_k, kll_k
+
+    if name.startswith("approx") and "count" in name:
+        if len(args) not in (1, 2):
+            raise StreamscaleError("approx_count_distinct takes (column[, rsd])", item=item)
+        rsd = _literal(args[1], "rsd", item) if len(args) == 2 else 0.05
+        if not 0 < rsd < 1:
+            raise StreamscaleError("rsd must be in (0, 1)", item=item)
+        return args[:1], (float(hll_lg_k(rsd)),)
+    if len(args) not in (2, 3):
+        raise StreamscaleError(
+            "percentile_approx takes (column, percentage[, accuracy])", item=item
+        )
+    p = args[1]
+    many = _kind(p) == "UnresolvedFunction" and str(p.functionName()).lower() == "array"
+    ps = [_literal(x, "a percentage", item) for x in _seq(p.arguments())] if many else [
+        _literal(p, "the percentage", item)
+    ]  # fmt: skip
+    if not ps or not all(0.0 <= x <= 1.0 for x in ps):
+        raise StreamscaleError("percentages must be in [0, 1]", item=item)
+    acc = _literal(args[2], "accuracy", item) if len(args) == 3 else 10_000
+    if acc < 1 or acc != int(acc):
+        raise StreamscaleError("accuracy must be a positive integer", item=item)
+    return args[:1], (float(kll_k(int(acc))), float(many), *ps)
 
 
 def partials(p: Parsed, call: AggCall) -> list[Any]:
@@ -157,6 +200,12 @@ def partials(p: Parsed, call: AggCall) -> list[Any]:
         cols = [F.last(a, ignorenulls=p.ignore_nulls)]
     elif f == "collect_list":
         cols = [F.collect_list(a)]
+    elif f == "approx_count_distinct":
+        # Spark's sketch takes ints, longs, strings and binaries; other values by their text
+        cols = [F.hll_sketch_agg(a, int(call.options[0]))]
+    elif f == "percentile_approx":
+        x = a.cast("double")
+        cols = [F.kll_sketch_agg_double(x, int(call.options[0])), F.count(F.when(F.isnan(x), 1))]
     else:  # count_distinct, collect_set
         cols = [F.collect_set(a)]
     return [c.alias(s.column) for c, s in zip(cols, slots, strict=True)]
@@ -361,8 +410,13 @@ class Aggregation:
         for i, (p, f) in enumerate(zip(self.parsed, fields, strict=True)):
             if p.func == "avg" and type(f.dataType).__name__ == "DecimalType":
                 raise StreamscaleError("avg of a decimal column is not supported", item=p.text)
-            calls.append(AggCall(p.func, f.name, i, p.ignore_nulls))
-        cols = [c for p, call in zip(self.parsed, calls, strict=True) for c in partials(p, call)]
+            if p.func == "percentile_approx" and not _numeric(f.dataType):
+                raise StreamscaleError(
+                    "percentile_approx of a non-numeric column is not supported", item=p.text
+                )
+            calls.append(AggCall(p.func, f.name, i, p.ignore_nulls, p.options))
+        parsed = [_sketch_input(p, df) for p in self.parsed]
+        cols = [c for p, call in zip(parsed, calls, strict=True) for c in partials(p, call)]
         cols.append(F.count(F.lit(1)).alias(N_ROWS))
         if self.window is None:
             op = AggOp(self.keys, tuple(calls), self.mode, self.max_collect, tuple(schema.names),
@@ -387,3 +441,24 @@ class Aggregation:
         group[0] = group[0].alias(WIN)
         flat = (F.col(f"{WIN}.start").alias(WS), F.col(f"{WIN}.end").alias(WE))
         return Resolved(op, tuple(group), tuple(cols), schema, flat)
+
+
+def _numeric(t: Any) -> bool:
+    from pyspark.sql import types as T
+
+    inner = t.elementType if isinstance(t, T.ArrayType) else t
+    return isinstance(inner, T.NumericType)
+
+
+def _sketch_input(p: Parsed, df: Any) -> Parsed:
+    """``p``, with an ``approx_count_distinct``'s argument as Spark's HLL sketch takes it:
+    ints, longs, strings and binaries as they are, other values by their text."""
+    if p.func != "approx_count_distinct":
+        return p
+    from dataclasses import replace
+
+    from pyspark.sql import types as T
+
+    t = df.select(p.arg).schema.fields[0].dataType
+    direct = isinstance(t, T.IntegerType | T.LongType | T.StringType | T.BinaryType)
+    return p if direct else replace(p, arg=p.arg.cast("string"))
