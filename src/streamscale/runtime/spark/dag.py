@@ -330,21 +330,6 @@ def _console(graph: JobGraph, linear: Job | None) -> dict[str, int]:
     return {linear.keyed: max(s.rows for s in linear.sinks if s.format == "console")}
 
 
-def needs_graph(topology: Any) -> bool:
-    """Whether ``topology`` is beyond ``run_job``'s linear one-keyed-operator shape."""
-    from streamscale.runtime.spark.job import Job
-
-    try:
-        Job.build(topology, {op.name: _unused for op in topology.operators})
-    except StreamscaleError:
-        return True
-    return False
-
-
-def _unused(*_: Any, **__: Any) -> None:
-    return None
-
-
 def run_graph_command(
     job_file: Path,
     config: RunConfig,
