@@ -30,8 +30,11 @@ import numpy as np
 
 __all__ = ["RECENT_BATCHES", "LatencySketch", "RunHistory"]
 
-#: Batch records kept in full (the rest live on only in the totals and the sketch).
-RECENT_BATCHES = 2048
+#: Batch records kept in full (the rest live on only in the totals and the sketch, and
+#: every batch's line in ``metrics.jsonl``). A record carries the controller's inputs and
+#: per-shard figures, ~10-15 KB: 256 of them hold a few MB of a driver's heap (2,048 held
+#: ~25 MB, what a long run's Python heap grew by before it levelled off — tracemalloc).
+RECENT_BATCHES = 256
 
 
 class LatencySketch:

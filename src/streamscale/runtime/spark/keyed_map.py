@@ -55,6 +55,7 @@ __all__ = [
     "count_dead_letters",
     "dead_letter_file",
     "dead_letter_reasons",
+    "prefixed",
     "route",
     "split_dead_letters",
     "write_dead_letters",
@@ -79,12 +80,28 @@ def write_jsonl(path: str, records: Iterable[Mapping[str, Any]]) -> None:
     os.replace(tmp, path)
 
 
+def prefixed(directory: str, prefix: str, suffix: str = "") -> list[str]:
+    """Paths of the files in ``directory`` named ``prefix…suffix`` (none if it is missing).
+
+    A prefix test, not a glob: a per-batch glob pattern is compiled into a regex that
+    ``fnmatch`` caches (32,768 patterns), a driver heap that grew with every batch."""
+    try:
+        with os.scandir(directory) as it:
+            return [e.path for e in it if e.name.startswith(prefix) and e.name.endswith(suffix)]
+    except FileNotFoundError:
+        return []
+
+
 def count_dead_letters(directory: str, batch_id: int | None = None, operator: str = "") -> int:
     """Dead letters written for ``batch_id`` (or every batch), of ``operator`` (or all)."""
-    b = "*" if batch_id is None else str(batch_id)
-    pattern = f"batch-{b}-{operator}-part-*.jsonl" if operator else f"batch-{b}-*.jsonl"
+    if batch_id is None:
+        pattern = f"batch-*-{operator}-part-*.jsonl" if operator else "batch-*-*.jsonl"
+        files = glob.glob(os.path.join(directory, pattern))  # one pattern for the run
+    else:
+        prefix = f"batch-{batch_id}-{operator}-part-" if operator else f"batch-{batch_id}-"
+        files = prefixed(directory, prefix, ".jsonl")
     n = 0
-    for f in glob.glob(os.path.join(directory, pattern)):
+    for f in files:
         with open(f) as fh:
             n += sum(1 for _ in fh)
     return n
@@ -92,7 +109,7 @@ def count_dead_letters(directory: str, batch_id: int | None = None, operator: st
 
 def clear_dead_letters(directory: str, batch_id: int, operator: str) -> None:
     """Remove what an earlier attempt at this batch wrote (its partitioning may differ)."""
-    for f in glob.glob(os.path.join(directory, f"batch-{batch_id}-{operator}-part-*")):
+    for f in prefixed(directory, f"batch-{batch_id}-{operator}-part-"):
         with contextlib.suppress(FileNotFoundError):
             os.remove(f)
 

@@ -20,7 +20,6 @@ succeeded (see :mod:`streamscale.runtime.spark.state`).
 from __future__ import annotations
 
 import contextlib
-import glob
 import math
 import os
 from collections.abc import Mapping
@@ -40,6 +39,7 @@ from streamscale.runtime.spark.keyed import (
     count_dead_letters,
     run_keyed,
 )
+from streamscale.runtime.spark.keyed_map import prefixed
 from streamscale.runtime.spark.routing import PartitionMap
 from streamscale.runtime.spark.state import Hint
 
@@ -102,7 +102,7 @@ class LinearStage:
 def _clear_sink_files(stage: LinearStage, batch_id: int) -> None:
     """Remove what an earlier attempt at this batch wrote (its partition count may differ)."""
     for d in stage.sink_dirs:
-        for f in glob.glob(os.path.join(d, f"batch-{batch_id}-*")):
+        for f in prefixed(d, f"batch-{batch_id}-"):
             with contextlib.suppress(FileNotFoundError):
                 os.remove(f)
 
