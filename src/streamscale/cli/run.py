@@ -144,10 +144,11 @@ def run(
     }  # fmt: skip
     cfg = run_config({k: v for k, v in given.items() if v is not None}, param)
     from streamscale.model.io import load_topology
-    from streamscale.runtime.spark.dag import needs_graph, run_graph_command
+    from streamscale.runtime.spark.dag import run_graph_command
+    from streamscale.runtime.spark.job import linear_shape
 
     # a DAG, or a bounded run: every operator in one batch
-    if cfg.available_now or needs_graph(load_topology(job_file)):
+    if cfg.available_now or not linear_shape(load_topology(job_file)):
         from streamscale.runtime.spark.graph import JobGraph
 
         JobGraph.from_yaml(job_file)  # names what cannot run before Spark starts

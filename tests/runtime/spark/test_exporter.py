@@ -81,3 +81,38 @@ def test_port_in_use_is_one_line_error() -> None:
         with pytest.raises(StreamscaleError) as err:
             MetricsExporter(port)
     assert err.value.item == "--metrics-port"
+
+
+def test_a_graph_batch_serves_the_jobs_figures() -> None:
+    from streamscale.runtime.spark.graph import SinkOut
+    from streamscale.runtime.spark.graph_batch import GraphBatch
+
+    def batch(i: int, cores: dict[str, int], **extra: object) -> GraphBatch:
+        return GraphBatch(
+            batch_id=i, duration_s=0.5 + i, keyed_rows={"a": 10 * (i + 1), "b": 3},
+            sinks={"out": SinkOut("out", 4)}, dead_letters=0, cores=cores, tasks={"a": 1},
+            extra={"backlog": 7 - i, **extra}, time=float(i), rows=10 * (i + 1),
+            input_rate=50.0 + i, processing_rate=40.0, latency_p50_ms=3.0,
+            latency_p99_ms=30.0 + i, delta=1.5, busy_s=0.2, cpu_s=0.1,
+        )  # fmt: skip
+
+    ex = MetricsExporter(0, job="g")
+    try:
+        ex.observe_graph(batch(0, {"a": 2, "b": 1}, applied=["scale-out"]))
+        ex.observe_graph(batch(1, {"a": 3}))
+        m = _scrape(ex.url)
+    finally:
+        ex.close()
+    assert m[("streamscale_operator_cores", (("operator", "a"),))] == 3
+    assert m[("streamscale_operator_cores", (("operator", "b"),))] == 0  # gone from the plan
+    assert m[("streamscale_cores", ())] == 3
+    assert m[("streamscale_delta", ())] == 1.5
+    assert m[("streamscale_backlog_rows", ())] == 6
+    assert m[("streamscale_input_rate", ())] == 51.0
+    assert m[("streamscale_processing_rate", ())] == 40.0
+    assert m[("streamscale_batch_duration_seconds", ())] == 1.5
+    assert m[("streamscale_latency_ms", (("quantile", "0.5"),))] == 3.0
+    assert m[("streamscale_latency_ms", (("quantile", "0.99"),))] == 31.0
+    assert m[("streamscale_rows_total", ())] == (10 + 3) + (20 + 3)
+    assert m[("streamscale_batches_total", ())] == 2
+    assert m[("streamscale_decisions_total", (("reason", "scale-out"),))] == 1

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import re
 from pathlib import Path
@@ -81,3 +82,63 @@ def test_simple_job_passes_params_to_the_function() -> None:
     job = Job.simple("count", calculator, source_options={"rate": 5}, params={"x": 1})
     assert job.operator.params == {"x": 1}
     assert job.source_options == {"rate": "5"}
+
+
+def _accepts(topo: Topology) -> bool:
+    """Brute force: whether Job.build takes ``topo`` (every operator given a function, so
+    only the shape and the sinks decide)."""
+    try:
+        Job.build(topo, {op.name: identity for op in topo.operators})
+    except StreamscaleError as exc:
+        assert exc.item is not None
+        return False
+    return True
+
+
+def _shapes() -> list[Topology]:
+    from streamscale.model.io import load_topology
+
+    out = []
+    for p in sorted(EXAMPLES.glob("*.yaml")):
+        with contextlib.suppress(StreamscaleError):  # not a topology file
+            out.append(load_topology(p))
+    src = Operator(name="s", kind="source")
+    k = Operator(name="k", key="key")
+    k2 = Operator(name="k2", key="key")
+    m = Operator(name="m")
+    sinks = [{}, {"format": "console"}, {"format": "csv", "path": "x"}, {"format": "parquet"},
+             {"format": "jsonl", "path": "x"}, {"function": "a:b"}, {"rows": -1}]  # fmt: skip
+    for params in sinks:
+        out.append(Topology.build("t", [src, k, Operator(name="o", kind="sink", params=params)],
+                                  [Edge("s", "k", grouping="key"), Edge("k", "o")]))  # fmt: skip
+    o = Operator(name="o", kind="sink")
+    o2 = Operator(name="o2", kind="sink")
+    out += [
+        Topology.build("two", [src, k, k2, o], [Edge("s", "k"), Edge("k", "k2"), Edge("k2", "o")]),
+        Topology.build("none", [src, m, o], [Edge("s", "m"), Edge("m", "o")]),
+        Topology.build(
+            "fan",
+            [src, k, m, o, o2],
+            [Edge("s", "k"), Edge("k", "m"), Edge("k", "o2"), Edge("m", "o")],
+        ),
+        Topology.build(
+            "union",
+            [src, m, k, o],
+            [Edge("s", "m"), Edge("s", "k"), Edge("m", "k"), Edge("k", "o")],
+        ),
+        Topology.build(
+            "sinks",
+            [src, m, k, o, o2],
+            [Edge("s", "m"), Edge("m", "k"), Edge("k", "o"), Edge("k", "o2")],
+        ),
+    ]
+    return out
+
+
+def test_linear_shape_is_what_job_build_takes() -> None:
+    from streamscale.runtime.spark.job import linear_shape
+
+    shapes = _shapes()
+    verdicts = [linear_shape(t) for t in shapes]
+    assert verdicts == [_accepts(t) for t in shapes]
+    assert any(verdicts) and not all(verdicts)

@@ -1,7 +1,7 @@
 """``run_graph``: run a :class:`~streamscale.runtime.spark.graph.JobGraph` on Spark.
 
 Each micro-batch runs the whole DAG inside ``foreachBatch``
-(:func:`~streamscale.runtime.spark.graph.run_graph_batch`); every keyed operator
+(:class:`~streamscale.runtime.spark.graph_batch.GraphBatchBody`); every keyed operator
 runs through :func:`~streamscale.runtime.spark.keyed.run_keyed` with its own
 shards, routing table (a :class:`~streamscale.runtime.spark.realizer.SparkRealizer`
 per keyed operator over one plan covering them all) and state. Only when the
@@ -16,16 +16,20 @@ the controller plans the whole topology after every batch from a
 :class:`~streamscale.runtime.spark.graph_control.GraphCollector` snapshot, and a
 :class:`~streamscale.runtime.spark.graph_control.GraphRealizer` hands the plan to
 every keyed operator's realizer for the next batch: each keyed operator gets its
-own cores, tasks and routing. With ``resources``, the plan's cores become executors
-at the batch boundary, as in :func:`~streamscale.runtime.spark.runner.run_job`.
+own cores, tasks and routing, folded onto the cores ready to run them (executors still
+starting get no task). With ``resources``, the plan's cores become executors at the
+batch boundary; when the policy sizes cores from load and the source knows what it
+offered, the watch (:mod:`~streamscale.runtime.spark.watch`, once per job) reads the
+source while a batch runs, requests executors mid-batch, warms those that arrive and
+keeps the source's admission limit. The run keeps a bounded history
+(:class:`~streamscale.runtime.spark.history.RunHistory`) of the job's figures.
 """
 
 from __future__ import annotations
 
-import threading
+import math
 import time
 import uuid
-from collections import Counter, deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,54 +41,43 @@ from streamscale.control.stimulus import InputLog
 from streamscale.errors import StreamscaleError
 from streamscale.model import Cluster, Node, Plan
 from streamscale.runtime.run_config import RUN_SETTINGS, RunConfig, RunParams, parse_params
-from streamscale.runtime.spark.event_time import QueryClock
-from streamscale.runtime.spark.graph import JobGraph, SinkOut, merged_default_plan, run_graph_batch
-from streamscale.runtime.spark.graph_control import GraphCollector, GraphRealizer
-from streamscale.runtime.spark.history import RECENT_BATCHES
-from streamscale.runtime.spark.keyed import KeyedSpec, count_dead_letters, release, run_keyed
-from streamscale.runtime.spark.metrics import MetricsWriter
-from streamscale.runtime.spark.realizer import SparkRealizer
-from streamscale.runtime.spark.resources import Resources
-from streamscale.runtime.spark.retention import prune_dead_letters
-from streamscale.runtime.spark.runner import (
-    _backlog_of,
-    _register_source,
-    control_step,
+from streamscale.runtime.spark.drive import (
+    backlog_of,
     drive_query,
+    register_source,
     run_seed,
     share_by_default,
 )
+from streamscale.runtime.spark.event_time import QueryClock
+from streamscale.runtime.spark.graph import JobGraph, merged_default_plan
+from streamscale.runtime.spark.graph_batch import GraphBatch, GraphBatchBody, GraphTotals
+from streamscale.runtime.spark.graph_control import GraphCollector, GraphRealizer
+from streamscale.runtime.spark.history import RunHistory
+from streamscale.runtime.spark.job import Job
+from streamscale.runtime.spark.keyed import KeyedSpec, count_dead_letters
+from streamscale.runtime.spark.metrics import MetricsWriter
+from streamscale.runtime.spark.operator import linear_stage, warm_up
+from streamscale.runtime.spark.realizer import SparkRealizer
+from streamscale.runtime.spark.resources import Resources, is_cluster_master
 from streamscale.runtime.spark.session import require_classic
 from streamscale.runtime.spark.state import VersionIndex, check_layout, state_backend
+from streamscale.runtime.spark.watch import make_watch, warm_keyed_path
 
 __all__ = ["GraphBatch", "GraphResult", "run_graph"]
-
-
-@dataclass(frozen=True, slots=True)
-class GraphBatch:
-    """One committed batch: per keyed operator its input rows, and what each sink got.
-
-    ``cores``: cores per keyed operator in the plan for the next batch; ``tasks``: the
-    units that ran reduce tasks this batch, per keyed operator; ``extra``: the control
-    step's decision and, with executors, their figures.
-    """
-
-    batch_id: int
-    duration_s: float
-    keyed_rows: Mapping[str, int]
-    sinks: Mapping[str, SinkOut]
-    dead_letters: int
-    cores: Mapping[str, int] = field(default_factory=dict)
-    tasks: Mapping[str, int] = field(default_factory=dict)
-    extra: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
 class GraphResult:
     """A finished run: its most recent committed batches (in order, at most
     :data:`~streamscale.runtime.spark.history.RECENT_BATCHES`: a job runs for weeks and
-    its driver must not keep every batch), the plan used, and whole-run totals: batches
-    committed, rows into each keyed operator and rows out of each sink."""
+    its driver must not keep every batch), the newest plan (the one the last batch
+    decided), and whole-run totals: batches committed, rows into each keyed operator and
+    rows out of each sink. From the run's bounded history
+    (:class:`~streamscale.runtime.spark.history.RunHistory`), over the batches after the
+    first (Spark's start-up): ``throughput`` (rows into the first keyed operator per
+    second) and the latency percentiles (a sketch of every latency, 1 % relative error);
+    ``busy_s`` and ``cpu_s`` sum every keyed task's wall and CPU seconds; ``max_tasks``
+    the most reduce tasks a batch ran."""
 
     batches: tuple[GraphBatch, ...]
     plan: Plan
@@ -92,6 +85,12 @@ class GraphResult:
     count: int = 0
     keyed_rows: Mapping[str, int] = field(default_factory=dict)
     sink_rows: Mapping[str, int] = field(default_factory=dict)
+    throughput: float = 0.0
+    p50_ms: float = math.nan
+    p99_ms: float = math.nan
+    busy_s: float = 0.0
+    cpu_s: float = 0.0
+    max_tasks: int = 0
 
 
 def run_graph(
@@ -112,6 +111,7 @@ def run_graph(
     resources: Resources | None = None,
     state_url: str | None = None,
     available_now: bool = RUN_SETTINGS["available_now"].default,
+    linear: Job | None = None,
 ) -> GraphResult:
     """Run ``graph`` for ``duration_s`` seconds (or ``max_batches`` batches).
 
@@ -141,7 +141,7 @@ def run_graph(
         ``static`` (a fixed plan), a policy name or a policy object; it plans every
         keyed operator after each batch.
     params
-        The policy's and the controller's settings: parsed
+        The policy's, the controller's and the watch's settings: parsed
         :class:`~streamscale.runtime.run_config.RunParams` (from the edge), or a mapping the
         one parse (:func:`~streamscale.runtime.run_config.parse_params`) reads here.
     seed
@@ -160,6 +160,13 @@ def run_graph(
         Process what the source holds when the run starts, then the batches without
         input that Spark would run to advance the watermark and fire timers, then
         stop (as ``trigger(availableNow=True)``); ``duration_s`` still bounds the run.
+    linear
+        The linear job ``graph`` was built from (:meth:`Job.graph
+        <streamscale.runtime.spark.job.Job.graph>`): its keyed operator runs with the
+        stateless operators after it and its file sinks inside the reduce tasks
+        (:func:`~streamscale.runtime.spark.operator.linear_stage`), the controller sees
+        the job's snapshot (:class:`~streamscale.runtime.spark.collector.SparkCollector`,
+        every operator of the chain) and a failed batch names the keyed operator.
 
     Raises
     ------
@@ -171,19 +178,14 @@ def run_graph(
     checkpoint = Path(checkpoint)
     base = Path(out) if out is not None else checkpoint
     dead_dir = str((base / "dead_letters").resolve())
+    sc = spark.sparkContext
+    physical = int(sc.defaultParallelism)
     if resources is not None:
         cluster = resources.cluster()
     elif cluster is None:
-        slots = max(2, int(spark.sparkContext.defaultParallelism)) * 2
+        slots = max(2, physical) * 2
         cluster = Cluster.build([Node("local", cores=slots)])
-    from streamscale.control.watch import WATCH_SETTINGS
-
     run_params = parse_params(policy if isinstance(policy, str) else None, params)
-    for key in sorted(run_params.given):
-        if key in WATCH_SETTINGS:
-            raise StreamscaleError(
-                "the watch runs for jobs with one keyed operator so far", item=key
-            )
     ctl_cfg = run_params.controller
     pol_params = share_by_default(policy, run_params.policy, resources)
     seed = run_seed(seed)
@@ -219,26 +221,28 @@ def run_graph(
         check_layout(backend, name, op.instances, op.shards)
         indexes[name] = VersionIndex(backend, name, op.instances * op.shards)
         realizers[name] = SparkRealizer(graph.topology, name, plan)
+    watch, watch_options = None, {}
     if source_df is None:
-        _register_source(spark, graph)
-    schemas: dict[str, Any] = {}
-    batches: deque[GraphBatch] = deque(maxlen=RECENT_BATCHES)
-    totals = _Totals()
-    in_batch = threading.Event()
-    done = threading.Event()
-    clock = time.monotonic
-    start = clock()
+        register_source(spark, graph)
+        # the watch reads the source while batches run: once per job (the source's)
+        watch, watch_options = make_watch(
+            run_params.watch, policy=pol, policy_params=pol_params, resources=resources,
+            source_format=graph.source_format, source_options=graph.source_options,
+            checkpoint=checkpoint, trigger_s=graph.trigger_s,
+        )  # fmt: skip
     query_ref: list[Any] = []
-    taken = [0]
     realizer = GraphRealizer(realizers)
+    body: GraphBatchBody | None = None
     collector = GraphCollector(
         graph.topology,
         graph.keyed,
         cluster,
         realizers,
         start=0.0,
-        backlog=lambda: _backlog_of(query_ref[0], graph, taken[0]) if query_ref else 0.0,
+        backlog=lambda: backlog_of(query_ref[0], graph, body.taken) if query_ref and body else 0.0,
         interval_s=graph.trigger_s,
+        offered=None if watch is None else (lambda: watch.rate),
+        linear=linear is not None,
     )
     controller = Controller(pol, ctl_cfg)
     inputs = InputLog.start(
@@ -247,8 +251,8 @@ def run_graph(
     )  # fmt: skip
     if source_df is None:
         reader = spark.readStream.format(graph.source_format)
-        if graph.source_options:
-            reader = reader.options(**dict(graph.source_options))
+        if graph.source_options or watch_options:
+            reader = reader.options(**dict(graph.source_options), **watch_options)
         source_df = reader.load()
     elif not getattr(source_df, "isStreaming", False):
         raise StreamscaleError(
@@ -257,193 +261,73 @@ def run_graph(
         )
     clock_ = QueryClock.build(graph, source_df, checkpoint, available_now=available_now)
     source_df = clock_.paced(spark, source_df)
-
-    def on_micro_batch(batch_df: Any, batch_id: int) -> None:
-        in_batch.set()
-        t0 = time.perf_counter()
-        try:
-            times = clock_.times(batch_id)
-            written: dict[str, tuple[str, list[int], Any]] = {}
-            rows: dict[str, int] = {}
-            observed: dict[str, Any] = {}
-
-            def keyed_op(name: str, df: Any) -> Any:
-                upto = min(batch_id - 1, backend.committed(name))
-                hints, drops = indexes[name].hints(upto)
-                attempt = uuid.uuid4().hex
-                pmap = realizers[name].begin_batch()
-                placed = (
-                    None
-                    if resources is None
-                    else resources.locations(realizers[name].active, units=pmap.units)
-                )
-                if getattr(specs[name].fn, "vectorized", False):
-                    from streamscale.runtime.spark.agg.operator import run_agg
-
-                    outputs, stats = run_agg(
-                        df, specs[name], specs[name].fn, batch_id=batch_id, upto=upto,
-                        pmap=pmap, attempt=attempt, hints=hints, drops=drops, placed=placed,
-                        **clock_.keyed_args(times),
-                    )  # fmt: skip
-                else:
-                    outputs, stats = run_keyed(
-                        df,
-                        specs[name],
-                        batch_id=batch_id,
-                        upto=upto,
-                        pmap=pmap,
-                        attempt=attempt,
-                        hints=hints,
-                        drops=drops,
-                        dead_letter_dir=dead_dir,
-                        placed=placed,
-                        initial=_initial(specs[name].fn, batch_id),
-                        **clock_.keyed_args(times),
-                    )
-                written[name] = (attempt, [g for t in stats.tasks for g in t.shards], hints)
-                rows[name] = stats.rows
-                observed[name] = stats
-                realizers[name].observe({g: v[1] for t in stats.tasks for g, v in t.shards.items()})
-                return outputs
-
-            sinks = run_graph_batch(
-                batch_df,
-                graph,
-                batch_id=batch_id,
-                run_keyed_op=keyed_op,
-                out_dir=base,
-                schemas=schemas,
-            )
-            # The barrier: the whole DAG succeeded, so every keyed operator commits.
-            for name, (attempt, shards, hints) in written.items():
-                backend.commit(name, batch_id)
-                indexes[name].committed(batch_id, attempt, shards, hints)
-            for name in graph.keyed:
-                release(name)
-            clock_.after_batch(spark, times)
-            dead = count_dead_letters(dead_dir, batch_id)
-            gone = (
-                prune_dead_letters(dead_dir, run_params.output["dead_letters_max_mb"] * 2**20)
-                if dead
-                else 0
-            )
-            totals.pruned += gone
-            first = graph.keyed[0]
-            taken[0] = rows.get(first, 0) + dead
-            for name, stats in observed.items():
-                collector.observe(name, stats)
-            extra: dict[str, Any] = {"backlog": collector.backlog, **clock_.record(times)}
-            if gone:
-                extra["dead_letters_pruned"] = gone
-            late = {n: st.late_rows for n, st in observed.items() if st.late_rows}
-            if late:
-                extra["late_rows"] = late
-            now = clock() - start
-            control_step(controller, collector, realizer, resources, now, extra, log=inputs)
-            extra["state_read_bytes"] = {  # from the store, not a worker's cache: moved here
-                n: sum(t.state_read_bytes for t in st.tasks) for n, st in observed.items()
-            }
-            placement = {n: st.placement() for n, st in observed.items() if st.planned}
-            if placement:
-                extra["placement"] = placement
-            rec = GraphBatch(
-                batch_id=batch_id,
-                duration_s=time.perf_counter() - t0,
-                keyed_rows=rows,
-                sinks=sinks,
-                dead_letters=dead,
-                cores=_op_cores(realizer.current(), graph),
-                tasks={n: len({t.unit for t in st.tasks}) for n, st in observed.items()},
-                extra=extra,
-            )
-            batches.append(rec)
-            totals.add(rec)
-            if on_batch is not None:
-                on_batch(rec)
-            if max_batches is not None and totals.count >= max_batches:
-                done.set()
-        finally:
-            in_batch.clear()
-
+    warm_up(sc, physical)
+    if is_cluster_master(str(sc.master)):
+        # executors' JVMs start cold on the keyed stage's path (shuffle, Arrow, the pandas
+        # worker): warmed here, the query's first batch does not carry it
+        warm_keyed_path(sc, physical)
+    history = RunHistory()
+    body = GraphBatchBody(
+        spark=spark, graph=graph, specs=specs, indexes=indexes, realizers=realizers,
+        realizer=realizer, collector=collector, controller=controller, inputs=inputs,
+        backend=backend, resources=resources, watch=watch, clock_=clock_, base=base,
+        dead_dir=dead_dir, dead_letters_max_mb=run_params.output["dead_letters_max_mb"],
+        history=history, totals=GraphTotals(), on_batch=on_batch, max_batches=max_batches,
+        start=time.monotonic(), policy=getattr(pol, "name", str(policy)),
+        stage=None if linear is None else linear_stage(linear, backend, base),
+        console=_console(graph, linear),
+    )  # fmt: skip
     stop_at = time.monotonic() + duration_s
-    while True:  # availableNow: again while the last run asked Spark for another batch
-        stream = (
-            source_df.writeStream.foreachBatch(on_micro_batch)
-            .option("checkpointLocation", str((checkpoint / "spark").resolve()))
-            .queryName(f"streamscale-graph-{graph.topology.name}-{uuid.uuid4().hex[:8]}")
-        )
-        if available_now:
-            stream = stream.trigger(availableNow=True)
-        elif graph.trigger_s > 0:
-            stream = stream.trigger(processingTime=f"{graph.trigger_s} seconds")
-        ticks = clock_.ticks()
-        query = stream.start()
-        query_ref[:] = [query]
-        drive_query(
-            query,
-            stop_at=stop_at,
-            done=done,
-            in_batch=in_batch,
-            records=batches,
-            item=f"topology {graph.topology.name}",
-        )
-        if not available_now or done.is_set() or time.monotonic() >= stop_at:
-            break
-        if clock_.ticks() == ticks:
-            break
+    if watch is not None:
+        watch.start()
+    try:
+        while True:  # availableNow: again while the last run asked Spark for another batch
+            stream = (
+                source_df.writeStream.foreachBatch(body)
+                .option("checkpointLocation", str((checkpoint / "spark").resolve()))
+                .queryName(f"streamscale-graph-{graph.topology.name}-{uuid.uuid4().hex[:8]}")
+            )
+            if available_now:
+                stream = stream.trigger(availableNow=True)
+            elif graph.trigger_s > 0:
+                stream = stream.trigger(processingTime=f"{graph.trigger_s} seconds")
+            ticks = clock_.ticks()
+            query = stream.start()
+            query_ref[:] = [query]
+            drive_query(
+                query,
+                stop_at=stop_at,
+                done=body.done,
+                in_batch=body.in_batch,
+                records=history.recent,
+                item=f"topology {graph.topology.name}"
+                if linear is None
+                else f"operator {linear.keyed}",
+            )
+            if not available_now or body.done.is_set() or time.monotonic() >= stop_at:
+                break
+            if clock_.ticks() == ticks:
+                break
+    finally:
+        if watch is not None:
+            watch.stop()
+    totals = body.totals
     return GraphResult(
-        tuple(batches), plan, count_dead_letters(dead_dir) + totals.pruned, totals.count,
+        tuple(history.recent), realizer.current(),
+        count_dead_letters(dead_dir) + totals.pruned, totals.count,
         dict(totals.keyed_rows), dict(totals.sink_rows),
+        throughput=history.throughput(), p50_ms=history.quantile(0.50),
+        p99_ms=history.quantile(0.99), busy_s=history.busy_s, cpu_s=history.cpu_s,
+        max_tasks=history.max_tasks,
     )  # fmt: skip
 
 
-@dataclass
-class _Totals:
-    """Whole-run totals of a graph run's batches (the records themselves are a ring)."""
-
-    count: int = 0
-    pruned: int = 0  # dead letters removed by the retention limit
-    keyed_rows: Counter[str] = field(default_factory=Counter)
-    sink_rows: Counter[str] = field(default_factory=Counter)
-
-    def add(self, b: GraphBatch) -> None:
-        self.count += 1
-        self.keyed_rows.update(b.keyed_rows)
-        self.sink_rows.update({k: v.rows for k, v in b.sinks.items()})
-
-
-def _initial(fn: Any, batch_id: int) -> Any:
-    """A processor's initial state, applied in the query's first batch only (as Spark)."""
-    held = getattr(fn, "initial_state", None)
-    return None if held is None or batch_id != 0 else held.value
-
-
-def _op_cores(plan: Plan, graph: JobGraph) -> dict[str, int]:
-    """Cores per keyed operator in ``plan``: its instances' cores summed, executor-level
-    (``op[e]``) and operator-level (``op``, as ``rc`` and ``model-driven`` plan) alike."""
-    from streamscale.model.ids import operator_of
-
-    out = dict.fromkeys(graph.keyed, 0)
-    for inst, k in plan.allocation.cores.items():
-        op = operator_of(inst)
-        if op in out:
-            out[op] += int(k)
-    return out
-
-
-def needs_graph(topology: Any) -> bool:
-    """Whether ``topology`` is beyond ``run_job``'s linear one-keyed-operator shape."""
-    from streamscale.runtime.spark.job import Job
-
-    try:
-        Job.build(topology, {op.name: _unused for op in topology.operators})
-    except StreamscaleError:
-        return True
-    return False
-
-
-def _unused(*_: Any, **__: Any) -> None:
-    return None
+def _console(graph: JobGraph, linear: Job | None) -> dict[str, int]:
+    """Keyed operators whose tasks' sample outputs are printed (a linear job's console
+    sinks; a graph's console sinks print through Spark)."""
+    if linear is None or not any(s.format == "console" for s in linear.sinks):
+        return {}
+    return {linear.keyed: max(s.rows for s in linear.sinks if s.format == "console")}
 
 
 def run_graph_command(

@@ -107,12 +107,19 @@ class MetricsExporter:
         self._set_cores(_Counter(operator_of(str(u)) for u in ex.get("units", ())))
 
     def observe_graph(self, batch: Any) -> None:
-        """Update the series a DAG's batch carries
-        (:class:`~streamscale.runtime.spark.dag.GraphBatch`): cores per keyed operator,
-        the batch's duration, rows into the keyed operators, decisions, executors."""
+        """Update every series from one DAG batch
+        (:class:`~streamscale.runtime.spark.graph_batch.GraphBatch`): cores per keyed
+        operator, the job's δ (its most imbalanced keyed operator's), backlog, rates,
+        latency percentiles and duration, rows into the keyed operators, decisions,
+        executors."""
+        j = self.job
         ex = batch.extra or {}
         values: dict[str, Any] = {
             "cores": sum(batch.cores.values()),
+            "delta": batch.delta,
+            "backlog_rows": ex.get("backlog"),
+            "input_rate": batch.input_rate,
+            "processing_rate": batch.processing_rate,
             "batch_duration_seconds": batch.duration_s,
             "executors_alive": ex.get("executors_alive"),
             "executors_requested": ex.get("executors_requested"),
@@ -121,6 +128,8 @@ class MetricsExporter:
             ),
         }
         self._set(values, sum(batch.keyed_rows.values()), ex)
+        self._latency.labels(j, "0.5").set(batch.latency_p50_ms)
+        self._latency.labels(j, "0.99").set(batch.latency_p99_ms)
         self._set_cores(dict(batch.cores))
 
     def _set(self, values: dict[str, Any], rows: int, ex: Any) -> None:

@@ -76,6 +76,14 @@ class GraphCollector:
         Clock reading when the run started.
     backlog
         Tuples waiting at the source after the batch just observed.
+    interval_s
+        The trigger interval.
+    offered
+        The source's offered rate as the watch measured it (``None``: not measured);
+        the source's figures are the first keyed operator's, so it alone reads it.
+    linear
+        ``topology`` is a linear job's chain: the snapshot is its keyed operator's
+        collector's own (every operator of the chain, as a linear job reports it).
     """
 
     def __init__(
@@ -88,9 +96,12 @@ class GraphCollector:
         start: float,
         backlog: Callable[[], float] | None = None,
         interval_s: float = 0.0,
+        offered: Callable[[], float | None] | None = None,
+        linear: bool = False,
     ) -> None:
         self.topology = topology
         self.keyed = keyed
+        self.linear = linear
         self.collectors = {
             name: SparkCollector(
                 topology,
@@ -100,6 +111,7 @@ class GraphCollector:
                 start=start,
                 backlog=backlog,
                 interval_s=interval_s,
+                offered=offered if name == keyed[0] else None,
             )
             for name in keyed
         }
@@ -113,6 +125,8 @@ class GraphCollector:
         self.collectors[operator].observe(stats)
 
     def collect(self, now: float) -> Snapshot:
+        if self.linear:
+            return self.collectors[self.keyed[0]].collect(now)
         snaps = {name: c.collect(now) for name, c in self.collectors.items()}
         first = snaps[self.keyed[0]]
         ops: dict[str, OperatorStats] = {}

@@ -37,7 +37,7 @@ from streamscale.model.io import load_topology
 from streamscale.runtime.run_config import TRIGGER_S, source_trigger
 from streamscale.runtime.spark.sources import check_source_options
 
-__all__ = ["Job", "SinkSpec", "resolve_function"]
+__all__ = ["Job", "SinkSpec", "linear_shape", "resolve_function"]
 
 SINK_FORMATS: tuple[str, ...] = ("jsonl", "parquet", "console", "none")
 _SOURCE_KEYS = ("format", "trigger_s")
@@ -104,6 +104,13 @@ class Job:
             except ValueError:
                 return None
         return self.operator.cost_ms or None
+
+    def graph(self) -> Any:
+        """The job as a :class:`~streamscale.runtime.spark.graph.JobGraph` with one keyed
+        operator (what the job driver runs)."""
+        from streamscale.runtime.spark.graph import JobGraph
+
+        return JobGraph.build(self.topology, dict(self.functions), source_class=self.source_class)
 
     @classmethod
     def build(
@@ -243,20 +250,54 @@ def _linear_chain(topo: Topology) -> tuple[list[str], list[str]]:
         chain.append(nxt[0])
 
 
-def _sink(op: Operator) -> SinkSpec:
+def _sink_problem(op: Operator) -> StreamscaleError | None:
+    """Why the sink operator ``op`` is not one a linear job writes (``None``: it is)."""
     item = f"operator {op.name}"
     unknown = set(op.params) - {"format", "path", "rows"}
     if unknown:
-        raise StreamscaleError(f"unknown sink parameter {sorted(unknown)[0]!r}", item=item)
+        return StreamscaleError(f"unknown sink parameter {sorted(unknown)[0]!r}", item=item)
     path = op.params.get("path")
     fmt = str(op.params.get("format", "jsonl" if path else "none"))
     if fmt not in SINK_FORMATS:
-        raise StreamscaleError(
+        return StreamscaleError(
             f"sink format {fmt!r} is not one of {', '.join(SINK_FORMATS)}", item=item
         )
     if fmt in ("jsonl", "parquet") and not path:
-        raise StreamscaleError(f"a {fmt} sink needs a 'path'", item=item)
+        return StreamscaleError(f"a {fmt} sink needs a 'path'", item=item)
     rows = op.params.get("rows", 5)
     if isinstance(rows, bool) or not isinstance(rows, int) or rows < 0:
-        raise StreamscaleError("rows must be an integer >= 0", item=item)
-    return SinkSpec(op.name, fmt, None if path is None else str(path), rows)
+        return StreamscaleError("rows must be an integer >= 0", item=item)
+    return None
+
+
+def _sink(op: Operator) -> SinkSpec:
+    problem = _sink_problem(op)
+    if problem is not None:
+        raise problem
+    path = op.params.get("path")
+    fmt = str(op.params.get("format", "jsonl" if path else "none"))
+    return SinkSpec(
+        op.name, fmt, None if path is None else str(path), int(op.params.get("rows", 5))
+    )
+
+
+def linear_shape(topology: Topology) -> bool:
+    """Whether ``topology`` has a linear job's shape, which :meth:`Job.build` takes: one
+    source, a chain of single-input operators with exactly one keyed operator, and sinks
+    after the last one in the linear job's vocabulary (:data:`SINK_FORMATS`). Decided
+    from the topology alone (functions and source options are checked when the job is
+    built)."""
+    if len(topology.sources) != 1:
+        return False
+    chain = [topology.sources[0].name]
+    while True:
+        outs = [e.dst for e in topology.outputs(chain[-1])]
+        nxt = [d for d in outs if topology.operator(d).kind != "sink"]
+        if not nxt:
+            break
+        if len(outs) != 1 or len(topology.inputs(nxt[0])) != 1:
+            return False
+        chain.append(nxt[0])
+    if sum(1 for n in chain[1:] if topology.operator(n).keyed) != 1:
+        return False
+    return all(_sink_problem(topology.operator(d)) is None for d in outs)

@@ -31,11 +31,12 @@ import numpy as np
 import pandas as pd
 
 from streamscale.errors import StreamscaleError
+from streamscale.runtime.spark.drive import drive_query
 from streamscale.runtime.spark.group_state import from_group_state
 from streamscale.runtime.spark.history import RunHistory
 from streamscale.runtime.spark.job import Job
 from streamscale.runtime.spark.metrics import BatchRecord, MetricsWriter, imbalance
-from streamscale.runtime.spark.runner import RunResult, drive_query, summarize_run
+from streamscale.runtime.spark.runner import RunResult, summarize_run
 from streamscale.runtime.spark.sources import register_sources
 
 __all__ = ["NATIVE_POLICY", "from_group_state", "group_function", "run_native"]

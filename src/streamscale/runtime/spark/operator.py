@@ -24,6 +24,7 @@ import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -48,6 +49,7 @@ __all__ = [
     "TaskSinks",
     "TaskStats",
     "count_dead_letters",
+    "linear_stage",
     "percentile",
     "run_batch",
     "warm_up",
@@ -162,6 +164,43 @@ def run_batch(
     )
     stage.spec.backend.commit(stage.spec.operator, batch_id)
     return stats
+
+
+def linear_stage(job: Any, backend: Any, base: Path) -> LinearStage:
+    """The keyed stage of ``job`` for a run: the keyed function with the stateless
+    operators after it and the file sinks in its reduce tasks, the ones before it as
+    ``mapInPandas`` stages (``job``: a :class:`~streamscale.runtime.spark.job.Job`);
+    relative sink paths and ``dead_letters/`` under ``base``."""
+    op = job.operator
+
+    def side(names: tuple[str, ...]) -> tuple[tuple[Any, Mapping[str, Any]], ...]:
+        return tuple((job.functions[n], dict(job.topology.operator(n).params)) for n in names)
+
+    files = tuple(
+        (s.format, str((base / s.path).resolve()))
+        for s in job.sinks
+        if s.format in ("jsonl", "parquet") and s.path
+    )
+    spec = KeyedSpec(
+        operator=job.keyed,
+        key=str(op.key),
+        executors=op.instances,
+        shards=op.shards,
+        fn=job.functions[job.keyed],
+        fn_params=dict(op.params),
+        required=tuple(getattr(job.functions[job.keyed], "required_fields", ())),
+        backend=backend,
+        after=side(job.after),
+        task_sink=TaskSinks(files) if files else None,
+        sample_rows=max((s.rows for s in job.sinks if s.format == "console"), default=0),
+        emit=False,
+    )
+    return LinearStage(
+        spec=spec,
+        before=tuple(zip(job.before, side(job.before), strict=True)),
+        dead_letter_dir=str((base / "dead_letters").resolve()),
+        sink_dirs=tuple(path for _, path in files),
+    )
 
 
 def _warm(_: int) -> int:

@@ -1,54 +1,43 @@
-"""``run_job``: run a job on Spark with an elastic keyed operator and the control loop.
+"""``run_job``: run a linear job on Spark with an elastic keyed operator and the control loop.
 
-Each micro-batch goes through :func:`streamscale.runtime.spark.operator.run_batch`
-(the DataFrame/Arrow keyed stage every keyed operator runs on) inside ``foreachBatch``; at every batch boundary the runner feeds the batch to
-the collector and runs one :func:`streamscale.control.loop.step` with the wall
-clock, so a policy's plan takes effect from the next batch (paper 000, §3.2:
-the boundary is the consistency point). State and Spark's offsets live under
-``checkpoint``; running again on the same checkpoint resumes exactly where the
-last committed batch ended.
+A :class:`~streamscale.runtime.spark.job.Job` runs as its one-keyed-operator graph
+(:meth:`~streamscale.runtime.spark.job.Job.graph`) under the one job driver,
+:func:`~streamscale.runtime.spark.dag.run_graph`, with the linear data path: the
+stateless operators after the keyed one and the file sinks run inside its reduce tasks
+(:func:`~streamscale.runtime.spark.operator.run_batch`). At every batch boundary the
+driver feeds the batch to the collector and runs one control step with the wall clock,
+so a policy's plan takes effect from the next batch (paper 000, §3.2: the boundary is
+the consistency point). State and Spark's offsets live under ``checkpoint``; running
+again on the same checkpoint resumes exactly where the last committed batch ended.
+Each batch's :class:`~streamscale.runtime.spark.metrics.BatchRecord` is the graph
+batch's figures for the keyed operator (:func:`linear_record`).
 """
 
 from __future__ import annotations
 
-import json
 import math
-import re
-import secrets
-import threading
-import time
-import uuid
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from collections import deque
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from streamscale.control import Controller, Policy
-from streamscale.control.loop import step
-from streamscale.control.policies import initial_plan, make_policy
-from streamscale.control.stimulus import InputLog
-from streamscale.errors import StreamscaleError
+from streamscale.control import Policy
+from streamscale.control.policies import initial_plan
 from streamscale.model import Cluster, Node, Plan
 from streamscale.runtime.run_config import RunParams, parse_params
-from streamscale.runtime.spark.collector import SparkCollector
-from streamscale.runtime.spark.history import RunHistory
-from streamscale.runtime.spark.job import Job
-from streamscale.runtime.spark.keyed import KeyedSpec
-from streamscale.runtime.spark.metrics import BatchRecord, MetricsWriter, build_record
-from streamscale.runtime.spark.operator import (
-    LinearStage,
-    TaskSinks,
-    count_dead_letters,
-    run_batch,
-    warm_up,
+from streamscale.runtime.spark.drive import (
+    drive_query,
+    run_seed,
+    share_by_default,
 )
-from streamscale.runtime.spark.realizer import SparkRealizer, default_plan
-from streamscale.runtime.spark.resources import Resources, is_cluster_master
-from streamscale.runtime.spark.retention import prune_dead_letters
+from streamscale.runtime.spark.graph_batch import GraphBatch
+from streamscale.runtime.spark.history import RECENT_BATCHES, RunHistory
+from streamscale.runtime.spark.job import Job
+from streamscale.runtime.spark.metrics import BatchRecord, MetricsWriter
+from streamscale.runtime.spark.realizer import default_plan
+from streamscale.runtime.spark.resources import Resources
 from streamscale.runtime.spark.session import require_classic
-from streamscale.runtime.spark.state import VersionIndex, check_layout, state_backend
-from streamscale.runtime.spark.watch import make_watch, warm_keyed_path
-from streamscale.settings import Frozen
 
 __all__ = [
     "BatchRecord",
@@ -95,164 +84,6 @@ class RunResult:
     batches: int = 0
     rows: int = 0
     max_tasks: int = 0
-
-
-def _register_source(spark: Any, job: Job) -> None:
-    if job.source_class is not None:
-        spark.dataSource.register(job.source_class)
-    else:  # a registered source; anything else is one of Spark's own
-        from streamscale.runtime.spark.source_registry import register_all
-
-        register_all(spark, only=job.source_format)
-
-
-def run_seed(seed: int | None) -> int:
-    """``seed``, or one drawn from the OS when none is given: the driver passes it to the
-    policy and logs it in the controller's header (``metrics.jsonl``), so that a run of
-    a randomized planner replays exactly (``streamscale replay``). The draw only names
-    the randomness an unseeded run had anyway."""
-    return secrets.randbits(32) if seed is None else int(seed)
-
-
-def _resolve_policy(
-    policy: str | Policy,
-    job: Job,
-    cluster: Cluster,
-    params: Mapping[str, Any],
-    seed: int | None,
-) -> tuple[Policy, Plan]:
-    if not isinstance(policy, str):
-        return policy, default_plan(job.topology, job.keyed, cluster)
-    pol = make_policy(policy, job.topology, cluster, params=params, seed=seed)
-    return pol, initial_plan(policy, job.topology, cluster, params=params)
-
-
-def share_by_default(policy: str | Policy, params: Frozen, resources: Resources | None) -> Frozen:
-    """``params`` with ``share_cores`` on when executors are requested (their cores are
-    bought, so a plan holds only the cores its units' work needs) and the policy reads
-    the setting but was not told (its value is derived: ``None``); unchanged otherwise."""
-    from streamscale.control.policies.spec import spec
-    from streamscale.runtime.spark.resources import ExecutorResources
-
-    if not isinstance(policy, str) or not isinstance(resources, ExecutorResources):
-        return params
-    if "share_cores" not in spec(policy).settings or params.get("share_cores") is not None:
-        return params
-    return params.derive(share_cores=True)
-
-
-def control_step(
-    controller: Controller,
-    collector: Any,
-    realizer: Any,
-    resources: Resources | None,
-    now: float,
-    extra: dict[str, Any],
-    *,
-    log: InputLog | None = None,
-) -> list[Any]:
-    """One control step after a committed batch; the plans applied.
-
-    Records in ``extra`` what was applied, the decision taken now and, with
-    ``resources``, the executors' figures (requested and released between batches,
-    once the batch's state committed); with ``log``, the controller's inputs
-    (``controller`` the first time, ``inputs``: docs/metrics.md). A policy that cannot
-    plan keeps the current plan and the job runs on (``control_error``).
-    """
-    try:
-        applied = step(controller, collector, realizer, now, log=log)
-    except StreamscaleError as exc:
-        controller.state = "idle"
-        applied = []
-        extra["control_error"] = str(exc)
-        if log is not None:
-            log.failed(str(exc))
-    if log is not None:
-        extra.update(log.drain())
-    extra["applied"] = [a.reason for a in applied]
-    if controller.history and controller.history[-1][0] == now:
-        extra["decision"] = getattr(controller.history[-1][1], "reason", "")
-    if resources is not None:
-        extra.update(resources.apply(realizer.current(), now))
-    return applied
-
-
-def _failure_message(exc: BaseException) -> str:
-    """The operator's own error line from a Spark/Py4J failure, else the first line."""
-    text = str(exc)
-    hits = re.findall(r"^\s*((?:[\w.]+)(?:Error|Exception): .+)$", text, re.MULTILINE)
-    hits = [h for h in hits if not h.startswith(("org.apache", "java.", "py4j", "pyspark"))]
-    if hits:
-        return hits[-1].strip()
-    return text.strip().splitlines()[0] if text.strip() else type(exc).__name__
-
-
-def _backlog_of(query: Any, job: Job, taken: int) -> float:
-    """Tuples waiting at the source once the running batch's ``taken`` tuples are out.
-
-    Inside ``foreachBatch`` the last progress is the previous batch's, whose
-    end offset is this batch's start. Python sources report no latest offset
-    to Spark, so for the generator the backlog comes from its own pure
-    arrival schedule (tuples available ``now − t0`` after its start).
-    """
-    try:
-        src = query.lastProgress["sources"][0]
-        end = json.loads(src["endOffset"]) if isinstance(src["endOffset"], str) else None
-        raw = src.get("latestOffset")
-        latest = json.loads(raw) if isinstance(raw, str) else None
-    except (TypeError, ValueError, KeyError, IndexError, AttributeError):
-        return 0.0
-    if isinstance(latest, dict) and isinstance(end, dict):
-        return float(
-            sum(float(latest[k]) - float(end.get(k, 0)) for k in latest if _num(latest[k]))
-        )
-    if job.source_format == "streamscale_generator" and isinstance(end, dict) and "seq" in end:
-        from streamscale.runtime.spark.sources import GeneratorSpec
-
-        spec = GeneratorSpec.from_options(job.source_options)
-        available = spec.available(time.time() - float(end.get("t0", 0.0)))
-        return float(max(0, available - int(end["seq"]) - taken))
-    return 0.0
-
-
-def _num(v: Any) -> bool:
-    return isinstance(v, int | float) and not isinstance(v, bool)
-
-
-def linear_stage(job: Job, backend: Any, base: Path) -> LinearStage:
-    """The keyed stage of ``job`` for a run: the keyed function with the stateless
-    operators after it and the file sinks in its reduce tasks, the ones before it as
-    ``mapInPandas`` stages; relative sink paths and ``dead_letters/`` under ``base``."""
-    op = job.operator
-
-    def side(names: tuple[str, ...]) -> tuple[tuple[Any, Mapping[str, Any]], ...]:
-        return tuple((job.functions[n], dict(job.topology.operator(n).params)) for n in names)
-
-    files = tuple(
-        (s.format, str((base / s.path).resolve()))
-        for s in job.sinks
-        if s.format in ("jsonl", "parquet") and s.path
-    )
-    spec = KeyedSpec(
-        operator=job.keyed,
-        key=str(op.key),
-        executors=op.instances,
-        shards=op.shards,
-        fn=job.functions[job.keyed],
-        fn_params=dict(op.params),
-        required=tuple(getattr(job.functions[job.keyed], "required_fields", ())),
-        backend=backend,
-        after=side(job.after),
-        task_sink=TaskSinks(files) if files else None,
-        sample_rows=max((s.rows for s in job.sinks if s.format == "console"), default=0),
-        emit=False,
-    )
-    return LinearStage(
-        spec=spec,
-        before=tuple(zip(job.before, side(job.before), strict=True)),
-        dead_letter_dir=str((base / "dead_letters").resolve()),
-        sink_dirs=tuple(path for _, path in files),
-    )
 
 
 def run_job(
@@ -322,10 +153,10 @@ def run_job(
         The batch failed (an operator function raised: the message names it);
         its state was not committed and running again retries the batch.
     """
+    from streamscale.runtime.spark.dag import run_graph
+
     require_classic(spark)
-    checkpoint = Path(checkpoint)
-    sc = spark.sparkContext
-    physical = int(sc.defaultParallelism)
+    physical = int(spark.sparkContext.defaultParallelism)
     if resources is not None:
         cluster = resources.cluster()
         cores = cluster.total_cores
@@ -336,226 +167,122 @@ def run_job(
     else:
         cores = cluster.total_cores
     run_params = parse_params(policy if isinstance(policy, str) else None, params)
-    watch_cfg, ctl_cfg = run_params.watch, run_params.controller
-    pol_params = share_by_default(policy, run_params.policy, resources)
-    seed = run_seed(seed)
-    pol, initial = _resolve_policy(policy, job, cluster, pol_params, seed)
-    initial = plan if plan is not None else initial
-    _register_source(spark, job)
-    watch, watch_options = make_watch(
-        watch_cfg, policy=pol, policy_params=pol_params, resources=resources,
-        source_format=job.source_format, source_options=job.source_options,
-        checkpoint=checkpoint, trigger_s=job.trigger_s,
-    )  # fmt: skip
-
-    op = job.operator
-    backend = state_backend(state_url or checkpoint / "state")  # e.g. s3://bucket/prefix
-    check_layout(backend, job.keyed, op.instances, op.shards)
-    index = VersionIndex(backend, job.keyed, op.instances * op.shards)
-    base = Path(out) if out is not None else checkpoint
+    if plan is None:
+        if isinstance(policy, str):
+            pol_params = share_by_default(policy, run_params.policy, resources)
+            plan = initial_plan(policy, job.topology, cluster, params=pol_params)
+        else:
+            plan = default_plan(job.topology, job.keyed, cluster)
     kept = run_params.output
-    writer = (
-        MetricsWriter(Path(out) / "metrics.jsonl", max_mb=kept["metrics_max_mb"],
-                      keep=kept["metrics_keep"])
-        if out is not None
-        else None
-    )  # fmt: skip
-    stage = linear_stage(job, backend, base)
-    pruned = [0]  # dead letters removed by the retention limit, over the run
-    console = any(s.format == "console" for s in job.sinks)
-
-    warm_up(sc, physical)
-    if is_cluster_master(str(sc.master)):
-        # executors' JVMs start cold on the keyed stage's path (shuffle, Arrow, the pandas
-        # worker): warmed here, the query's first batch does not carry it
-        warm_keyed_path(sc, physical)
-    clock = time.monotonic
-    t0 = clock()
-    realizer = SparkRealizer(job.topology, job.keyed, initial)
-    query_ref: list[Any] = []
-    collector = SparkCollector(
-        job.topology,
+    records = _LinearRecords(
         job.keyed,
-        cluster,
-        realizer,
-        start=0.0,
-        backlog=lambda: _backlog_of(query_ref[0], job, taken[0]) if query_ref else 0.0,
-        interval_s=job.trigger_s,
-        offered=None if watch is None else (lambda: watch.rate),
-    )
-    controller = Controller(pol, ctl_cfg)
-    inputs = InputLog.start(
-        pol, params=pol_params, seed=seed, config=ctl_cfg, topology=job.topology, cluster=cluster
-    )
-    history = RunHistory()
-    in_batch = threading.Event()
-    done = threading.Event()
-    last_end = [0.0]
-    taken = [0]
-    seen_requests = [0]
-
-    def on_micro_batch(batch_df: Any, batch_id: int) -> None:
-        in_batch.set()
-        try:
-            # tasks only for cores ready to run them (executors still starting get none)
-            ready = getattr(resources, "ready_cores", None)
-            ready_cores = ready() if ready is not None else None
-            pmap = realizer.begin_batch(ready_cores or None)
-            upto = min(batch_id - 1, backend.committed(job.keyed))
-            hints, drops = index.hints(upto)
-            attempt = uuid.uuid4().hex
-            placed = (
-                None
-                if resources is None
-                else resources.locations(realizer.active, units=pmap.units)
-            )
-            stats = run_batch(
-                batch_df, stage, batch_id=batch_id, upto=upto, pmap=pmap, attempt=attempt,
-                hints=hints, drops=drops, placed=placed,
-            )  # fmt: skip
-            index.committed(batch_id, attempt, (g for t in stats.tasks for g in t.shards), hints)
-            taken[0] = stats.rows + stats.dead_letters
-            collector.observe(stats)
-            realizer.observe({g: v[1] for t in stats.tasks for g, v in t.shards.items()})
-            now = clock() - t0
-            extra: dict[str, Any] = {
-                "units": list(pmap.units),
-                "backlog": collector.backlog,
-                # state read from the store, not a worker's cache: shards that moved here
-                "state_read_bytes": sum(t.state_read_bytes for t in stats.tasks),
-                "ready_cores": ready_cores,
-                "stage_s": stats.duration_s,
-                # per task, longest first: (worker daemon, busy s, rows) — where a long
-                # batch spent its time
-                "task_runs": sorted(
-                    ((t.executor, round(t.busy_s, 3), t.rows) for t in stats.tasks),
-                    key=lambda r: -r[1],
-                ),
-            }
-            if stats.planned:
-                extra["placement"] = stats.placement()
-                # Spark's executor ids that ran the keyed tasks (its status store)
-                extra["task_executors"] = sorted({r.executor for r in stats.runs})
-            if stats.dead_letters:
-                gone = prune_dead_letters(
-                    stage.dead_letter_dir, kept["dead_letters_max_mb"] * 2**20
-                )
-                if gone:
-                    pruned[0] += gone
-                    extra["dead_letters_pruned"] = gone
-            applied = control_step(
-                controller, collector, realizer, resources, now, extra, log=inputs
-            )
-            if resources is not None:
-                extra["cost_kind"] = job.cost_kind
-            if watch is not None:
-                watch.live.observe(
-                    rows=stats.rows, busy_s=sum(t.busy_s for t in stats.tasks),
-                    cycle_s=now - last_end[0], planned_cores=realizer.current().allocation.total,
-                    longest_s=max((t.busy_s for t in stats.tasks), default=0.0),
-                )  # fmt: skip
-                extra["admission_limit"] = watch.update_admission()
-                extra["mid_batch_requests"] = [r[1] for r in watch.requests[seen_requests[0] :]]
-                seen_requests[0] = len(watch.requests)
-                extra["watch_inputs"] = watch.drain_inputs()
-            for a in applied:
-                extra.setdefault("figures", []).append(dict(a.figures))
-            rec, lat = build_record(
-                stats,
-                time=now,
-                since_previous_s=now - last_end[0],
-                cores=cores,
-                policy=getattr(pol, "name", str(policy)),
-                extra=extra,
-            )
-            last_end[0] = now
-            history.add(rec, lat)
-            if writer is not None:
-                writer.write(rec)
-            for t in stats.tasks if console else ():
-                for row in t.sample:
-                    print(f"[{job.keyed} batch {batch_id}] {json.dumps(row, default=str)}")
-            if on_batch is not None:
-                on_batch(rec)
-            if max_batches is not None and len(history) >= max_batches:
-                done.set()
-        finally:
-            in_batch.clear()
-
-    reader = spark.readStream.format(job.source_format)
-    if job.source_options or watch_options:
-        reader = reader.options(**dict(job.source_options), **watch_options)
-    writer_stream = (
-        reader.load()
-        .writeStream.foreachBatch(on_micro_batch)
-        .option("checkpointLocation", str((checkpoint / "spark").resolve()))
-        .queryName(f"streamscale-{job.keyed}-{id(realizer)}")
-    )
-    if job.trigger_s > 0:
-        writer_stream = writer_stream.trigger(processingTime=f"{job.trigger_s} seconds")
-    query = writer_stream.start()
-    query_ref.append(query)
-    if watch is not None:
-        watch.start()
-    try:
-        drive_query(
-            query,
-            stop_at=t0 + duration_s,
-            done=done,
-            in_batch=in_batch,
-            records=history.recent,
-            item=f"operator {job.keyed}",
-        )
-    finally:
-        if watch is not None:
-            watch.stop()
-    return summarize_run(
-        history,
-        job,
         cores,
-        dead_letters=count_dead_letters(stage.dead_letter_dir) + pruned[0],
-        plan=realizer.current(),
+        writer=None
+        if out is None
+        else MetricsWriter(Path(out) / "metrics.jsonl", max_mb=kept["metrics_max_mb"],
+                           keep=kept["metrics_keep"]),
+        on_batch=on_batch,
+    )  # fmt: skip
+    res = run_graph(
+        spark, job.graph(), duration_s=duration_s, checkpoint=checkpoint, out=out,
+        max_batches=max_batches, plan=plan, on_batch=records.add, policy=policy,
+        params=run_params, seed=run_seed(seed), cluster=cluster, resources=resources,
+        state_url=state_url, linear=job,
+    )  # fmt: skip
+    limit = physical_limit(job, cores)
+    return RunResult(
+        records=list(records.recent),
+        throughput=res.throughput,
+        p50_ms=res.p50_ms,
+        p99_ms=res.p99_ms,
+        efficiency=res.throughput / limit if math.isfinite(limit) else math.nan,
+        dead_letters=res.dead_letters,
+        physical_limit=limit,
+        cores=cores,
+        plan=res.plan,
+        busy_s=res.busy_s,
+        cpu_s=res.cpu_s,
+        batches=res.count,
+        rows=res.keyed_rows.get(job.keyed, 0),
+        max_tasks=records.max_tasks,
     )
 
 
-def drive_query(
-    query: Any,
-    *,
-    stop_at: float,
-    done: threading.Event,
-    in_batch: threading.Event,
-    records: Iterable[BatchRecord],
-    item: str,
-    clock: Callable[[], float] = time.monotonic,
-) -> None:
-    """Run a streaming query until ``done`` or ``stop_at`` (on ``clock``), then stop it.
+# a graph batch's per-keyed-operator figures, which a linear job's line holds as values
+_PER_OP = ("per_shard", "out_rows", "partitions", "stage_s", "state_read_bytes", "task_runs",
+           "placement", "task_executors", "cost_kind", "late_rows")  # fmt: skip
 
-    Stops between batches when possible; an interrupted batch is simply not
-    committed and is replayed by the next run. A failed batch raises a
-    :class:`StreamscaleError` naming ``item`` with the operator's own message.
-    """
-    failure: BaseException | None = None
-    try:
-        while True:
-            try:
-                if query.awaitTermination(0.1):
-                    break
-            except Exception as exc:  # the query died: a batch failed
-                failure = exc
-                break
-            if done.is_set() or clock() >= stop_at:
-                longest = max((r.duration_s for r in records), default=0.0)
-                wait_until = clock() + max(30.0, 3.0 * longest)
-                while in_batch.is_set() and clock() < wait_until:
-                    time.sleep(0.01)
-                query.stop()
-                break
-    finally:
-        if query.isActive:
-            query.stop()
-    failure = failure or query.exception()
-    if failure is not None:
-        raise StreamscaleError(f"batch failed: {_failure_message(failure)}", item=item)
+
+def linear_record(batch: GraphBatch, operator: str, cores: int) -> BatchRecord:
+    """A linear job's record of one graph batch of its one keyed ``operator``
+    (``metrics.jsonl``'s line as :class:`~streamscale.runtime.spark.metrics.BatchRecord`
+    writes it): the per-operator figures as that operator's values, ``duration_s`` the
+    keyed stage's, ``tasks`` its reduce tasks, ``cores`` the run's."""
+    ex = dict(batch.extra)
+    ex.pop("delta", None)
+    for key in _PER_OP:
+        if key in ex:
+            v = ex.pop(key)
+            if isinstance(v, Mapping) and operator in v:
+                ex[key] = v[operator]
+    stage_s = float(ex.pop("stage_s", batch.duration_s))
+    tasks = int(ex.pop("partitions", 0))
+    detail: dict[str, Any] = {
+        "per_task": ex.pop("per_task", {}),
+        "per_shard": ex.pop("per_shard", {}),
+        "dead_letters": batch.dead_letters,
+        "cpu_s": round(batch.cpu_s, 6),
+        "out_rows": ex.pop("out_rows", 0),
+        **ex,
+    }
+    return BatchRecord(
+        batch_id=batch.batch_id,
+        time=batch.time,
+        rows=batch.rows,
+        duration_s=stage_s,
+        input_rate=batch.input_rate,
+        processing_rate=batch.rows / stage_s if stage_s > 0 else math.nan,
+        latency_p50_ms=batch.latency_p50_ms,
+        latency_p99_ms=batch.latency_p99_ms,
+        delta=batch.delta,
+        tasks=tasks,
+        cores=cores,
+        busy_s=batch.busy_s,
+        policy=batch.policy,
+        extra=detail,
+    )
+
+
+@dataclass
+class _LinearRecords:
+    """A linear run's records: the recent ones, the most tasks of any batch, each written
+    to ``metrics.jsonl`` and handed to the caller's ``on_batch``."""
+
+    operator: str
+    cores: int
+    writer: MetricsWriter | None = None
+    on_batch: Callable[[BatchRecord], None] | None = None
+    recent: deque[BatchRecord] = field(default_factory=lambda: deque(maxlen=RECENT_BATCHES))
+    max_tasks: int = 0
+
+    def add(self, batch: GraphBatch) -> None:
+        rec = linear_record(batch, self.operator, self.cores)
+        self.recent.append(rec)
+        self.max_tasks = max(self.max_tasks, rec.tasks)
+        if self.writer is not None:
+            self.writer.write(rec)
+        if self.on_batch is not None:
+            self.on_batch(rec)
+
+
+def physical_limit(job: Job, cores: int) -> float:
+    """Tuples/s ``cores`` sustain at the job's mean per-tuple cost (NaN: no cost known)."""
+    cost = job.cost_ms
+    if cost and job.source_format == "streamscale_generator":
+        from streamscale.runtime.spark.sources import expected_cost_ms
+
+        cost = expected_cost_ms(cost)  # N(μ, 0.5μ) truncated at 0 has a mean above μ
+    return cores / (cost / 1000.0) if cost else math.nan
 
 
 def summarize_run(
@@ -570,19 +297,14 @@ def summarize_run(
 
     Shared by the elastic runner and the Spark-native baseline so both report alike.
     """
-    cost = job.cost_ms
-    if cost and job.source_format == "streamscale_generator":
-        from streamscale.runtime.spark.sources import expected_cost_ms
-
-        cost = expected_cost_ms(cost)  # N(μ, 0.5μ) truncated at 0 has a mean above μ
-    limit = cores / (cost / 1000.0) if cost else math.nan
+    limit = physical_limit(job, cores)
     throughput = history.throughput()
     return RunResult(
         records=list(history.recent),
         throughput=throughput,
         p50_ms=history.quantile(0.50),
         p99_ms=history.quantile(0.99),
-        efficiency=throughput / limit if cost else math.nan,
+        efficiency=throughput / limit if math.isfinite(limit) else math.nan,
         dead_letters=dead_letters,
         physical_limit=limit,
         cores=cores,

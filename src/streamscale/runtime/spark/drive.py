@@ -1,0 +1,180 @@
+"""What the job driver's run loop is made of, beside the batch body: the control step
+after each committed batch, the query's drive until its stop, the source's backlog, the
+run's seed and the source's registration.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import secrets
+import threading
+import time
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from streamscale.control import Controller, Policy
+from streamscale.control.loop import step
+from streamscale.control.stimulus import InputLog
+from streamscale.errors import StreamscaleError
+from streamscale.runtime.spark.resources import Resources
+from streamscale.settings import Frozen
+
+__all__ = [
+    "backlog_of",
+    "control_step",
+    "drive_query",
+    "failure_message",
+    "register_source",
+    "run_seed",
+    "share_by_default",
+]
+
+
+def register_source(spark: Any, job: Any) -> None:
+    if job.source_class is not None:
+        spark.dataSource.register(job.source_class)
+    else:  # a registered source; anything else is one of Spark's own
+        from streamscale.runtime.spark.source_registry import register_all
+
+        register_all(spark, only=job.source_format)
+
+
+def run_seed(seed: int | None) -> int:
+    """``seed``, or one drawn from the OS when none is given: the driver passes it to the
+    policy and logs it in the controller's header (``metrics.jsonl``), so that a run of
+    a randomized planner replays exactly (``streamscale replay``). The draw only names
+    the randomness an unseeded run had anyway."""
+    return secrets.randbits(32) if seed is None else int(seed)
+
+
+def share_by_default(policy: str | Policy, params: Frozen, resources: Resources | None) -> Frozen:
+    """``params`` with ``share_cores`` on when executors are requested (their cores are
+    bought, so a plan holds only the cores its units' work needs) and the policy reads
+    the setting but was not told (its value is derived: ``None``); unchanged otherwise."""
+    from streamscale.control.policies.spec import spec
+    from streamscale.runtime.spark.resources import ExecutorResources
+
+    if not isinstance(policy, str) or not isinstance(resources, ExecutorResources):
+        return params
+    if "share_cores" not in spec(policy).settings or params.get("share_cores") is not None:
+        return params
+    return params.derive(share_cores=True)
+
+
+def control_step(
+    controller: Controller,
+    collector: Any,
+    realizer: Any,
+    resources: Resources | None,
+    now: float,
+    extra: dict[str, Any],
+    *,
+    log: InputLog | None = None,
+) -> list[Any]:
+    """One control step after a committed batch; the plans applied.
+
+    Records in ``extra`` what was applied, the decision taken now and, with
+    ``resources``, the executors' figures (requested and released between batches,
+    once the batch's state committed); with ``log``, the controller's inputs
+    (``controller`` the first time, ``inputs``: docs/metrics.md). A policy that cannot
+    plan keeps the current plan and the job runs on (``control_error``).
+    """
+    try:
+        applied = step(controller, collector, realizer, now, log=log)
+    except StreamscaleError as exc:
+        controller.state = "idle"
+        applied = []
+        extra["control_error"] = str(exc)
+        if log is not None:
+            log.failed(str(exc))
+    if log is not None:
+        extra.update(log.drain())
+    extra["applied"] = [a.reason for a in applied]
+    if controller.history and controller.history[-1][0] == now:
+        extra["decision"] = getattr(controller.history[-1][1], "reason", "")
+    if resources is not None:
+        extra.update(resources.apply(realizer.current(), now))
+    return applied
+
+
+def failure_message(exc: BaseException) -> str:
+    """The operator's own error line from a Spark/Py4J failure, else the first line."""
+    text = str(exc)
+    hits = re.findall(r"^\s*((?:[\w.]+)(?:Error|Exception): .+)$", text, re.MULTILINE)
+    hits = [h for h in hits if not h.startswith(("org.apache", "java.", "py4j", "pyspark"))]
+    if hits:
+        return hits[-1].strip()
+    return text.strip().splitlines()[0] if text.strip() else type(exc).__name__
+
+
+def backlog_of(query: Any, job: Any, taken: int) -> float:
+    """Tuples waiting at the source of ``job`` (a job graph) once the running batch's ``taken`` tuples are out.
+
+    Inside ``foreachBatch`` the last progress is the previous batch's, whose
+    end offset is this batch's start. Python sources report no latest offset
+    to Spark, so for the generator the backlog comes from its own pure
+    arrival schedule (tuples available ``now − t0`` after its start).
+    """
+    try:
+        src = query.lastProgress["sources"][0]
+        end = json.loads(src["endOffset"]) if isinstance(src["endOffset"], str) else None
+        raw = src.get("latestOffset")
+        latest = json.loads(raw) if isinstance(raw, str) else None
+    except (TypeError, ValueError, KeyError, IndexError, AttributeError):
+        return 0.0
+    if isinstance(latest, dict) and isinstance(end, dict):
+        return float(
+            sum(float(latest[k]) - float(end.get(k, 0)) for k in latest if _num(latest[k]))
+        )
+    if job.source_format == "streamscale_generator" and isinstance(end, dict) and "seq" in end:
+        from streamscale.runtime.spark.sources import GeneratorSpec
+
+        spec = GeneratorSpec.from_options(job.source_options)
+        available = spec.available(time.time() - float(end.get("t0", 0.0)))
+        return float(max(0, available - int(end["seq"]) - taken))
+    return 0.0
+
+
+def _num(v: Any) -> bool:
+    return isinstance(v, int | float) and not isinstance(v, bool)
+
+
+def drive_query(
+    query: Any,
+    *,
+    stop_at: float,
+    done: threading.Event,
+    in_batch: threading.Event,
+    records: Iterable[Any],
+    item: str,
+    clock: Callable[[], float] = time.monotonic,
+) -> None:
+    """Run a streaming query until ``done`` or ``stop_at`` (on ``clock``), then stop it.
+
+    Stops between batches when possible; an interrupted batch is simply not
+    committed and is replayed by the next run. A failed batch raises a
+    :class:`StreamscaleError` naming ``item`` with the operator's own message.
+    """
+    failure: BaseException | None = None
+    try:
+        while True:
+            try:
+                if query.awaitTermination(0.1):
+                    break
+            except Exception as exc:  # the query died: a batch failed
+                failure = exc
+                break
+            if done.is_set() or clock() >= stop_at:
+                longest = max((r.duration_s for r in records), default=0.0)
+                wait_until = clock() + max(30.0, 3.0 * longest)
+                while in_batch.is_set() and clock() < wait_until:
+                    time.sleep(0.01)
+                query.stop()
+                break
+    finally:
+        if query.isActive:
+            query.stop()
+    failure = failure or query.exception()
+    if failure is not None:
+        raise StreamscaleError(f"batch failed: {failure_message(failure)}", item=item)

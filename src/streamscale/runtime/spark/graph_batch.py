@@ -1,0 +1,393 @@
+"""One batch of a job graph: its record (:class:`GraphBatch`) and the body that runs it.
+
+:class:`GraphBatchBody` is what :func:`~streamscale.runtime.spark.dag.run_graph` hands
+to ``foreachBatch``: it runs the whole DAG
+(:func:`~streamscale.runtime.spark.graph.run_graph_batch`), each keyed operator on the
+cores ready to run its tasks, commits every keyed operator's state only once the whole
+DAG succeeded, feeds the batch to the collector, the watch and the run's bounded
+history, and runs one control step (:func:`~streamscale.runtime.spark.drive.control_step`)
+with the controller's inputs logged.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import threading
+import time
+import uuid
+from collections import Counter
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from streamscale.control import Controller
+from streamscale.control.stimulus import InputLog
+from streamscale.model import Plan
+from streamscale.runtime.spark.drive import control_step
+from streamscale.runtime.spark.event_time import QueryClock
+from streamscale.runtime.spark.graph import JobGraph, SinkOut, run_graph_batch
+from streamscale.runtime.spark.graph_control import GraphCollector, GraphRealizer
+from streamscale.runtime.spark.history import RunHistory
+from streamscale.runtime.spark.keyed import KeyedSpec, count_dead_letters, release, run_keyed
+from streamscale.runtime.spark.metrics import imbalance
+from streamscale.runtime.spark.operator import LinearStage, percentile, run_batch
+from streamscale.runtime.spark.realizer import SparkRealizer
+from streamscale.runtime.spark.resources import Resources
+from streamscale.runtime.spark.retention import prune_dead_letters
+from streamscale.runtime.spark.state import StateBackend, VersionIndex
+from streamscale.runtime.spark.watch import SourceWatch
+
+__all__ = ["GraphBatch", "GraphBatchBody", "GraphTotals", "batch_figures", "op_cores"]
+
+
+@dataclass(frozen=True, slots=True)
+class GraphBatch:
+    """One committed batch: per keyed operator its input rows, and what each sink got.
+
+    ``cores``: cores per keyed operator in the plan for the next batch; ``tasks``: the
+    units that ran reduce tasks this batch, per keyed operator; ``extra``: the control
+    step's decision and, with executors, their figures. The job's figures of the batch:
+    ``time`` its end in seconds since the run started; ``rows`` the rows into the first
+    keyed operator; ``input_rate`` those rows ÷ the time since the previous batch ended;
+    ``processing_rate`` rows ÷ ``duration_s``; the latency percentiles (event time →
+    keyed output, ms) and ``busy_s``/``cpu_s`` over every keyed operator's tasks;
+    ``delta`` the largest keyed operator's imbalance δ (each one's in ``extra["delta"]``);
+    ``policy`` the policy's name. ``extra`` holds the per-operator figures as mappings
+    from keyed operator to value, except ``units`` and ``per_task`` (keyed by unit, whose
+    name says its operator).
+    """
+
+    batch_id: int
+    duration_s: float
+    keyed_rows: Mapping[str, int]
+    sinks: Mapping[str, SinkOut]
+    dead_letters: int
+    cores: Mapping[str, int] = field(default_factory=dict)
+    tasks: Mapping[str, int] = field(default_factory=dict)
+    extra: Mapping[str, Any] = field(default_factory=dict)
+    time: float = 0.0
+    rows: int = 0
+    input_rate: float = math.nan
+    processing_rate: float = math.nan
+    latency_p50_ms: float = math.nan
+    latency_p99_ms: float = math.nan
+    delta: float = 1.0
+    busy_s: float = 0.0
+    cpu_s: float = 0.0
+    policy: str = ""
+
+
+def batch_figures(observed: Mapping[str, Any]) -> tuple[dict[str, Any], np.ndarray]:
+    """The job's figures of one batch from every keyed operator's statistics, and the
+    latency sample (ms) over all their tasks: busy and CPU seconds summed, imbalance δ
+    per keyed operator and the largest, latency percentiles."""
+    tasks = [t for st in observed.values() for t in st.tasks]
+    lat = (np.concatenate([t.latencies_ms for t in tasks]) if tasks else np.empty(0)).astype(float)
+    deltas = {n: imbalance(t.busy_s for t in st.tasks) for n, st in observed.items()}
+    return {
+        "busy_s": sum(t.busy_s for t in tasks),
+        "cpu_s": sum(t.cpu_s for t in tasks),
+        "delta": max(deltas.values(), default=1.0),
+        "deltas": deltas,
+        "latency_p50_ms": percentile(lat, 50),
+        "latency_p99_ms": percentile(lat, 99),
+    }, lat
+
+
+@dataclass
+class GraphTotals:
+    """Whole-run totals of a graph run's batches (the records themselves are a ring)."""
+
+    count: int = 0
+    pruned: int = 0  # dead letters removed by the retention limit
+    keyed_rows: Counter[str] = field(default_factory=Counter)
+    sink_rows: Counter[str] = field(default_factory=Counter)
+
+    def add(self, b: GraphBatch) -> None:
+        self.count += 1
+        self.keyed_rows.update(b.keyed_rows)
+        self.sink_rows.update({k: v.rows for k, v in b.sinks.items()})
+
+
+def op_cores(plan: Plan, graph: JobGraph) -> dict[str, int]:
+    """Cores per keyed operator in ``plan``: its instances' cores summed, executor-level
+    (``op[e]``) and operator-level (``op``, as ``rc`` and ``model-driven`` plan) alike."""
+    from streamscale.model.ids import operator_of
+
+    out = dict.fromkeys(graph.keyed, 0)
+    for inst, k in plan.allocation.cores.items():
+        op = operator_of(inst)
+        if op in out:
+            out[op] += int(k)
+    return out
+
+
+def _task_line(t: Any) -> dict[str, Any]:
+    """One reduce task in a batch line: Spark's partition, its rows, busy time, shards, host."""
+    return {"partition": t.partition, "rows": t.rows, "busy_s": round(t.busy_s, 6),
+            "shards": sorted(t.shards), "host": t.host}  # fmt: skip
+
+
+def _initial(fn: Any, batch_id: int) -> Any:
+    """A processor's initial state, applied in the query's first batch only (as Spark)."""
+    held = getattr(fn, "initial_state", None)
+    return None if held is None or batch_id != 0 else held.value
+
+
+@dataclass
+class GraphBatchBody:
+    """The ``foreachBatch`` function of a graph run, and what its batches share.
+
+    Built once by :func:`~streamscale.runtime.spark.dag.run_graph`. With ``stage`` (a
+    linear job's, :func:`~streamscale.runtime.spark.operator.linear_stage`) the graph's one
+    keyed operator runs with the stateless operators after it and the file sinks inside
+    its reduce tasks (:func:`~streamscale.runtime.spark.operator.run_batch`) instead of
+    operator by operator. ``taken`` (rows the
+    running batch took from the source, for the backlog), ``last_end`` (run seconds at
+    the previous batch's end) and ``seen_requests`` (the watch's mid-batch requests
+    already recorded) carry from one batch to the next.
+    """
+
+    spark: Any
+    graph: JobGraph
+    specs: Mapping[str, KeyedSpec]
+    indexes: Mapping[str, VersionIndex]
+    realizers: Mapping[str, SparkRealizer]
+    realizer: GraphRealizer
+    collector: GraphCollector
+    controller: Controller
+    inputs: InputLog
+    backend: StateBackend
+    resources: Resources | None
+    watch: SourceWatch | None
+    clock_: QueryClock
+    base: Path
+    dead_dir: str
+    dead_letters_max_mb: float
+    history: RunHistory
+    totals: GraphTotals
+    on_batch: Callable[[GraphBatch], None] | None = None
+    max_batches: int | None = None
+    console: Mapping[str, int] = field(default_factory=dict)
+    stage: LinearStage | None = None
+    policy: str = ""
+    clock: Callable[[], float] = time.monotonic
+    start: float = 0.0
+    in_batch: threading.Event = field(default_factory=threading.Event)
+    done: threading.Event = field(default_factory=threading.Event)
+    schemas: dict[str, Any] = field(default_factory=dict)
+    taken: int = 0
+    last_end: float = 0.0
+    seen_requests: int = 0
+
+    def __call__(self, batch_df: Any, batch_id: int) -> None:
+        self.in_batch.set()
+        try:
+            self._run(batch_df, batch_id)
+        finally:
+            self.in_batch.clear()
+
+    def _run(self, batch_df: Any, batch_id: int) -> None:
+        t0 = time.perf_counter()
+        graph, backend = self.graph, self.backend
+        times = self.clock_.times(batch_id)
+        written: dict[str, tuple[str, list[int], Any]] = {}
+        rows: dict[str, int] = {}
+        observed: dict[str, Any] = {}
+        units: list[str] = []  # every keyed operator's (a unit names its operator)
+        # tasks only for cores ready to run them (executors still starting get none)
+        ready = getattr(self.resources, "ready_cores", None)
+        ready_cores = ready() if ready is not None else None
+
+        def keyed_op(name: str, df: Any) -> Any:
+            upto = min(batch_id - 1, backend.committed(name))
+            hints, drops = self.indexes[name].hints(upto)
+            attempt = uuid.uuid4().hex
+            realizer = self.realizers[name]
+            pmap = realizer.begin_batch(ready_cores or None)
+            units.extend(pmap.units)
+            res = self.resources
+            placed = None if res is None else res.locations(realizer.active, units=pmap.units)
+            spec = self.specs[name]
+            if getattr(spec.fn, "vectorized", False):
+                from streamscale.runtime.spark.agg.operator import run_agg
+
+                outputs, stats = run_agg(
+                    df, spec, spec.fn, batch_id=batch_id, upto=upto, pmap=pmap,
+                    attempt=attempt, hints=hints, drops=drops, placed=placed,
+                    **self.clock_.keyed_args(times),
+                )  # fmt: skip
+            else:
+                outputs, stats = run_keyed(
+                    df, spec, batch_id=batch_id, upto=upto, pmap=pmap, attempt=attempt,
+                    hints=hints, drops=drops, dead_letter_dir=self.dead_dir, placed=placed,
+                    initial=_initial(spec.fn, batch_id), **self.clock_.keyed_args(times),
+                )  # fmt: skip
+            written[name] = (attempt, [g for t in stats.tasks for g in t.shards], hints)
+            rows[name] = stats.rows
+            observed[name] = stats
+            realizer.observe({g: v[1] for t in stats.tasks for g, v in t.shards.items()})
+            return outputs
+
+        if self.stage is not None:
+            sinks, dead = self._fused(batch_df, batch_id, ready_cores, rows, observed, units)
+        else:
+            sinks = run_graph_batch(
+                batch_df, graph, batch_id=batch_id, run_keyed_op=keyed_op, out_dir=self.base,
+                schemas=self.schemas,
+            )  # fmt: skip
+            # The barrier: the whole DAG succeeded, so every keyed operator commits.
+            for name, (attempt, shards, hints) in written.items():
+                backend.commit(name, batch_id)
+                self.indexes[name].committed(batch_id, attempt, shards, hints)
+            for name in graph.keyed:
+                release(name)
+            self.clock_.after_batch(self.spark, times)
+            dead = count_dead_letters(self.dead_dir, batch_id)
+        gone = prune_dead_letters(self.dead_dir, self.dead_letters_max_mb * 2**20) if dead else 0
+        self.totals.pruned += gone
+        first_rows = rows.get(graph.keyed[0], 0)
+        self.taken = first_rows + dead
+        for name, stats in observed.items():
+            self.collector.observe(name, stats)
+        now = self.clock() - self.start
+        figures, lat = batch_figures(observed)
+        extra: dict[str, Any] = {
+            "backlog": self.collector.backlog,
+            **self.clock_.record(times),
+            "units": units,
+            "ready_cores": ready_cores,
+            "delta": figures["deltas"],
+            # per unit (its name says its operator): the task Spark ran it as, and its work
+            "per_task": {t.unit: _task_line(t) for st in observed.values() for t in st.tasks},
+            "per_shard": {
+                n: {str(g): [v[0], round(v[1], 6)] for t in st.tasks for g, v in t.shards.items()}
+                for n, st in observed.items()
+            },
+            "out_rows": {n: sum(t.out_rows for t in st.tasks) for n, st in observed.items()},
+            "partitions": {n: st.partitions for n, st in observed.items()},
+            "stage_s": {n: st.duration_s for n, st in observed.items()},
+            # per keyed operator, its tasks longest first: (worker daemon, busy s, rows)
+            "task_runs": {
+                n: sorted(
+                    ((t.executor, round(t.busy_s, 3), t.rows) for t in st.tasks),
+                    key=lambda r: -r[1],
+                )
+                for n, st in observed.items()
+            },
+        }
+        if gone:
+            extra["dead_letters_pruned"] = gone
+        late = {n: st.late_rows for n, st in observed.items() if st.late_rows}
+        if late:
+            extra["late_rows"] = late
+        applied = control_step(
+            self.controller, self.collector, self.realizer, self.resources, now, extra,
+            log=self.inputs,
+        )  # fmt: skip
+        if self.resources is not None:
+            extra["cost_kind"] = {
+                n: str(graph.topology.operator(n).params.get("cost_kind", "cpu"))
+                for n in graph.keyed
+            }
+        self._watch(extra, observed, first_rows, now)
+        for a in applied:
+            extra.setdefault("figures", []).append(dict(a.figures))
+        extra["state_read_bytes"] = {  # from the store, not a worker's cache: moved here
+            n: sum(t.state_read_bytes for t in st.tasks) for n, st in observed.items()
+        }
+        placement = {n: st.placement() for n, st in observed.items() if st.planned}
+        if placement:
+            extra["placement"] = placement
+            # Spark's executor ids that ran each keyed operator's tasks (its status store)
+            extra["task_executors"] = {
+                n: sorted({r.executor for r in st.runs}) for n, st in observed.items() if st.planned
+            }
+        duration = time.perf_counter() - t0
+        since = now - self.last_end
+        self.last_end = now
+        rec = GraphBatch(
+            batch_id=batch_id,
+            duration_s=duration,
+            keyed_rows=rows,
+            sinks=sinks,
+            dead_letters=dead,
+            cores=op_cores(self.realizer.current(), graph),
+            tasks={n: len({t.unit for t in st.tasks}) for n, st in observed.items()},
+            extra=extra,
+            time=now,
+            rows=first_rows,
+            input_rate=first_rows / since if since > 0 else math.nan,
+            processing_rate=first_rows / duration if duration > 0 else math.nan,
+            latency_p50_ms=figures["latency_p50_ms"],
+            latency_p99_ms=figures["latency_p99_ms"],
+            delta=figures["delta"],
+            busy_s=figures["busy_s"],
+            cpu_s=figures["cpu_s"],
+            policy=self.policy,
+        )
+        self.history.add(rec, lat)
+        self.totals.add(rec)
+        for name, st in observed.items():
+            for row in (r for t in st.tasks for r in t.sample) if name in self.console else ():
+                print(f"[{name} batch {batch_id}] {json.dumps(row, default=str)}")
+        if self.on_batch is not None:
+            self.on_batch(rec)
+        if self.max_batches is not None and self.totals.count >= self.max_batches:
+            self.done.set()
+
+    def _fused(
+        self,
+        batch_df: Any,
+        batch_id: int,
+        ready_cores: int | None,
+        rows: dict[str, int],
+        observed: dict[str, Any],
+        units: list[str],
+    ) -> tuple[dict[str, SinkOut], int]:
+        """A linear job's batch: its keyed stage with the stateless operators and file
+        sinks fused in, state committed; no sink counts (the tasks wrote them), and the
+        batch's dead letters."""
+        assert self.stage is not None
+        name = self.stage.spec.operator
+        realizer = self.realizers[name]
+        pmap = realizer.begin_batch(ready_cores or None)
+        units.extend(pmap.units)
+        upto = min(batch_id - 1, self.backend.committed(name))
+        hints, drops = self.indexes[name].hints(upto)
+        attempt = uuid.uuid4().hex
+        res = self.resources
+        placed = None if res is None else res.locations(realizer.active, units=pmap.units)
+        stats = run_batch(
+            batch_df, self.stage, batch_id=batch_id, upto=upto, pmap=pmap, attempt=attempt,
+            hints=hints, drops=drops, placed=placed,
+        )  # fmt: skip
+        shards = (g for t in stats.tasks for g in t.shards)
+        self.indexes[name].committed(batch_id, attempt, shards, hints)
+        rows[name] = stats.rows
+        observed[name] = stats
+        realizer.observe({g: v[1] for t in stats.tasks for g, v in t.shards.items()})
+        return {}, stats.dead_letters
+
+    def _watch(
+        self, extra: dict[str, Any], observed: Mapping[str, Any], rows: int, now: float
+    ) -> None:
+        """Tell the watch what the batch did (once per job: every keyed operator's tasks
+        are the job's work), refresh the admission limit and record its requests."""
+        watch = self.watch
+        if watch is None:
+            return
+        tasks = [t for st in observed.values() for t in st.tasks]
+        watch.live.observe(
+            rows=rows, busy_s=sum(t.busy_s for t in tasks), cycle_s=now - self.last_end,
+            planned_cores=self.realizer.current().allocation.total,
+            longest_s=max((t.busy_s for t in tasks), default=0.0),
+        )  # fmt: skip
+        extra["admission_limit"] = watch.update_admission()
+        extra["mid_batch_requests"] = [r[1] for r in watch.requests[self.seen_requests :]]
+        self.seen_requests = len(watch.requests)
+        extra["watch_inputs"] = watch.drain_inputs()
