@@ -368,7 +368,7 @@ def _row(policy: str, rec: Any, sc: Any) -> dict[str, Any]:
     x = rec.extra
     return {"policy": policy, "batch": rec.batch_id, "rows": rec.rows, "time": rec.time,
             "executors": seq.size(), "p99_ms": rec.latency_p99_ms,
-            "duration_s": rec.duration_s, "stage_s": x.get("stage_s"),
+            "duration_s": rec.duration_s, "stage_s": x.get("stage_s", rec.duration_s),
             "ready_cores": x.get("ready_cores"), "units": len(x.get("units", ())),
             "admission_limit": x.get("admission_limit"), "warm_up_s": x.get("warm_up_s"),
             "executors_wanted": x.get("executors_wanted"), "backlog": x.get("backlog"),
