@@ -28,10 +28,10 @@ def _build(df):
 
 @pytest.mark.spark
 def test_api_dag_equals_yaml_graph_and_pandas(spark, tmp_path, monkeypatch) -> None:
-    from streamscale.runtime.spark import dag
+    from streamscale.runtime.spark import history
 
     # the driver keeps only the most recent batch records (a ring) and whole-run totals
-    monkeypatch.setattr(dag, "RECENT_BATCHES", 1)
+    monkeypatch.setattr(history, "RECENT_BATCHES", 1)
     spark.dataSource.register(SeqSource)
     df = spark.readStream.format(SeqSource.name()).options(**OPTS).load()
     job = _build(df)

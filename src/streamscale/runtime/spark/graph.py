@@ -45,7 +45,7 @@ from streamscale.errors import StreamscaleError
 from streamscale.model import Allocation, Cluster, Placement, Plan, Routing, Topology
 from streamscale.model.io import load_topology
 from streamscale.runtime.run_config import TRIGGER_S, source_trigger
-from streamscale.runtime.spark.job import _option, resolve_function
+from streamscale.runtime.spark.resolve import option_text, resolve_function
 from streamscale.runtime.spark.sources import check_source_options
 
 __all__ = [
@@ -162,9 +162,9 @@ class JobGraph:
         src = topology.operator(source)
         params = dict(src.params)
         trigger_s = source_trigger(params, item=f"operator {source}")
-        options = {k: _option(v) for k, v in params.items() if k not in _SOURCE_KEYS}
+        options = {k: option_text(v) for k, v in params.items() if k not in _SOURCE_KEYS}
         if src.rate is not None and "rate" not in options:
-            options["rate"] = _option(src.rate)
+            options["rate"] = option_text(src.rate)
         if source_class is None:
             check_source_options(
                 str(params.get("format", "streamscale_generator")),

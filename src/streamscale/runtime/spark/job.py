@@ -25,7 +25,6 @@ passed to Spark as a source option.
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,27 +34,13 @@ from streamscale.errors import StreamscaleError
 from streamscale.model import Edge, Operator, Topology
 from streamscale.model.io import load_topology
 from streamscale.runtime.run_config import TRIGGER_S, source_trigger
+from streamscale.runtime.spark.resolve import option_text, resolve_function
 from streamscale.runtime.spark.sources import check_source_options
 
 __all__ = ["Job", "SinkSpec", "linear_shape", "resolve_function"]
 
 SINK_FORMATS: tuple[str, ...] = ("jsonl", "parquet", "console", "none")
 _SOURCE_KEYS = ("format", "trigger_s")
-
-
-def resolve_function(path: str, *, item: str) -> Callable[..., Any]:
-    """Import ``package.module:function``; a one-line error naming ``item`` when it fails."""
-    mod_name, sep, attr = path.partition(":")
-    if not sep or not mod_name or not attr:
-        raise StreamscaleError(f"function {path!r} is not of the form module:function", item=item)
-    try:
-        mod = importlib.import_module(mod_name)
-    except ImportError as exc:
-        raise StreamscaleError(f"cannot import {mod_name!r}: {exc}", item=item) from None
-    fn = getattr(mod, attr, None)
-    if not callable(fn):
-        raise StreamscaleError(f"{mod_name!r} has no function {attr!r}", item=item)
-    return fn  # type: ignore[no-any-return]
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,9 +137,9 @@ class Job:
         params = dict(src.params)
         fmt = str(params.get("format", "streamscale_generator"))
         trigger_s = source_trigger(params, item=f"operator {source}")
-        options = {k2: _option(v) for k2, v in params.items() if k2 not in _SOURCE_KEYS}
+        options = {k2: option_text(v) for k2, v in params.items() if k2 not in _SOURCE_KEYS}
         if src.rate is not None and "rate" not in options:
-            options["rate"] = _option(src.rate)
+            options["rate"] = option_text(src.rate)
         if source_class is None:
             check_source_options(fmt, options, item=f"operator {source}")
         return cls(
@@ -214,14 +199,6 @@ class Job:
         )
         fns = None if isinstance(function, str) else {name: function}
         return cls.build(topo, fns, source_class=source_class)
-
-
-def _option(v: Any) -> str:
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, list | tuple):
-        return ",".join(str(x) for x in v)
-    return str(v)
 
 
 def _linear_chain(topo: Topology) -> tuple[list[str], list[str]]:
