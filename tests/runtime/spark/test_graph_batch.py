@@ -64,9 +64,13 @@ class _Ready(FixedResources):
     """A fixed cluster of which only ``ready`` cores run tasks (the others still start)."""
 
     ready: int = 1
+    cores_per_executor: int = 1
 
     def ready_cores(self) -> int:
         return self.ready
+
+    def ready_executors(self) -> list[str]:
+        return [f"ready-{i}" for i in range(self.ready)]
 
 
 @pytest.mark.spark

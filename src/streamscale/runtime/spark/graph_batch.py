@@ -199,9 +199,11 @@ class GraphBatchBody:
         rows: dict[str, int] = {}
         observed: dict[str, Any] = {}
         units: list[str] = []  # every keyed operator's (a unit names its operator)
-        # tasks only for cores ready to run them (executors still starting get none)
-        ready = getattr(self.resources, "ready_cores", None)
-        ready_cores = ready() if ready is not None else None
+        # tasks only for cores ready to run them (executors still starting get none): one
+        # reading of the ready executors sizes the batch and places its tasks
+        ready_of = getattr(self.resources, "ready_executors", None)
+        ready: list[str] | None = ready_of() if ready_of is not None else None
+        ready_cores = None if ready is None else len(ready) * self.resources.cores_per_executor
 
         def keyed_op(name: str, df: Any) -> Any:
             upto = min(batch_id - 1, backend.committed(name))
@@ -211,7 +213,11 @@ class GraphBatchBody:
             pmap = realizer.begin_batch(ready_cores or None)
             units.extend(pmap.units)
             res = self.resources
-            placed = None if res is None else res.locations(realizer.active, units=pmap.units)
+            placed = (
+                None
+                if res is None
+                else res.locations(realizer.active, units=pmap.units, ready=ready)
+            )
             spec = self.specs[name]
             if getattr(spec.fn, "vectorized", False):
                 from streamscale.runtime.spark.agg.operator import run_agg
@@ -234,7 +240,7 @@ class GraphBatchBody:
             return outputs
 
         if self.stage is not None:
-            sinks, dead = self._fused(batch_df, batch_id, ready_cores, rows, observed, units)
+            sinks, dead = self._fused(batch_df, batch_id, ready, ready_cores, rows, observed, units)
         else:
             sinks = run_graph_batch(
                 batch_df, graph, batch_id=batch_id, run_keyed_op=keyed_op, out_dir=self.base,
@@ -344,6 +350,7 @@ class GraphBatchBody:
         self,
         batch_df: Any,
         batch_id: int,
+        ready: list[str] | None,
         ready_cores: int | None,
         rows: dict[str, int],
         observed: dict[str, Any],
@@ -361,7 +368,9 @@ class GraphBatchBody:
         hints, drops = self.indexes[name].hints(upto)
         attempt = uuid.uuid4().hex
         res = self.resources
-        placed = None if res is None else res.locations(realizer.active, units=pmap.units)
+        placed = (
+            None if res is None else res.locations(realizer.active, units=pmap.units, ready=ready)
+        )
         stats = run_batch(
             batch_df, self.stage, batch_id=batch_id, upto=upto, pmap=pmap, attempt=attempt,
             hints=hints, drops=drops, placed=placed,

@@ -78,11 +78,17 @@ class Resources(Protocol):
         ...
 
     def locations(
-        self, plan: Plan, *, units: Sequence[str] | None = None
+        self,
+        plan: Plan,
+        *,
+        units: Sequence[str] | None = None,
+        ready: Sequence[str] | None = None,
     ) -> Mapping[str, tuple[str, str]] | None:
         """Unit → (executor id, Spark location) for the units whose task is pinned
         (empty: none pinned, where tasks ran is still measured); ``None``: no executors
-        to place on, nothing measured. ``units``: the batch's (default: the plan's)."""
+        to place on, nothing measured. ``units``: the batch's (default: the plan's);
+        ``ready``: the executors ready at the batch's start, as it was sized for them
+        (default: read now)."""
         ...
 
     def close(self) -> None: ...
@@ -105,7 +111,11 @@ class FixedResources:
         return {}
 
     def locations(
-        self, plan: Plan, *, units: Sequence[str] | None = None
+        self,
+        plan: Plan,
+        *,
+        units: Sequence[str] | None = None,
+        ready: Sequence[str] | None = None,
     ) -> Mapping[str, tuple[str, str]] | None:
         return None  # one process (local mode) or a fixed model: nothing to pin to
 
@@ -397,9 +407,14 @@ class ExecutorResources:
         return figures
 
     def locations(
-        self, plan: Plan, *, units: Sequence[str] | None = None
+        self,
+        plan: Plan,
+        *,
+        units: Sequence[str] | None = None,
+        ready: Sequence[str] | None = None,
     ) -> Mapping[str, tuple[str, str]]:
-        """Unit → (executor id, location) for the batch's ``units`` (default: ``plan``'s).
+        """Unit → (executor id, location) for the batch's ``units`` (default: ``plan``'s),
+        among the ``ready`` executors (default: :meth:`ready_executors` now).
 
         Pinned (:attr:`pin`): each unit goes to its node's executor (the slot map).
         Either way, no task goes to an executor that is still warming up (not ready,
@@ -414,7 +429,8 @@ class ExecutorResources:
         from streamscale.runtime.spark.pinning import executor_hosts, location
 
         alive = self.alive()
-        ready = self.ready_executors(alive)
+        live = set(alive)
+        ready = [e for e in (self.ready_executors(alive) if ready is None else ready) if e in live]
         if not self.pin and len(ready) == len(alive):
             return {}
         chosen: dict[str, str] = {}
