@@ -1,0 +1,72 @@
+"""Where a long run's driver heap grows: tracemalloc snapshots of a local run, compared.
+
+Runs the keyed calculator on the generator source (``local[2]``, triggers back to
+back, ``elastic``) and takes a tracemalloc snapshot at batch ``--first`` and batch
+``--last``; prints one JSON line per snapshot (driver RSS, traced heap) and then the
+allocation sites that grew most between them (traceback, KiB, blocks). tracemalloc
+slows the driver several times over: the batch counts are small on purpose.
+
+Run: ``.venv/bin/python benchmarks/probe_heap.py [--first 60] [--last 300]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import sys
+import tempfile
+import tracemalloc
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--first", type=int, default=60)
+    ap.add_argument("--last", type=int, default=300)
+    ap.add_argument("--top", type=int, default=12)
+    args = ap.parse_args(argv)
+    if not 0 <= args.first < args.last:
+        print("probe_heap: need 0 <= --first < --last", file=sys.stderr)
+        return 2
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from streamscale.runtime.spark.functions import calculator
+    from streamscale.runtime.spark.job import Job
+    from streamscale.runtime.spark.runner import run_job
+    from streamscale.runtime.spark.session import build_session
+
+    work = Path(tempfile.mkdtemp(prefix="streamscale-heap-"))
+    spark = build_session("local[2]", app_name="streamscale-heap-probe")
+    opts = {"keys": "500", "rate": "400", "cost_ms": "0", "alpha": "0.8"}
+    job = Job.simple("calc", calculator, source_options=opts, instances=2, shards=8, trigger_s=0)
+    tracemalloc.start(12)
+    snaps: dict[int, Any] = {}
+
+    def on_batch(rec: Any) -> None:
+        if rec.batch_id in (args.first, args.last):
+            gc.collect()
+            snaps[rec.batch_id] = tracemalloc.take_snapshot()
+            print(json.dumps({"bench": "heap", "batch": rec.batch_id,
+                              "rss_mb": psutil.Process().memory_info().rss / 2**20,
+                              "traced_mb": tracemalloc.get_traced_memory()[0] / 2**20}),
+                  flush=True)  # fmt: skip
+
+    run_job(spark, job, policy="elastic", duration_s=7200, checkpoint=work / "ck",
+            out=work / "out", max_batches=args.last + 1, on_batch=on_batch,
+            params={"interval_s": 0})  # fmt: skip
+    spark.stop()
+    keep = [tracemalloc.Filter(False, tracemalloc.__file__)]
+    a, b = (snaps[args.first].filter_traces(keep), snaps[args.last].filter_traces(keep))
+    for stat in b.compare_to(a, "traceback")[: args.top]:
+        print(f"{stat.size_diff / 1024:.1f} KiB, {stat.count_diff} blocks")
+        for line in stat.traceback.format()[-8:]:
+            print("   ", line)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
