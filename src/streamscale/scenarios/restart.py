@@ -141,8 +141,9 @@ def run_restart_ds2(
     st = settings or Ds2Settings()
     catch_up = st.catch_up_s if st.catch_up_s is not None else cfg.latency_target_ms / 2000.0
     cores, max_ex = cfg.executor_cores, cfg.max_executors
+    # Spark's own stateful operator: no streamscale steering, Spark's locality as before
     conf = executor_conf(cores, max_ex, pin=False, separate_hosts=False,
-                         quick_start=cfg.quick_start)  # fmt: skip
+                         quick_start=cfg.quick_start, steer_wait_s=None)  # fmt: skip
     conf.update(ROCKSDB_CONF)
     outcome = SurgeOutcome("restart-ds2")
     p = cfg.static_executors(cfg.base_rate) * cores
