@@ -89,6 +89,11 @@ def test_equal_keys_hash_alike_whatever_surrounds_them() -> None:
         pa.array([True, False, None]),
         pa.array([0, 10**6, None], pa.timestamp("us", tz="UTC")),
         pa.array([1, 2, None], pa.date32()),
+        pa.array(["1.5", "2.25", "-1", None]).cast(pa.decimal128(10, 2)),
+        pa.array([{"a": 1, "b": "x"}, {"a": 1, "b": "y"}, {"a": 2, "b": "x"}, None]),
+        pa.array([[1, 2], [2, 1], [], None]),
+        pa.array(["a", "b", "", None]).cast(pa.string_view()),
+        pa.array([pa.MonthDayNano([1, 2, 3]), pa.MonthDayNano([1, 2, 4]), None]),
     ):
         hs = key_hash(pa.table({"v": col}), ["v"])
         assert len(set(hs.tolist())) == len(col), col.type

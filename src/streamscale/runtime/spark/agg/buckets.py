@@ -122,7 +122,7 @@ def _column_hash(arr: pa.Array) -> np.ndarray:
         v = pc.fill_null(arr, 0).cast(pa.float64()).to_numpy(zero_copy_only=False)
         v = np.where(np.isnan(v), np.nan, v) + 0.0  # one NaN, and -0.0 is 0.0
         h = _fmix(v.view(np.uint64))
-    elif pa.types.is_integer(t) or pa.types.is_temporal(t):
+    elif pa.types.is_integer(t) or (pa.types.is_temporal(t) and t.bit_width in (32, 64)):
         if not pa.types.is_integer(t):
             arr = arr.view(pa.int64() if t.bit_width == 64 else pa.int32())
         v = pc.fill_null(arr, 0).to_numpy(zero_copy_only=False).astype(np.int64)
