@@ -94,9 +94,15 @@ def test_equal_keys_hash_alike_whatever_surrounds_them() -> None:
         pa.array([[1, 2], [2, 1], [], None]),
         pa.array(["a", "b", "", None]).cast(pa.string_view()),
         pa.array([pa.MonthDayNano([1, 2, 3]), pa.MonthDayNano([1, 2, 4]), None]),
+        pa.array(["x" * i for i in range(200)] + ["y" * 100, "x" * 99 + "y", None]),
     ):
         hs = key_hash(pa.table({"v": col}), ["v"])
         assert len(set(hs.tolist())) == len(col), col.type
+    # short (as words) and long (polynomial) values: alike in any array holding them
+    mixed = pa.table({"v": [f"{i:x}" * (i % 40) for i in range(2000)]})
+    hm = key_hash(mixed, ["v"])
+    assert (key_hash(mixed.take(pa.array(perm[perm < 2000])), ["v"]) == hm[perm[perm < 2000]]).all()
+    assert (key_hash(mixed.slice(700, 50), ["v"]) == hm[700:750]).all()
     # the key's columns all count, and in their order
     two = pa.table({"a": [1, 2], "b": [2, 1]})
     ab, ba = key_hash(two, ["a", "b"]), key_hash(two, ["b", "a"])

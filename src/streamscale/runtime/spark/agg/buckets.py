@@ -72,27 +72,61 @@ def _fmix(h: np.ndarray) -> np.ndarray:
     return h ^ (h >> _U(33))
 
 
+def _words_hash(data: np.ndarray, start: np.ndarray, length: int) -> np.ndarray:
+    """Values of one byte ``length`` (at most :data:`_SHORT`) starting at ``start``: their
+    bytes as little-endian 64-bit words (zero-padded), folded word by word."""
+    width = (length + 7) // 8 * 8
+    m = np.zeros((len(start), width), dtype=np.uint8)
+    m[:, :length] = data[start[:, None] + np.arange(length)]
+    words = m.view(np.dtype("<u8"))
+    h = np.full(len(start), _SEED, dtype=np.uint64)
+    for j in range(words.shape[1]):
+        h = _fmix((h ^ words[:, j]) * _P)
+    return h
+
+
+def _poly_hash(data: np.ndarray, start: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """Values of any lengths: a polynomial hash of their bytes (numpy over all at once)."""
+    total = int(lengths.sum())
+    first = np.zeros(len(start), dtype=np.int64)
+    np.cumsum(lengths[:-1], out=first[1:])
+    row = np.repeat(np.arange(len(start)), lengths)
+    pos = np.arange(total) - first[row]
+    b = data[start[row] + pos].astype(np.uint64)
+    powers = np.ones(int(lengths.max()), dtype=np.uint64)
+    powers[1:] = np.cumprod(np.full(len(powers) - 1, _P, dtype=np.uint64))
+    cum = np.zeros(total + 1, dtype=np.uint64)
+    np.cumsum((b + _U(1)) * powers[pos], out=cum[1:])
+    return cum[first + lengths] - cum[first]  # modulo 2**64, as the sums were
+
+
+_SHORT = 64  # values up to this many bytes hash as words, longer ones as a polynomial
+
+
 def _bytes_hash(arr: pa.Array) -> np.ndarray:
-    """Per value of a string or binary array: a polynomial hash of its bytes, mixed."""
+    """Per value of a string or binary array: a hash of its bytes and length (how depends
+    on the length only, so equal values always hash alike)."""
     n = len(arr)
     large = pa.types.is_large_string(arr.type) or pa.types.is_large_binary(arr.type)
     bufs = arr.buffers()
     offsets = np.frombuffer(bufs[1], dtype=np.int64 if large else np.int32)
     offsets = offsets[arr.offset : arr.offset + n + 1].astype(np.int64)
     lo, hi = int(offsets[0]), int(offsets[-1])
-    start, end = offsets[:-1] - lo, offsets[1:] - lo
-    lengths = end - start
-    sums = np.zeros(n, dtype=np.uint64)
+    start = offsets[:-1] - lo
+    lengths = offsets[1:] - offsets[:-1]
+    h = np.zeros(n, dtype=np.uint64)
     if hi > lo:
-        data = np.frombuffer(bufs[2], dtype=np.uint8)[lo:hi].astype(np.uint64)
-        row = np.repeat(np.arange(n), lengths)
-        pos = np.arange(hi - lo) - start[row]
-        powers = np.ones(int(lengths.max()), dtype=np.uint64)
-        powers[1:] = np.cumprod(np.full(len(powers) - 1, _P, dtype=np.uint64))
-        cum = np.zeros(hi - lo + 1, dtype=np.uint64)
-        np.cumsum((data + _U(1)) * powers[pos], out=cum[1:])
-        sums = cum[end] - cum[start]  # modulo 2**64, as the sums were
-    return _fmix(sums ^ (lengths.astype(np.uint64) * _P))
+        data = np.frombuffer(bufs[2], dtype=np.uint8)[lo:hi]
+        order = np.argsort(lengths, kind="stable")
+        cut = np.flatnonzero(np.diff(lengths[order])) + 1
+        for rows in np.split(order, cut):
+            length = int(lengths[rows[0]])
+            if 0 < length <= _SHORT:
+                h[rows] = _words_hash(data, start[rows], length)
+        long = lengths > _SHORT
+        if long.any():
+            h[long] = _poly_hash(data, start[long], lengths[long])
+    return _fmix(h ^ (lengths.astype(np.uint64) * _P))
 
 
 def _column_hash(arr: pa.Array) -> np.ndarray:
