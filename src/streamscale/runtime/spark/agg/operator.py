@@ -14,12 +14,13 @@ One batch of ``key_by(keys).agg(*aggs)`` is one Spark job:
   ``repartition(n, key)`` routes them;
 * reduce side (``mapInArrow``, no pandas): the task reads the state of the shards its
   partials reach (every shard of the unit in ``complete`` mode) — one Arrow table
-  per shard, stored as Arrow IPC bytes in the shard's versioned state — merges state
-  and partials with :func:`~streamscale.runtime.spark.agg.kernels.merge` (one hash
-  aggregation for all its shards), writes version ``batch_id`` of every changed
-  shard (never commits) and emits the changed groups (``update``) or every group
-  (``complete``) with their final values, typed as Spark types
-  ``df.groupBy(keys).agg(*aggs)``.
+  per shard, stored in the shard's versioned state as hash buckets of Arrow IPC bytes
+  (:mod:`~streamscale.runtime.spark.agg.buckets`) — merges state and partials with
+  :func:`~streamscale.runtime.spark.agg.kernels.merge` (one hash aggregation for all
+  its shards), writes version ``batch_id`` of every changed shard, setting only the
+  buckets whose rows changed (never commits), and emits the changed groups
+  (``update``) or every group (``complete``) with their final values, typed as Spark
+  types ``df.groupBy(keys).agg(*aggs)``.
 
 Shards, routing tables, state versions, placement and the statistics the planners
 read are those of every keyed operator, so the controller moves these shards between
@@ -42,11 +43,18 @@ import pyarrow.compute as pc
 
 from streamscale.errors import StreamscaleError
 from streamscale.runtime.spark.agg.accumulators import finish
+from streamscale.runtime.spark.agg.buckets import (
+    BUCKET_BYTES,
+    LEGACY_KEY,
+    read_pieces,
+    store,
+    tables_of,
+)
 from streamscale.runtime.spark.agg.dedup import ROW, Dedup, DedupOp, fold_dedup
 from streamscale.runtime.spark.agg.fold import fold
 from streamscale.runtime.spark.agg.join import LCOL, RCOL, JoinOp, fold_join
 from streamscale.runtime.spark.agg.join_spec import Join
-from streamscale.runtime.spark.agg.kernels import from_ipc, split_by, to_ipc
+from streamscale.runtime.spark.agg.kernels import split_by
 from streamscale.runtime.spark.agg.spec import (
     LATE,
     N_ROWS,
@@ -66,7 +74,9 @@ from streamscale.runtime.spark.state import Hint
 
 __all__ = ["STATE_KEY", "run_agg", "shard_column"]
 
-STATE_KEY = "arrow"  # the shard state's entry holding the table (Arrow IPC bytes)
+#: The one entry of a shard stored before buckets (the whole table, Arrow IPC bytes): still
+#: read; a shard's table is now its buckets (:mod:`~streamscale.runtime.spark.agg.buckets`).
+STATE_KEY = LEGACY_KEY
 _STATS = "__ss_stats"
 
 
@@ -97,6 +107,7 @@ class _Batch:
     out_schema: pa.Schema  # the output columns (Arrow types of Spark's)
     late_ms: int | None = None  # windows ending at or before it: late partials dropped
     evict_ms: int | None = None  # windows ending at or before it close
+    bucket_bytes: int = BUCKET_BYTES  # Arrow bytes per stored bucket of a shard's table
 
 
 def _table_of(batches: list[pa.RecordBatch]) -> pa.Table | None:
@@ -104,20 +115,22 @@ def _table_of(batches: list[pa.RecordBatch]) -> pa.Table | None:
     return pa.Table.from_batches(nonempty) if nonempty else None
 
 
-def _states(b: _Batch, shards: list[int]) -> tuple[dict[int, dict[Any, Any]], list[pa.Table]]:
-    """The shards' state dicts, and their tables with the shard as a column."""
+def _states(
+    b: _Batch, shards: list[int]
+) -> tuple[dict[int, dict[Any, Any]], dict[int, dict[Any, pa.Table]], list[pa.Table]]:
+    """The shards' state dicts, their stored pieces (buckets) as read, and their tables
+    with the shard as a column."""
     if not shards:
-        return {}, []
+        return {}, {}, []
     hint_of = {g: b.hints[g] for g in shards} if b.hints else None
     got = b.backend.read_many(b.operator, shards, b.upto, hint_of)
     dicts = {g: st for g, (st, _) in got.items()}
+    pieces = {g: read_pieces(dicts[g]) for g in shards}
     tables = []
     for g in shards:
-        blob = dicts[g].get(STATE_KEY)
-        if blob:
-            t = from_ipc(blob)
+        for t in tables_of(pieces[g]):
             tables.append(t.append_column(SHARD, pa.array(np.full(t.num_rows, g, np.int64))))
-    return dicts, tables
+    return dicts, pieces, tables
 
 
 def _output(b: _Batch, table: pa.Table) -> pa.RecordBatch:
@@ -184,7 +197,7 @@ def _reduce_side(b: _Batch) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.
         closing = b.evict_ms is not None and b.evict_ms > (b.late_ms or 0)
         if getattr(op, "mode", None) == "complete" or closing:  # every group, or closing windows
             targets |= set(b.pmap.shards_of(index))
-        dicts, tables = _states(b, sorted(targets))
+        dicts, pieces, tables = _states(b, sorted(targets))
         if isinstance(op, JoinOp):
             f = fold_join(tables, part, op, shard=SHARD, late_ms=b.late_ms, evict_ms=b.evict_ms)
         elif isinstance(op, DedupOp):
@@ -196,13 +209,9 @@ def _reduce_side(b: _Batch) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.
             time.sleep(wait_ms * sum(rows_of.values()) / 1000.0)
         parts = split_by(f.state, SHARD) if f.state is not None else {}
         written: dict[int, dict[Any, Any]] = {}
-        for g in f.changed:
-            st = dicts[g]
-            if g in parts:
-                st[STATE_KEY] = to_ipc(parts[g])
-            else:
-                st.pop(STATE_KEY, None)
-            written[g] = st
+        for g in f.changed:  # only the buckets whose rows changed are set
+            store(dicts[g], parts.get(g), op.keys, pieces[g], bucket_bytes=b.bucket_bytes)
+            written[g] = dicts[g]
         sizes: dict[int, int] = {}
         if written:
             sizes = b.backend.write_many(
