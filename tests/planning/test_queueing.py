@@ -70,6 +70,19 @@ def test_met_insufficient_unstable() -> None:
     assert not bad.met and not bad.stable
 
 
+def test_an_arrival_rate_an_exact_multiple_of_the_service_rate_needs_one_more_core() -> None:
+    # λ = μ + 2μ as summed: λ / μ rounds to 2.9999999999999996, yet 3μ == λ exactly, so
+    # 3 cores are not stable (k μ ≤ λ) and the fewest stable allocation has 4
+    mu = 342.230552727542
+    lam = mu + mu / 0.5
+    assert lam / mu < 3 and 3 * mu == lam
+    r = allocate(QueueingProblem((lam,), (mu,), lam, 1.0, 8))
+    assert r.cores[0] >= 4 and math.isfinite(r.latency)
+    assert r.latency == pytest.approx(mmk_latency(r.cores[0], lam, mu))
+    one = allocate(QueueingProblem((lam,), (mu,), lam, 1.0, 1))
+    assert one.status == "unstable" and one.cores == (4,) and one.shortfall == 3
+
+
 def test_free_and_idle_executors() -> None:
     r = allocate(QueueingProblem((0.0, 100.0), (1000.0, math.inf), 100.0, 0.01, 4))
     assert r.cores == (1, 1) and r.latency == 0.0 and r.met

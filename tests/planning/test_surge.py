@@ -45,6 +45,11 @@ def test_a_step_surge_is_sized_in_one_step_by_hand() -> None:
 )
 @example(rate=0.0, backlog=1.0, mu=1.0000000000000002, target=1.0, catch_up=1.0,
          startup=0.0, current=0, max_cores=18)  # fmt: skip
+# λ = μ + backlog / catch-up = 3μ exactly while λ / μ rounds below 3 (3 cores unstable)
+@example(rate=342.230552727542, backlog=342.230552727542, mu=342.230552727542, target=1.0,
+         catch_up=0.5, startup=0.0, current=0, max_cores=1)  # fmt: skip
+@example(rate=342.230552727542, backlog=342.230552727542, mu=342.230552727542, target=1.0,
+         catch_up=0.5, startup=0.0, current=0, max_cores=64)  # fmt: skip
 def test_sizing_is_the_fewest_cores_meeting_the_target(
     rate: float, backlog: float, mu: float, target: float, catch_up: float,
     startup: float, current: int, max_cores: int,

@@ -162,6 +162,18 @@ def expected_latency(problem: QueueingProblem, cores: Sequence[int]) -> float:
     return total / problem.external
 
 
+def _fewest_stable(lam: float, mu: float) -> int:
+    """The fewest servers with ``k μ > λ`` (1 for an infinitely fast executor). ``λ / μ``
+    can round just below an integer that ``k μ`` reaches exactly (λ = 3μ computed as a
+    sum): the product decides, as :func:`mmk_latency` does."""
+    if math.isinf(mu):
+        return 1
+    k = math.floor(lam / mu) + 1
+    while k * mu <= lam:
+        k += 1
+    return k
+
+
 def allocate(problem: QueueingProblem) -> QueueingAllocation:
     """Greedy minimum-core allocation meeting T_max (paper 000, §4.1).
 
@@ -178,7 +190,7 @@ def allocate(problem: QueueingProblem) -> QueueingAllocation:
     lam = problem.arrival
     mu = problem.service
     m = len(lam)
-    k = [1 if math.isinf(mu[j]) else math.floor(lam[j] / mu[j]) + 1 for j in range(m)]
+    k = [_fewest_stable(lam[j], mu[j]) for j in range(m)]
     b = [1.0 if math.isinf(mu[j]) else erlang_b(k[j], lam[j] / mu[j]) for j in range(m)]
 
     def t_j(j: int, kj: int, bj: float) -> float:
