@@ -136,17 +136,20 @@ def test_changelogs_are_a_small_fraction_of_the_snapshot_and_output_equals_spark
 
 
 def _to_one_blob(ck: Path) -> None:
-    """Rewrite every shard's committed version as the layout before buckets did: one
-    snapshot holding the whole table in one entry."""
+    """Rewrite every stored version of every shard as the layout before buckets did: one
+    snapshot holding the whole table in one entry. Every version, not only the committed
+    one: a batch that ran but whose Spark commit the stop cut off runs again on the
+    version before it."""
     backend = LocalStateBackend(ck / "state")
-    c = backend.committed("agg")
     for d in _shard_dirs(ck):
-        st, v = backend.read("agg", int(d.name), c)
-        assert v is not None
-        table = pa.concat_tables(tables_of(read_pieces(st)))
-        for p in d.glob("*.pkl"):
-            p.unlink()
-        (d / f"{v}.pkl").write_bytes(pickle.dumps({LEGACY_KEY: to_ipc(table)}))
+        versions = sorted(int(p.stem) for p in d.glob("*.pkl"))
+        full = {}
+        for v in versions:
+            st, at = backend.read("agg", int(d.name), v)
+            assert at == v
+            full[v] = pa.concat_tables(tables_of(read_pieces(st)))
+        for v, table in full.items():
+            (d / f"{v}.pkl").write_bytes(pickle.dumps({LEGACY_KEY: to_ipc(table)}))
 
 
 @pytest.mark.spark
