@@ -201,7 +201,9 @@ def cluster_up(
         def registered() -> bool:
             try:
                 alive = [w for w in master_json(webui)["workers"] if w.get("state") == "ALIVE"]
-            except OSError:
+            except (OSError, ValueError):
+                # ValueError: an HTML page, not JSON — the UI answers while it is still
+                # attaching its handlers (seen once in CI, right after its port opened)
                 return False
             return len(alive) >= workers
 
