@@ -64,7 +64,7 @@ WATCH_SETTINGS = Schema(
         float,
         1.0,
         "a batch admits at most what the live cores process in this x max(trigger, 3 x the "
-        "batches' overhead) (0: no limit)",
+        "batches' overhead), its run kept within catch_up_s (0: no limit)",
         low=0.0,
     ),
     Setting(

@@ -33,6 +33,7 @@ __all__ = [
     "Offered",
     "SourceWatch",
     "admission_limit",
+    "admission_window_s",
     "admitted_offset",
     "offered_for",
     "warm_keyed_path",
@@ -88,28 +89,53 @@ def admitted_offset(spark_checkpoint: Path) -> dict[str, Any] | None:
     return None
 
 
-def admission_limit(cores: int, service_rate: float | None, trigger_s: float,
-                    factor: float, overhead_s: float = 0.0) -> int | None:  # fmt: skip
-    """Tuples one batch may admit: what ``cores`` process in ``factor × max(trigger_s,
-    3 × overhead_s)`` seconds (``None``: no limit — factor 0, no rate measured yet, or no
-    trigger).
+def admission_window_s(trigger_s: float, factor: float, overhead_s: float = 0.0, *,
+                       cap_s: float = math.inf) -> float:  # fmt: skip
+    """Seconds of work one batch may admit: ``factor × max(trigger_s, 3 × overhead_s)``,
+    at most ``cap_s − overhead_s`` (never below ``factor × trigger_s``).
 
-    ``overhead_s`` is a batch's time besides its tuples' work (Spark's planning, offsets,
-    the shuffle, the commit). A batch admitting one trigger interval of work would spend
-    most of its time on that overhead when the overhead is seconds, and the limit would
-    cut throughput instead of bounding latency; three overheads of work keep a capped
-    batch at least 3/4 work.
+    A batch admitting one trigger interval of work would spend most of its time on the
+    overhead when the overhead is seconds (Spark's planning, offsets, the shuffle, the
+    commit), and the limit would cut throughput instead of bounding latency; three
+    overheads of work keep a capped batch at least 3/4 work. But the overhead grows when
+    the host is loaded, and a window tied to it alone grew to 20 s batches in a surge
+    (every tuple of such a batch waits for it to finish, and the next one waits for it to
+    start): ``cap_s`` — the catch-up time, within which the backlog is planned to drain —
+    bounds the batch's run, work plus overhead.
+
+    >>> admission_window_s(2.0, 1.0)
+    2.0
+    >>> admission_window_s(2.0, 1.0, 1.5)  # three overheads of work
+    4.5
+    >>> admission_window_s(2.0, 1.0, 4.0, cap_s=5.0)  # a loaded host: the batch's run bounded
+    2.0
+    >>> admission_window_s(2.0, 1.0, 1.5, cap_s=5.0)
+    3.5
+    """
+    window = max(trigger_s, 3.0 * max(0.0, overhead_s))
+    bound = max(trigger_s, cap_s - max(0.0, overhead_s))
+    return max(0.0, factor) * min(window, bound)
+
+
+def admission_limit(cores: int, service_rate: float | None, trigger_s: float,
+                    factor: float, overhead_s: float = 0.0, *,
+                    cap_s: float = math.inf) -> int | None:  # fmt: skip
+    """Tuples one batch may admit: what ``cores`` process in
+    :func:`admission_window_s` seconds (``None``: no limit — factor 0, no rate measured
+    yet, or no trigger).
 
     >>> admission_limit(4, 50.0, 2.0, 1.0)
     400
     >>> admission_limit(4, 50.0, 2.0, 1.0, overhead_s=1.5)  # 4.5 s of work
     900
+    >>> admission_limit(4, 50.0, 2.0, 1.0, overhead_s=1.5, cap_s=5.0)  # 3.5 s of work
+    700
     """
     if factor <= 0 or service_rate is None or trigger_s <= 0 or cores < 1:
         return None
     if not math.isfinite(service_rate) or service_rate <= 0:
         return None
-    window = factor * max(trigger_s, 3.0 * max(0.0, overhead_s))
+    window = admission_window_s(trigger_s, factor, overhead_s, cap_s=cap_s)
     return max(1, math.ceil(cores * service_rate * window))
 
 
@@ -208,7 +234,8 @@ class SourceWatch:
         if self.live.planned_cores > 0:
             cores = min(cores, self.live.planned_cores)
         limit = admission_limit(cores, self.live.service_rate, self.trigger_s,
-                                self.config.admission, self.live.overhead_s)  # fmt: skip
+                                self.config.admission, self.live.overhead_s,
+                                cap_s=self.catch_up_s)  # fmt: skip
         if limit != self._limit:
             write_admission(self.admission_file, limit)
             self._limit = limit
@@ -267,7 +294,8 @@ class SourceWatch:
         if mu is None:
             return None
         o = self.live.overhead_s
-        w = max(self.trigger_s, 3.0 * o) * max(self.config.admission, 1e-9)
+        w = admission_window_s(self.trigger_s, max(self.config.admission, 1e-9), o,
+                               cap_s=self.catch_up_s)  # fmt: skip
         return mu * w / (w + o) if w + o > 0 else mu
 
     def _warm(self, new: list[str]) -> None:

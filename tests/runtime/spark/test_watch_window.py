@@ -1,0 +1,46 @@
+"""The admission window of the watch (no Spark): hand-checked cases and the bounds it
+promises — a capped batch is at least 3/4 work unless the cap binds, and its run (work
+plus overhead) stays within the catch-up time unless one trigger interval of work
+already exceeds it."""
+
+from __future__ import annotations
+
+import math
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from streamscale.runtime.spark.watch import admission_limit, admission_window_s
+
+
+def test_hand_checked_windows() -> None:
+    # 2 s trigger, no overhead measured: one trigger interval of work
+    assert admission_window_s(2.0, 1.0) == 2.0
+    # overhead 1.5 s: three overheads (4.5 s) of work; a 5 s catch-up caps the run at 5 s
+    assert admission_window_s(2.0, 1.0, 1.5) == 4.5
+    assert admission_window_s(2.0, 1.0, 1.5, cap_s=5.0) == 3.5
+    # a loaded host (overhead 4 s): 12 s of work uncapped, one trigger interval capped
+    assert admission_window_s(2.0, 1.0, 4.0) == 12.0
+    assert admission_window_s(2.0, 1.0, 4.0, cap_s=5.0) == 2.0
+    # the factor scales the window, capped or not
+    assert admission_window_s(2.0, 0.5, 1.5, cap_s=5.0) == 1.75
+    # 4 cores at 50 t/s each for 3.5 s
+    assert admission_limit(4, 50.0, 2.0, 1.0, 1.5, cap_s=5.0) == 700
+    assert admission_limit(4, None, 2.0, 1.0, 1.5, cap_s=5.0) is None
+    assert admission_limit(4, 50.0, 2.0, 0.0, 1.5, cap_s=5.0) is None
+
+
+@given(
+    trigger=st.floats(0.1, 10.0),
+    overhead=st.floats(0.0, 20.0),
+    cap=st.floats(0.1, 60.0),
+)
+def test_bounds(trigger: float, overhead: float, cap: float) -> None:
+    w = admission_window_s(trigger, 1.0, overhead, cap_s=cap)
+    uncapped = admission_window_s(trigger, 1.0, overhead)
+    assert trigger - 1e-9 <= w <= uncapped + 1e-9
+    # the run stays within the cap, unless one trigger interval of work is already over it
+    assert w + overhead <= max(cap, trigger + overhead) + 1e-9
+    # when the cap does not bind, at least 3/4 of a batch is work
+    if math.isclose(w, uncapped) and w + overhead > 0:
+        assert w / (w + overhead) >= 0.75 - 1e-9
