@@ -104,6 +104,13 @@ def _final_state_equals_pandas(ck: Path, rows: pd.DataFrame) -> None:
     assert got == ref["size"].to_dict() and sums == ref["sum"].to_dict()
 
 
+def _every_batch_equals(got: dict[int, Any], want: dict[int, Any]) -> None:
+    """Every batch's output was seen once and equals Spark SQL's for the same batch."""
+    assert sorted(got) == list(range(BATCHES))
+    for b in range(BATCHES):
+        assert got[b] == want[b], f"batch {b}"
+
+
 @pytest.mark.spark
 @pytest.mark.slow
 def test_changelogs_are_a_small_fraction_of_the_snapshot_and_output_equals_spark_sql(
@@ -116,9 +123,7 @@ def test_changelogs_are_a_small_fraction_of_the_snapshot_and_output_equals_spark
     first = _run(spark, job, ck, policy=Flip(job.topology(), "agg", k=3), batches=3)
     rest = _run(spark, job, ck, policy=Flip(job.topology(), "agg", k=3))
     assert len({b.tasks["agg"] for b in (*first.batches, *rest.batches)}) == 2  # shards moved
-    assert sorted(got) == list(range(BATCHES))
-    for b in range(BATCHES):
-        assert got[b] == want[b], f"batch {b}"
+    _every_batch_equals(got, want)
     logs = 0
     for d in _shard_dirs(ck):
         files = {int(p.stem): p for p in d.glob("*.pkl")}
@@ -164,9 +169,7 @@ def test_a_checkpoint_of_one_blob_shards_recovers_and_converts(
     _run(spark, job, ck, batches=2)
     _to_one_blob(ck)
     _run(spark, job, ck)
-    assert sorted(got) == list(range(BATCHES))
-    for b in range(BATCHES):
-        assert got[b] == want[b], f"batch {b}"
+    _every_batch_equals(got, want)
     converted = 0
     for d in _shard_dirs(ck):
         newest = max(int(p.stem) for p in d.glob("*.pkl"))
