@@ -77,8 +77,9 @@ spark = build_session(master, app_name="streamscale-watch-test",
                       conf=executor_conf(1, 4, pin=False, separate_hosts=False, quick_start=True))
 sc = spark.sparkContext
 res = ExecutorResources(sc, cores_per_executor=1, max_executors=4, initial_executors=1,
-                        pin=False, warm_new=False)
+                        pin=False)
 res.settle(120)
+initial = res.alive()
 log = ProgressLog().attach(spark)
 job = Job.simple("calc", calculator, source_options=opts, instances=2, shards=8, trigger_s=1.0,
                  params={"cost_kind": "wall"})
@@ -90,7 +91,20 @@ state = {}
 for shard_state in LocalStateBackend(work / "ckpt" / "state").load_all("calc").values():
     state.update(shard_state)
 mid = [r.extra.get("mid_batch_requests") for r in out.records]
+# where the warm-up jobs' last stages ran, read from Spark's own status store
+store = sc._jsc.sc().statusStore()
+jobs = store.jobsList(None)
+warm_ran = []
+for i in range(jobs.size()):
+    job = jobs.apply(i)
+    if job.description().isDefined() and job.description().get() == "streamscale warm-up":
+        ids = job.stageIds()
+        stage = max(ids.apply(k) for k in range(ids.size()))
+        tasks = store.taskList(stage, store.lastStageAttempt(stage).attemptId(), 1 << 20)
+        warm_ran += [str(tasks.apply(k).executorId()) for k in range(tasks.size())]
 print("RESULT " + json.dumps({"mid_batch": res.mid_batch, "spans": spans, "mid": mid,
+                              "initial": initial, "warmed": sorted(res.warmed),
+                              "arrived": [e for _, e in res.arrivals], "warm_ran": warm_ran,
                               "rows": sum(r.rows for r in out.records),
                               "state": {k: list(v) for k, v in state.items()}}))
 spark.stop()
@@ -140,6 +154,11 @@ def test_a_surge_gets_executors_while_a_batch_runs_and_state_stays_exact(
     from streamscale.cli.replay import watch_inputs
     from streamscale.control.stimulus import replay_watch
 
+    # the executors that arrived were warmed on themselves: each one the run counted as
+    # warmed ran a warm-up task (Spark's status store; a task whose executor went away
+    # runs elsewhere after the locality wait, and that executor is not counted)
+    assert got["warmed"] and set(got["warmed"]) <= set(got["arrived"]) - set(got["initial"])
+    assert set(got["warmed"]) <= set(got["warm_ran"]), got
     replayed = replay_watch(watch_inputs(tmp_path / "out" / "metrics.jsonl"))
     asked = [r for r in replayed if r.run is not None]
     assert asked and all(r.match for r in replayed)

@@ -166,6 +166,9 @@ class ExecutorResources:
     initial_executors: int | None = None
     timeout_s: float = 60.0
     warm_new: bool = True
+    #: set by the watch, which warms arrivals while batches run: an executor is then ready
+    #: only once warmed (:meth:`mark_warm`), not merely alive at the boundary before
+    ready_when_warmed: bool = False
     clock: Callable[[], float] = time.monotonic
     pin: bool = True
     #: how long :meth:`settle` sees exactly the requested executors before it returns
@@ -195,6 +198,7 @@ class ExecutorResources:
     _lock: threading.RLock = field(default_factory=threading.RLock)
     _ready: set[str] | None = None  # alive at the boundary before the last one
     _last_boundary: set[str] | None = None
+    _start: set[str] = field(default_factory=set)  # alive before the first batch (warmed)
 
     def __post_init__(self) -> None:
         if not 1 <= self.min_executors <= self.max_executors or self.cores_per_executor < 1:
@@ -216,6 +220,7 @@ class ExecutorResources:
         self._arrived = set(self._seen)
         self._waiting.clear()  # start-up is not an executor's start-up time
         self._last_boundary = set(self._seen)  # warmed before the first batch (run_job)
+        self._start = set(self._seen)
 
     # -- reading the live cluster ------------------------------------------------------
     def alive(self) -> list[str]:
@@ -246,6 +251,7 @@ class ExecutorResources:
                     with self._lock:
                         if self._ready is None:  # before the first batch: all start warm
                             self._last_boundary = set(alive)
+                            self._start = set(alive)
                     return True
             else:
                 since = None
@@ -361,6 +367,13 @@ class ExecutorResources:
             ok = self._ready | self.warmed
             return [e for e in alive if e in ok]
 
+    def cold_executors(self) -> list[str]:
+        """Executors alive now and not ready (:meth:`ready_executors`), oldest first."""
+        with self._lock:
+            alive = self.alive()
+            ready = set(self.ready_executors(alive))
+            return [e for e in alive if e not in ready]
+
     def mark_warm(self, ids: list[str]) -> None:
         """Executors a warm-up job has run through the keyed stage's path."""
         with self._lock:
@@ -369,7 +382,13 @@ class ExecutorResources:
     def _apply(self, plan: Plan) -> Mapping[str, Any]:
         self.observe_arrivals()
         alive = self.alive()
-        self._ready, self._last_boundary = self._last_boundary, set(alive)
+        boundary = set(alive)
+        if self.ready_when_warmed:
+            # arrivals are warmed while batches run (the watch): ready once warmed, however
+            # long alive — one alive at a boundary may never have run a task (an executor
+            # that arrived just before one ran a surge batch's two tasks 26 s, cold)
+            boundary &= self._start | self.warmed
+        self._ready, self._last_boundary = self._last_boundary, boundary
         new = [e for e in alive if e not in self._seen]
         joined_later = bool(new) and bool(self._seen)
         self._seen.update(alive)

@@ -19,13 +19,14 @@ import statistics
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
 from streamscale.control.stimulus import watch_input
 from streamscale.control.watch import Sample, WatchConfig, WatchState, WatchView, watch_step
+from streamscale.errors import StreamscaleError
 
 __all__ = [
     "GeneratorOffered",
@@ -36,6 +37,7 @@ __all__ = [
     "admission_window_s",
     "admitted_offset",
     "offered_for",
+    "warm_executors",
     "warm_keyed_path",
     "write_admission",
 ]
@@ -69,6 +71,10 @@ def offered_for(fmt: str, options: Mapping[str, Any]) -> Offered | None:
     entry = source(fmt)
     available = None if entry is None else entry.offered(options)
     return None if available is None else GeneratorOffered(available)
+
+
+#: seconds between polls for executors that arrived (each gets its warm-up job at once)
+_ARRIVAL_POLL_S = 0.1
 
 
 def admitted_offset(spark_checkpoint: Path) -> dict[str, Any] | None:
@@ -199,6 +205,9 @@ class SourceWatch:
     _stop: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
     _limit: int | None = -1
+    #: executors with a warm-up job in flight
+    _warming: set[str] = field(default_factory=set)
+    _warm_lock: threading.Lock = field(default_factory=threading.Lock)
 
     def start(self) -> SourceWatch:
         self._thread = threading.Thread(target=self._run, name="streamscale-watch", daemon=True)
@@ -212,9 +221,16 @@ class SourceWatch:
 
     def _run(self) -> None:
         period = self.config.period_s(self.trigger_s)
-        while not self._stop.wait(period):
+        fast = min(period, _ARRIVAL_POLL_S)
+        last = -math.inf
+        while not self._stop.wait(fast):
             try:
-                self.tick()
+                now = time.monotonic()
+                if now - last >= period - 1e-9:
+                    last = now
+                    self.tick()
+                elif self.warm:  # arrivals are warmed within a fast poll, not a period
+                    self._warm()
             except Exception as exc:  # a failed read must never stop the job; say why
                 self.requests.append((self.clock(), -1, f"watch error: {exc}", {}))
 
@@ -243,9 +259,9 @@ class SourceWatch:
 
     def tick(self) -> None:
         """One sample: arrivals, the admission file, and a request if the load needs one."""
-        new = self.resources.observe_arrivals()
-        if new and self.warm:
-            self._warm(new)
+        self.resources.observe_arrivals()
+        if self.warm:
+            self._warm()
         self.update_admission()
         offset = admitted_offset(self.spark_checkpoint)
         if offset is None or not isinstance(offset.get("seq"), int | float):
@@ -298,22 +314,34 @@ class SourceWatch:
                                cap_s=self.catch_up_s)  # fmt: skip
         return mu * w / (w + o) if w + o > 0 else mu
 
-    def _warm(self, new: list[str]) -> None:
-        """Warm executors that just arrived, while the batch runs: a small job through the
-        keyed stage's path (:func:`warm_keyed_path`) with one task per new core, which
-        takes the free slots — the new executors' while the batch keeps the old ones busy
-        — so no batch task lands on them while they are cold. When the job is done they
-        count as ready (:meth:`ExecutorResources.mark_warm`) for folding and the admission
-        limit (:attr:`ExecutorResources.warm_new` is off under the watch). One task per
-        live core instead held every old slot's next turn for the warm job (Spark's FIFO
-        order puts the earlier job first): a batch of 575 rows ran 34 s, its longest task
-        busy 5.4 s."""
+    def _warm(self) -> None:
+        """Warm the executors that are alive and not ready yet, while the batch runs: a
+        small job through the keyed stage's path (:func:`warm_executors`), its tasks pinned
+        to those executors, two per core. When it is done, the executors its tasks ran on
+        count as ready (:meth:`ExecutorResources.mark_warm`) for folding, steering and
+        the admission limit (:attr:`ExecutorResources.warm_new` is off under the watch);
+        one that no task reached is tried again at the next poll. An unpinned warm job
+        (the shape before) ran where slots were free — in a surge batch's event log, on
+        the old executors — and the new one counted as ready while still cold: its two
+        keyed tasks ran 26 s (deserialization 4.8 s) against 3–4 s on warm executors.
+        Arrivals are polled every :data:`_ARRIVAL_POLL_S` and each gets its own job at
+        once: a batch's unsteered stage (the source's scan) takes a new executor's free
+        slots the moment it registers, and one warm job at a time left an arrival 3 s
+        unwarmed while another's job ran — long enough for a 2-task map stage to put a
+        task on it (11.4 s, against 0.2 s on a warm executor)."""
         res = self.resources
-        tasks = len(new) * res.cores_per_executor
+        with self._warm_lock:
+            cold = [e for e in res.cold_executors() if e not in self._warming]
+            self._warming.update(cold)
+        if not cold:
+            return
 
         def run() -> None:
-            if warm_keyed_path(res.sc, tasks):
-                res.mark_warm(new)
+            try:
+                res.mark_warm(sorted(warm_executors(res.sc, cold, res.cores_per_executor)))
+            finally:
+                with self._warm_lock:
+                    self._warming.difference_update(cold)
 
         threading.Thread(target=run, name="streamscale-warm", daemon=True).start()
 
@@ -351,6 +379,43 @@ def warm_keyed_path(sc: Any, tasks: int) -> bool:
     except Exception:  # the context is stopping: nothing to warm
         return False
     return True
+
+
+def warm_executors(sc: Any, executors: Sequence[str], cores: int) -> set[str]:
+    """Warm ``executors`` through the keyed stage's path (as :func:`warm_keyed_path`),
+    with ``cores`` tasks for each pinned to it (:func:`~streamscale.runtime.spark.pinning.pin`;
+    the steering's process-locality wait keeps them for it); returns the executors the
+    tasks ran on. Without the placement helper on the classpath the job runs unpinned
+    and every executor named counts as warmed (the best that session can know)."""
+    from pyspark.sql import SparkSession
+    from pyspark.sql import functions as F
+
+    from streamscale.runtime.spark.pinning import (
+        executor_hosts,
+        location,
+        pin,
+        reduce_runs,
+    )
+
+    hosts = executor_hosts(sc)
+    targets = [e for e in executors if e in hosts]
+    if not targets:
+        return set()
+    locs = [location(hosts[e], e) for e in targets for _ in range(max(1, int(cores)))]
+    n = len(locs)
+    group = f"streamscale-warm-{threading.get_ident()}-{time.monotonic_ns()}"
+    try:
+        spark = SparkSession.builder.getOrCreate()
+        frame = spark.range(0, n * 64, 1, n).repartition(n, F.col("id"))
+        try:
+            frame = pin(frame, locs)
+        except StreamscaleError:  # no placement helper: warm where slots are free
+            return set(targets) if warm_keyed_path(sc, n) else set()
+        sc.setJobGroup(group, "streamscale warm-up", interruptOnCancel=False)
+        frame.mapInPandas(_touch, "id long").collect()
+    except Exception:  # the context is stopping: nothing to warm
+        return set()
+    return {r.executor for r in reduce_runs(sc, group, n)} & set(targets)
 
 
 def split_watch_params(
@@ -391,6 +456,7 @@ def make_watch(
     resources.standby = config.standby_executors
     warm = resources.warm_new
     resources.warm_new = False  # the watch warms arrivals while the batch runs instead
+    resources.ready_when_warmed = warm
     s = SETTINGS.read(policy_params)
     admission = checkpoint / "admission" if config.admission > 0 else None
     watch = SourceWatch(
