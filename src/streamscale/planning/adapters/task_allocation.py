@@ -335,7 +335,8 @@ def naive_placer(context: PlanningContext, plan: Plan) -> StepResult:
     At 200 t/s the topology is the job of
     :func:`~streamscale.planning.placement.top_down.top_down`'s example (two tasks of 30 %
     for ``a`` and for ``b``, one of 40 % for ``c``, 8 and 6 MB/s between them, and a free
-    source) on two 1-core nodes; the best IMC gain is 7 of 14 MB/s. Naive fills ``n1`` with the ``b``–``c`` pairs first and reaches 6.
+    source) on two 1-core nodes; the best IMC gain is 7 of 14 MB/s. Naive fills ``n1`` with
+    the ``b``–``c`` pairs first and reaches 6.
 
     >>> from streamscale.model import Cluster, Edge, Operator, Plan, Topology
     >>> from streamscale.planning.registry import PlanningContext
@@ -404,8 +405,8 @@ def tl_imc_placer(context: PlanningContext, plan: Plan) -> StepResult:
     At 200 t/s the topology is the job of
     :func:`~streamscale.planning.placement.top_down.top_down`'s example (two tasks of 30 %
     for ``a`` and for ``b``, one of 40 % for ``c``, 8 and 6 MB/s between them, and a free
-    source) on two 1-core nodes; the best IMC gain is 7 of 14 MB/s. TL-IMC takes the ``b``–``c`` links first (3 MB/s each against 2) and
-    reaches 6.
+    source) on two 1-core nodes; the best IMC gain is 7 of 14 MB/s. TL-IMC takes the
+    ``b``–``c`` links first (3 MB/s each against 2) and reaches 6.
 
     >>> from streamscale.model import Cluster, Edge, Operator, Plan, Topology
     >>> from streamscale.planning.registry import PlanningContext
@@ -486,7 +487,8 @@ def optimal_placer(context: PlanningContext, plan: Plan) -> StepResult:
     At 200 t/s the topology is the job of
     :func:`~streamscale.planning.placement.top_down.top_down`'s example (two tasks of 30 %
     for ``a`` and for ``b``, one of 40 % for ``c``, 8 and 6 MB/s between them, and a free
-    source) on two 1-core nodes; the best IMC gain is 7 of 14 MB/s. Several allocations reach it: only the gain is shown.
+    source) on two 1-core nodes; the best IMC gain is 7 of 14 MB/s. Several allocations
+    reach it: only the gain is shown.
 
     >>> from streamscale.model import Cluster, Edge, Operator, Plan, Topology
     >>> from streamscale.planning.registry import PlanningContext
