@@ -255,9 +255,11 @@ def map_rsm(
     The MBA allocation of :func:`~streamscale.planning.allocation.model_based.allocate_mba`'s
     example: 7 ``parse`` threads, two full bundles of τ̂ = 3 and one thread at 2 % CPU and
     1 % memory; one thread alone needs C(1) = 20 % and M(1) = 10 % of a slot.
-    RSM's linear model sees 7 × 20 % = 1.4 of ``vm0``'s 2 cores and 7 × 10 % of one slot's
-    memory, so best fit packs every thread into one slot (which the bundles' measured
-    needs, 202 %, would overload).
+    Given C(1) and M(1) per thread (Algorithm 5 as written; the registry's ``rsm`` placer
+    gives MBA's threads c_i/τ_i instead), RSM's linear model sees 7 × 20 % = 1.4 of
+    ``vm0``'s 2 cores and 7 × 10 % of one slot's memory, so best fit packs every thread
+    into one slot, where the model says they sustain 220 t/s, not 450
+    (:func:`~streamscale.planning.prediction.predict`).
 
     >>> d = [TaskDemand("parse", 7, cpu1=0.2, mem1=0.1, bundle=3, cpu=2.02, mem=2.01, bundles=2)]
     >>> map_rsm(d, (Vm("vm0", 2), Vm("vm1", 2))).per_slot()
