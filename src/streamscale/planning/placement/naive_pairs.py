@@ -63,8 +63,8 @@ def naive_pairs(
     task link carries 8/4 = 2 MB/s and a ``B``–``C`` link 6/2 = 3. The five tasks (160 %)
     need both nodes of 100 %; trying all 18 count vectors shows that the best gain is 7 (e.g.
     one ``A`` and one ``B`` per node, ``C`` beside one ``B``: 2 + 2 + 3).
-    Naive fills the larger node pair by pair: the two ``B``–``C`` links first (3 MB/s each),
-    which leaves no room on ``n0`` for an ``A`` task, so it reaches 6.
+    Naive fills ``n0`` pair by pair, highest task-link IMC first: the two ``B``–``C`` links
+    (3 MB/s each), which leaves no room there for an ``A`` task, so it reaches 6.
 
     >>> from streamscale.planning.placement.groups import GroupJob
     >>> job = GroupJob.build([("A", 2, 60.0), ("B", 2, 60.0), ("C", 1, 40.0)],
