@@ -251,8 +251,8 @@ def albic_step(context: PlanningContext, plan: Plan) -> StepResult:
     --------
     Key groups start spread evenly: ``n1`` holds ``up/0`` (1.0 core) and its partner
     ``down/0`` (0.6), ``n2`` the other pair (0.2 + 0.2); the mean is 1.0, so the load
-    distance is 60 %, and all traffic is local. One migration is allowed. No pair can be
-    kept on one node within one move and the balance, so ALBIC ends where the MILP does.
+    distance is 60 %, and all traffic is local. One migration is allowed. Both pairs cannot
+    stay together within one move and the balance, so ALBIC ends where the MILP does.
 
     >>> from streamscale.model import (Cluster, Edge, Operator, Plan, ShardStats, Snapshot,
     ...                                Topology, Traffic)
