@@ -63,6 +63,18 @@ class Cluster:
 
     @classmethod
     def build(cls, nodes: Iterable[Node], vm_types: Iterable[VmType] = ()) -> Cluster:
+        """Validate and build; raises :class:`ModelError` naming the offending item.
+
+        Examples
+        --------
+        >>> c = Cluster.build([Node("a", cores=2), Node("b", cores=4, reserved_cpu=50.0)])
+        >>> c.names, c.total_cores, c.node("b").capacity
+        (('a', 'b'), 6, 400.0)
+        >>> Cluster.build([Node("a", cores=2), Node("a")])
+        Traceback (most recent call last):
+        ...
+        streamscale.errors.ModelError: node a: duplicate node name
+        """
         c = cls(tuple(nodes), tuple(vm_types))
         c.validate()
         return c
@@ -121,5 +133,12 @@ class Cluster:
 
     @classmethod
     def uniform(cls, n: int, *, cores: int = 8, prefix: str = "n", **node: object) -> Cluster:
-        """``n`` identical nodes named ``n1 … nN`` (examples, tests, simulator)."""
+        """``n`` identical nodes named ``n1 … nN`` (examples, tests, simulator).
+
+        Examples
+        --------
+        >>> c = Cluster.uniform(3, cores=4)
+        >>> c.names, c.total_cores
+        (('n1', 'n2', 'n3'), 12)
+        """
         return cls.build(Node(name=f"{prefix}{i + 1}", cores=cores, **node) for i in range(n))  # type: ignore[arg-type]

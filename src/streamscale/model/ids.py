@@ -20,6 +20,17 @@ node       ``executor-i``       a node; on Spark, executor ``i`` of the job
 
 Parsing reads from the right (``#digits``, ``[digits]``), so operator names may
 contain any character.
+
+Examples
+--------
+>>> unit = unit_id(instance_id("count", 2), 0)
+>>> unit, instance_of(unit), operator_of(unit), parse_unit(unit)
+('count[2]#0', 'count[2]', 'count', UnitId(instance='count[2]', index=0))
+>>> odd = unit_id(instance_id("a#b", 1), 3)  # only the trailing parts are read
+>>> odd, operator_of(odd)
+('a#b[1]#3', 'a#b')
+>>> group_id("count", 17), slot_id("vm0", 1), node_index(executor_node(4))
+('count/17', 'vm0/1', 4)
 """
 
 from __future__ import annotations

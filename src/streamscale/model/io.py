@@ -166,6 +166,21 @@ def _list(doc: Mapping[str, Any], key: str, where: str) -> list[Any]:
 
 
 def topology_from_dict(doc: Mapping[str, Any], *, where: str = "topology") -> Topology:
+    """A validated :class:`Topology` from a mapping (the file format; ``from``/``to`` for edges).
+
+    Examples
+    --------
+    >>> t = topology_from_dict({"name": "wc",
+    ...                         "operators": [{"name": "src", "kind": "source", "rate": 100.0},
+    ...                                       {"name": "out", "kind": "sink"}],
+    ...                         "edges": [{"from": "src", "to": "out"}]})
+    >>> t.names, dump(t)["edges"]
+    (('src', 'out'), [{'from': 'src', 'to': 'out', 'grouping': 'shuffle', 'selectivity': 1.0}])
+    >>> topology_from_dict({"operators": [{"name": "src", "kind": "source", "rte": 1}]})
+    Traceback (most recent call last):
+    ...
+    streamscale.errors.ModelError: topology: operator src: unknown field 'rte'
+    """
     ops = [
         _make(Operator, o, f"{where}: operator {o.get('name', i) if isinstance(o, Mapping) else i}")
         for i, o in enumerate(_list(doc, "operators", where))

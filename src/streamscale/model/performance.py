@@ -44,6 +44,22 @@ class PerformanceModel:
     def build(
         cls, task: str, points: Iterable[ModelPoint], *, approximate: bool = False, source: str = ""
     ) -> PerformanceModel:
+        """Validate and build from measured points (paper 004, §5); one must be at 1 thread.
+
+        Examples
+        --------
+        Measured at one and three threads; two threads are interpolated, the peak
+        ω̂ = 220 t/s needs τ̂ = 3 threads, and 150 t/s needs T(150) = 2.
+
+        >>> m = PerformanceModel.build("parse", [ModelPoint(1, 100.0, 20.0, 10.0),
+        ...                                      ModelPoint(3, 220.0, 50.0, 20.0)])
+        >>> m.rate(2), m.cpu(2), m.peak_rate, m.peak_threads, m.threads_for(150.0)
+        (160.0, 35.0, 220.0, 3, 2)
+        >>> m.threads_for(300.0)
+        Traceback (most recent call last):
+        ...
+        streamscale.errors.ModelError: parse: rate 300 exceeds the model's peak 220
+        """
         pts = tuple(sorted(points, key=lambda p: p.threads))
         item = f"model {task}"
         if not pts:

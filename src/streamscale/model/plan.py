@@ -117,6 +117,20 @@ class Plan:
 
         ``shard_bytes(instance, shard)`` gives a shard's state size; a shard
         whose target unit changes node moves those bytes.
+
+        Examples
+        --------
+        Shard 1 of ``count[0]`` moves from the unit on ``n1`` to the one on ``n2``: its 1000
+        bytes cross nodes.
+
+        >>> old = Plan(Allocation({"count[0]": 2}),
+        ...            Placement({"count[0]#0": "n1", "count[0]#1": "n2"}),
+        ...            Routing({"count[0]": ("count[0]#0", "count[0]#0", "count[0]#1")}))
+        >>> new = Plan(old.allocation, old.placement,
+        ...            Routing({"count[0]": ("count[0]#0", "count[0]#1", "count[0]#1")}))
+        >>> d = old.diff(new, shard_bytes=lambda instance, shard: 1000)
+        >>> [(m.shard, m.src_node, m.dst_node) for m in d.shard_moves], d.migration_bytes
+        ([(1, 'n1', 'n2')], 1000)
         """
         moves: list[ShardMove] = []
         for inst, table in new.routing.tables.items():

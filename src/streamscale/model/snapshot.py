@@ -82,6 +82,20 @@ class Snapshot:
         traffic: Iterable[Traffic] = (),
         nodes: Mapping[str, NodeStats] | None = None,
     ) -> Snapshot:
+        """Validate and build; raises :class:`ModelError` naming the offending item.
+
+        Examples
+        --------
+        >>> s = Snapshot.build(
+        ...     operators={"count": OperatorStats(input_rate=500.0, service_rate=400.0)},
+        ...     shards=[ShardStats("count", 0, load=0.7), ShardStats("count", 1, load=0.5)])
+        >>> [sh.load for sh in s.shards_of("count")]
+        [0.7, 0.5]
+        >>> Snapshot.build(shards=[ShardStats("count", 0, load=-1.0)])
+        Traceback (most recent call last):
+        ...
+        streamscale.errors.ModelError: shard count/0: values must be >= 0
+        """
         snap = cls(
             time,
             dict(operators or {}),

@@ -99,7 +99,30 @@ class Topology:
 
     @classmethod
     def build(cls, name: str, operators: Iterable[Operator], edges: Iterable[Edge]) -> Topology:
-        """Validate and build; raises :class:`ModelError` naming the offending item."""
+        """Validate and build; raises :class:`ModelError` naming the offending item.
+
+        Examples
+        --------
+        A word count: every line splits into 5 words, and ``count`` emits one tuple per 10
+        words; rates propagate as ω_j = Σ ω_i σ_ij (paper 004, §4).
+
+        >>> ops = [Operator("src", "source", rate=100.0), Operator("split"),
+        ...        Operator("count", key="word"), Operator("out", "sink")]
+        >>> edges = [Edge("src", "split"), Edge("split", "count", "key", selectivity=5.0),
+        ...          Edge("count", "out", selectivity=0.1)]
+        >>> topo = Topology.build("wc", ops, edges)
+        >>> topo.rates()
+        {'src': 100.0, 'split': 100.0, 'count': 500.0, 'out': 50.0}
+        >>> topo.rates(40.0)["count"]
+        200.0
+
+        A mistake is refused naming the item:
+
+        >>> Topology.build("bad", [*ops[:1], Operator("x"), ops[-1]], [Edge("src", "out")])
+        Traceback (most recent call last):
+        ...
+        streamscale.errors.ModelError: operator x: unreachable: no input edge
+        """
         topo = cls(name=name, operators=tuple(operators), edges=tuple(edges))
         topo.validate()
         return topo

@@ -7,6 +7,37 @@ static hash; executor ``e`` of operator ``op`` is the instance ``op[e]`` and its
 planners need from a snapshot (per-shard load and state, per-executor rates), keeps
 unit identities stable across re-plans (so a shard only "moves" when it has to) and
 assembles :class:`~streamscale.model.Plan` objects. It is pure: no clock, no I/O.
+
+Examples
+--------
+A keyed operator of two executors with four shards each, at 300 t/s and μ = 1000/10 ms
+= 100 t/s per core, on two 2-core nodes: each executor gets 150 t/s, each shard 3/8 of a
+core. ``agg[1]`` grows from one core to two: its new task takes two of its shards
+(δ = 2 → 1), ``agg[0]``'s table is kept.
+
+>>> import numpy as np
+>>> from streamscale.model import Cluster, Edge, Operator, Plan, Topology
+>>> topo = Topology.build("t", [Operator("src", "source"), Operator("out", "sink"),
+...                             Operator("agg", key="k", cost_ms=10.0, instances=2, shards=4)],
+...                       [Edge("src", "agg", "key"), Edge("agg", "out")])
+>>> cluster = Cluster.uniform(2, cores=2)
+>>> execs = executors(topo, cluster)
+>>> [(e.instance, e.home) for e in execs]
+[('agg[0]', 'n1'), ('agg[1]', 'n2')]
+>>> loads = executor_loads(topo, execs, None, rate=300.0)
+>>> loads["agg[1]"].arrival, loads["agg[1]"].service, loads["agg[1]"].shard_load.tolist()
+(150.0, 100.0, [0.375, 0.375, 0.375, 0.375])
+>>> x = fill_assignment(np.zeros((2, 2), dtype=int), [2, 1], [2, 2], [0, 1])
+>>> units, _ = realize_units(Plan(), execs, x, cluster.names)
+>>> tables, _ = route(Plan(), execs, loads, {"agg[0]": 2, "agg[1]": 1})
+>>> plan = assemble({"agg[0]": 2, "agg[1]": 1}, units, tables)
+>>> x = fill_assignment(placement_matrix(plan, execs, cluster.names), [2, 2], [2, 2], [0, 1])
+>>> units, renames = realize_units(plan, execs, x, cluster.names)
+>>> units["agg[1]#1"], renames
+('n2', {'agg[0]': [0, 1], 'agg[1]': [0]})
+>>> tables, done = route(plan, execs, loads, {"agg[0]": 2, "agg[1]": 2}, renames)
+>>> tables["agg[1]"], done["agg[1]"].delta_after, tables["agg[0]"] == plan.routing.tables["agg[0]"]
+(('agg[1]#1', 'agg[1]#1', 'agg[1]#0', 'agg[1]#0'), 1.0, True)
 """
 
 from __future__ import annotations
@@ -406,6 +437,14 @@ def fill_assignment(
     most free cores. Used for initial plans and by policies without Algorithm 1
     (paper 000, §4.2 is the migration-aware alternative). Cores beyond the cluster's
     capacity oversubscribe the home node rather than fail, as a static deployment does.
+
+    Examples
+    --------
+    Executor 1 (home node 1, one core there) grows to three: node 1's free core, then
+    node 0's, beside executor 0.
+
+    >>> fill_assignment(np.array([[1, 0], [0, 1]]), [1, 3], [2, 2], [0, 1]).tolist()
+    [[1, 1], [0, 2]]
     """
     x = np.array(x0, dtype=np.int64, copy=True)
     cap = np.asarray(capacity, dtype=np.int64)
@@ -509,6 +548,14 @@ def trim_cores(
     executor that is not throttled is down to one. Within each group a core
     comes from the executor whose utilisation ``need / (k − 1)`` stays lowest
     without it, so the scarce cores go where demand per core is highest.
+
+    Examples
+    --------
+    Six cores for a limit of four: without a core the first executor would run at
+    1.0/2 = 0.5, the second at 1.5/1 (the third has one): the first loses two.
+
+    >>> trim_cores([3, 2, 1], [1.0, 1.5, 0.5], 4)
+    [1, 2, 1]
     """
     kk = np.asarray(k, dtype=np.int64).copy()
     nd = np.asarray(need, dtype=float)

@@ -89,6 +89,31 @@ def predict(
         Also cap the rate where a VM's CPU or a slot's memory would pass 100 %.
     at_rate
         Report resources at this DAG rate instead of the predicted one.
+
+    Examples
+    --------
+    The ``parse`` model of :func:`~streamscale.planning.allocation.model_based.allocate_mba`'s
+    example (I(1) = 100, I(3) = 220 t/s) and SAM's mapping of its 7 threads: 3 + 3 threads on
+    two slots of ``vm0``, one on ``vm1``. Under shuffle grouping a thread of a 3-thread slot
+    sustains 220/3 t/s, so the task keeps up to 7 × 220/3 ≈ 513.3 t/s; weighted routing
+    reaches 220 + 220 + 100 = 540. RSM's mapping, all 7 threads on one slot, sustains the
+    model's flat I(7) = 220.
+
+    >>> from streamscale.model import Edge, ModelPoint, Operator, PerformanceModel, Topology
+    >>> topo = Topology.build("t", [Operator("src", "source"), Operator("parse", task="parse"),
+    ...                             Operator("out", "sink")],
+    ...                       [Edge("src", "parse"), Edge("parse", "out")])
+    >>> models = {"parse": PerformanceModel.build("parse", [ModelPoint(1, 100.0, 20.0, 10.0),
+    ...                                                     ModelPoint(2, 180.0, 35.0, 15.0),
+    ...                                                     ModelPoint(3, 220.0, 50.0, 20.0)])}
+    >>> sam = {f"parse#{k}": s for k, s in enumerate(["vm0/0"] * 3 + ["vm0/1"] * 3 + ["vm1/0"])}
+    >>> p = predict(topo, models, sam)
+    >>> round(p.rate, 1), p.limit
+    (513.3, 'task parse')
+    >>> predict(topo, models, sam, routing="weighted").rate
+    540.0
+    >>> predict(topo, models, {f"parse#{k}": "vm0/0" for k in range(7)}).rate
+    220.0
     """
     if routing not in ("shuffle", "weighted"):
         raise ModelError("routing must be 'shuffle' or 'weighted'", item=str(routing))

@@ -233,7 +233,31 @@ def compose(
     *,
     steps: Iterable[tuple[Family, str]],
 ) -> tuple[Plan, dict[str, Mapping[str, Any]], tuple[str, ...]]:
-    """Run the named steps in order; returns the final plan, figures per step and notes."""
+    """Run the named steps in order; returns the final plan, figures per step and notes.
+
+    Examples
+    --------
+    Elasticutor's chain on two executors of 150 t/s each (μ = 100 t/s per core, T_max =
+    20 ms): the queueing model asks for 3 + 2 cores, the placer puts them on the executors'
+    home nodes, the balancer routes the shards (see the steps' own examples).
+
+    >>> from streamscale.model import Cluster, Edge, Operator, Topology
+    >>> topo = Topology.build("t", [Operator("src", "source"), Operator("out", "sink"),
+    ...                             Operator("agg", key="k", cost_ms=10.0, instances=2, shards=4)],
+    ...                       [Edge("src", "agg", "key"), Edge("agg", "out")])
+    >>> ctx = PlanningContext(topo, Cluster.uniform(2, cores=4), rate=300.0,
+    ...                       params={"latency_target_ms": 20.0})
+    >>> steps = [("allocator", "queueing"), ("placer", "elasticutor"), ("balancer", "shard")]
+    >>> plan, figures, notes = compose(ctx, steps=steps)
+    >>> dict(plan.allocation.cores), plan.placement.per_node()
+    ({'agg[0]': 3, 'agg[1]': 2}, Counter({'n1': 3, 'n2': 2}))
+    >>> list(figures), notes
+    (['allocator:queueing', 'placer:elasticutor', 'balancer:shard'], ())
+    >>> compose(ctx, steps=[("allocator", "queuing")])
+    Traceback (most recent call last):
+    ...
+    streamscale.errors.StreamscaleError: queuing: unknown allocator (known: ...)
+    """
     plan = current or Plan()
     figures: dict[str, Mapping[str, Any]] = {}
     notes: list[str] = []

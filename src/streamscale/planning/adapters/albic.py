@@ -192,7 +192,35 @@ def _milp_kwargs(p: dict[str, Any]) -> dict[str, Any]:
     params=MILP_SETTINGS,
 )
 def milp_step(context: PlanningContext, plan: Plan) -> StepResult:
-    """Paper 003, §4.3.1: MILP load balancing with migration budget and scale-in."""
+    """Paper 003, §4.3.1: MILP load balancing with migration budget and scale-in.
+
+    Examples
+    --------
+    Key groups start spread evenly: ``n1`` holds ``up/0`` (1.0 core) and its partner
+    ``down/0`` (0.6), ``n2`` the other pair (0.2 + 0.2); the mean is 1.0, so the load
+    distance is 60 %, and all traffic is local. One migration is allowed. Moving ``down/0``
+    balances both nodes exactly (and halves the collocation).
+
+    >>> from streamscale.model import (Cluster, Edge, Operator, Plan, ShardStats, Snapshot,
+    ...                                Topology, Traffic)
+    >>> from streamscale.planning.registry import PlanningContext
+    >>> topo = Topology.build("t", [Operator("src", "source"), Operator("up", key="k", shards=2),
+    ...                             Operator("down", key="k", shards=2), Operator("out", "sink")],
+    ...                       [Edge("src", "up", "key"), Edge("up", "down", "key"),
+    ...                        Edge("down", "out")])
+    >>> snap = Snapshot.build(
+    ...     shards=[ShardStats("up", 0, load=1.0), ShardStats("up", 1, load=0.2),
+    ...             ShardStats("down", 0, load=0.6), ShardStats("down", 1, load=0.2)],
+    ...     traffic=[Traffic("up", 0, "down", 0, 50.0), Traffic("up", 1, "down", 1, 50.0)])
+    >>> ctx = PlanningContext(topo, Cluster.uniform(2, cores=2), snapshot=snap,
+    ...                       params={"max_migrations": 1}, seed=0)
+    >>> r = milp_step(ctx, Plan())
+    >>> f = r.figures
+    >>> round(f["load_distance_pct"], 1), f["migrations"], f["collocation_pct"]
+    (0.0, 1, 50.0)
+    >>> r.plan.routing.tables["down[0]"]  # both key groups of down now on n2
+    ('down#1', 'down#1')
+    """
     from streamscale.planning.balancing.milp import solve_milp  # HiGHS/OR-Tools: ~0.6 s
 
     params = MILP_SETTINGS.read(context.params)
@@ -217,7 +245,32 @@ def milp_step(context: PlanningContext, plan: Plan) -> StepResult:
     params=ALBIC_SETTINGS,
 )
 def albic_step(context: PlanningContext, plan: Plan) -> StepResult:
-    """Paper 003, §4.3.2: one ALBIC round (collocation sets rebuilt from the current plan)."""
+    """Paper 003, §4.3.2: one ALBIC round (collocation sets rebuilt from the current plan).
+
+    Examples
+    --------
+    Key groups start spread evenly: ``n1`` holds ``up/0`` (1.0 core) and its partner
+    ``down/0`` (0.6), ``n2`` the other pair (0.2 + 0.2); the mean is 1.0, so the load
+    distance is 60 %, and all traffic is local. One migration is allowed. Both pairs cannot
+    stay together within one move and the balance, so ALBIC ends where the MILP does.
+
+    >>> from streamscale.model import (Cluster, Edge, Operator, Plan, ShardStats, Snapshot,
+    ...                                Topology, Traffic)
+    >>> from streamscale.planning.registry import PlanningContext
+    >>> topo = Topology.build("t", [Operator("src", "source"), Operator("up", key="k", shards=2),
+    ...                             Operator("down", key="k", shards=2), Operator("out", "sink")],
+    ...                       [Edge("src", "up", "key"), Edge("up", "down", "key"),
+    ...                        Edge("down", "out")])
+    >>> snap = Snapshot.build(
+    ...     shards=[ShardStats("up", 0, load=1.0), ShardStats("up", 1, load=0.2),
+    ...             ShardStats("down", 0, load=0.6), ShardStats("down", 1, load=0.2)],
+    ...     traffic=[Traffic("up", 0, "down", 0, 50.0), Traffic("up", 1, "down", 1, 50.0)])
+    >>> ctx = PlanningContext(topo, Cluster.uniform(2, cores=2), snapshot=snap,
+    ...                       params={"max_migrations": 1}, seed=0)
+    >>> f = albic_step(ctx, Plan()).figures
+    >>> round(f["load_distance_pct"], 1), f["migrations"], f["collocation_pct"]
+    (0.0, 1, 50.0)
+    """
     from streamscale.planning.balancing.albic import albic, collocation_candidates  # ~0.9 s
 
     params = ALBIC_SETTINGS.read(context.params)
@@ -252,7 +305,33 @@ def albic_step(context: PlanningContext, plan: Plan) -> StepResult:
     params=FLUX_SETTINGS,
 )
 def flux_step(context: PlanningContext, plan: Plan) -> StepResult:
-    """Flux (Shah et al. 2003) as the baseline of paper 003, §5."""
+    """Flux (Shah et al. 2003) as the baseline of paper 003, §5.
+
+    Examples
+    --------
+    Key groups start spread evenly: ``n1`` holds ``up/0`` (1.0 core) and its partner
+    ``down/0`` (0.6), ``n2`` the other pair (0.2 + 0.2); the mean is 1.0, so the load
+    distance is 60 %, and all traffic is local. One migration is allowed. Flux moves the
+    largest suitable key group, ``up/0``, and leaves 0.6 and 1.4 (40 %) where moving
+    ``down/0`` would have balanced.
+
+    >>> from streamscale.model import (Cluster, Edge, Operator, Plan, ShardStats, Snapshot,
+    ...                                Topology, Traffic)
+    >>> from streamscale.planning.registry import PlanningContext
+    >>> topo = Topology.build("t", [Operator("src", "source"), Operator("up", key="k", shards=2),
+    ...                             Operator("down", key="k", shards=2), Operator("out", "sink")],
+    ...                       [Edge("src", "up", "key"), Edge("up", "down", "key"),
+    ...                        Edge("down", "out")])
+    >>> snap = Snapshot.build(
+    ...     shards=[ShardStats("up", 0, load=1.0), ShardStats("up", 1, load=0.2),
+    ...             ShardStats("down", 0, load=0.6), ShardStats("down", 1, load=0.2)],
+    ...     traffic=[Traffic("up", 0, "down", 0, 50.0), Traffic("up", 1, "down", 1, 50.0)])
+    >>> ctx = PlanningContext(topo, Cluster.uniform(2, cores=2), snapshot=snap,
+    ...                       params={"max_migrations": 1}, seed=0)
+    >>> f = flux_step(ctx, Plan()).figures
+    >>> round(f["load_distance_pct"], 1), f["migrations"]
+    (40.0, 1)
+    """
     problem = build_problem(context, plan)
     mm, mc = _budget(FLUX_SETTINGS.read(context.params))
     return _step(context, plan, problem, flux(problem, max_migrations=mm, max_cost=mc))
@@ -265,7 +344,33 @@ def flux_step(context: PlanningContext, plan: Plan) -> StepResult:
     params=POTC_SETTINGS,
 )
 def potc_step(context: PlanningContext, plan: Plan) -> StepResult:
-    """PoTC (paper 003, §2, §5.2): the plan keeps each key group's primary node."""
+    """PoTC (paper 003, §2, §5.2): the plan keeps each key group's primary node.
+
+    Examples
+    --------
+    Key groups start spread evenly: ``n1`` holds ``up/0`` (1.0 core) and its partner
+    ``down/0`` (0.6), ``n2`` the other pair (0.2 + 0.2); the mean is 1.0, so the load
+    distance is 60 %, and all traffic is local. One migration is allowed. PoTC moves no
+    state: each key group's load splits over both nodes, plus a merge overhead, which leaves
+    the distance under 1 %.
+
+    >>> from streamscale.model import (Cluster, Edge, Operator, Plan, ShardStats, Snapshot,
+    ...                                Topology, Traffic)
+    >>> from streamscale.planning.registry import PlanningContext
+    >>> topo = Topology.build("t", [Operator("src", "source"), Operator("up", key="k", shards=2),
+    ...                             Operator("down", key="k", shards=2), Operator("out", "sink")],
+    ...                       [Edge("src", "up", "key"), Edge("up", "down", "key"),
+    ...                        Edge("down", "out")])
+    >>> snap = Snapshot.build(
+    ...     shards=[ShardStats("up", 0, load=1.0), ShardStats("up", 1, load=0.2),
+    ...             ShardStats("down", 0, load=0.6), ShardStats("down", 1, load=0.2)],
+    ...     traffic=[Traffic("up", 0, "down", 0, 50.0), Traffic("up", 1, "down", 1, 50.0)])
+    >>> ctx = PlanningContext(topo, Cluster.uniform(2, cores=2), snapshot=snap,
+    ...                       params={"max_migrations": 1}, seed=0)
+    >>> f = potc_step(ctx, Plan()).figures
+    >>> f["migrations"], round(f["load_distance_pct"], 2), round(f["merge_overhead"], 3)
+    (0, 0.5, 0.101)
+    """
     problem = build_problem(context, plan)
     res = potc(
         problem, merge_factor=POTC_SETTINGS.read(context.params)["merge_factor"], seed=context.seed
@@ -283,7 +388,32 @@ def potc_step(context: PlanningContext, plan: Plan) -> StepResult:
     params=COLA_SETTINGS,
 )
 def cola_step(context: PlanningContext, plan: Plan) -> StepResult:
-    """COLA (Khandekar et al. 2009) as the collocation baseline of paper 003, §5.3."""
+    """COLA (Khandekar et al. 2009) as the collocation baseline of paper 003, §5.3.
+
+    Examples
+    --------
+    Key groups start spread evenly: ``n1`` holds ``up/0`` (1.0 core) and its partner
+    ``down/0`` (0.6), ``n2`` the other pair (0.2 + 0.2); the mean is 1.0, so the load
+    distance is 60 %, and all traffic is local. One migration is allowed. COLA re-partitions
+    from scratch (it takes no migration budget); here that also costs one migration.
+
+    >>> from streamscale.model import (Cluster, Edge, Operator, Plan, ShardStats, Snapshot,
+    ...                                Topology, Traffic)
+    >>> from streamscale.planning.registry import PlanningContext
+    >>> topo = Topology.build("t", [Operator("src", "source"), Operator("up", key="k", shards=2),
+    ...                             Operator("down", key="k", shards=2), Operator("out", "sink")],
+    ...                       [Edge("src", "up", "key"), Edge("up", "down", "key"),
+    ...                        Edge("down", "out")])
+    >>> snap = Snapshot.build(
+    ...     shards=[ShardStats("up", 0, load=1.0), ShardStats("up", 1, load=0.2),
+    ...             ShardStats("down", 0, load=0.6), ShardStats("down", 1, load=0.2)],
+    ...     traffic=[Traffic("up", 0, "down", 0, 50.0), Traffic("up", 1, "down", 1, 50.0)])
+    >>> ctx = PlanningContext(topo, Cluster.uniform(2, cores=2), snapshot=snap,
+    ...                       params={"max_migrations": 1}, seed=0)
+    >>> f = cola_step(ctx, Plan()).figures
+    >>> round(f["load_distance_pct"], 1), f["migrations"], f["collocation_pct"]
+    (0.0, 1, 50.0)
+    """
     from streamscale.planning.balancing.cola import cola  # METIS: paid only when COLA runs
 
     problem = build_problem(context, plan)

@@ -111,7 +111,37 @@ def _pools(plan: Plan, op: str, instances: int) -> list[tuple[list[int], list[st
     params=COLLOCATE_SETTINGS,
 )
 def collocate_step(context: PlanningContext, plan: Plan) -> StepResult:
-    """Traffic-aware routing (paper 003 §4.3.2's collocation over paper 000 §3.1's units)."""
+    """Traffic-aware routing (paper 003 §4.3.2's collocation over paper 000 §3.1's units).
+
+    Examples
+    --------
+    ``up/g`` feeds only ``down/g``; each operator has one unit on each node, and the current
+    tables cross the pairs (``up/0`` on ``n1``, ``down/0`` on ``n2``), so no traffic is local.
+    The step routes ``up`` first, each shard to its partner's node, and ``down`` then stays
+    where it is: every pair shares a node, and the units stay balanced (δ = 1).
+
+    >>> from streamscale.model import (Allocation, Cluster, Edge, Operator, Placement, Plan,
+    ...                                Routing, ShardStats, Snapshot, Topology, Traffic)
+    >>> from streamscale.planning.registry import PlanningContext
+    >>> topo = Topology.build("t", [Operator("src", "source"), Operator("up", key="k", shards=2),
+    ...                             Operator("down", key="k", shards=2), Operator("out", "sink")],
+    ...                       [Edge("src", "up", "key"), Edge("up", "down", "key"),
+    ...                        Edge("down", "out")])
+    >>> snap = Snapshot.build(
+    ...     shards=[ShardStats(op, g, load=0.5) for op in ("up", "down") for g in (0, 1)],
+    ...     traffic=[Traffic("up", 0, "down", 0, 50.0), Traffic("up", 1, "down", 1, 50.0)])
+    >>> plan = Plan(Allocation({"up[0]": 2, "down[0]": 2}),
+    ...             Placement({"up[0]#0": "n1", "up[0]#1": "n2",
+    ...                        "down[0]#0": "n1", "down[0]#1": "n2"}),
+    ...             Routing({"up[0]": ("up[0]#0", "up[0]#1"),
+    ...                      "down[0]": ("down[0]#1", "down[0]#0")}))
+    >>> r = collocate_step(PlanningContext(topo, Cluster.uniform(2, cores=2), snapshot=snap), plan)
+    >>> r.plan.routing.tables["up[0]"], r.plan.routing.tables["down[0]"]
+    (('up[0]#1', 'up[0]#0'), ('down[0]#1', 'down[0]#0'))
+    >>> f = r.figures
+    >>> f["local_traffic_share_before"], f["local_traffic_share"], f["delta_after"]
+    (0.0, 1.0, 1.0)
+    """
     theta = COLLOCATE_SETTINGS.read(context.params)["theta"]
     ops = keyed_operators(context.topology)
     if not ops:

@@ -252,7 +252,26 @@ def _finish(
     promises=("cpu_capacity",),
 )
 def gma_placer(context: PlanningContext, plan: Plan) -> StepResult:
-    """GMA (paper 002, §IV.E, Algorithm 1) with an operation budget."""
+    """GMA (paper 002, §IV.E, Algorithm 1) with an operation budget.
+
+    Examples
+    --------
+    At 100 t/s this is the problem of
+    :func:`~streamscale.planning.placement.gma.gma`'s example: ``a`` needs 100 × 12 ms = 120 %
+    of a core, ``b`` 80 %, and they exchange 100 × 125 kB × 8 = 100 Mbit/s; other work keeps
+    ``n0`` 70 % and ``n1`` 10 % busy.
+
+    >>> from streamscale.model import Cluster, Edge, Node, Operator, Plan, Topology
+    >>> from streamscale.planning.registry import PlanningContext
+    >>> topo = Topology.build("q", [Operator("a", "source", cost_ms=12.0, tuple_bytes=125_000),
+    ...                             Operator("b", "sink", cost_ms=8.0)], [Edge("a", "b")])
+    >>> cluster = Cluster.build([Node("n0", cores=4, reserved_cpu=280.0),
+    ...                          Node("n1", cores=4, reserved_cpu=40.0)])
+    >>> ctx = PlanningContext(topo, cluster, rate=100.0, seed=1)
+    >>> r = gma_placer(ctx, Plan())
+    >>> dict(r.plan.placement.nodes), r.figures["feasible"], r.figures["node_cpu_load"]
+    ({'a#0': 'n1', 'b#0': 'n1'}, True, {'n0': 0.7, 'n1': 0.6})
+    """
     problem, alloc = build_problem(context, plan)
     p = GMA_SETTINGS.read(context.params)
     result = gma(
@@ -279,7 +298,30 @@ def gma_placer(context: PlanningContext, plan: Plan) -> StepResult:
     promises=("cpu_capacity",),
 )
 def random_placer(context: PlanningContext, plan: Plan) -> StepResult:
-    """Random baseline (paper 002, §V)."""
+    """Random baseline (paper 002, §V).
+
+    Examples
+    --------
+    At 100 t/s this is the problem of :func:`~streamscale.planning.placement.gma.gma`'s
+    example: ``a`` needs 100 × 12 ms = 120 % of a core, ``b`` 80 %, and they exchange 100 ×
+    125 kB × 8 = 100 Mbit/s; other work keeps ``n0`` 70 % and ``n1`` 10 % busy. The draw of
+    seed 1 overloads ``n0``; with ``strict`` that is an error.
+
+    >>> from streamscale.model import Cluster, Edge, Node, Operator, Plan, Topology
+    >>> from streamscale.planning.registry import PlanningContext
+    >>> topo = Topology.build("q", [Operator("a", "source", cost_ms=12.0, tuple_bytes=125_000),
+    ...                             Operator("b", "sink", cost_ms=8.0)], [Edge("a", "b")])
+    >>> cluster = Cluster.build([Node("n0", cores=4, reserved_cpu=280.0),
+    ...                          Node("n1", cores=4, reserved_cpu=40.0)])
+    >>> ctx = PlanningContext(topo, cluster, rate=100.0, seed=1)
+    >>> random_placer(ctx, Plan()).figures["node_cpu_load"]
+    {'n0': 1.0, 'n1': 0.3}
+    >>> from dataclasses import replace
+    >>> random_placer(replace(ctx, params={"strict": True}), Plan())
+    Traceback (most recent call last):
+    ...
+    streamscale.errors.InfeasibleError: placer random: placement exceeds D_CPU=0.9 or D_BW=0.9
+    """
     problem, alloc = build_problem(context, plan)
     result = random_placement(problem, seed=context.seed)
     return _finish("random", context, plan, problem, alloc, result)
@@ -293,7 +335,28 @@ def random_placer(context: PlanningContext, plan: Plan) -> StepResult:
     promises=("cpu_capacity",),
 )
 def even_placer(context: PlanningContext, plan: Plan) -> StepResult:
-    """Even baseline (paper 002, §V): Storm's even scheduler."""
+    """Even baseline (paper 002, §V): Storm's even scheduler.
+
+    Examples
+    --------
+    At 100 t/s this is the problem of
+    :func:`~streamscale.planning.placement.gma.gma`'s example: ``a`` needs 100 × 12 ms = 120 %
+    of a core, ``b`` 80 %, and they exchange 100 × 125 kB × 8 = 100 Mbit/s; other work keeps
+    ``n0`` 70 % and ``n1`` 10 % busy. The even scheduler overloads ``n0`` and says so in a note.
+
+    >>> from streamscale.model import Cluster, Edge, Node, Operator, Plan, Topology
+    >>> from streamscale.planning.registry import PlanningContext
+    >>> topo = Topology.build("q", [Operator("a", "source", cost_ms=12.0, tuple_bytes=125_000),
+    ...                             Operator("b", "sink", cost_ms=8.0)], [Edge("a", "b")])
+    >>> cluster = Cluster.build([Node("n0", cores=4, reserved_cpu=280.0),
+    ...                          Node("n1", cores=4, reserved_cpu=40.0)])
+    >>> ctx = PlanningContext(topo, cluster, rate=100.0, seed=1)
+    >>> r = even_placer(ctx, Plan())
+    >>> dict(r.plan.placement.nodes), r.figures["feasible"], r.figures["node_cpu_load"]["n0"]
+    ({'a#0': 'n0', 'b#0': 'n1'}, False, 1.0)
+    >>> r.notes
+    ('even: placement exceeds D_CPU=0.9 or D_BW=0.9; best-effort placement returned',)
+    """
     problem, alloc = build_problem(context, plan)
     workers = EVEN_SETTINGS.read(context.params)["workers"]
     result = even_placement(problem, workers=workers)

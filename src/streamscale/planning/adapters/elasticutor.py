@@ -242,7 +242,28 @@ def queueing_allocation(
     params=SETTINGS,
 )
 def queueing_step(context: PlanningContext, plan: Plan) -> StepResult:
-    """Cores per executor from the Jackson-network model (paper 000, §4.1)."""
+    """Cores per executor from the Jackson-network model (paper 000, §4.1).
+
+    Examples
+    --------
+    Two executors of ``agg`` receive 150 t/s each and one core serves μ = 100 t/s; two
+    4-core nodes; T_max = 20 ms. With two cores each an executor is an M/M/2 queue (a = 1.5)
+    with E[T] = 22.9 ms; a third core for one of them gives 11.6 ms, and E[T] = (22.9 +
+    11.6)/2 = 17.2 ms ≤ 20: five cores.
+
+    >>> from streamscale.model import Cluster, Edge, Operator, Plan, Topology
+    >>> from streamscale.planning.registry import PlanningContext
+    >>> topo = Topology.build("t", [Operator("src", "source"), Operator("out", "sink"),
+    ...                             Operator("agg", key="k", cost_ms=10.0, instances=2, shards=4,
+    ...                                      state_bytes=800)],
+    ...                       [Edge("src", "agg", "key"), Edge("agg", "out")])
+    >>> ctx = PlanningContext(topo, Cluster.uniform(2, cores=4), rate=300.0,
+    ...                       params={"latency_target_ms": 20.0}, seed=0)
+    >>> r = queueing_step(ctx, Plan())
+    >>> f = r.figures
+    >>> dict(r.plan.allocation.cores), f["status"], round(f["expected_latency_ms"], 1)
+    ({'agg[0]': 3, 'agg[1]': 2}, 'met', 17.2)
+    """
     execs, loads = planning_inputs(context)
     names = [ex.instance for ex in execs]
     k, figures = queueing_allocation(
@@ -336,7 +357,27 @@ def _place(
     params=SETTINGS,
 )
 def elasticutor_step(context: PlanningContext, plan: Plan) -> StepResult:
-    """Assign cores to executors minimising state migration (paper 000, §4.2)."""
+    """Assign cores to executors minimising state migration (paper 000, §4.2).
+
+    Examples
+    --------
+    Two executors of ``agg`` receive 150 t/s each and one core serves μ = 100 t/s; two
+    4-core nodes; T_max = 20 ms. The queueing allocator's cores (3 and 2) all go to the
+    executors' home nodes, so no state moves.
+
+    >>> from streamscale.model import Cluster, Edge, Operator, Plan, Topology
+    >>> from streamscale.planning.registry import PlanningContext
+    >>> topo = Topology.build("t", [Operator("src", "source"), Operator("out", "sink"),
+    ...                             Operator("agg", key="k", cost_ms=10.0, instances=2, shards=4,
+    ...                                      state_bytes=800)],
+    ...                       [Edge("src", "agg", "key"), Edge("agg", "out")])
+    >>> ctx = PlanningContext(topo, Cluster.uniform(2, cores=4), rate=300.0,
+    ...                       params={"latency_target_ms": 20.0}, seed=0)
+    >>> cores = queueing_step(ctx, Plan()).plan
+    >>> r = elasticutor_step(ctx, cores)
+    >>> r.figures["cores_per_node"], r.figures["migration_cost_bytes"]
+    ({'n1': {'agg[0]': 3}, 'n2': {'agg[1]': 2}}, 0.0)
+    """
     execs, loads, problem = _assignment_problem(context, plan)
     res = assign_cores(problem, phi0=SETTINGS.read(context.params)["phi0_kbps"] * 1024.0)
     return _place(context, plan, execs, loads, res)
@@ -346,7 +387,26 @@ def elasticutor_step(context: PlanningContext, plan: Plan) -> StepResult:
     "placer", "naive-ec", "naive-EC: the same cores per executor, taken at random", params=SETTINGS
 )
 def naive_ec_step(context: PlanningContext, plan: Plan) -> StepResult:
-    """Assign cores obliviously of migration cost and locality (paper 000, §5)."""
+    """Assign cores obliviously of migration cost and locality (paper 000, §5).
+
+    Examples
+    --------
+    Two executors of ``agg`` receive 150 t/s each and one core serves μ = 100 t/s; two
+    4-core nodes; T_max = 20 ms. The queueing allocator's cores (3 and 2), drawn at random:
+    two of the five land away from their executor's home node.
+
+    >>> from streamscale.model import Cluster, Edge, Operator, Plan, Topology
+    >>> from streamscale.planning.registry import PlanningContext
+    >>> topo = Topology.build("t", [Operator("src", "source"), Operator("out", "sink"),
+    ...                             Operator("agg", key="k", cost_ms=10.0, instances=2, shards=4,
+    ...                                      state_bytes=800)],
+    ...                       [Edge("src", "agg", "key"), Edge("agg", "out")])
+    >>> ctx = PlanningContext(topo, Cluster.uniform(2, cores=4), rate=300.0,
+    ...                       params={"latency_target_ms": 20.0}, seed=0)
+    >>> r = naive_ec_step(ctx, queueing_step(ctx, Plan()).plan)
+    >>> r.figures["cores_per_node"], r.figures["remote_cores"]
+    ({'n1': {'agg[0]': 2, 'agg[1]': 1}, 'n2': {'agg[0]': 1, 'agg[1]': 1}}, 2)
+    """
     execs, loads, problem = _assignment_problem(context, plan)
     return _place(context, plan, execs, loads, naive_ec(problem, seed=context.seed))
 
@@ -361,6 +421,29 @@ def shard_step(context: PlanningContext, plan: Plan) -> StepResult:
     """Rebalance every executor's shards over its tasks (paper 000, §3.1).
 
     Units the allocation asks for but the placement lacks are placed home-first.
+
+    Examples
+    --------
+    Two executors of ``agg`` receive 150 t/s each and one core serves μ = 100 t/s; two
+    4-core nodes; T_max = 20 ms. After the queueing allocator (3 and 2 cores) and the
+    placer, ``agg[1]``'s four equal shards split 2 + 2 (δ = 1); ``agg[0]``'s cannot do
+    better than 2 + 1 + 1 on three tasks (δ = 2/(4/3) = 1.5 > θ).
+
+    >>> from streamscale.model import Cluster, Edge, Operator, Plan, Topology
+    >>> from streamscale.planning.registry import PlanningContext
+    >>> topo = Topology.build("t", [Operator("src", "source"), Operator("out", "sink"),
+    ...                             Operator("agg", key="k", cost_ms=10.0, instances=2, shards=4,
+    ...                                      state_bytes=800)],
+    ...                       [Edge("src", "agg", "key"), Edge("agg", "out")])
+    >>> ctx = PlanningContext(topo, Cluster.uniform(2, cores=4), rate=300.0,
+    ...                       params={"latency_target_ms": 20.0}, seed=0)
+    >>> from streamscale.planning.registry import compose
+    >>> steps = [("allocator", "queueing"), ("placer", "elasticutor"), ("balancer", "shard")]
+    >>> plan, figures, notes = compose(ctx, steps=steps)
+    >>> plan.routing.tables["agg[1]"]
+    ('agg[1]#0', 'agg[1]#1', 'agg[1]#0', 'agg[1]#1')
+    >>> figures["balancer:shard"]["delta_after"], figures["balancer:shard"]["above_theta"]
+    (1.5, 1)
     """
     execs, loads = planning_inputs(context)
     nodes = list(context.cluster.names)

@@ -191,6 +191,31 @@ RC_SETTINGS = SETTINGS.merged(
     params=RC_SETTINGS,
 )
 def rc_step(context: PlanningContext, plan: Plan) -> StepResult:
-    """Operator-level repartitioning across all of an operator's units (paper 000, §5)."""
+    """Operator-level repartitioning across all of an operator's units (paper 000, §5).
+
+    Examples
+    --------
+    The executors of :func:`~streamscale.planning.adapters.elasticutor.queueing_step`'s
+    example hold 3 + 2 cores after the placer. RC turns them into five operator-level units
+    ``agg#0 … agg#4`` and repartitions all eight shards of 0.375 cores over them: 2, 2, 2, 1,
+    1 shards (δ = 0.75/0.6 = 1.25, the best five units allow). Every shard that changes node
+    moves its 800/8 = 100 bytes.
+
+    >>> from streamscale.model import Cluster, Edge, Operator, Plan, Topology
+    >>> from streamscale.planning.registry import PlanningContext, compose
+    >>> topo = Topology.build("t", [Operator("src", "source"), Operator("out", "sink"),
+    ...                             Operator("agg", key="k", cost_ms=10.0, instances=2, shards=4,
+    ...                                      state_bytes=800)],
+    ...                       [Edge("src", "agg", "key"), Edge("agg", "out")])
+    >>> ctx = PlanningContext(topo, Cluster.uniform(2, cores=4), rate=300.0,
+    ...                       params={"latency_target_ms": 20.0}, seed=0)
+    >>> plan, _, _ = compose(ctx, steps=[("allocator", "queueing"), ("placer", "elasticutor")])
+    >>> r = rc_step(ctx, plan)
+    >>> sorted(set(r.plan.routing.tables["agg[0]"] + r.plan.routing.tables["agg[1]"]))
+    ['agg#0', 'agg#1', 'agg#2', 'agg#3', 'agg#4']
+    >>> f = r.figures
+    >>> f["cores"], f["delta_after"], f["remote_moves"], f["migration_bytes"]
+    ({'agg': 5}, 1.25, 5, 500)
+    """
     execs, loads = planning_inputs(context)
     return rc_plan(context, plan, operator_cores(plan, execs), execs, loads)

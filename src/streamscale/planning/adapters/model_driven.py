@@ -130,7 +130,27 @@ def _allocate(name: str, context: PlanningContext, plan: Plan) -> StepResult:
     params=ALLOCATOR_SETTINGS,
 )
 def lsa_allocator(context: PlanningContext, plan: Plan) -> StepResult:
-    """Algorithm 2 of paper 004 (§6.1) on the context's DAG, models and rate."""
+    """Algorithm 2 of paper 004 (§6.1) on the context's DAG, models and rate.
+
+    Examples
+    --------
+    The DAG, model and rate of :func:`~streamscale.planning.allocation.model_based.allocate_lsa`'s
+    example: five threads at 90 % CPU, one slot.
+
+    >>> from streamscale.model import (Cluster, Edge, ModelPoint, Operator, PerformanceModel,
+    ...                                Plan, Topology)
+    >>> from streamscale.planning.registry import PlanningContext
+    >>> topo = Topology.build("t", [Operator("src", "source"), Operator("parse", task="parse"),
+    ...                             Operator("out", "sink")],
+    ...                       [Edge("src", "parse"), Edge("parse", "out")])
+    >>> models = {"parse": PerformanceModel.build("parse", [ModelPoint(1, 100.0, 20.0, 10.0),
+    ...                                                     ModelPoint(2, 180.0, 35.0, 15.0),
+    ...                                                     ModelPoint(3, 220.0, 50.0, 20.0)])}
+    >>> ctx = PlanningContext(topo, Cluster.uniform(2, cores=2), models=models, rate=450.0)
+    >>> r = lsa_allocator(ctx, Plan())
+    >>> r.plan.allocation, r.figures["cpu_percent"]
+    (Allocation(cores={'parse': 5}, slots=1), {'parse': 90.0})
+    """
     return _allocate("lsa", context, plan)
 
 
@@ -141,7 +161,27 @@ def lsa_allocator(context: PlanningContext, plan: Plan) -> StepResult:
     params=ALLOCATOR_SETTINGS,
 )
 def mba_allocator(context: PlanningContext, plan: Plan) -> StepResult:
-    """Algorithm 3 of paper 004 (§6.2) on the context's DAG, models and rate."""
+    """Algorithm 3 of paper 004 (§6.2) on the context's DAG, models and rate.
+
+    Examples
+    --------
+    The DAG, model and rate of :func:`~streamscale.planning.allocation.model_based.allocate_mba`'s
+    example: two bundles of three threads and one more thread, 202 % CPU, three slots.
+
+    >>> from streamscale.model import (Cluster, Edge, ModelPoint, Operator, PerformanceModel,
+    ...                                Plan, Topology)
+    >>> from streamscale.planning.registry import PlanningContext
+    >>> topo = Topology.build("t", [Operator("src", "source"), Operator("parse", task="parse"),
+    ...                             Operator("out", "sink")],
+    ...                       [Edge("src", "parse"), Edge("parse", "out")])
+    >>> models = {"parse": PerformanceModel.build("parse", [ModelPoint(1, 100.0, 20.0, 10.0),
+    ...                                                     ModelPoint(2, 180.0, 35.0, 15.0),
+    ...                                                     ModelPoint(3, 220.0, 50.0, 20.0)])}
+    >>> ctx = PlanningContext(topo, Cluster.uniform(2, cores=2), models=models, rate=450.0)
+    >>> r = mba_allocator(ctx, Plan())
+    >>> r.plan.allocation, r.figures["cpu_percent"]
+    (Allocation(cores={'parse': 7}, slots=3), {'parse': 202.0})
+    """
     return _allocate("mba", context, plan)
 
 
@@ -293,7 +333,29 @@ def _place(name: str, context: PlanningContext, plan: Plan) -> StepResult:
     params=MAPPING_SETTINGS,
 )
 def dsm_placer(context: PlanningContext, plan: Plan) -> StepResult:
-    """Algorithm 4 of paper 004 (§7.2)."""
+    """Algorithm 4 of paper 004 (§7.2).
+
+    Examples
+    --------
+    MBA's seven threads of :func:`mba_allocator`'s example mapped onto the cluster's two
+    2-core nodes (its four slots, as no VM catalog is given). DSM deals the threads over all
+    four slots, 2 + 2 + 2 + 1: two threads of a slot sustain 180/2 = 90 t/s each, so the
+    task keeps up to 7 × 90 = 630 t/s.
+
+    >>> from streamscale.model import (Cluster, Edge, ModelPoint, Operator, PerformanceModel,
+    ...                                Plan, Topology)
+    >>> from streamscale.planning.registry import PlanningContext
+    >>> topo = Topology.build("t", [Operator("src", "source"), Operator("parse", task="parse"),
+    ...                             Operator("out", "sink")],
+    ...                       [Edge("src", "parse"), Edge("parse", "out")])
+    >>> models = {"parse": PerformanceModel.build("parse", [ModelPoint(1, 100.0, 20.0, 10.0),
+    ...                                                     ModelPoint(2, 180.0, 35.0, 15.0),
+    ...                                                     ModelPoint(3, 220.0, 50.0, 20.0)])}
+    >>> ctx = PlanningContext(topo, Cluster.uniform(2, cores=2), models=models, rate=450.0)
+    >>> r = dsm_placer(ctx, mba_allocator(ctx, Plan()).plan)
+    >>> r.figures["predicted_rate"], r.figures["slot_map"]["n2/1"]
+    (630.0, {'parse': 1})
+    """
     return _place("dsm", context, plan)
 
 
@@ -304,7 +366,30 @@ def dsm_placer(context: PlanningContext, plan: Plan) -> StepResult:
     params=MAPPING_SETTINGS,
 )
 def rsm_placer(context: PlanningContext, plan: Plan) -> StepResult:
-    """Algorithm 5 of paper 004 (§7.3)."""
+    """Algorithm 5 of paper 004 (§7.3).
+
+    Examples
+    --------
+    MBA's seven threads of :func:`mba_allocator`'s example mapped onto the cluster's two
+    2-core nodes (its four slots, as no VM catalog is given). After MBA each thread needs
+    c_i/τ_i = 202/7 ≈ 29 % CPU and 201/7 ≈ 29 % memory, so three fit a slot: 3 + 3 + 1 on
+    three slots, where the 3-thread slots' threads sustain 220/3 t/s each (7 × 220/3 ≈ 513.3
+    t/s, see :func:`~streamscale.planning.prediction.predict`).
+
+    >>> from streamscale.model import (Cluster, Edge, ModelPoint, Operator, PerformanceModel,
+    ...                                Plan, Topology)
+    >>> from streamscale.planning.registry import PlanningContext
+    >>> topo = Topology.build("t", [Operator("src", "source"), Operator("parse", task="parse"),
+    ...                             Operator("out", "sink")],
+    ...                       [Edge("src", "parse"), Edge("parse", "out")])
+    >>> models = {"parse": PerformanceModel.build("parse", [ModelPoint(1, 100.0, 20.0, 10.0),
+    ...                                                     ModelPoint(2, 180.0, 35.0, 15.0),
+    ...                                                     ModelPoint(3, 220.0, 50.0, 20.0)])}
+    >>> ctx = PlanningContext(topo, Cluster.uniform(2, cores=2), models=models, rate=450.0)
+    >>> r = rsm_placer(ctx, mba_allocator(ctx, Plan()).plan)
+    >>> r.figures["slot_map"], r.figures["predicted_rate"]
+    ({'n1/0': {'parse': 3}, 'n1/1': {'parse': 3}, 'n2/0': {'parse': 1}, 'n2/1': {}}, 513.333333)
+    """
     return _place("rsm", context, plan)
 
 
@@ -315,5 +400,27 @@ def rsm_placer(context: PlanningContext, plan: Plan) -> StepResult:
     params=MAPPING_SETTINGS,
 )
 def sam_placer(context: PlanningContext, plan: Plan) -> StepResult:
-    """Algorithm 6 of paper 004 (§7.4)."""
+    """Algorithm 6 of paper 004 (§7.4).
+
+    Examples
+    --------
+    MBA's seven threads of :func:`mba_allocator`'s example mapped onto the cluster's two
+    2-core nodes (its four slots, as no VM catalog is given). SAM gives each full bundle an
+    empty slot and the remaining thread the next: 3 + 3 + 1 on three slots, sustaining 7 ×
+    220/3 ≈ 513.3 t/s (:func:`~streamscale.planning.prediction.predict`).
+
+    >>> from streamscale.model import (Cluster, Edge, ModelPoint, Operator, PerformanceModel,
+    ...                                Plan, Topology)
+    >>> from streamscale.planning.registry import PlanningContext
+    >>> topo = Topology.build("t", [Operator("src", "source"), Operator("parse", task="parse"),
+    ...                             Operator("out", "sink")],
+    ...                       [Edge("src", "parse"), Edge("parse", "out")])
+    >>> models = {"parse": PerformanceModel.build("parse", [ModelPoint(1, 100.0, 20.0, 10.0),
+    ...                                                     ModelPoint(2, 180.0, 35.0, 15.0),
+    ...                                                     ModelPoint(3, 220.0, 50.0, 20.0)])}
+    >>> ctx = PlanningContext(topo, Cluster.uniform(2, cores=2), models=models, rate=450.0)
+    >>> r = sam_placer(ctx, mba_allocator(ctx, Plan()).plan)
+    >>> r.figures["slot_map"], r.figures["predicted_rate"]
+    ({'n1/0': {'parse': 3}, 'n1/1': {'parse': 3}, 'n2/0': {'parse': 1}, 'n2/1': {}}, 513.333333)
+    """
     return _place("sam", context, plan)

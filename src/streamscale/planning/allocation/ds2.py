@@ -41,7 +41,15 @@ def ds2_target_rate(
     offered_rate: float, backlog: float, *, catch_up_s: float, restart_s: float = 0.0
 ) -> float:
     """The rate to provision for: offered, plus the backlog (and what a restart adds to
-    it) drained within ``catch_up_s``."""
+    it) drained within ``catch_up_s``.
+
+    Examples
+    --------
+    100 t/s, plus 1,000 queued tuples and the 4 s × 100 t/s a restart adds, drained in 20 s:
+
+    >>> ds2_target_rate(100.0, 1000.0, catch_up_s=20.0, restart_s=4.0)
+    170.0
+    """
     if catch_up_s <= 0:
         raise StreamscaleError("must be > 0", item="catch_up_s")
     return max(0.0, offered_rate) + (max(0.0, backlog) + max(0.0, offered_rate) * restart_s) / (

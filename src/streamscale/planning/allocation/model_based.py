@@ -177,6 +177,24 @@ def allocate_lsa(
         Performance models by task name.
     rate
         The DAG input rate Ω (or one per source); sources' own rates otherwise.
+
+    Examples
+    --------
+    One modelled task between a source and a sink (neither has a model, so neither gets
+    threads). One ``parse`` thread serves 100 t/s at 20 % CPU and 10 % memory of a slot; at
+    Ω = 450 LSA gives ⌊450/100⌋ = 4 threads plus one scaled to the remaining 50 t/s:
+    CPU 4 × 20 + 10 = 90 %, memory 4 × 10 + 5 = 45 %, so one slot.
+
+    >>> from streamscale.model import Edge, ModelPoint, Operator, PerformanceModel, Topology
+    >>> topo = Topology.build("t", [Operator("src", "source"), Operator("parse", task="parse"),
+    ...                             Operator("out", "sink")],
+    ...                       [Edge("src", "parse"), Edge("parse", "out")])
+    >>> model = PerformanceModel.build("parse", [ModelPoint(1, 100.0, 20.0, 10.0),
+    ...                                          ModelPoint(2, 180.0, 35.0, 15.0),
+    ...                                          ModelPoint(3, 220.0, 50.0, 20.0)])
+    >>> r = allocate_lsa(topo, {"parse": model}, 450.0)
+    >>> r.threads, r.total_cpu, r.total_memory, r.slots
+    ({'parse': 5}, 90.0, 45.0, 1)
     """
     return _allocate("lsa", topology, models, rate)
 
@@ -194,6 +212,26 @@ def allocate_mba(
     C_i(1) and M_i(1) scaled by ω / I_i(1).
 
     Parameters are as for :func:`allocate_lsa`.
+
+    Examples
+    --------
+    The task of :func:`allocate_lsa`'s example peaks at ω̂ = 220 t/s with τ̂ = 3 threads. At
+    Ω = 450 MBA takes ⌊450/220⌋ = 2 full bundles (6 threads, 200 %) and one thread for the
+    remaining 10 t/s (20 % × 10/100 = 2 % CPU, 1 % memory): 3 slots where LSA's linear
+    extrapolation saw one.
+
+    >>> from streamscale.model import Edge, ModelPoint, Operator, PerformanceModel, Topology
+    >>> topo = Topology.build("t", [Operator("src", "source"), Operator("parse", task="parse"),
+    ...                             Operator("out", "sink")],
+    ...                       [Edge("src", "parse"), Edge("parse", "out")])
+    >>> model = PerformanceModel.build("parse", [ModelPoint(1, 100.0, 20.0, 10.0),
+    ...                                          ModelPoint(2, 180.0, 35.0, 15.0),
+    ...                                          ModelPoint(3, 220.0, 50.0, 20.0)])
+    >>> r = allocate_mba(topo, {"parse": model}, 450.0)
+    >>> r.threads, r.total_cpu, r.total_memory, r.slots
+    ({'parse': 7}, 202.0, 201.0, 3)
+    >>> allocate("mba", topo, {"parse": model}, 450.0) == r
+    True
     """
     return _allocate("mba", topology, models, rate)
 

@@ -186,6 +186,21 @@ def allocate(problem: QueueingProblem) -> QueueingAllocation:
     -------
     QueueingAllocation
         Cores per executor, the reached E[T], per-executor E[T_j] and the status.
+
+    Examples
+    --------
+    A chain of two executors that every tuple passes (λ_0 = λ_1 = λ_2 = 4 t/s). The start
+    is one core and two, the fewest stable: E[T] = 1/(5 − 4) + 0.6 = 1.6 s. The greedy
+    adds the core to the first executor (1.6 → 0.84 s), then to the second, and stops
+    at 0.61 s ≤ 0.8 s; trying every (k_1, k_2) confirms that 5 cores is the fewest.
+
+    >>> p = QueueingProblem(arrival=(4.0, 4.0), service=(5.0, 3.0), external=4.0,
+    ...                     latency_target=0.8, max_cores=8)
+    >>> r = allocate(p)
+    >>> r.cores, round(r.latency, 3), r.status
+    ((2, 3), 0.608, 'met')
+    >>> round(expected_latency(p, (1, 2)), 3), round(expected_latency(p, (2, 2)), 3)
+    (1.6, 0.838)
     """
     lam = problem.arrival
     mu = problem.service

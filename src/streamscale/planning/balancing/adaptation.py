@@ -93,6 +93,24 @@ def adapt(
         The scaling rule's target, and the utilisation above which a node is overloaded.
     spare_nodes
         Names of nodes that may be added on scale-out, in order.
+
+    Examples
+    --------
+    Four key groups of load 0.2 on three nodes need ⌈0.8 / 0.7⌉ = 2 nodes: the first period
+    marks ``b`` for removal and Flux drains it; the next period releases it.
+
+    >>> from functools import partial
+    >>> from streamscale.planning.balancing.flux import flux
+    >>> from streamscale.planning.balancing.keygroups import KeyGroupProblem
+    >>> p = KeyGroupProblem.build(["g0", "g1", "g2", "g3"], ["a", "b", "c"], [0.2] * 4,
+    ...                           [0, 0, 1, 2])
+    >>> one = adapt(p, partial(flux, max_migrations=2), target_utilization=0.7)
+    >>> one.marked, one.result.assignment.tolist()
+    (('b',), [0, 0, 2, 2])
+    >>> two = adapt(one.problem.replace(assignment=one.result.assignment),
+    ...             partial(flux, max_migrations=2), target_utilization=0.7)
+    >>> two.released, two.problem.nodes, two.result.assignment.tolist()
+    (('b',), ('a', 'c'), [0, 0, 1, 1])
     """
     empty = [
         problem.nodes[j]

@@ -251,6 +251,27 @@ def albic(
     BalanceResult
         ``method="albic"``; ``collocated`` holds the sets to keep for the next
         round; ``extra`` has ``collocation_pct``, ``resolves`` and ``new_pairs``.
+
+    Examples
+    --------
+    The problem of :func:`~streamscale.planning.balancing.cola.cola`'s example: both pairs
+    qualify (rate 10 > 10 sent / 2 downstream key groups). The round pins the first pair to
+    node ``a`` (one move, ``down/0``), and the MILP restores the balance with the second
+    move, ``down/1`` to ``b``, which collocates the other pair as well. The next round keeps
+    both pairs on one node each (``protect_existing``) and moves nothing.
+
+    >>> from streamscale.planning.balancing.keygroups import KeyGroupProblem
+    >>> from streamscale.planning.balancing.metrics import collocation_factor, load_distance
+    >>> groups = ["up/0", "up/1", "down/0", "down/1", "x/0", "x/1"]
+    >>> p = KeyGroupProblem.build(groups, ["a", "b"], [0.25] * 4 + [2.0, 2.0],
+    ...                           [0, 1, 1, 0, 0, 1], traffic=[(0, 2, 10.0), (1, 3, 10.0)])
+    >>> r = albic(p, max_migrations=2, seed=0)
+    >>> r.assignment.tolist(), r.collocated, load_distance(p, r.assignment)
+    ([0, 1, 0, 1, 0, 1], ((0, 2),), 0.0)
+    >>> nxt = albic(p.replace(assignment=r.assignment), collocated=r.collocated,
+    ...             max_migrations=2, seed=0)
+    >>> nxt.assignment.tolist(), nxt.collocated, collocation_factor(p, nxt.assignment)
+    ([0, 1, 0, 1, 0, 1], ((0, 2), (1, 3)), 100.0)
     """
     if not 0.0 <= pair_share <= 1.0:
         raise ValueError(f"pair_share must be in [0, 1], got {pair_share}")

@@ -57,6 +57,18 @@ def route_pool(
         Per shard, its unit in the plan in force (``None`` or an unknown unit: none).
     theta
         Balance bound, ≥ 1.
+
+    Examples
+    --------
+    Two units, ``u0`` on node ``a`` and ``u1`` on ``b``; a unit fits up to 1.2 × 3 = 3.6.
+    Shard 0 (load 2) talks to a shard on ``b`` and moves to ``u1``; shard 3 (load 2, no
+    partner) would overfill ``u1`` and goes to ``u0``; shards 1 and 2 stay. Both units end
+    at 3.
+
+    >>> r = route_pool([2.0, 1.0, 1.0, 2.0], ["u0", "u1"], {"u0": "a", "u1": "b"},
+    ...                preferred=["b", "a", None, None], current=["u0", "u0", "u1", "u1"])
+    >>> r.units, r.delta, r.moves
+    (('u1', 'u0', 'u1', 'u0'), 1.0, 2)
     """
     if not units:
         raise ValueError("a pool needs at least one unit")

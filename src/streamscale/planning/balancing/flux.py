@@ -29,6 +29,8 @@ def flux(
 ) -> BalanceResult:
     """Flux's pairwise largest-suitable-move rebalancing within a migration budget.
 
+    The baseline of paper 003, §5.2.1 (Shah et al., ICDE 2003).
+
     Parameters
     ----------
     problem
@@ -40,6 +42,18 @@ def flux(
     -------
     BalanceResult
         ``method="flux"``.
+
+    Examples
+    --------
+    Node ``a`` carries 9, node ``b`` 1 (mean 5): the largest suitable key group of ``a`` is
+    the 4, and moving it gives 5 and 5.
+
+    >>> from streamscale.planning.balancing.keygroups import KeyGroupProblem
+    >>> p = KeyGroupProblem.build(["g0", "g1", "g2", "g3"], ["a", "b"],
+    ...                           [4.0, 3.0, 2.0, 1.0], [0, 0, 0, 1])
+    >>> r = flux(p, max_migrations=1)
+    >>> r.assignment.tolist(), p.node_loads(r.assignment).tolist()
+    ([1, 0, 0, 1], [5.0, 5.0])
     """
     budget = Budget(max_migrations, max_cost)
     asg = np.array(problem.assignment, copy=True)

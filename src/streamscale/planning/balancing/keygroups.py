@@ -105,7 +105,22 @@ class KeyGroupProblem:
         resources: np.ndarray | None = None,
         resource_caps: np.ndarray | None = None,
     ) -> KeyGroupProblem:
-        """Validate and build; raises :class:`ModelError` naming the offending item."""
+        """Validate and build; raises :class:`ModelError` naming the offending item.
+
+        Examples
+        --------
+        Node ``a`` has twice ``b``'s capacity: weights are normalised to a mean of 1 over the
+        nodes kept, and L̄ = Σ L_k / Σ w_n = 6 / 2 = 3 per unit of weight.
+
+        >>> p = KeyGroupProblem.build(["g0", "g1", "g2"], ["a", "b"], [3.0, 1.0, 2.0], [0, 0, 1],
+        ...                           capacity=[2.0, 1.0])
+        >>> p.node_loads().tolist(), p.mean_load, p.capacity.round(3).tolist()
+        ([4.0, 2.0], 3.0, [1.333, 0.667])
+        >>> KeyGroupProblem.build(["g0"], ["a"], [1.0], [2])
+        Traceback (most recent call last):
+        ...
+        streamscale.errors.ModelError: g0: assigned to unknown node index 2
+        """
         k, n = len(groups), len(nodes)
         if n == 0:
             raise ModelError("no nodes", item="nodes")

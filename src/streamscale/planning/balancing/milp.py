@@ -154,6 +154,18 @@ def solve_milp(
         ``method`` is ``"milp"``, ``"current"`` (nothing better than the
         current allocation was found) or ``"greedy-fallback"`` (the solver
         returned no solution in time); ``extra["steps"]`` counts sub-MILPs.
+
+    Examples
+    --------
+    Node ``a`` holds key groups of load 4, 3 and 2, node ``b`` one of load 1 (mean 5). One
+    migration suffices for a perfect balance: moving the 4 to ``b`` leaves 3 + 2 = 4 + 1.
+
+    >>> from streamscale.planning.balancing.metrics import load_distance
+    >>> p = KeyGroupProblem.build(["g0", "g1", "g2", "g3"], ["a", "b"],
+    ...                           [4.0, 3.0, 2.0, 1.0], [0, 0, 0, 1])
+    >>> r = solve_milp(p, max_migrations=1, seed=0)
+    >>> r.assignment.tolist(), r.method, load_distance(p, r.assignment)
+    ([1, 0, 0, 1], 'milp', 0.0)
     """
     budget = Budget(max_migrations, max_cost)
     items = make_items(problem, collocate, pinned)

@@ -62,12 +62,30 @@ def potc(
 ) -> BalanceResult:
     """PoTC: no state migration, each key group split over two nodes plus a merge overhead.
 
+    The baseline of paper 003, §2.2 and §5.2.1 (Nasir et al., ICDE 2015).
+
     Returns
     -------
     BalanceResult
         ``assignment`` is each key group's primary node (where its state is
         merged) — unchanged; ``extra`` holds the load distance under PoTC's
         own node loads (``load_distance_pct``) and the merge overhead.
+
+    Examples
+    --------
+    With two nodes each key group's second choice is the other node. Without merge cost the
+    senders fill both to the same level, 5 and 5; with ``merge_factor=0.1`` the primary node
+    also pays a tenth of what its secondary served: 0.2 + 0.16 + 0.108 for the groups on
+    ``a`` (largest first) and 0.0446 for the one on ``b``.
+
+    >>> from streamscale.planning.balancing.keygroups import KeyGroupProblem
+    >>> p = KeyGroupProblem.build(["g0", "g1", "g2", "g3"], ["a", "b"],
+    ...                           [4.0, 3.0, 2.0, 1.0], [0, 0, 0, 1])
+    >>> potc_loads(p, merge_factor=0.0, seed=0)[0].tolist()
+    [5.0, 5.0]
+    >>> r = potc(p, seed=0)
+    >>> r.assignment.tolist(), round(r.extra["merge_overhead"], 4)
+    ([0, 0, 0, 1], 0.5126)
     """
     loads, _ = potc_loads(problem, merge_factor=merge_factor, seed=seed)
     total = float(loads.sum())

@@ -102,6 +102,18 @@ def rc_rebalance(
         State size of each shard.
     theta
         Target imbalance δ over the operator's units.
+
+    Examples
+    --------
+    The balancing of :func:`~streamscale.planning.balancing.shard_balance.balance_shards`'s
+    example, now charged by node: shard 1 moves from ``a`` to ``b`` and shard 3 from the
+    removed unit's node ``c`` to ``b``, both remote (20 + 40 bytes).
+
+    >>> r = rc_rebalance([4.0, 1.0, 1.0, 2.0], [0, 0, 1, None], 2,
+    ...                  old_nodes=["a", "a", "b", "c"], unit_nodes={0: "a", 1: "b"},
+    ...                  shard_bytes=[10, 20, 30, 40], theta=1.2)
+    >>> r.tasks, r.delta_after, r.migrated_bytes, r.remote_moves
+    ((0, 1, 1, 1), 1.0, 60, 2)
     """
     z = len(current)
     if len(old_nodes) != z or len(shard_bytes) != z:

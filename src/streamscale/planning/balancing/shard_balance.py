@@ -100,6 +100,15 @@ def balance_shards(
         it strictly lowers the larger of the two loads it touches, so when several
         tasks tie at the maximum the rounds keep going (δ drops once the last of
         them is relieved) and the procedure always terminates.
+
+    Examples
+    --------
+    Task 2 is gone: its shard (load 2) goes first to the least loaded task, 1 (loads 5 and 3,
+    δ = 5/4 = 1.25); one round then moves shard 1 from task 0 to task 1 (4 and 4).
+
+    >>> r = balance_shards([4.0, 1.0, 1.0, 2.0], [0, 0, 1, 2], 2, theta=1.2)
+    >>> r.tasks, r.moves, r.delta_before, r.delta_after
+    ((0, 1, 1, 1), ((1, 0, 1), (3, None, 1)), 1.25, 1.0)
     """
     w = np.asarray(loads, dtype=float)
     z = w.size

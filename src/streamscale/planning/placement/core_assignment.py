@@ -307,6 +307,32 @@ def assign_cores(
     -------
     AssignmentResult
         With ``X_j = k_j`` for every executor and node capacities respected.
+
+    Examples
+    --------
+    Two nodes of two cores. Executor 0 (home node 0, 400 bytes of state) gives up one of its
+    two cores; executor 1 (home node 1, 100 bytes, one core) needs three. Only two
+    assignments meet the targets: executor 1 takes node 0's released core and node 1's free
+    one, moving a third of its state (100 × (1 − 2/3) ≈ 33.3 bytes), or executor 0 moves to
+    node 1 instead (466.7 bytes).
+
+    >>> import numpy as np
+    >>> p = AssignmentProblem(capacity=[2, 2], current=np.array([[2, 0], [0, 1]]),
+    ...                       target=[1, 3], state=[400.0, 100.0], home=[0, 1])
+    >>> r = assign_cores(p)
+    >>> r.x.tolist(), round(r.cost, 1), r.remote_cores
+    ([[1, 1], [0, 2]], 33.3, 1)
+
+    When executor 1 sends 3 MB/s it is data-intensive at φ̃ (1 MB/s per core > 512 KB/s)
+    and may only use its home node, which has two cores: the run fails, φ doubles to
+    1 MiB/s, and the second run gives the same answer.
+
+    >>> p = AssignmentProblem(capacity=[2, 2], current=np.array([[2, 0], [0, 1]]),
+    ...                       target=[1, 3], state=[400.0, 100.0], home=[0, 1],
+    ...                       data_rate=[0.0, 3e6])
+    >>> r = assign_cores(p, phi0=512 * 1024)
+    >>> r.x.tolist(), r.attempts, r.phi, r.data_intensive
+    ([[1, 1], [0, 2]], 2, 1048576.0, ())
     """
     rate = problem.data_rate or (0.0,) * len(problem.target)
     phi, attempts = phi0, 0
@@ -338,6 +364,20 @@ def naive_ec(problem: AssignmentProblem, *, seed: int | None = None) -> Assignme
     Surplus cores are released at random among the executor's cores and missing
     cores are taken uniformly at random among the free cores of the cluster,
     ignoring migration cost, home nodes and data intensity.
+
+    Examples
+    --------
+    Executor 1 (home node 1, 100 bytes of state) grows from one core to two. Algorithm 1
+    takes the free core on node 1 and moves nothing; naive-EC draws among the four free
+    cores and, for some seeds, splits the executor over two nodes, moving half its state.
+
+    >>> import numpy as np
+    >>> p = AssignmentProblem(capacity=[2, 2, 2], current=np.array([[2, 0], [0, 1], [0, 0]]),
+    ...                       target=[1, 2], state=[400.0, 100.0], home=[0, 1])
+    >>> assign_cores(p).cost
+    0.0
+    >>> [naive_ec(p, seed=s).cost for s in range(4)]
+    [0.0, 50.0, 0.0, 50.0]
     """
     rng = np.random.default_rng(seed)
     st = _State(problem)

@@ -305,6 +305,20 @@ def random_placement(problem: AllocatorProblem, *, seed: int | None = None) -> A
     """Baseline *Random* (paper 002, §V): every operator on a uniformly drawn node.
 
     Blind to load and constraints, hence its fluctuation in Figs. 4–5.
+
+    Examples
+    --------
+    The problem of :func:`~streamscale.planning.placement.gma.gma`'s example; one seed draws
+    the overloading placement, another the best one.
+
+    >>> from streamscale.planning.placement.elastic_allocator import (
+    ...     AllocatorNode, AllocatorOperator, AllocatorProblem, Flow)
+    >>> p = AllocatorProblem((AllocatorNode("n0", 400.0, reserved_cpu=280.0),
+    ...                       AllocatorNode("n1", 400.0, reserved_cpu=40.0)),
+    ...                      (AllocatorOperator("a", 120.0), AllocatorOperator("b", 80.0)),
+    ...                      (Flow("a", "b", 100.0),))
+    >>> [dict(random_placement(p, seed=s).assignment) for s in (0, 1)]
+    [{'a': 'n1', 'b': 'n1'}, {'a': 'n0', 'b': 'n1'}]
     """
     rng = np.random.default_rng(seed)
     names = problem.node_names
@@ -320,6 +334,22 @@ def even_placement(problem: AllocatorProblem, *, workers: int | None = None) -> 
     and interleaved (Storm's ``sort-slots``); the first ``workers`` slots (all
     by default) receive the operators round-robin in declaration order. A
     cluster with no free slot at all gets one slot per node.
+
+    Examples
+    --------
+    The problem of :func:`~streamscale.planning.placement.gma.gma`'s example: the even
+    scheduler deals ``a`` to ``n0`` and ``b`` to ``n1``, blind to the 70 % already used on
+    ``n0``, which it fills to 100 % (> D_CPU = 0.9).
+
+    >>> from streamscale.planning.placement.elastic_allocator import (
+    ...     AllocatorNode, AllocatorOperator, AllocatorProblem, Flow)
+    >>> p = AllocatorProblem((AllocatorNode("n0", 400.0, reserved_cpu=280.0),
+    ...                       AllocatorNode("n1", 400.0, reserved_cpu=40.0)),
+    ...                      (AllocatorOperator("a", 120.0), AllocatorOperator("b", 80.0)),
+    ...                      (Flow("a", "b", 100.0),))
+    >>> r = even_placement(p)
+    >>> dict(r.assignment), r.feasible, r.evaluation.node_cpu_load
+    ({'a': 'n0', 'b': 'n1'}, False, (1.0, 0.3))
     """
     groups = sorted(
         ([i] * n.slots for i, n in enumerate(problem.nodes) if n.slots > 0),

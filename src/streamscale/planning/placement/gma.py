@@ -93,6 +93,23 @@ def gma(
     -------
     AllocatorResult
         Every operator placed; ``feasible`` tells whether D_CPU and D_BW hold.
+
+    Examples
+    --------
+    Two 4-core nodes that other work keeps 70 % and 10 % busy; operators ``a`` (120 % of a
+    core) and ``b`` (80 %) exchange 100 Mbit/s. Of the four placements, ``a`` on ``n0``
+    overloads it (400/400 > D_CPU = 0.9) and ``b`` on ``n0`` alone loads the nodes 0.9 and
+    0.4 plus 0.1 of each link; both on ``n1`` (0.7 and 0.6, no traffic) deviates least.
+
+    >>> from streamscale.planning.placement.elastic_allocator import (
+    ...     AllocatorNode, AllocatorOperator, AllocatorProblem, Flow)
+    >>> p = AllocatorProblem((AllocatorNode("n0", 400.0, reserved_cpu=280.0),
+    ...                       AllocatorNode("n1", 400.0, reserved_cpu=40.0)),
+    ...                      (AllocatorOperator("a", 120.0), AllocatorOperator("b", 80.0)),
+    ...                      (Flow("a", "b", 100.0),))
+    >>> r = gma(p)
+    >>> dict(r.assignment), r.feasible, r.evaluation.node_cpu_load
+    ({'a': 'n1', 'b': 'n1'}, True, (0.7, 0.6))
     """
     if objective not in ("deviation", "utilization"):
         raise ModelError("must be 'deviation' or 'utilization'", item=f"objective {objective}")

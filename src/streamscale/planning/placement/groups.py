@@ -149,7 +149,18 @@ class GroupJob:
         edges: Sequence[tuple[str, str, float]] | Sequence[GroupEdge],
         capacities: Mapping[str, float],
     ) -> GroupJob:
-        """Build from plain tuples ``(name, tasks, cost)``, ``(src, dst, imc)`` and ``{node: μ}``."""
+        """Build from plain tuples ``(name, tasks, cost)``, ``(src, dst, imc)`` and ``{node: μ}``.
+
+        Examples
+        --------
+        >>> job = GroupJob.build([("A", 2, 60.0), ("B", 1, 40.0)], [("A", "B", 8.0)], {"n0": 100.0})
+        >>> job.task_cost, job.total_cost, job.significance(0)  # s = 8 / (60 + 40)
+        ((30.0, 40.0), 100.0, 0.08)
+        >>> GroupJob.build([("A", 2, 60.0)], [("A", "C", 8.0)], {"n0": 100.0})
+        Traceback (most recent call last):
+        ...
+        streamscale.errors.ModelError: edge A->C: unknown group 'C'
+        """
         gs = tuple(
             g if isinstance(g, Group) else Group(g[0], int(g[1]), float(g[2])) for g in groups
         )

@@ -56,6 +56,22 @@ def naive_pairs(
         pushes the unplaced task onto the current node.
     seed
         Seed for ``order="random"``.
+
+    Examples
+    --------
+    Groups ``A`` and ``B`` have two tasks of 30 % each, ``C`` one of 40 %; an ``A``–``B``
+    task link carries 8/4 = 2 MB/s and a ``B``–``C`` link 6/2 = 3. The five tasks (160 %)
+    need both nodes of 100 %; trying all 18 count vectors shows that the best gain is 7 (e.g.
+    one ``A`` and one ``B`` per node, ``C`` beside one ``B``: 2 + 2 + 3).
+    Naive fills ``n0`` pair by pair, highest task-link IMC first: the two ``B``–``C`` links
+    (3 MB/s each), which leaves no room there for an ``A`` task, so it reaches 6.
+
+    >>> from streamscale.planning.placement.groups import GroupJob
+    >>> job = GroupJob.build([("A", 2, 60.0), ("B", 2, 60.0), ("C", 1, 40.0)],
+    ...                      [("A", "B", 8.0), ("B", "C", 6.0)], {"n0": 100.0, "n1": 100.0})
+    >>> a = naive_pairs(job)
+    >>> a.node_counts(), a.gain
+    ({'A': {'n1': 2}, 'B': {'n0': 2}, 'C': {'n0': 1}}, 6.0)
     """
     rng = np.random.default_rng(seed) if order == "random" else None
     ng, nn = len(job.groups), len(job.nodes)

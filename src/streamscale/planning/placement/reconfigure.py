@@ -102,6 +102,27 @@ def reconfigure(
     Reconfiguration
         The allocation to run now; re-planning never returns an allocation
         that leaves a task unplaced when the running one still fits.
+
+    Examples
+    --------
+    The job of :func:`~streamscale.planning.placement.top_down.top_down`'s example runs split
+    over two nodes (gain 7). At half the input rate every cost and IMC halves (a change of
+    50 % > 20 %): the running allocation would gain 3.5, the re-plan fits all five tasks on
+    ``n0`` and gains 4 + 3 = 7. A 10 % drift in one IMC keeps the running allocation.
+
+    >>> from streamscale.planning.placement.groups import GroupJob
+    >>> job = GroupJob.build([("A", 2, 60.0), ("B", 2, 60.0), ("C", 1, 40.0)],
+    ...                      [("A", "B", 8.0), ("B", "C", 6.0)], {"n0": 100.0, "n1": 100.0})
+    >>> half = GroupJob.build([("A", 2, 30.0), ("B", 2, 30.0), ("C", 1, 20.0)],
+    ...                       [("A", "B", 4.0), ("B", "C", 3.0)], {"n0": 100.0, "n1": 100.0})
+    >>> r = reconfigure(top_down(job), half, threshold=0.2)
+    >>> r.replanned, r.gain_kept, r.gain_new, r.allocation.node_counts()
+    (True, 3.5, 7.0, {'A': {'n0': 2}, 'B': {'n0': 2}, 'C': {'n0': 1}})
+    >>> drift = GroupJob.build([("A", 2, 60.0), ("B", 2, 60.0), ("C", 1, 40.0)],
+    ...                        [("A", "B", 8.8), ("B", "C", 6.0)], {"n0": 100.0, "n1": 100.0})
+    >>> r = reconfigure(top_down(job), drift, threshold=0.2)
+    >>> r.replanned, r.reason, round(r.change, 3)
+    (False, 'change below threshold', 0.1)
     """
     if not threshold >= 0:
         raise ModelError(f"threshold must be >= 0, got {threshold}", item="threshold")

@@ -33,6 +33,17 @@ def gcd_granularity(job: GroupJob, *, quantum: float = 1.0, max_tasks: int = 100
     exactly: the allocation succeeds whenever the cluster's capacity holds the
     job. When some group would need more than ``max_tasks`` tasks the job is
     returned unchanged (no relaxation within the bound).
+
+    Examples
+    --------
+    Costs 60, 60, 40 and capacities 100 have the GCD 20: every task then costs 20 %.
+
+    >>> from streamscale.planning.placement.groups import GroupJob
+    >>> job = GroupJob.build([("A", 2, 60.0), ("B", 2, 60.0), ("C", 1, 40.0)],
+    ...                      [("A", "B", 8.0), ("B", "C", 6.0)], {"n0": 100.0, "n1": 100.0})
+    >>> g = gcd_granularity(job)
+    >>> g.tasks, g.task_cost
+    ((3, 3, 2), (20.0, 20.0, 20.0))
     """
     if not quantum > 0:
         raise ModelError(f"quantum must be > 0, got {quantum}", item="quantum")
@@ -82,6 +93,20 @@ def split_skewed(
     subgroup pairs in proportion to the product of their cost shares (a
     task's traffic is taken to follow its load); groups with no costs in
     ``task_costs``, or that stay in one piece, keep their name.
+
+    Examples
+    --------
+    ``A``'s tasks cost 20 and 40 (more than 20 % apart): two subgroups, and the
+    ``A``–``B`` IMC of 8 splits 2 : 1 with the cost shares.
+
+    >>> from streamscale.planning.placement.groups import GroupJob
+    >>> job = GroupJob.build([("A", 2, 60.0), ("B", 2, 60.0), ("C", 1, 40.0)],
+    ...                      [("A", "B", 8.0), ("B", "C", 6.0)], {"n0": 100.0, "n1": 100.0})
+    >>> s = split_skewed(job, {"A": [20.0, 40.0]}, margin=0.2)
+    >>> [(g.name, g.tasks, g.cost) for g in s.job.groups[:2]], s.members["A/0"]
+    ([('A/0', 1, 40.0), ('A/1', 1, 20.0)], ('A', (1,)))
+    >>> [round(e.imc, 3) for e in s.job.edges]
+    [5.333, 2.667, 6.0]
     """
     if not 0 <= margin < 1:
         raise ModelError(f"margin must be in [0, 1), got {margin}", item="margin")

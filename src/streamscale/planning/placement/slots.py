@@ -130,6 +130,18 @@ def acquire(
 
     Ties between equally sized types go to the cheaper one. VMs are named
     ``f"{type}-{j}"``, j counted from 1.
+
+    Examples
+    --------
+    Seven slots from 1-, 2- and 4-slot VMs: one 4-slot VM fits within ρ, and the other
+    three slots are covered by a second 4-slot VM, or made up exactly as 2 + 1.
+
+    >>> from streamscale.model import VmType
+    >>> types = [VmType("D1", 1, 3.5, 0.1), VmType("D2", 2, 7.0, 0.2), VmType("D3", 4, 14.0, 0.4)]
+    >>> [v.name for v in acquire(7, types)]
+    ['D3-1', 'D3-2']
+    >>> [v.name for v in acquire(7, types, reading="exact")]
+    ['D3-1', 'D2-2', 'D1-3']
     """
     if not vm_types:
         raise ModelError("cluster has no vm_types to acquire from", item="cluster")
@@ -172,6 +184,17 @@ def map_dsm(demands: Sequence[TaskDemand], vms: Sequence[Vm]) -> MappingResult:
 
     Threads, task by task in the given (topological) order, go round-robin over
     the slots listed VM by VM; blind to resources, so it never fails.
+
+    Examples
+    --------
+    The MBA allocation of :func:`~streamscale.planning.allocation.model_based.allocate_mba`'s
+    example: 7 ``parse`` threads, two full bundles of τ̂ = 3 and one thread at 2 % CPU and
+    1 % memory; one thread alone needs C(1) = 20 % and M(1) = 10 % of a slot.
+    DSM deals the threads round-robin over the four slots of two 2-slot VMs.
+
+    >>> d = [TaskDemand("parse", 7, cpu1=0.2, mem1=0.1, bundle=3, cpu=2.02, mem=2.01, bundles=2)]
+    >>> map_dsm(d, (Vm("vm0", 2), Vm("vm1", 2))).per_slot()
+    {'vm0/0': {'parse': 2}, 'vm0/1': {'parse': 2}, 'vm1/0': {'parse': 2}, 'vm1/1': {'parse': 1}}
     """
     slots = [slot_id(v.name, i) for v in vms for i in range(v.slots)]
     if not slots:
@@ -226,6 +249,21 @@ def map_rsm(
     ------
     InfeasibleError
         "insufficient resources", naming the task, when no VM qualifies.
+
+    Examples
+    --------
+    The MBA allocation of :func:`~streamscale.planning.allocation.model_based.allocate_mba`'s
+    example: 7 ``parse`` threads, two full bundles of τ̂ = 3 and one thread at 2 % CPU and
+    1 % memory; one thread alone needs C(1) = 20 % and M(1) = 10 % of a slot.
+    Given C(1) and M(1) per thread (Algorithm 5 as written; the registry's ``rsm`` placer
+    gives MBA's threads c_i/τ_i instead), RSM's linear model sees 7 × 20 % = 1.4 of
+    ``vm0``'s 2 cores and 7 × 10 % of one slot's memory, so best fit packs every thread
+    into one slot, where the model says they sustain 220 t/s, not 450
+    (:func:`~streamscale.planning.prediction.predict`).
+
+    >>> d = [TaskDemand("parse", 7, cpu1=0.2, mem1=0.1, bundle=3, cpu=2.02, mem=2.01, bundles=2)]
+    >>> map_rsm(d, (Vm("vm0", 2), Vm("vm1", 2))).per_slot()
+    {'vm0/0': {'parse': 7}, 'vm0/1': {}, 'vm1/0': {}, 'vm1/1': {}}
     """
     if not vms:
         raise InfeasibleError("no VMs to map onto", item="rsm")
@@ -301,6 +339,22 @@ def map_sam(demands: Sequence[TaskDemand], vms: Sequence[Vm]) -> MappingResult:
     ------
     InfeasibleError
         "insufficient resources", naming the task, when no slot qualifies.
+
+    Examples
+    --------
+    The MBA allocation of :func:`~streamscale.planning.allocation.model_based.allocate_mba`'s
+    example: 7 ``parse`` threads, two full bundles of τ̂ = 3 and one thread at 2 % CPU and
+    1 % memory; one thread alone needs C(1) = 20 % and M(1) = 10 % of a slot.
+    SAM gives each full bundle an empty slot and the partial thread the best-fit slot left;
+    with a single 2-slot VM the partial thread finds no room.
+
+    >>> d = [TaskDemand("parse", 7, cpu1=0.2, mem1=0.1, bundle=3, cpu=2.02, mem=2.01, bundles=2)]
+    >>> map_sam(d, (Vm("vm0", 2), Vm("vm1", 2))).per_slot()
+    {'vm0/0': {'parse': 3}, 'vm0/1': {'parse': 3}, 'vm1/0': {'parse': 1}, 'vm1/1': {}}
+    >>> map_sam(d, (Vm("vm0", 2),))
+    Traceback (most recent call last):
+    ...
+    streamscale.errors.InfeasibleError: task parse: insufficient resources
     """
     if not vms:
         raise InfeasibleError("no VMs to map onto", item="sam")
@@ -385,6 +439,18 @@ def map_adding_slots(
     ------
     InfeasibleError
         When no slot count up to ``slots + max_extra`` works.
+
+    Examples
+    --------
+    The threads of :func:`map_sam`'s example do not fit the two slots of one D2 VM; with one
+    slot more the acquisition covers three slots with a D3, where SAM maps them.
+
+    >>> from streamscale.model import VmType
+    >>> types = [VmType("D1", 1, 3.5, 0.1), VmType("D2", 2, 7.0, 0.2), VmType("D3", 4, 14.0, 0.4)]
+    >>> d = [TaskDemand("parse", 7, cpu1=0.2, mem1=0.1, bundle=3, cpu=2.02, mem=2.01, bundles=2)]
+    >>> r = map_adding_slots(map_sam, d, 2, types)
+    >>> r.extra_slots, [v.name for v in r.vms], r.per_slot()["D3-1/2"]
+    (1, ['D3-1'], {'parse': 1})
     """
     limit = max_extra if max_extra is not None else max(8, sum(d.threads for d in demands))
     last_err: InfeasibleError | None = None
