@@ -49,6 +49,30 @@ def test_a_constant_rate_never_asks_and_never_flaps() -> None:
     assert asked == []
 
 
+def test_what_arrives_during_a_long_batch_is_not_a_backlog() -> None:
+    # 100 t/s and 6 s batches: the running batch admitted what arrived before it started,
+    # and up to 600 arrive while it runs; that is the next batch, so nothing is asked
+    def sample(t: float, *, known: bool) -> Sample:
+        start = 6 * (t // 6)
+        return Sample(t, 100 * t, 100 * start, (t - start) if known else 0.0)
+
+    def asks(*, known: bool) -> list[float]:
+        s, out = WatchState(), []
+        for i in range(60):
+            t = 6.0 + i * 0.25
+            s, r = watch_step(s, sample(t, known=known), VIEW, config=DEFAULT,
+                              latency_target_s=2.0, catch_up_s=2.0)  # fmt: skip
+            if r is not None:
+                out.append(t)
+        return out
+
+    assert asks(known=True) == []
+    # without knowing how long the batch has run, all but one interval's arrivals look
+    # like a backlog: up to 400 waiting 6 s into a batch, λ = 100 + 400 / 2 s = 300 ->
+    # 7 cores -> 4 executors asked (the count before)
+    assert asks(known=False)
+
+
 def test_a_step_surge_gets_one_request_of_the_needed_size() -> None:
     # 100 -> 300 t/s at t = 4; the running batch admitted up to t = 4 and runs on
     def offered(t: float) -> float:

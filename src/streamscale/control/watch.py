@@ -115,12 +115,14 @@ class WatchConfig:
 
 @dataclass(frozen=True, slots=True)
 class Sample:
-    """What the source showed at ``now``: tuples offered so far (its end offsets) and
-    tuples admitted by the batches started so far (the running batch's end offset)."""
+    """What the source showed at ``now``: tuples offered so far (its end offsets), tuples
+    admitted by the batches started so far (the running batch's end offset) and how long
+    ago the running batch fixed that offset (``running_s``; 0: unknown)."""
 
     now: float
     available: float
     admitted: float
+    running_s: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -189,9 +191,11 @@ def watch_step(
 ) -> tuple[WatchState, Request | None]:
     """One sample: the new state and a request for more executors, if the load needs one.
 
-    The backlog counted is what waits beyond one trigger interval of arrivals (what
-    arrived while a batch runs is the next batch, not a backlog), as the boundary
-    collector counts it. ``proactive`` sizes for ``rate + trend × startup_s``.
+    The backlog counted is what waits beyond the arrivals since the running batch
+    started, or one trigger interval of them if that is longer (what arrives while a
+    batch runs is the next batch, not a backlog: with 6 s batches at a steady base load
+    counting only one interval of it as the next batch's asked for 8 executors where 2
+    were needed), as the boundary collector counts it. ``proactive`` sizes for ``rate + trend × startup_s``.
 
     Examples
     --------
@@ -222,7 +226,9 @@ def watch_step(
     rate = offered_rate(new.samples[-2:])
     if not config.mid_batch or rate is None or rate < 0 or view.service_rate is None:
         return new, None
-    backlog = max(0.0, sample.available - sample.admitted - rate * view.trigger_s)
+    # what arrived since the running batch fixed its end offset is the next batch
+    since = max(view.trigger_s, sample.running_s)
+    backlog = max(0.0, sample.available - sample.admitted - rate * since)
     sized = rate + (_trend(new.samples) * view.startup_s if config.proactive else 0.0)
     max_cores = view.max_executors * view.cores_per_executor
     cores = surge_cores(

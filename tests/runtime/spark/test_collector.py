@@ -104,3 +104,34 @@ def test_realizer_applies_at_the_next_batch_boundary() -> None:
     assert realizer.current() == second and realizer.active == first
     assert realizer.begin_batch().units == ("op[0]#0", "op[0]#1", "op[1]#0")
     assert realizer.active == second
+
+
+def test_what_arrived_during_a_long_batch_is_the_next_batch_not_a_backlog() -> None:
+    topo = _topo()
+    cluster = Cluster.build([Node("a", cores=2)])
+    realizer = SparkRealizer(topo, "op", default_plan(topo, "op", cluster))
+    waiting = [0.0]
+    col = SparkCollector(
+        topo, "op", cluster, realizer, start=0.0, backlog=lambda: waiting[0], interval_s=2.0
+    )
+    tasks = (_task(0, "op[0]#0", {0: (600, 1.0, 10, 600)}),)
+    col.observe(BatchStats(0, 6.0, tasks, dead_letters=0, partitions=1), now=6.0)
+    col.collect(6.0)
+    # a steady 100 t/s and 6 s batches: the batch ending at 12 s took the 600 that arrived
+    # during the one before, and the 600 that arrived during it wait for the next
+    waiting[0] = 600.0
+    col.observe(BatchStats(1, 6.0, tasks, dead_letters=0, partitions=1), now=12.0)
+    snap = col.collect(12.0)
+    # arrivals: 600 taken + 600 of growth over 6 s = 200 t/s ... of which the 6 s batch
+    # cycle's worth (1,200) covers the 600 waiting: no backlog (one 2 s interval's worth,
+    # 400, would have left 200)
+    assert snap.operators["op"].input_rate == pytest.approx(200.0)
+    assert snap.operators["op"].backlog == 0.0
+    # a batch admission cap that leaves 900 behind after a 3 s cycle at 200 t/s: 300 wait
+    # beyond what arrived during the batch
+    waiting[0] = 900.0
+    col.observe(BatchStats(2, 3.0, tasks, dead_letters=0, partitions=1), now=15.0)
+    snap = col.collect(15.0)
+    # arrivals over 3 s: 600 taken + 300 of growth = 300 t/s; 900 - 3 s x 300 t/s = 0
+    assert snap.operators["op"].input_rate == pytest.approx(300.0)
+    assert snap.operators["op"].backlog == pytest.approx(0.0)

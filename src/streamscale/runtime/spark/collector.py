@@ -46,8 +46,9 @@ class SparkCollector:
         The trigger interval. A micro-batch source always holds what arrived while
         the last batch ran (about one interval of arrivals when the job keeps up):
         that is the next batch, not a backlog to catch up on. The snapshot's
-        operator backlog is what waits beyond ``interval_s`` of arrivals at the
-        period's input rate; :attr:`backlog` stays the raw count.
+        operator backlog is what waits beyond the arrivals over the last batch's cycle
+        (end to end, given to :meth:`observe`), or ``interval_s`` of them if that is
+        longer, at the period's input rate; :attr:`backlog` stays the raw count.
     offered
         The rate the source offers now, read between batches (the watch,
         :mod:`~streamscale.runtime.spark.watch`); the snapshot's input rate is at least
@@ -80,6 +81,8 @@ class SparkCollector:
         self._since = start
         self._queued = 0.0
         self._queued_before = 0.0
+        self._last_end: float | None = None
+        self._cycle = 0.0
         self._reset()
 
     def _reset(self) -> None:
@@ -90,8 +93,13 @@ class SparkCollector:
         self._shard: dict[int, list[float]] = {}
         self._unit_busy: dict[str, float] = {}
 
-    def observe(self, stats: BatchStats) -> None:
-        """Add one finished batch to the current period."""
+    def observe(self, stats: BatchStats, *, now: float | None = None) -> None:
+        """Add one finished batch to the current period (``now``: the clock when it ended,
+        so the next batch's queue is counted over the whole batch, not one interval)."""
+        if now is not None:
+            if self._last_end is not None:
+                self._cycle = max(0.0, now - self._last_end)
+            self._last_end = now
         self._in += stats.rows + stats.dead_letters
         self._queued = max(0.0, float(self._backlog()))
         for t in stats.tasks:
@@ -135,7 +143,7 @@ class SparkCollector:
         now_rate = self._offered()
         if now_rate is not None and now_rate > in_rate:
             in_rate = now_rate
-        excess = max(0.0, self._queued - in_rate * self.interval_s)
+        excess = max(0.0, self._queued - in_rate * max(self.interval_s, self._cycle))
         ops: dict[str, OperatorStats] = {}
         before = True
         for name in self.topology.topological_order():

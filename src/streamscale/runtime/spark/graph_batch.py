@@ -258,8 +258,9 @@ class GraphBatchBody:
         self.totals.pruned += gone
         first_rows = rows.get(graph.keyed[0], 0)
         self.taken = first_rows + dead
+        ended = self.clock()
         for name, stats in observed.items():
-            self.collector.observe(name, stats)
+            self.collector.observe(name, stats, now=ended)
         now = self.clock() - self.start
         figures, lat = batch_figures(observed)
         extra: dict[str, Any] = {

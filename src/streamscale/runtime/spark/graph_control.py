@@ -120,9 +120,10 @@ class GraphCollector:
     def backlog(self) -> float:
         return self.collectors[self.keyed[0]].backlog
 
-    def observe(self, operator: str, stats: Any) -> None:
-        """Add one finished batch of ``operator`` (a keyed operator) to the current period."""
-        self.collectors[operator].observe(stats)
+    def observe(self, operator: str, stats: Any, *, now: float | None = None) -> None:
+        """Add one finished batch of ``operator`` (a keyed operator) to the current period
+        (``now``: the clock when the batch ended)."""
+        self.collectors[operator].observe(stats, now=now)
 
     def collect(self, now: float) -> Snapshot:
         if self.linear:

@@ -36,6 +36,7 @@ __all__ = [
     "admission_limit",
     "admission_window_s",
     "admitted_offset",
+    "admitted_offset_at",
     "offered_for",
     "warm_executors",
     "warm_keyed_path",
@@ -80,6 +81,13 @@ _ARRIVAL_POLL_S = 0.1
 def admitted_offset(spark_checkpoint: Path) -> dict[str, Any] | None:
     """The end offset of the newest batch in Spark's offset log (written before the batch
     runs: the running batch's), as the source wrote it; ``None`` before the first."""
+    got = admitted_offset_at(spark_checkpoint)
+    return None if got is None else got[0]
+
+
+def admitted_offset_at(spark_checkpoint: Path) -> tuple[dict[str, Any], float] | None:
+    """:func:`admitted_offset` and when Spark wrote it (the file's modification time,
+    epoch seconds): when the running batch fixed its end."""
     d = spark_checkpoint / "offsets"
     try:
         ids = [int(n) for n in os.listdir(d) if n.isdigit()]
@@ -87,11 +95,13 @@ def admitted_offset(spark_checkpoint: Path) -> dict[str, Any] | None:
         return None
     for b in sorted(ids, reverse=True)[:2]:  # the newest may be mid-write
         try:
-            lines = (d / str(b)).read_text().splitlines()
+            path = d / str(b)
+            lines = path.read_text().splitlines()
             out = json.loads(lines[2])
+            at = path.stat().st_mtime
         except (OSError, IndexError, ValueError):
             continue
-        return out if isinstance(out, dict) else None
+        return (out, at) if isinstance(out, dict) else None
     return None
 
 
@@ -263,9 +273,10 @@ class SourceWatch:
         if self.warm:
             self._warm()
         self.update_admission()
-        offset = admitted_offset(self.spark_checkpoint)
-        if offset is None or not isinstance(offset.get("seq"), int | float):
+        got = admitted_offset_at(self.spark_checkpoint)
+        if got is None or not isinstance(got[0].get("seq"), int | float):
             return
+        offset, fixed_at = got
         now = self.clock()
         available = self.offered.available(now, offset)
         if available is None:
@@ -280,7 +291,7 @@ class SourceWatch:
             startup_s=res.startup_s(self.config.startup_s),
             trigger_s=self.trigger_s,
         )
-        sample = Sample(now, available, float(offset["seq"]))
+        sample = Sample(now, available, float(offset["seq"]), max(0.0, now - fixed_at))
         self._state, request = watch_step(
             self._state, sample, view, config=self.config,
             latency_target_s=self.latency_target_s, catch_up_s=self.catch_up_s,
