@@ -6,6 +6,7 @@ already exceeds it."""
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 from hypothesis import given
 from hypothesis import strategies as st
@@ -44,3 +45,31 @@ def test_bounds(trigger: float, overhead: float, cap: float) -> None:
     # when the cap does not bind, at least 3/4 of a batch is work
     if math.isclose(w, uncapped) and w + overhead > 0:
         assert w / (w + overhead) >= 0.75 - 1e-9
+
+
+class _Ready:
+    """The one figure the admission limit reads from the executors: ready cores."""
+
+    def __init__(self, cores: int) -> None:
+        self.cores = cores
+
+    def ready_cores(self) -> int:
+        return self.cores
+
+
+def test_a_batch_admits_at_least_one_trigger_of_the_offered_load(tmp_path: Path) -> None:
+    from streamscale.control.watch import WatchConfig
+    from streamscale.runtime.spark.watch import Live, SourceWatch
+
+    watch = SourceWatch(
+        offered=None, spark_checkpoint=tmp_path, resources=_Ready(2),
+        live=Live(service_rate=20.0), config=WatchConfig(), trigger_s=2.0,
+        latency_target_s=2.0, catch_up_s=5.0, admission_file=tmp_path / "admission",
+    )  # fmt: skip
+    # 2 cores x 20 t/s (a rate measured on tiny batches) x 2 s = 80; nothing offered known
+    assert watch.update_admission() == 80
+    assert (tmp_path / "admission").read_text() == "80"
+    watch.rate = 100.0  # 100 t/s offered: one 2 s trigger of it is 200
+    assert watch.update_admission() == 200
+    watch.rate = 30.0  # below the cores' share: the cores' limit stands
+    assert watch.update_admission() == 80

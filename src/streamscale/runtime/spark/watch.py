@@ -262,6 +262,12 @@ class SourceWatch:
         limit = admission_limit(cores, self.live.service_rate, self.trigger_s,
                                 self.config.admission, self.live.overhead_s,
                                 cap_s=self.catch_up_s)  # fmt: skip
+        if limit is not None and self.rate is not None and self.rate > 0:
+            # at least one trigger interval of the offered load: a service rate measured
+            # on tiny batches (per-task costs dominate them) would otherwise shrink the
+            # next batches further — a run whose first batch took 2 tuples then admitted
+            # 80-100 a batch at 100 t/s offered while its backlog grew to 11,000
+            limit = max(limit, math.ceil(self.rate * self.trigger_s))
         if limit != self._limit:
             write_admission(self.admission_file, limit)
             self._limit = limit
