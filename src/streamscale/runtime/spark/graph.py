@@ -357,16 +357,24 @@ def _write_sink(node: GraphNode, df: Any, batch_id: int, base: Path) -> SinkOut:
         for r in df.limit(node.rows).collect():
             print(f"[{node.name} batch {batch_id}] {r.asDict()}")
         return SinkOut(node.name, rows)
-    rows = df.count()
+    # One Spark action per sink: the rows are counted by an observation of the write
+    # itself (a count, then a write, would run the operators before the sink twice);
+    # ``none`` writes to Spark's ``noop`` format (one job, no shuffle for the count).
+    from pyspark.sql import Observation
+    from pyspark.sql import functions as F
+
+    seen = Observation(f"sink-{node.name}")
+    observed = df.observe(seen, F.count(F.lit(1)).alias("rows"))
     if fmt == "none":
-        return SinkOut(node.name, rows)
+        observed.write.format("noop").mode("overwrite").save()
+        return SinkOut(node.name, int(seen.get["rows"]))
     assert node.sink_path is not None
     target = (base / node.sink_path / f"batch_id={batch_id}").resolve()
-    writer = df.write.mode("overwrite").format(fmt)
+    writer = observed.write.mode("overwrite").format(fmt)
     if fmt == "csv":
         writer = writer.option("header", "true")
     writer.save(str(target))
-    return SinkOut(node.name, rows, str(target))
+    return SinkOut(node.name, int(seen.get["rows"]), str(target))
 
 
 def run_graph_batch(
