@@ -10,7 +10,7 @@ per batch splitting its time into:
   body —, ``commitOffsets``);
 * ``jobs``: the Spark jobs the batch ran (from the event log: count and wall ms each,
   with their stages' names);
-* ``py4j``: the driver's py4j round trips during the foreachBatch body;
+* ``py4j``: the py4j round trips of the foreachBatch body's thread;
 * ``parts_s``: wall seconds of the body's parts (keyed stages, sinks, state commit,
   controller step, event-time clock);
 
@@ -30,6 +30,7 @@ import os
 import pstats
 import sys
 import tempfile
+import threading
 import time
 from collections import defaultdict
 from collections.abc import Callable
@@ -122,7 +123,11 @@ def main(argv: list[str] | None = None) -> None:
 
     callers: dict[str, int] = defaultdict(int)
 
+    body_thread = [0]
+
     def counted(*a: Any, **kw: Any) -> Any:
+        if threading.get_ident() != body_thread[0]:  # the driver's polling, listeners
+            return send(*a, **kw)
         calls[0] += 1
         f = sys._getframe(1)
         while f is not None and "/src/streamscale/" not in f.f_code.co_filename:
@@ -149,6 +154,7 @@ def main(argv: list[str] | None = None) -> None:
 
     def run(self: Any, batch_df: Any, batch_id: int) -> None:
         parts.clear()
+        body_thread[0] = threading.get_ident()
         c0, t0, e0 = calls[0], time.perf_counter(), time.time() * 1000
         for obj, n, key in ((self.backend, "commit", "state.commit"),
                             (self.clock_, "after_batch", "clock.after_batch")):  # fmt: skip
