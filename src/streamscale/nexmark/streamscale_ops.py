@@ -165,6 +165,9 @@ def q4_max_delta(rows: pd.DataFrame, state: dict[Any, Any]) -> pd.DataFrame | No
     return pd.DataFrame(changed, columns=["category", "dsum", "dcount"])
 
 
+q4_max_delta.output_schema = "category BIGINT, dsum BIGINT, dcount BIGINT"  # type: ignore[attr-defined]
+
+
 def q4_average(df: pd.DataFrame) -> pd.DataFrame:
     """Q4 stage 3: a category's average of its auctions' maxima, from the sums of
     :func:`q4_max_delta`'s changes (stage 2, a declarative ``sum`` per category)."""
@@ -198,6 +201,9 @@ def q6_winning_bid(rows: pd.DataFrame, state: dict[Any, Any]) -> pd.DataFrame | 
     return pd.DataFrame(changed, columns=["seller", "auction", "price", "t"])
 
 
+q6_winning_bid.output_schema = "seller BIGINT, auction BIGINT, price BIGINT, t BIGINT"  # type: ignore[attr-defined]
+
+
 def q6_avg_per_seller(rows: pd.DataFrame, state: dict[Any, Any]) -> pd.DataFrame:
     """Q6 stage 2, keyed by seller: the average winning price of the seller's last 11
     auctions (``ROWS BETWEEN 10 PRECEDING AND CURRENT ROW``), ordered by the winning
@@ -213,6 +219,9 @@ def q6_avg_per_seller(rows: pd.DataFrame, state: dict[Any, Any]) -> pd.DataFrame
         last = sorted((t, a, p) for a, (t, p) in wins[s].items())[-11:]
         avgs.append(sum(p for _, _, p in last) / len(last))
     return pd.DataFrame({"seller": sellers, "avg_price": avgs})
+
+
+q6_avg_per_seller.output_schema = "seller BIGINT, avg_price DOUBLE"  # type: ignore[attr-defined]
 
 
 # ---------------------------------------------------------------- Q5, Q7: windows
@@ -278,6 +287,9 @@ def q5_top(rows: pd.DataFrame, state: dict[Any, Any]) -> pd.DataFrame | None:
     return out.reset_index(drop=True) if len(out) else None
 
 
+q5_top.output_schema = "wstart BIGINT, auction BIGINT, num BIGINT"  # type: ignore[attr-defined]
+
+
 def _micros(s: pd.Series) -> np.ndarray:
     """Epoch microseconds of a timestamp column (tz-aware or naive UTC)."""
     if pd.api.types.is_datetime64_any_dtype(s):
@@ -331,6 +343,11 @@ def q7_highest(rows: pd.DataFrame, state: dict[Any, Any]) -> pd.DataFrame | None
     if not out:
         return None
     return pd.concat(out, ignore_index=True)
+
+
+q7_highest.output_schema = (  # type: ignore[attr-defined]
+    "auction BIGINT, bidder BIGINT, price BIGINT, dateTime BIGINT, extra STRING, wend BIGINT"
+)
 
 
 # ---------------------------------------------------------------- Q8: windowed join

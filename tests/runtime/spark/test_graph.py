@@ -279,3 +279,48 @@ def test_dag_state_lives_where_state_url_says(spark, tmp_path) -> None:
     for st in state_backend(url).load_all("rank").values():
         counts.update(st["count"])
     assert counts == expected(OPTS, n)[0]["key"].value_counts().to_dict()
+
+
+@pytest.mark.spark
+def test_each_sink_is_one_spark_action_counting_what_it_wrote(spark, tmp_path) -> None:
+    """A file sink counts its rows by observing its own write (one Spark job: the
+    operators before it run once) and ``none`` counts through one job too; the counts
+    and the files equal pandas."""
+    from pyspark.sql import types as T
+
+    from streamscale.runtime.spark.graph import run_graph_batch
+
+    pdf = pd.DataFrame({"key": [f"k{i % 7}" for i in range(500)], "seq": range(500)})
+    want = pdf[pdf["seq"] % 2 == 1]
+    for fmt, path in (("parquet", "odd"), ("none", None)):
+        params = {"format": fmt, **({"path": path} if path else {})}
+        topo = Topology.build(
+            f"sink-{fmt}",
+            [
+                Operator(name="source", kind="source", params={"format": SeqSource.name()}),
+                Operator(name="enrich", function=f"{F}:enrich", params={"buckets": 5}),
+                Operator(name="odd", function=f"{F}:odd_only"),
+                Operator(name="out", kind="sink", params=params),
+            ],
+            [Edge("source", "enrich"), Edge("enrich", "odd"), Edge("odd", "out")],
+        )
+        graph = JobGraph.build(topo, source_class=SeqSource)
+        cols = "key string, seq bigint, bucket bigint"
+        schemas = {"enrich": T._parse_datatype_string(cols),
+                   "odd": T._parse_datatype_string(f"{cols}, n bigint")}  # fmt: skip
+        batch = spark.createDataFrame(pdf)  # a local relation: no job of its own
+        sc = spark.sparkContext
+        group = f"sink-test-{fmt}"
+        sc.setJobGroup(group, group)
+        try:
+            sinks = run_graph_batch(
+                batch, graph, batch_id=3, run_keyed_op=lambda *_: None, out_dir=tmp_path,
+                schemas=schemas,
+            )  # fmt: skip
+        finally:
+            sc.setLocalProperty("spark.jobGroup.id", None)
+        assert sinks["out"].rows == len(want)
+        assert len(sc.statusTracker().getJobIdsForGroup(group)) == 1
+        if path:
+            got = pd.read_parquet(tmp_path / path / "batch_id=3")
+            assert sorted(got["seq"]) == sorted(want["seq"])

@@ -217,6 +217,7 @@ def run_graph(
             fn_params=dict(node.params),
             required=tuple(getattr(node.fn, "required_fields", ())),
             backend=backend,
+            output_schema=_declared_output(node.fn),
         )
         check_layout(backend, name, op.instances, op.shards)
         indexes[name] = VersionIndex(backend, name, op.instances * op.shards)
@@ -320,6 +321,19 @@ def run_graph(
         p99_ms=history.quantile(0.99), busy_s=history.busy_s, cpu_s=history.cpu_s,
         max_tasks=history.max_tasks,
     )  # fmt: skip
+
+
+def _declared_output(fn: Any) -> Any:
+    """A keyed function's declared ``output_schema`` (a Spark DDL string or
+    ``StructType``) as a ``StructType``: its tasks then emit typed columns (no Arrow
+    blobs decoded by one more Python stage on every batch); ``None`` when it declares
+    none, or for a declarative operator (its output is typed by Spark already)."""
+    from pyspark.sql import types as T
+
+    declared = getattr(fn, "output_schema", None)
+    if declared is None or getattr(fn, "vectorized", False) or getattr(fn, "two_sided", False):
+        return None
+    return T._parse_datatype_string(declared) if isinstance(declared, str) else declared
 
 
 def _console(graph: JobGraph, linear: Job | None) -> dict[str, int]:

@@ -60,6 +60,7 @@ __all__ = [
 SINK_FORMATS: tuple[str, ...] = ("parquet", "json", "jsonl", "csv", "console", "none", "function")
 _SOURCE_KEYS = ("format", "trigger_s")
 _SAMPLE_ROWS = 64
+_UDF = "\u0000udf"  # key suffix of a stateless operator's UDF in the run's schemas
 
 
 @dataclass(frozen=True, slots=True)
@@ -319,11 +320,25 @@ def map_stateless(
     Its output schema is ``fn.output_schema`` when declared, else derived from ``fn``
     over a sample of ``df`` the first time and kept in ``schemas[name]`` for the run.
     """
+    from pyspark.sql import DataFrame
+    from pyspark.sql.pandas.functions import pandas_udf
+    from pyspark.util import PythonEvalType
+
     schema = schemas.get(name)
     if schema is None:
         sample = df.limit(_SAMPLE_ROWS).toPandas()
         schema = schemas[name] = _spark_type_schema(fn, params, sample, df.schema)
-    return df.mapInPandas(_mapper(fn, dict(params), tuple(schema.fieldNames())), schema)
+    # ``df.mapInPandas`` as Spark writes it, with the UDF built once per run: Spark
+    # pickles a new UDF's function and creates its JVM object on its first use, every
+    # batch otherwise (py4j round trips and a pickle per batch).
+    udf = schemas.get(f"{name}{_UDF}")
+    if udf is None:
+        mapper = _mapper(fn, dict(params), tuple(schema.fieldNames()))
+        udf = schemas[f"{name}{_UDF}"] = pandas_udf(  # type: ignore[call-overload]
+            mapper, returnType=schema, functionType=PythonEvalType.SQL_MAP_PANDAS_ITER_UDF
+        )
+    column = udf(*[df[c] for c in df.columns])
+    return DataFrame(df._jdf.mapInPandas(column._jc, False, None), df.sparkSession)
 
 
 def _union(dfs: list[Any], item: str) -> Any:
@@ -357,16 +372,24 @@ def _write_sink(node: GraphNode, df: Any, batch_id: int, base: Path) -> SinkOut:
         for r in df.limit(node.rows).collect():
             print(f"[{node.name} batch {batch_id}] {r.asDict()}")
         return SinkOut(node.name, rows)
-    rows = df.count()
+    # One Spark action per sink: the rows are counted by an observation of the write
+    # itself (a count, then a write, would run the operators before the sink twice);
+    # ``none`` writes to Spark's ``noop`` format (one job, no shuffle for the count).
+    from pyspark.sql import Observation
+    from pyspark.sql import functions as F
+
+    seen = Observation(f"sink-{node.name}")
+    observed = df.observe(seen, F.count(F.lit(1)).alias("rows"))
     if fmt == "none":
-        return SinkOut(node.name, rows)
+        observed.write.format("noop").mode("overwrite").save()
+        return SinkOut(node.name, int(seen.get["rows"]))
     assert node.sink_path is not None
     target = (base / node.sink_path / f"batch_id={batch_id}").resolve()
-    writer = df.write.mode("overwrite").format(fmt)
+    writer = observed.write.mode("overwrite").format(fmt)
     if fmt == "csv":
         writer = writer.option("header", "true")
     writer.save(str(target))
-    return SinkOut(node.name, rows, str(target))
+    return SinkOut(node.name, int(seen.get["rows"]), str(target))
 
 
 def run_graph_batch(

@@ -35,7 +35,7 @@ import contextlib
 import glob
 import json
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 import numpy as np
@@ -139,18 +139,19 @@ def _not_finite(c: Any) -> Any:
     return c.isNull() | F.isnan(c) | (F.abs(c) == F.lit(float("inf")))
 
 
-def _reason(df: Any, key: str, required: tuple[str, ...]) -> tuple[Any, dict[str, Any]]:
-    """The ``__ss_dead`` column of :func:`route`, and the parsed form of each required
-    text column."""
+def _reason(types: Mapping[str, Any], key: str, required: tuple[str, ...]) -> tuple[
+    Any, dict[str, Any]
+]:  # fmt: skip
+    """The ``__ss_dead`` column of :func:`route` for an input of column ``types`` (name
+    -> Spark type), and the parsed form of each required text column."""
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
 
-    types = {f.name: f.dataType for f in df.schema.fields}
     rules: list[tuple[Any, str]] = []
     if key not in types:
         rules.append((F.lit(True), f"missing key field {key!r}"))
     else:
-        k, kt = df[key], types[key]
+        k, kt = F.col(key), types[key]
         bad = k.isNull()
         if isinstance(kt, T.StringType):
             bad = bad | (k == F.lit(""))
@@ -162,7 +163,7 @@ def _reason(df: Any, key: str, required: tuple[str, ...]) -> tuple[Any, dict[str
         if col not in types:
             rules.append((F.lit(True), f"missing field {col!r}"))
             continue
-        c, ct = df[col], types[col]
+        c, ct = F.col(col), types[col]
         if isinstance(ct, T.FloatType | T.DoubleType):
             bad = _not_finite(c)
         elif isinstance(ct, T.IntegralType | T.DecimalType):
@@ -216,29 +217,58 @@ def route(
     """
     from pyspark.sql import functions as F
 
+    types = {f.name: f.dataType for f in df.schema.fields}
+    # The routing columns depend on the input's types, the operator and the plan only:
+    # built once and reused by every batch with the same (a batch builds none, each
+    # costs py4j round trips).
+    sig = (key, required, executors, shards, pmap.partitions, tuple(pmap.shard_partition),
+           tuple((c, t.simpleString()) for c, t in types.items()))  # fmt: skip
+    cols = _ROUTES.get(sig)
+    if cols is None:
+        if len(_ROUTES) >= _ROUTES_KEPT:  # plans and inputs change: keep the recent ones
+            _ROUTES.clear()
+        cols = _ROUTES[sig] = _route_columns(types, key, required, executors, shards, pmap)
+    shard, seq, reason, parsed, part, pk = cols
+    order = seq if seq is not None else F.monotonically_increasing_id().alias(ORDER)
+    routed = df.select("*", shard, order, reason, *parsed.values())
+    routed = routed.withColumn(PART, part)
+    routed = routed.withColumn(PK, pk)
+    return routed, dict(_parsed_names(parsed))
+
+
+_ROUTES: dict[tuple[Any, ...], tuple[Any, ...]] = {}
+_ROUTES_KEPT = 16
+
+
+def _parsed_names(parsed: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
+    """Each parsed field and the name of its parsed column."""
+    return ((col, f"{_PARSED}{i}") for i, col in enumerate(parsed))
+
+
+def _route_columns(
+    types: Mapping[str, Any], key: str, required: tuple[str, ...], executors: int,
+    shards: int, pmap: PartitionMap,
+) -> tuple[Any, ...]:  # fmt: skip
+    """:func:`route`'s columns (Spark Columns over column names, no DataFrame): the
+    shard, the order (``None``: by arrival, a fresh id per batch), the reason, the
+    parsed fields by name, the partition and the native partition key."""
+    from pyspark.sql import functions as F
+
     n = pmap.partitions
-    reason, parsed = _reason(df, key, required)
-    order = df["seq"].cast("long") if "seq" in df.columns else F.monotonically_increasing_id()
+    reason, parsed = _reason(types, key, required)
+    seq = F.col("seq").cast("long").alias(ORDER) if "seq" in types else None
     shard = (
-        global_shard_column(df[key], executors, shards)
-        if key in df.columns
+        global_shard_column(F.col(key), executors, shards)
+        if key in types
         else F.lit(None).cast("long")
     )
-    names = {col: f"{_PARSED}{i}" for i, col in enumerate(parsed)}
-    routed = df.select(
-        "*",
-        shard.alias(SHARD),
-        order.alias(ORDER),
-        reason.alias(DEAD),
-        *[parsed[col].alias(names[col]) for col in parsed],
-    )
+    named = {col: parsed[col].alias(name) for col, name in _parsed_names(parsed)}
     # Routable rows go to their shard's unit; dead letters are spread by arrival order.
     part = F.when(
         F.col(DEAD).isNull(), _lookup(pmap.shard_partition, F.col(SHARD), "int")
     ).otherwise(F.pmod(F.coalesce(F.col(ORDER), F.lit(0)), F.lit(n)).cast("int"))
-    routed = routed.withColumn(PART, part)
-    routed = routed.withColumn(PK, _lookup(partition_keys(n), F.col(PART), "long"))
-    return routed, names
+    pk = _lookup(partition_keys(n), F.col(PART), "long")
+    return shard.alias(SHARD), seq, reason.alias(DEAD), named, part, pk
 
 
 def split_dead_letters(
