@@ -148,8 +148,9 @@ class GraphBatchBody:
     its reduce tasks (:func:`~streamscale.runtime.spark.operator.run_batch`) instead of
     operator by operator. ``taken`` (rows the
     running batch took from the source, for the backlog), ``last_end`` (run seconds at
-    the previous batch's end) and ``seen_requests`` (the watch's mid-batch requests
-    already recorded) carry from one batch to the next.
+    the previous batch's end), ``seen_requests`` (the watch's mid-batch requests
+    already recorded), ``schemas`` (derived output schemas and stateless UDFs) and
+    ``routes`` (routing columns) carry from one batch to the next.
     """
 
     spark: Any
@@ -180,6 +181,8 @@ class GraphBatchBody:
     in_batch: threading.Event = field(default_factory=threading.Event)
     done: threading.Event = field(default_factory=threading.Event)
     schemas: dict[str, Any] = field(default_factory=dict)
+    #: each keyed operator's routing columns by input schema and plan (built once)
+    routes: dict[str, dict[tuple[Any, ...], tuple[Any, ...]]] = field(default_factory=dict)
     taken: int = 0
     last_end: float = 0.0
     seen_requests: int = 0
@@ -231,7 +234,8 @@ class GraphBatchBody:
                 outputs, stats = run_keyed(
                     df, spec, batch_id=batch_id, upto=upto, pmap=pmap, attempt=attempt,
                     hints=hints, drops=drops, dead_letter_dir=self.dead_dir, placed=placed,
-                    initial=_initial(spec.fn, batch_id), **self.clock_.keyed_args(times),
+                    initial=_initial(spec.fn, batch_id), routes=self.routes.setdefault(name, {}),
+                    **self.clock_.keyed_args(times),
                 )  # fmt: skip
             written[name] = (attempt, [g for t in stats.tasks for g in t.shards], hints)
             rows[name] = stats.rows

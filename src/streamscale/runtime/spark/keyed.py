@@ -450,6 +450,7 @@ def run_keyed(
     watermark_ms: int | None = None,
     late: tuple[str, int] | None = None,
     initial: Any = None,
+    routes: dict[tuple[Any, ...], tuple[Any, ...]] | None = None,
 ) -> tuple[Any, BatchStats]:
     """Run one batch of ``spec``'s keyed operator over ``df``; write state, never commit.
 
@@ -487,6 +488,10 @@ def run_keyed(
         A processor's initial state (a grouped static DataFrame), given in batch 0 only:
         routed with the input and handed to the function of each shard it reaches as
         ``initial_state`` (:mod:`~streamscale.runtime.spark.initial_state`).
+    routes
+        The run's routing columns by input schema and plan
+        (:func:`~streamscale.runtime.spark.keyed_map.route`'s ``cache``), kept by the
+        caller across batches; ``None``: built for this batch.
 
     Returns
     -------
@@ -517,7 +522,7 @@ def run_keyed(
     reduced_schema = T.StructType([*out_fields, T.StructField(_STATS, T.BinaryType())])
     mapped, parsed = route(
         df, key=spec.key, required=spec.required, executors=spec.executors,
-        shards=spec.shards, pmap=pmap,
+        shards=spec.shards, pmap=pmap, cache=routes,
     )  # fmt: skip
     shuffled = mapped.repartition(pmap.partitions, F.col(PK))
     spark = df.sparkSession

@@ -196,7 +196,7 @@ def _lookup(values: Iterable[int], index: Any, kind: str) -> Any:
 
 def route(
     df: Any, *, key: str, required: tuple[str, ...], executors: int, shards: int,
-    pmap: PartitionMap,
+    pmap: PartitionMap, cache: dict[tuple[Any, ...], tuple[Any, ...]] | None = None,
 ) -> tuple[Any, dict[str, str]]:  # fmt: skip
     """The input of one batch with its routing columns (see the module docstring).
 
@@ -223,11 +223,12 @@ def route(
     # costs py4j round trips).
     sig = (key, required, executors, shards, pmap.partitions, tuple(pmap.shard_partition),
            tuple((c, t.simpleString()) for c, t in types.items()))  # fmt: skip
-    cols = _ROUTES.get(sig)
+    routes = {} if cache is None else cache  # the run's (KeyedSpec.routes), or none
+    cols = routes.get(sig)
     if cols is None:
-        if len(_ROUTES) >= _ROUTES_KEPT:  # plans and inputs change: keep the recent ones
-            _ROUTES.clear()
-        cols = _ROUTES[sig] = _route_columns(types, key, required, executors, shards, pmap)
+        if len(routes) >= _ROUTES_KEPT:  # plans and inputs change: keep the recent ones
+            routes.clear()
+        cols = routes[sig] = _route_columns(types, key, required, executors, shards, pmap)
     shard, seq, reason, parsed, part, pk = cols
     order = seq if seq is not None else F.monotonically_increasing_id().alias(ORDER)
     routed = df.select("*", shard, order, reason, *parsed.values())
@@ -236,7 +237,7 @@ def route(
     return routed, dict(_parsed_names(parsed))
 
 
-_ROUTES: dict[tuple[Any, ...], tuple[Any, ...]] = {}
+#: routing columns a run keeps (one per input schema and plan seen recently)
 _ROUTES_KEPT = 16
 
 
