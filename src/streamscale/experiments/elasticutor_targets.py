@@ -20,7 +20,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-__all__ = ["SUSTAINED", "headline", "targets"]
+__all__ = ["SUSTAINED", "headline", "headline_runs", "targets"]
 
 #: a policy sustains an offered rate when it serves at least this share of it
 SUSTAINED = 0.95
@@ -63,6 +63,25 @@ _LABELS: dict[str, str] = {
         "every ω ≥ 2, saturation: lowest throughput Elasticutor ÷ RC (and lower latency)"
     ),
 }
+
+
+def headline_runs(omegas: Sequence[float], policies: Sequence[str]) -> set[tuple[Any, ...]]:
+    """The simulations :func:`targets` reads, as keys of the plan of
+    :func:`streamscale.experiments.elasticutor.run` (its ``headline_only`` runs these).
+
+    Saturation at every ω >= 2 for RC and Elasticutor (the ordering figure) and at the
+    top ω for ``rc-damped``; the offered and sustained loads at the top ω for the three;
+    the ω = 2 timeline (dips) of RC and Elasticutor; every policy's SSE saturation run
+    (throughput ratios and naive-EC's migration).
+    """
+    top = max(omegas)
+    three = ("rc", "rc-damped", "elastic")
+    runs: set[tuple[Any, ...]] = {("sse", p) for p in policies}
+    runs |= {("timeline", p) for p in ("rc", "elastic")}
+    runs |= {("omega", w, p) for w in omegas if w >= 2 for p in ("rc", "elastic")}
+    runs |= {("omega", top, p) for p in three}
+    runs |= {("offered", top, p) for p in three}
+    return runs | {("sustained", p) for p in three}
 
 
 def _pick(rows: Sequence[Mapping[str, Any]], key: str, value: Any, policy: str) -> Any:

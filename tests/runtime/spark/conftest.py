@@ -1,4 +1,4 @@
-"""Fixtures of the Spark runtime tests: a local S3-compatible server."""
+"""Fixtures of the Spark runtime tests: a local S3-compatible server and a loopback cluster."""
 
 from __future__ import annotations
 
@@ -11,6 +11,15 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from streamscale.runtime.spark.cluster import (
+    ClusterInfo,
+    cluster_down,
+    cluster_status,
+    cluster_up,
+    java_available,
+    master_json,
+)
 
 
 def _free_port() -> int:
@@ -55,3 +64,29 @@ def s3_endpoint() -> Iterator[str]:
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+
+
+@pytest.fixture(scope="session")
+def _loopback_2x2(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClusterInfo]:
+    if not java_available():
+        pytest.skip("Java is not available")
+    d = tmp_path_factory.mktemp("cluster")
+    info = cluster_up(2, 2, memory="2g", directory=d)
+    try:
+        yield info
+    finally:
+        cluster_down(d)
+    assert not cluster_status(d)["running"]  # cluster down stopped every process
+
+
+@pytest.fixture(scope="module")
+def loopback_2x2(_loopback_2x2: ClusterInfo) -> ClusterInfo:
+    """A standalone cluster of two workers × two cores (2 GB each) on 127.0.0.1, started
+    once per test process for the modules that run one application on it at a time
+    (each application gets its own executors and work directories); handed over once
+    no earlier module's application holds a core."""
+    deadline = time.monotonic() + 60
+    while master_json(_loopback_2x2.webui_port)["activeapps"]:
+        assert time.monotonic() < deadline, "an earlier application still holds the cluster"
+        time.sleep(0.5)
+    return _loopback_2x2

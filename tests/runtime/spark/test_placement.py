@@ -25,7 +25,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from streamscale.runtime.spark.cluster import cluster_down, cluster_up, java_available
+from streamscale.runtime.spark.cluster import ClusterInfo
 from streamscale.runtime.spark.sources import generate
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
@@ -115,25 +115,20 @@ def _unit_of_key(key: object) -> str:
     return f"where[{e}]#{s % 2}"
 
 
-def test_every_task_runs_on_the_executor_its_node_stands_for(tmp_path: Path) -> None:
-    if not java_available():
-        pytest.skip("Java is not available")
-    d = tmp_path / "cluster"
-    info = cluster_up(2, 2, memory="2g", directory=d)
+def test_every_task_runs_on_the_executor_its_node_stands_for(
+    loopback_2x2: ClusterInfo, tmp_path: Path
+) -> None:
     opts = {"keys": "60", "alpha": "1.0", "cost_ms": "0", "start_time": "0",
             "total": "2000", "max_rows_per_batch": "500", "seed": "4"}  # fmt: skip
-    try:
-        script = tmp_path / "job.py"
-        script.write_text(_JOB)
-        proc = subprocess.run(
-            [sys.executable, str(script), info.master_url, str(tmp_path), json.dumps(opts)],
-            capture_output=True,
-            text=True,
-            timeout=900,
-            env={**os.environ, "PYSPARK_PYTHON": sys.executable},
-        )
-    finally:
-        cluster_down(d)
+    script = tmp_path / "job.py"
+    script.write_text(_JOB)
+    proc = subprocess.run(
+        [sys.executable, str(script), loopback_2x2.master_url, str(tmp_path), json.dumps(opts)],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env={**os.environ, "PYSPARK_PYTHON": sys.executable},
+    )
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")]
     assert proc.returncode == 0 and lines, proc.stderr[-3000:]
     got = json.loads(lines[-1][len("RESULT ") :])

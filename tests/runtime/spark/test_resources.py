@@ -21,12 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from streamscale.runtime.spark.cluster import (
-    cluster_down,
-    cluster_status,
-    cluster_up,
-    java_available,
-)
+from streamscale.runtime.spark.cluster import ClusterInfo
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -150,19 +145,11 @@ def _assert_state_matches_pandas(state: dict, opts: dict) -> None:
 
 
 def test_executors_follow_the_plan_beyond_the_cluster_and_a_kill_and_state_stays_exact(
-    tmp_path: Path,
+    loopback_2x2: ClusterInfo, tmp_path: Path
 ) -> None:
-    if not java_available():
-        pytest.skip("Java is not available")
-    d = tmp_path / "cluster"
-    info = cluster_up(2, 2, memory="2g", directory=d)
     opts = {"keys": "50", "alpha": "1.0", "cost_ms": "20", "start_time": "0",
             "total": "1800", "max_rows_per_batch": "200", "seed": "3"}  # fmt: skip
-    try:
-        got = _run_script(info.master_url, info.webui_port, tmp_path, opts)
-    finally:
-        cluster_down(d)
-    assert not cluster_status(d)["running"]
+    got = _run_script(loopback_2x2.master_url, loopback_2x2.webui_port, tmp_path, opts)
     seen = got["seen"]
     alive = [s["alive"] for s in seen]
     # grew to 4 executors (Spark's own count), never beyond the cluster's 4 cores, and was

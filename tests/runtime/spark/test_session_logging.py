@@ -1,9 +1,10 @@
 """Spark's console through streamscale's log4j2 configuration, on a real loopback cluster.
 
 One application (a subprocess: this test session already owns a local SparkContext) on
-one worker with two 1-core executors. It runs a shuffle on both, releases one executor
-the way :class:`~streamscale.runtime.spark.resources.ExecutorResources` does between
-batches, runs on, then — at build_session's default ERROR level — runs a task that
+the suite's loopback cluster (two workers) with two 1-core executors. It runs a shuffle
+on both, releases one executor the way
+:class:`~streamscale.runtime.spark.resources.ExecutorResources` does between batches,
+runs on, then — at build_session's default ERROR level — runs a task that
 raises and SIGKILLs the remaining executor. The driver's stderr is the witness: the
 release is logged (INFO) and leaves no ERROR/WARN line from the loggers the
 configuration filters, while the failed task and the really lost executor still print.
@@ -23,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from streamscale.runtime.spark.cluster import cluster_down, cluster_up, java_available
+from streamscale.runtime.spark.cluster import ClusterInfo
 from streamscale.runtime.spark.session import LOG4J2_CONFIG, quiet_logging_conf
 
 _JOB = r"""
@@ -156,22 +157,16 @@ def _phases(stderr: str) -> dict[str, list[tuple[str, str, str]]]:
 
 
 @pytest.fixture(scope="module")
-def run(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict, dict]:
-    if not java_available():
-        pytest.skip("Java is not available")
+def run(loopback_2x2: ClusterInfo, tmp_path_factory: pytest.TempPathFactory) -> tuple[dict, dict]:
     tmp = tmp_path_factory.mktemp("logging")
     (tmp / "job.py").write_text(_JOB)
-    info = cluster_up(1, 2, memory="2g", directory=tmp / "cluster")
-    try:
-        proc = subprocess.run(
-            [sys.executable, str(tmp / "job.py"), info.master_url, json.dumps(_DENIED + _KEPT)],
-            capture_output=True,
-            text=True,
-            timeout=400,
-            env={**os.environ, "PYSPARK_PYTHON": sys.executable},
-        )
-    finally:
-        cluster_down(tmp / "cluster")
+    proc = subprocess.run(
+        [sys.executable, str(tmp / "job.py"), loopback_2x2.master_url, json.dumps(_DENIED + _KEPT)],
+        capture_output=True,
+        text=True,
+        timeout=400,
+        env={**os.environ, "PYSPARK_PYTHON": sys.executable},
+    )
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")]
     assert proc.returncode == 0 and lines, proc.stderr[-3000:]
     return json.loads(lines[-1][len("RESULT ") :]), _phases(proc.stderr)

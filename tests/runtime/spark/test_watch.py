@@ -8,13 +8,12 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from streamscale.runtime.spark.cluster import cluster_down, cluster_up, java_available
+from streamscale.runtime.spark.cluster import ClusterInfo
 from streamscale.runtime.spark.watch import admitted_offset, write_admission
 
 pytestmark = pytest.mark.spark
@@ -112,15 +111,9 @@ spark.stop()
 
 
 @pytest.fixture(scope="module")
-def loopback(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    if not java_available():
-        pytest.skip("Java is not available")
-    d = tmp_path_factory.mktemp("cluster")
-    info = cluster_up(1, 4, memory="4g", directory=d)
-    try:
-        yield info.master_url
-    finally:
-        cluster_down(d)
+def loopback(loopback_2x2: ClusterInfo) -> str:
+    """The suite's loopback cluster: 4 one-core executors fit (two per worker)."""
+    return loopback_2x2.master_url
 
 
 @pytest.mark.slow
