@@ -155,6 +155,9 @@ class WatchState:
 
     samples: tuple[Sample, ...] = ()
     pending: int = 0
+    #: executors the latest sample sized for (0: not sized): the shell holds at least
+    #: these at the boundary, so scale-in waits until the offered load no longer needs them
+    need: int = 0
 
 
 def offered_rate(samples: tuple[Sample, ...]) -> float | None:
@@ -247,10 +250,11 @@ def watch_step(
         view.max_executors,
         math.ceil(cores / view.cores_per_executor) + config.standby_executors,
     )
+    new = WatchState(new.samples, need=executors)
     if executors <= view.executors_requested:
         return new, None
     if state.pending <= view.executors_requested:  # first sample showing the need
-        return WatchState(new.samples, executors), None
+        return WatchState(new.samples, executors, executors), None
     figures = {"offered_rate": rate, "offered_rate_window": offered_rate(new.samples),
                "backlog": backlog, "cores": cores, "startup_s": view.startup_s,
                "sized_rate": sized}  # fmt: skip

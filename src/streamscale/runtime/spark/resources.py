@@ -199,6 +199,7 @@ class ExecutorResources:
     _ready: set[str] | None = None  # alive at the boundary before the last one
     _last_boundary: set[str] | None = None
     _start: set[str] = field(default_factory=set)  # alive before the first batch (warmed)
+    _killed: set[str] = field(default_factory=set)  # asked to be killed, still listed
 
     def __post_init__(self) -> None:
         if not 1 <= self.min_executors <= self.max_executors or self.cores_per_executor < 1:
@@ -224,9 +225,23 @@ class ExecutorResources:
 
     # -- reading the live cluster ------------------------------------------------------
     def alive(self) -> list[str]:
-        """Executor ids alive now, oldest first (Spark's scheduler, driver excluded)."""
+        """Executor ids alive now, oldest first (Spark's scheduler, driver excluded), less
+        those this run asked Spark to kill: Spark lists a killed executor until its
+        process is gone, and a task steered to it waited out the whole locality wait
+        (a 32 s batch of 256 tuples)."""
         ids = _ids(self.sc._jsc.sc().getExecutorIds())
+        with self._lock:
+            self._killed &= set(ids)  # gone: forget
+            ids = [e for e in ids if e not in self._killed]
         return sorted(ids, key=lambda x: (len(x), x))
+
+    def _kill(self, ids: Sequence[str]) -> bool:
+        """Ask Spark to kill ``ids``; they leave :meth:`alive` at once."""
+        ok = bool(self.sc._jsc.sc().killExecutors(self.sc._jvm.PythonUtils.toSeq(list(ids))))
+        if ok:
+            with self._lock:
+                self._killed.update(ids)
+        return ok
 
     def cores(self) -> int:
         return len(self.alive()) * self.cores_per_executor
@@ -257,7 +272,7 @@ class ExecutorResources:
                 since = None
             excess = [e for e in alive[self.target :] if e not in killed]
             if excess:  # the cluster manager launched more before the request arrived
-                self.sc._jsc.sc().killExecutors(self.sc._jvm.PythonUtils.toSeq(excess))
+                self._kill(excess)
                 killed.update(excess)
                 self._set(self.target)
             time.sleep(0.25)
@@ -315,6 +330,18 @@ class ExecutorResources:
             self.mid_batch.append((time.time(), n))
             return True
 
+    def hold_at_least(self, n: int, *, hold_s: float) -> None:
+        """Keep at least ``n`` executors at the boundary for ``hold_s`` seconds: the watch's
+        current sizing of the offered load, refreshed at every sample, so scale-in waits
+        until the load no longer needs them (the boundary plan, sized from the finished
+        batches' busy time alone, released executors the watch asked for again seconds
+        later). A higher floor a mid-batch request set stands until it expires."""
+        with self._lock:
+            now = self.clock()
+            if now < self.floor_until and self.floor > n:
+                return
+            self.floor, self.floor_until = max(0, int(n)), now + hold_s
+
     def observe_arrivals(self) -> list[str]:
         """Record executors that arrived since the last call, each with its start-up time
         (request to arrival, requests matched oldest first); returns their ids."""
@@ -339,7 +366,7 @@ class ExecutorResources:
         n = max(self.min_executors, min(self.max_executors, n))
         alive = self.alive()
         excess = alive[n:][::-1]
-        if excess and self.sc._jsc.sc().killExecutors(self.sc._jvm.PythonUtils.toSeq(excess)):
+        if excess and self._kill(excess):
             self.released += len(excess)
         else:
             excess = []
@@ -405,7 +432,7 @@ class ExecutorResources:
         self.slots = assign_slots(self.slots, alive, demand)
         excess = release_order(self.slots, alive, demand)[: max(0, len(alive) - want)]
         if excess:  # killing lowers Spark's target by as many
-            ok = self.sc._jsc.sc().killExecutors(self.sc._jvm.PythonUtils.toSeq(excess))
+            ok = self._kill(excess)
             figures["executors_released"] = excess if ok else []
             if ok:
                 self.released += len(excess)

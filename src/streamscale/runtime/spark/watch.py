@@ -315,6 +315,8 @@ class SourceWatch:
                 max_utilization=self.max_utilization, theta=self.theta,
             )
         )  # fmt: skip
+        if self._state.need > 0:
+            res.hold_at_least(self._state.need, hold_s=3.0 * self.config.period_s(self.trigger_s))
         if request is not None and res.request_more(request.executors, hold_s=self.hold_s):
             self.requests.append((now, request.executors, request.reason, request.figures))
 
@@ -353,14 +355,16 @@ class SourceWatch:
         if not cold:
             return
 
-        def run() -> None:
+        def run(executor: str) -> None:
             try:
-                res.mark_warm(sorted(warm_executors(res.sc, cold, res.cores_per_executor)))
+                res.mark_warm(sorted(warm_executors(res.sc, [executor], res.cores_per_executor)))
             finally:
                 with self._warm_lock:
-                    self._warming.difference_update(cold)
+                    self._warming.discard(executor)
 
-        threading.Thread(target=run, name="streamscale-warm", daemon=True).start()
+        for e in cold:  # one job each: a job waiting for an executor that went away
+            # (its locality wait) must not hold the others' warm-up
+            threading.Thread(target=run, args=(e,), name="streamscale-warm", daemon=True).start()
 
     @property
     def hold_s(self) -> float:
