@@ -229,10 +229,14 @@ class ExecutorResources:
         those this run asked Spark to kill: Spark lists a killed executor until its
         process is gone, and a task steered to it waited out the whole locality wait
         (a 32 s batch of 256 tuples)."""
-        ids = _ids(self.sc._jsc.sc().getExecutorIds())
+        ids = self._listed()
         with self._lock:
             self._killed &= set(ids)  # gone: forget
-            ids = [e for e in ids if e not in self._killed]
+            return [e for e in ids if e not in self._killed]
+
+    def _listed(self) -> list[str]:
+        """Every executor Spark's scheduler lists, killed ones until they are gone."""
+        ids = _ids(self.sc._jsc.sc().getExecutorIds())
         return sorted(ids, key=lambda x: (len(x), x))
 
     def _kill(self, ids: Sequence[str]) -> bool:
@@ -257,7 +261,7 @@ class ExecutorResources:
         killed: set[str] = set()
         since: float | None = None
         while self.clock() < end:
-            alive = self.alive()
+            alive = self._listed()  # released ones gone, not only asked to go
             if len(alive) == self.target:
                 # held for a few seconds: a standalone master launches executors up to
                 # spark.cores.max before the first request reaches it, some seconds apart
