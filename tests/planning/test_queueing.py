@@ -83,6 +83,17 @@ def test_an_arrival_rate_an_exact_multiple_of_the_service_rate_needs_one_more_co
     assert one.status == "unstable" and one.cores == (4,) and one.shortfall == 3
 
 
+def test_a_rate_beyond_float_precision_still_gets_the_fewest_stable_cores() -> None:
+    from streamscale.planning.allocation.queueing import _fewest_stable
+
+    # λ / μ = 1e20: one more core does not move k μ in floats (the search looped forever,
+    # found by the CLI's fuzz test); the answer is still stable and within a few ulps
+    k = _fewest_stable(1e20, 1.0)
+    assert k * 1.0 > 1e20 and k <= 1e20 * (1 + 2**-48)
+    assert _fewest_stable(3.0, 1.0) == 4 and _fewest_stable(0.3, 0.1) == 3
+    assert _fewest_stable(2.5, 1.0) == 3
+
+
 def test_free_and_idle_executors() -> None:
     r = allocate(QueueingProblem((0.0, 100.0), (1000.0, math.inf), 100.0, 0.01, 4))
     assert r.cores == (1, 1) and r.latency == 0.0 and r.met

@@ -170,7 +170,9 @@ def _fewest_stable(lam: float, mu: float) -> int:
         return 1
     k = math.floor(lam / mu) + 1
     while k * mu <= lam:
-        k += 1
+        # +1 until k passes what a float holds exactly; beyond, a step of one would not
+        # move ``k * mu`` (it looped forever on λ = 1e20, μ = 1), so grow k by a few ulps
+        k = max(k + 1, math.ceil(k * (1.0 + 2.0**-50)))
     return k
 
 
