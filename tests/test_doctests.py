@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import doctest
 import importlib
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -90,8 +91,24 @@ def with_examples() -> list[str]:
     return sorted(module_name(p) for p in SRC.rglob("*.py") if ">>>" in p.read_text())
 
 
+@pytest.fixture
+def registries() -> Iterator[None]:
+    """The process-wide source registry as it was: an example that registers a source
+    (``runtime/spark/source_registry``) must not leave it to later tests — its spec
+    refers to a class defined in the example's namespace, which doctest clears."""
+    from streamscale.runtime.spark import source_registry
+
+    saved, loaded = dict(source_registry._SOURCES), source_registry._loaded
+    try:
+        yield
+    finally:
+        source_registry._SOURCES.clear()
+        source_registry._SOURCES.update(saved)
+        source_registry._loaded = loaded
+
+
 @pytest.mark.parametrize("name", [m for m in with_examples() if m not in EXCLUDED])
-def test_examples_run(name: str) -> None:
+def test_examples_run(name: str, registries: None) -> None:
     module = importlib.import_module(name)
     tests = [t for t in doctest.DocTestFinder().find(module) if t.examples]
     assert tests, f"{name}: '>>>' in the source but no docstring example found"
