@@ -84,7 +84,8 @@ job = Job.simple("calc", calculator, source_options=opts, instances=2, shards=8,
                  params={"cost_kind": "wall"})
 out = run_job(spark, job, policy="elastic", duration_s=float(sys.argv[4]),
               checkpoint=work / "ckpt", resources=res, out=work / "out",
-              params={"latency_target_ms": 1000.0, "catch_up_s": 3.0, "startup_s": 3.0})
+              params={"latency_target_ms": 1000.0, "catch_up_s": 3.0, "startup_s": 3.0,
+                      "watch_period_s": 0.1})
 spans = [(b.end_s, b.start_seq, b.end_seq) for b in log.seq_spans()]
 state = {}
 for shard_state in LocalStateBackend(work / "ckpt" / "state").load_all("calc").values():
@@ -122,6 +123,8 @@ def test_a_surge_gets_executors_while_a_batch_runs_and_state_stays_exact(
 ) -> None:
     from streamscale.runtime.spark.sources import generate
 
+    # The watch samples every 0.1 s: the boundary, which plans on the offered rate the
+    # watch reads, races it to the same request, and once (under the suite's load) won.
     # 10 t/s for 45 s (the batches learn the per-core rate; under CI's own load the first
     # batches of a fresh executor take tens of seconds), then 400 t/s (20 ms each,
     # waited): one core serves 50 t/s; the query runs 90 s, and every tuple it committed
