@@ -73,3 +73,30 @@ def test_a_batch_admits_at_least_one_trigger_of_the_offered_load(tmp_path: Path)
     assert watch.update_admission() == 200
     watch.rate = 30.0  # below the cores' share: the cores' limit stands
     assert watch.update_admission() == 80
+
+
+def test_two_threads_rewrite_the_admission_file(tmp_path: Path) -> None:
+    # the watch thread and the batch thread both rewrite it; with one shared temporary
+    # name one thread's rename found the other's file already moved (a CI failure)
+    import threading
+
+    from streamscale.runtime.spark.watch import write_admission
+
+    path = tmp_path / "admission"
+    errors: list[BaseException] = []
+
+    def hammer(value: int) -> None:
+        try:
+            for _ in range(400):
+                write_admission(path, value)
+        except BaseException as exc:  # collected for the assertion
+            errors.append(exc)
+
+    threads = [threading.Thread(target=hammer, args=(v,)) for v in (7, 11, 13)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert path.read_text() in {"7", "11", "13"}
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["admission"]

@@ -156,8 +156,9 @@ def admission_limit(cores: int, service_rate: float | None, trigger_s: float,
 
 
 def write_admission(path: Path, limit: int | None) -> None:
-    """Atomically replace the admission file (empty: no limit)."""
-    tmp = path.with_name(path.name + ".tmp")
+    """Atomically replace the admission file (empty: no limit); safe from two threads
+    (each writes its own temporary file)."""
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     tmp.write_text("" if limit is None else str(limit))
     os.replace(tmp, path)
 
@@ -218,6 +219,8 @@ class SourceWatch:
     #: executors with a warm-up job in flight
     _warming: set[str] = field(default_factory=set)
     _warm_lock: threading.Lock = field(default_factory=threading.Lock)
+    #: the watch thread and the batch thread both rewrite the admission file
+    _admission_lock: threading.Lock = field(default_factory=threading.Lock)
 
     def start(self) -> SourceWatch:
         self._thread = threading.Thread(target=self._run, name="streamscale-watch", daemon=True)
@@ -255,6 +258,10 @@ class SourceWatch:
         """Rewrite the admission file for the cores that will run the next batch."""
         if self.admission_file is None:
             return None
+        with self._admission_lock:
+            return self._update_admission(self.admission_file)
+
+    def _update_admission(self, path: Path) -> int | None:
         # the cores that will run the next batch: executors still cold are folded out
         cores = self.resources.ready_cores()
         if self.live.planned_cores > 0:
@@ -269,7 +276,7 @@ class SourceWatch:
             # 80-100 a batch at 100 t/s offered while its backlog grew to 11,000
             limit = max(limit, math.ceil(self.rate * self.trigger_s))
         if limit != self._limit:
-            write_admission(self.admission_file, limit)
+            write_admission(path, limit)
             self._limit = limit
         return limit
 
