@@ -76,7 +76,7 @@ def balance_bounds(
     per executor; a shard is never split, so the hottest shard bounds it). Their
     ratio is the most ``elastic`` can beat ``static`` by with these keys and shards.
     """
-    from streamscale.runtime.spark.routing import global_shards
+    from streamscale.runtime.spark.routing.routing import global_shards
     from streamscale.runtime.spark.sources import generate
 
     df = generate({**opts, "start_time": "0"}, 0, 200_000)

@@ -8,7 +8,7 @@ import pytest
 from streamscale.model import Cluster, Edge, Node, Operator, Topology
 from streamscale.runtime.spark.collector import SparkCollector
 from streamscale.runtime.spark.operator import BatchStats, TaskStats
-from streamscale.runtime.spark.realizer import SparkRealizer, default_plan
+from streamscale.runtime.spark.routing.realizer import SparkRealizer, default_plan
 
 
 def _topo() -> Topology:

@@ -19,7 +19,7 @@ from streamscale.runtime.spark.keyed import (
     partition_keys,
     run_keyed,
 )
-from streamscale.runtime.spark.routing import PartitionMap, global_shards
+from streamscale.runtime.spark.routing.routing import PartitionMap, global_shards
 from streamscale.runtime.spark.state import LocalStateBackend
 
 E, Z = 2, 4

@@ -133,7 +133,7 @@ def test_apply_in_pandas_with_state_function_same_under_streamscale_and_spark(
 ) -> None:
     from streamscale.runtime.spark.keyed import KeyedSpec, run_keyed
     from streamscale.runtime.spark.native import from_group_state
-    from streamscale.runtime.spark.routing import PartitionMap
+    from streamscale.runtime.spark.routing.routing import PartitionMap
     from streamscale.runtime.spark.sources import register_sources
     from streamscale.runtime.spark.state import LocalStateBackend
 

@@ -12,7 +12,7 @@ import pytest
 from streamscale.model import Edge, Operator, Topology
 from streamscale.runtime.spark.functions import counter
 from streamscale.runtime.spark.job import Job
-from streamscale.runtime.spark.routing import PartitionMap
+from streamscale.runtime.spark.routing.routing import PartitionMap
 from streamscale.runtime.spark.runner import run_job
 from streamscale.runtime.spark.state import LocalStateBackend
 from tests.runtime.spark._policies import Flip

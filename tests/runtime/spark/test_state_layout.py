@@ -13,7 +13,7 @@ import pytest
 from streamscale.errors import StreamscaleError
 from streamscale.runtime.spark.functions import counter
 from streamscale.runtime.spark.job import Job
-from streamscale.runtime.spark.routing import HASH_SCHEME
+from streamscale.runtime.spark.routing.routing import HASH_SCHEME
 from streamscale.runtime.spark.runner import run_job
 from streamscale.runtime.spark.state import LocalStateBackend, check_layout, state_backend
 from tests.runtime.spark._seq_source import SeqSource

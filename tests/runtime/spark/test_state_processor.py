@@ -299,7 +299,7 @@ def test_processor_equals_the_pandas_reference_across_moves_and_a_restart(
     spark: Any, tmp_path: Path
 ) -> None:
     from streamscale.runtime.spark.keyed import KeyedSpec, run_keyed
-    from streamscale.runtime.spark.routing import PartitionMap, global_shards
+    from streamscale.runtime.spark.routing.routing import PartitionMap, global_shards
     from streamscale.runtime.spark.sources import generate
     from streamscale.runtime.spark.state_typed import StatefulHandle
 
@@ -383,7 +383,7 @@ def test_on_spark_a_shard_without_rows_fires_its_due_timers_in_that_batch(
 ) -> None:
     """The keyed stage calls a batch-clocked processor for every shard of its unit."""
     from streamscale.runtime.spark.keyed import KeyedSpec, run_keyed
-    from streamscale.runtime.spark.routing import PartitionMap, global_shards
+    from streamscale.runtime.spark.routing.routing import PartitionMap, global_shards
 
     e, z = 1, 4
     keys = [f"k{i}" for i in range(40)]

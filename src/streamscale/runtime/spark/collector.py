@@ -19,7 +19,7 @@ from streamscale.model import (
     Topology,
 )
 from streamscale.runtime.spark.operator import BatchStats
-from streamscale.runtime.spark.realizer import SparkRealizer
+from streamscale.runtime.spark.routing.realizer import SparkRealizer
 
 __all__ = ["SparkCollector"]
 

@@ -3,7 +3,7 @@
 Each micro-batch runs the whole DAG inside ``foreachBatch``
 (:class:`~streamscale.runtime.spark.graph_batch.GraphBatchBody`); every keyed operator
 runs through :func:`~streamscale.runtime.spark.keyed.run_keyed` with its own
-shards, routing table (a :class:`~streamscale.runtime.spark.realizer.SparkRealizer`
+shards, routing table (a :class:`~streamscale.runtime.spark.routing.realizer.SparkRealizer`
 per keyed operator over one plan covering them all) and state. Only when the
 whole DAG, sinks included, succeeded is the state of every keyed operator
 committed, so a batch that fails or whose driver dies is replayed from the
@@ -57,8 +57,8 @@ from streamscale.runtime.spark.job import Job
 from streamscale.runtime.spark.keyed import KeyedSpec, count_dead_letters
 from streamscale.runtime.spark.metrics import MetricsWriter
 from streamscale.runtime.spark.operator import linear_stage, warm_up
-from streamscale.runtime.spark.realizer import SparkRealizer
 from streamscale.runtime.spark.resources import Resources, is_cluster_master
+from streamscale.runtime.spark.routing.realizer import SparkRealizer
 from streamscale.runtime.spark.session import require_classic
 from streamscale.runtime.spark.state import VersionIndex, check_layout, state_backend
 from streamscale.runtime.spark.watch import make_watch, warm_keyed_path

@@ -247,7 +247,7 @@ def _sink_node(name: str, inputs: tuple[str, ...], params: dict[str, Any], given
 
 def merged_default_plan(graph: JobGraph, cluster: Cluster) -> Plan:
     """One plan for every keyed operator: each operator's :func:`default_plan`, merged."""
-    from streamscale.runtime.spark.realizer import default_plan
+    from streamscale.runtime.spark.routing.realizer import default_plan
 
     cores: dict[str, int] = {}
     nodes: dict[str, str] = {}

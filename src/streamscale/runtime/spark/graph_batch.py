@@ -35,9 +35,9 @@ from streamscale.runtime.spark.history import RunHistory
 from streamscale.runtime.spark.keyed import KeyedSpec, count_dead_letters, release, run_keyed
 from streamscale.runtime.spark.metrics import imbalance
 from streamscale.runtime.spark.operator import LinearStage, percentile, run_batch
-from streamscale.runtime.spark.realizer import SparkRealizer
 from streamscale.runtime.spark.resources import Resources
 from streamscale.runtime.spark.retention import prune_dead_letters
+from streamscale.runtime.spark.routing.realizer import SparkRealizer
 from streamscale.runtime.spark.state import StateBackend, VersionIndex
 from streamscale.runtime.spark.watch import SourceWatch
 

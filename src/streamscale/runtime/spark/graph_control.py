@@ -1,7 +1,7 @@
 """Collector and realizer of a job graph: every keyed operator elastic on its own.
 
 A DAG has one :class:`~streamscale.runtime.spark.collector.SparkCollector` and one
-:class:`~streamscale.runtime.spark.realizer.SparkRealizer` per keyed operator. The
+:class:`~streamscale.runtime.spark.routing.realizer.SparkRealizer` per keyed operator. The
 controller and its policy plan the whole topology at once (the Elasticutor
 policies size every keyed operator's executors from one queueing model), so this
 module presents them as one collector and one realizer:
@@ -37,7 +37,7 @@ from streamscale.model import (
     Traffic,
 )
 from streamscale.runtime.spark.collector import SparkCollector
-from streamscale.runtime.spark.realizer import SparkRealizer
+from streamscale.runtime.spark.routing.realizer import SparkRealizer
 
 __all__ = ["GraphCollector", "GraphRealizer"]
 

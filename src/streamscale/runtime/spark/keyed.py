@@ -5,9 +5,9 @@ stages, with columnar batches on both sides of the shuffle:
 
 * map side (Spark column expressions, :func:`~streamscale.runtime.spark.keyed_map.route`;
   no Python runs there): every tuple gets its global shard ``e·Z + s`` (Spark's
-  ``xxhash64`` and ``hash`` of the key, :mod:`~streamscale.runtime.spark.routing`),
+  ``xxhash64`` and ``hash`` of the key, :mod:`~streamscale.runtime.spark.routing.routing`),
   the partition of the unit serving that shard (the plan's routing table,
-  :class:`~streamscale.runtime.spark.routing.PartitionMap`) and a *native partition
+  :class:`~streamscale.runtime.spark.routing.routing.PartitionMap`) and a *native partition
   key*: an integer chosen so that Spark's own hash partitioning,
   ``pmod(murmur3(key), n)``, sends the row to exactly that partition
   (:func:`partition_keys`). A malformed tuple is marked with the reason and spread
@@ -47,7 +47,6 @@ import numpy as np
 import pandas as pd
 
 from streamscale.errors import StreamscaleError
-from streamscale.runtime.spark.hashing import murmur3_long, partition_keys
 from streamscale.runtime.spark.initial_state import split_initial, with_initial_state
 from streamscale.runtime.spark.keyed_map import (
     DEAD,
@@ -63,7 +62,8 @@ from streamscale.runtime.spark.keyed_map import (
     write_dead_letters,
 )
 from streamscale.runtime.spark.pinning import job_group, pin_units, reduce_runs
-from streamscale.runtime.spark.routing import PartitionMap
+from streamscale.runtime.spark.routing.hashing import murmur3_long, partition_keys
+from streamscale.runtime.spark.routing.routing import PartitionMap
 from streamscale.runtime.spark.state import Hint, StateBackend
 
 __all__ = [

@@ -8,14 +8,14 @@ runs on the map side; Spark code-generates them into the scan of the input):
   key is null, empty or NaN, a required field is missing, or it is not a finite
   number (text is parsed with ``try_cast(... as double)``);
 * ``__ss_shard``: the global shard ``e·Z + s`` of the key
-  (:func:`~streamscale.runtime.spark.routing.global_shard_column`: Spark's
+  (:func:`~streamscale.runtime.spark.routing.routing.global_shard_column`: Spark's
   ``xxhash64`` and ``hash`` of ``cast(key as string)``);
 * ``__ss_part``: the partition of the unit serving that shard, looked up in a literal
   table of the plan's routing table
-  (:attr:`~streamscale.runtime.spark.routing.PartitionMap.shard_partition`, one
+  (:attr:`~streamscale.runtime.spark.routing.routing.PartitionMap.shard_partition`, one
   string literal of fixed-width entries: ``E·Z`` may be 8,192);
 * ``__ss_pk``: a *native partition key* that Spark's hash partitioning sends to
-  exactly that partition (:func:`~streamscale.runtime.spark.hashing.partition_keys`),
+  exactly that partition (:func:`~streamscale.runtime.spark.routing.hashing.partition_keys`),
   looked up the same way;
 * ``__ss_order``: arrival order, ``seq`` when the input has it, else
   ``monotonically_increasing_id()`` (input partition, then position in it);
@@ -41,8 +41,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from streamscale.runtime.spark.hashing import partition_keys
-from streamscale.runtime.spark.routing import PartitionMap, global_shard_column
+from streamscale.runtime.spark.routing.hashing import partition_keys
+from streamscale.runtime.spark.routing.routing import PartitionMap, global_shard_column
 
 __all__ = [
     "DEAD",

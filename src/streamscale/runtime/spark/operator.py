@@ -40,7 +40,7 @@ from streamscale.runtime.spark.keyed import (
     run_keyed,
 )
 from streamscale.runtime.spark.keyed_map import prefixed
-from streamscale.runtime.spark.routing import PartitionMap
+from streamscale.runtime.spark.routing.routing import PartitionMap
 from streamscale.runtime.spark.state import Hint
 
 __all__ = [

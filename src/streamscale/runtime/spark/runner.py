@@ -35,8 +35,8 @@ from streamscale.runtime.spark.graph_batch import GraphBatch
 from streamscale.runtime.spark.history import RECENT_BATCHES, RunHistory
 from streamscale.runtime.spark.job import Job
 from streamscale.runtime.spark.metrics import BatchRecord, MetricsWriter
-from streamscale.runtime.spark.realizer import default_plan
 from streamscale.runtime.spark.resources import Resources
+from streamscale.runtime.spark.routing.realizer import default_plan
 from streamscale.runtime.spark.session import require_classic
 
 __all__ = [

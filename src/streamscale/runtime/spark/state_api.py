@@ -121,7 +121,7 @@ class VersionIndex:
 def check_layout(backend: StateBackend, operator: str, executors: int, shards: int) -> None:
     """Check that ``operator``'s state was written under this run's layout, or record it.
 
-    The layout is the key hashes (:data:`~streamscale.runtime.spark.routing.HASH_SCHEME`),
+    The layout is the key hashes (:data:`~streamscale.runtime.spark.routing.routing.HASH_SCHEME`),
     ``E`` and ``Z``: under any other, keys hash to other shards and their state would be
     read as empty. Without a record and without shard state, the record is written
     (atomically, through the backend); a backend that keeps no records is not checked.
@@ -133,7 +133,7 @@ def check_layout(backend: StateBackend, operator: str, executors: int, shards: i
         record (written before layouts were recorded); one line naming the operator
         and what differs.
     """
-    from streamscale.runtime.spark.routing import HASH_SCHEME
+    from streamscale.runtime.spark.routing.routing import HASH_SCHEME
 
     read = getattr(backend, "layout", None)
     if read is None:

@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 
 from streamscale.errors import StreamscaleError
 from streamscale.model import Allocation, Edge, Operator, Placement, Plan, Routing, Topology
-from streamscale.runtime.spark.hashing import murmur3_bytes, xxhash64_bytes
-from streamscale.runtime.spark.routing import (
+from streamscale.runtime.spark.routing.hashing import murmur3_bytes, xxhash64_bytes
+from streamscale.runtime.spark.routing.routing import (
     PartitionMap,
     executor_of,
     global_shard_column,
@@ -41,7 +41,7 @@ def test_hashes_are_stable_across_processes() -> None:
     keys = [f"key-{i}" for i in range(50)]
     here = [(executor_of(k, 7), shard_of(k, 64)) for k in keys]
     code = (
-        "from streamscale.runtime.spark.routing import executor_of, shard_of\n"
+        "from streamscale.runtime.spark.routing.routing import executor_of, shard_of\n"
         f"print([(executor_of(k, 7), shard_of(k, 64)) for k in {keys!r}])"
     )
     env = {**os.environ, "PYTHONHASHSEED": "12345"}
@@ -188,7 +188,7 @@ def test_incomplete_plans_are_rejected(tables: dict, msg: str) -> None:
 def test_folding_keeps_units_whole_and_within_the_ready_cores(
     parts: list[int], loads: list[float], n: int
 ) -> None:
-    from streamscale.runtime.spark.routing import PartitionMap
+    from streamscale.runtime.spark.routing.routing import PartitionMap
 
     used = sorted(set(parts))
     dense = [used.index(p) for p in parts]

@@ -24,8 +24,8 @@ built into Spark (code-generated, no Python), and both deterministic across
 processes, machines and Spark versions (Spark keeps them stable for bucketed
 tables), unlike Python's salted ``hash``. :func:`executor_of`, :func:`shard_of` and
 :func:`global_shards` compute the same values in Python
-(:func:`~streamscale.runtime.spark.hashing.xxhash64_bytes`,
-:func:`~streamscale.runtime.spark.hashing.murmur3_bytes`) for strings, integers and
+(:func:`~streamscale.runtime.spark.routing.hashing.xxhash64_bytes`,
+:func:`~streamscale.runtime.spark.routing.hashing.murmur3_bytes`) for strings, integers and
 booleans. State records which scheme wrote it (:data:`HASH_SCHEME`).
 """
 
@@ -40,7 +40,7 @@ import numpy as np
 from streamscale.errors import StreamscaleError
 from streamscale.model import Plan, Topology
 from streamscale.model.ids import instance_id
-from streamscale.runtime.spark.hashing import murmur3_bytes, xxhash64_bytes
+from streamscale.runtime.spark.routing.hashing import murmur3_bytes, xxhash64_bytes
 
 __all__ = [
     "HASH_SCHEME",

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from streamscale.model import Allocation, Cluster, Placement, Plan, Routing, Topology, unit_id
-from streamscale.runtime.spark.routing import PartitionMap, executor_instance
+from streamscale.runtime.spark.routing.routing import PartitionMap, executor_instance
 
 __all__ = ["SparkRealizer", "default_plan"]
 
