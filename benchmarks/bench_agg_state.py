@@ -45,7 +45,7 @@ from streamscale.runtime.spark.agg.buckets import LEGACY_KEY, read_pieces, store
 from streamscale.runtime.spark.agg.fold import fold
 from streamscale.runtime.spark.agg.kernels import split_by, to_ipc
 from streamscale.runtime.spark.agg.spec import N_ROWS, AggOp
-from streamscale.runtime.spark.state import LocalStateBackend
+from streamscale.runtime.spark.state.state import LocalStateBackend
 
 OP = AggOp(("key",), (AggCall("count", "n", 0), AggCall("sum", "s", 1), AggCall("max", "m", 2)),
            "update", None, ("key", "n", "s", "m"))  # fmt: skip

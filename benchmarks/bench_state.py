@@ -43,8 +43,8 @@ from typing import Any
 
 from _results import record
 
-from streamscale.runtime.spark.state import LocalStateBackend, VersionIndex, state_backend
-from streamscale.runtime.spark.state_log import TrackedDict
+from streamscale.runtime.spark.state.state import LocalStateBackend, VersionIndex, state_backend
+from streamscale.runtime.spark.state.state_log import TrackedDict
 
 
 def _moto() -> tuple[subprocess.Popen[bytes], str]:

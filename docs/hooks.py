@@ -116,7 +116,7 @@ def schemas() -> list[tuple[str, str, Any]]:
     from streamscale.planning.registry import entries
     from streamscale.profiling.tasks import TASK_SETTINGS
     from streamscale.runtime.run_config import RUN_SETTINGS
-    from streamscale.runtime.spark.retention import OUTPUT_SETTINGS
+    from streamscale.runtime.spark.state.retention import OUTPUT_SETTINGS
 
     run = "`streamscale run` options (`--duration` for `duration_s`, …) and `Stream.run(...)`"
     out: list[tuple[str, str, Any]] = [("Run", run, RUN_SETTINGS)]

@@ -123,7 +123,7 @@ def test_state_url_help_comes_from_its_declaration() -> None:
     from typer.testing import CliRunner
 
     from streamscale.cli.app import app
-    from streamscale.runtime.spark.state_api import STATE_URL
+    from streamscale.runtime.spark.state.state_api import STATE_URL
 
     res = CliRunner().invoke(app, ["run", "--help"], env={"COLUMNS": "400"})
     assert res.exit_code == 0
@@ -132,7 +132,7 @@ def test_state_url_help_comes_from_its_declaration() -> None:
 
 @pytest.mark.spark
 def test_run_keeps_state_where_state_url_says(spark, tmp_path: Path, capsys) -> None:
-    from streamscale.runtime.spark.state import state_backend
+    from streamscale.runtime.spark.state.state import state_backend
 
     job = tmp_path / "tiny.yaml"
     job.write_text(JOB)

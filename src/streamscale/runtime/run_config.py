@@ -25,8 +25,8 @@ from typing import TYPE_CHECKING, Any
 
 from streamscale.errors import StreamscaleError
 from streamscale.runtime.spark.managers import manager_for, managers
-from streamscale.runtime.spark.retention import OUTPUT_SETTINGS
-from streamscale.runtime.spark.state_api import STATE_URL
+from streamscale.runtime.spark.state.retention import OUTPUT_SETTINGS
+from streamscale.runtime.spark.state.state_api import STATE_URL
 from streamscale.settings import Frozen, Schema, Setting, split_params
 
 if TYPE_CHECKING:
@@ -85,7 +85,7 @@ _SOURCE = Schema("source", TRIGGER_S)
 class RunParams:
     """``--param`` values parsed: the policy's settings (its schema, defaults filled), the
     controller's and the watch's configuration, what the run keeps of its output
-    (:data:`~streamscale.runtime.spark.retention.OUTPUT_SETTINGS`), and the names the
+    (:data:`~streamscale.runtime.spark.state.retention.OUTPUT_SETTINGS`), and the names the
     user set."""
 
     policy: Frozen
@@ -177,7 +177,7 @@ def parse_run(
             item="executors",
         )
     if v["state_url"] is not None:
-        from streamscale.runtime.spark.state import check_state_url
+        from streamscale.runtime.spark.state.state import check_state_url
 
         check_state_url(v["state_url"])
     return RunConfig(**v, params=parse_params(v["policy"], params))

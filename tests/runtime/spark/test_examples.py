@@ -14,7 +14,7 @@ import pytest
 
 from streamscale.model import Operator, Topology
 from streamscale.runtime.spark.graph import JobGraph
-from streamscale.runtime.spark.state import LocalStateBackend
+from streamscale.runtime.spark.state.state import LocalStateBackend
 from tests.runtime.spark._seq_source import SeqSource, expected_rows
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"

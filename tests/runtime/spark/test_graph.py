@@ -17,7 +17,7 @@ import pytest
 from streamscale.errors import StreamscaleError
 from streamscale.model import Edge, Operator, Topology
 from streamscale.runtime.spark.graph import JobGraph
-from streamscale.runtime.spark.state import LocalStateBackend
+from streamscale.runtime.spark.state.state import LocalStateBackend
 from tests.runtime.spark._seq_source import SeqSource, expected_rows
 
 F = "streamscale.runtime.spark.functions_dag"
@@ -265,7 +265,7 @@ def test_dag_under_the_elastic_policy_decides_and_stays_exact(spark, tmp_path) -
 @pytest.mark.spark
 def test_dag_state_lives_where_state_url_says(spark, tmp_path) -> None:
     from streamscale.runtime.spark.dag import run_graph
-    from streamscale.runtime.spark.state import state_backend
+    from streamscale.runtime.spark.state.state import state_backend
 
     graph = JobGraph.build(dag_topology(OPTS), source_class=SeqSource)
     url = f"file://{tmp_path / 'elsewhere'}?fsync=1"

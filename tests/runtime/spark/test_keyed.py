@@ -20,7 +20,7 @@ from streamscale.runtime.spark.keyed import (
     run_keyed,
 )
 from streamscale.runtime.spark.routing.routing import PartitionMap, global_shards
-from streamscale.runtime.spark.state import LocalStateBackend
+from streamscale.runtime.spark.state.state import LocalStateBackend
 
 E, Z = 2, 4
 

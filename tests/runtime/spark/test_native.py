@@ -135,7 +135,7 @@ def test_apply_in_pandas_with_state_function_same_under_streamscale_and_spark(
     from streamscale.runtime.spark.native import from_group_state
     from streamscale.runtime.spark.routing.routing import PartitionMap
     from streamscale.runtime.spark.sources import register_sources
-    from streamscale.runtime.spark.state import LocalStateBackend
+    from streamscale.runtime.spark.state.state import LocalStateBackend
 
     opts = {
         "keys": "40",

@@ -14,7 +14,7 @@ from streamscale.runtime.spark.functions import counter
 from streamscale.runtime.spark.job import Job
 from streamscale.runtime.spark.routing.routing import PartitionMap
 from streamscale.runtime.spark.runner import run_job
-from streamscale.runtime.spark.state import LocalStateBackend
+from streamscale.runtime.spark.state.state import LocalStateBackend
 from tests.runtime.spark._policies import Flip
 from tests.runtime.spark._seq_source import SeqSource, expected_rows
 
@@ -122,7 +122,7 @@ def _counts(backend: Any) -> tuple[dict[str, int], int]:
 
 @pytest.mark.spark
 def test_stateless_operators_around_the_keyed_one_and_file_sinks(spark, tmp_path: Path) -> None:
-    from streamscale.runtime.spark.state import state_backend
+    from streamscale.runtime.spark.state.state import state_backend
 
     opts = {"keys": "30", "step": "200", "bad": "41", "partitions": "2"}
     url = f"file://{tmp_path / 'elsewhere'}?fsync=1"
@@ -152,7 +152,7 @@ def test_stateless_operators_around_the_keyed_one_and_file_sinks(spark, tmp_path
 def test_linear_state_on_an_object_store(spark, tmp_path: Path, s3_endpoint: str) -> None:
     import os
 
-    from streamscale.runtime.spark.state import state_backend
+    from streamscale.runtime.spark.state.state import state_backend
 
     env = spark.sparkContext.environment  # the Python workers' environment
     saved = dict(env)

@@ -15,7 +15,7 @@ import pytest
 from streamscale.errors import StreamscaleError
 from streamscale.runtime.spark.job import Job
 from streamscale.runtime.spark.runner import run_job
-from streamscale.runtime.spark.state import LocalStateBackend
+from streamscale.runtime.spark.state.state import LocalStateBackend
 from tests.runtime.spark._seq_source import SeqSource, expected_rows, flaky_counter
 
 pytestmark = pytest.mark.spark

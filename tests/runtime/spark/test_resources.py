@@ -39,7 +39,7 @@ from streamscale.runtime.spark.job import Job
 from streamscale.runtime.spark.resources import ExecutorResources, executor_conf
 from streamscale.runtime.spark.runner import run_job
 from streamscale.runtime.spark.session import build_session
-from streamscale.runtime.spark.state import LocalStateBackend
+from streamscale.runtime.spark.state.state import LocalStateBackend
 
 master, work, opts, webui = sys.argv[1], Path(sys.argv[2]), json.loads(sys.argv[3]), int(sys.argv[5])
 # cores per decision: 2, 2, 4, 6 (the cluster has 4), 6, then 2; executor 0 gets k units

@@ -93,7 +93,7 @@ def test_a_job_on_the_registered_format_runs_and_its_state_is_exact(
     spark: Any, tmp_path: Path
 ) -> None:
     from streamscale.runtime.spark.runner import run_job
-    from streamscale.runtime.spark.state import LocalStateBackend
+    from streamscale.runtime.spark.state.state import LocalStateBackend
 
     opts = {"keys": "30", "step": "150", "total": "300"}
     job = Job.simple(

@@ -14,8 +14,8 @@ from pyspark.sql.streaming.stateful_processor import StatefulProcessor
 
 from streamscale.errors import StreamscaleError
 from streamscale.runtime.spark.processor import column_clock, from_processor, run_batch
-from streamscale.runtime.spark.state import LocalStateBackend
-from streamscale.runtime.spark.state_log import is_log
+from streamscale.runtime.spark.state.state import LocalStateBackend
+from streamscale.runtime.spark.state.state_log import is_log
 
 BATCH_MS = 1000
 IDLE_MS = 2500  # "idle" for a key after this long without input

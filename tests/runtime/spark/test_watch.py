@@ -68,7 +68,7 @@ from streamscale.runtime.spark.job import Job
 from streamscale.runtime.spark.resources import ExecutorResources, executor_conf
 from streamscale.runtime.spark.runner import run_job
 from streamscale.runtime.spark.session import build_session
-from streamscale.runtime.spark.state import LocalStateBackend
+from streamscale.runtime.spark.state.state import LocalStateBackend
 from streamscale.scenarios.spark_log import ProgressLog
 
 master, work, opts = sys.argv[1], Path(sys.argv[2]), json.loads(sys.argv[3])

@@ -60,7 +60,7 @@ from streamscale.runtime.spark.operator import linear_stage, warm_up
 from streamscale.runtime.spark.resources import Resources, is_cluster_master
 from streamscale.runtime.spark.routing.realizer import SparkRealizer
 from streamscale.runtime.spark.session import require_classic
-from streamscale.runtime.spark.state import VersionIndex, check_layout, state_backend
+from streamscale.runtime.spark.state.state import VersionIndex, check_layout, state_backend
 from streamscale.runtime.spark.watch import make_watch, warm_keyed_path
 
 __all__ = ["GraphBatch", "GraphResult", "run_graph"]

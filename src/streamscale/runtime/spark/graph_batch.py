@@ -36,9 +36,9 @@ from streamscale.runtime.spark.keyed import KeyedSpec, count_dead_letters, relea
 from streamscale.runtime.spark.metrics import imbalance
 from streamscale.runtime.spark.operator import LinearStage, percentile, run_batch
 from streamscale.runtime.spark.resources import Resources
-from streamscale.runtime.spark.retention import prune_dead_letters
 from streamscale.runtime.spark.routing.realizer import SparkRealizer
-from streamscale.runtime.spark.state import StateBackend, VersionIndex
+from streamscale.runtime.spark.state.retention import prune_dead_letters
+from streamscale.runtime.spark.state.state import StateBackend, VersionIndex
 from streamscale.runtime.spark.watch import SourceWatch
 
 __all__ = ["GraphBatch", "GraphBatchBody", "GraphTotals", "batch_figures", "op_cores"]

@@ -64,7 +64,7 @@ from streamscale.runtime.spark.keyed_map import (
 from streamscale.runtime.spark.pinning import job_group, pin_units, reduce_runs
 from streamscale.runtime.spark.routing.hashing import murmur3_long, partition_keys
 from streamscale.runtime.spark.routing.routing import PartitionMap
-from streamscale.runtime.spark.state import Hint, StateBackend
+from streamscale.runtime.spark.state.state import Hint, StateBackend
 
 __all__ = [
     "BatchStats",
@@ -465,7 +465,7 @@ def run_keyed(
     pmap
         Partition of every global shard this batch (the plan's routing tables).
     attempt, hints, drops
-        As produced by :class:`~streamscale.runtime.spark.state.VersionIndex`.
+        As produced by :class:`~streamscale.runtime.spark.state.state.VersionIndex`.
     dead_letter_dir
         Directory of the dead-letter files (``batch-<b>-<operator>-part-<p>.jsonl``),
         one per reduce partition with dead letters; every executor must reach it.

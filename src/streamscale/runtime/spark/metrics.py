@@ -17,7 +17,7 @@ import numpy as np
 from rich.table import Table
 
 from streamscale.runtime.spark.operator import BatchStats, percentile
-from streamscale.runtime.spark.retention import (
+from streamscale.runtime.spark.state.retention import (
     METRICS_SETTINGS,
     OUTPUT_SETTINGS,
     metrics_files,
@@ -146,7 +146,7 @@ def build_record(
 class MetricsWriter:
     """Appends one JSON line per batch to ``path`` (flushed, so a killed run keeps its
     lines), rotating it past ``max_mb`` and keeping ``keep`` rotated files
-    (:data:`~streamscale.runtime.spark.retention.OUTPUT_SETTINGS`); :func:`read_metrics`
+    (:data:`~streamscale.runtime.spark.state.retention.OUTPUT_SETTINGS`); :func:`read_metrics`
     reads them all, oldest first."""
 
     def __init__(self, path: str | Path, *, max_mb: float = 64.0, keep: int = 4) -> None:

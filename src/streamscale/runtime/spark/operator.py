@@ -14,7 +14,7 @@ keyed one run over the unit's outputs, and the file sinks write them as
 named by batch and unit partition, and an earlier attempt's files of the batch
 are removed first, so a retried task or a replayed batch overwrites instead of
 duplicating. The driver commits the state version only after the whole batch
-succeeded (see :mod:`streamscale.runtime.spark.state`).
+succeeded (see :mod:`streamscale.runtime.spark.state.state`).
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ from streamscale.runtime.spark.keyed import (
 )
 from streamscale.runtime.spark.keyed_map import prefixed
 from streamscale.runtime.spark.routing.routing import PartitionMap
-from streamscale.runtime.spark.state import Hint
+from streamscale.runtime.spark.state.state import Hint
 
 __all__ = [
     "BatchStats",
@@ -132,7 +132,7 @@ def run_batch(
     pmap
         Partition of every global shard this batch (the plan's routing tables).
     attempt, hints, drops
-        As produced by :class:`~streamscale.runtime.spark.state.VersionIndex`.
+        As produced by :class:`~streamscale.runtime.spark.state.state.VersionIndex`.
     placed
         Unit → (executor id, Spark location): those units' tasks are pinned, and where
         every reduce task ran is read back (see

@@ -142,7 +142,7 @@ def run_job(
     plan
         The plan of the first batch (default: the policy's initial plan).
     state_url
-        Where the keyed state lives (:data:`~streamscale.runtime.spark.state_api.STATE_URL`:
+        Where the keyed state lives (:data:`~streamscale.runtime.spark.state.state_api.STATE_URL`:
         a path, ``file://DIR?fsync=1``, ``s3://bucket/prefix?endpoint=…``); default
         ``checkpoint/state``. On a cluster of several hosts it must be a store every
         executor reaches.

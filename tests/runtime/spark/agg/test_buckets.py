@@ -32,8 +32,8 @@ from streamscale.runtime.spark.agg.buckets import (
 from streamscale.runtime.spark.agg.fold import fold
 from streamscale.runtime.spark.agg.kernels import split_by, to_ipc
 from streamscale.runtime.spark.agg.spec import N_ROWS, AggOp
-from streamscale.runtime.spark.state_local import LocalStateBackend
-from streamscale.runtime.spark.state_log import TrackedDict, is_log
+from streamscale.runtime.spark.state.state_local import LocalStateBackend
+from streamscale.runtime.spark.state.state_log import TrackedDict, is_log
 
 KEYS = ("k", "j")
 

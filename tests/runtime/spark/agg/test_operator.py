@@ -17,8 +17,8 @@ import pytest
 from streamscale.runtime.spark.agg.buckets import LEGACY_KEY, PIECE, read_pieces, tables_of
 from streamscale.runtime.spark.agg.kernels import to_ipc
 from streamscale.runtime.spark.api import Stream, stream
-from streamscale.runtime.spark.state import LocalStateBackend
-from streamscale.runtime.spark.state_log import is_log
+from streamscale.runtime.spark.state.state import LocalStateBackend
+from streamscale.runtime.spark.state.state_log import is_log
 from tests.runtime.spark._policies import Flip
 from tests.runtime.spark.test_agg import _rows, _run
 

@@ -7,7 +7,7 @@ kept keys). Its rows are split into ``n`` buckets (a power of two) by a stable h
 the group's key columns (:func:`key_hash`, numpy over the Arrow buffers, the same in
 every process and run), each bucket stored as its own state entry
 ``(PIECE, n, i)`` holding the bucket's Arrow IPC bytes. The shard's versioned state
-(:mod:`~streamscale.runtime.spark.state_log`) records the entries a batch sets or
+(:mod:`~streamscale.runtime.spark.state.state_log`) records the entries a batch sets or
 deletes, so its changelog holds only the buckets whose rows changed: a batch touching
 three groups of a 100,000-group shard writes at most three buckets.
 

@@ -70,7 +70,7 @@ from streamscale.runtime.spark.keyed_map import PART, PK, SHARD, _lookup
 from streamscale.runtime.spark.pinning import job_group, pin_units, reduce_runs
 from streamscale.runtime.spark.routing.hashing import partition_keys
 from streamscale.runtime.spark.routing.routing import PartitionMap, global_shard_column
-from streamscale.runtime.spark.state import Hint
+from streamscale.runtime.spark.state.state import Hint
 
 __all__ = ["STATE_KEY", "run_agg", "shard_column"]
 

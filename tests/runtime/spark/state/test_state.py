@@ -12,13 +12,13 @@ from pathlib import Path
 import pytest
 
 from streamscale.errors import StreamscaleError
-from streamscale.runtime.spark.state import (
+from streamscale.runtime.spark.state.state import (
     LocalStateBackend,
     StateBackend,
     VersionIndex,
     state_backend,
 )
-from streamscale.runtime.spark.state_log import is_log
+from streamscale.runtime.spark.state.state_log import is_log
 
 
 def _process(be: LocalStateBackend, batch: int, keys: list[str], *, commit: bool = True) -> None:
@@ -163,7 +163,7 @@ def test_bad_backend_urls_are_one_line_errors(url: str) -> None:
 # batch; batches are deterministic, so the reference is a plain dict replay.
 _DRIVER = r"""
 import json, os, signal, sys
-from streamscale.runtime.spark.state import VersionIndex, state_backend
+from streamscale.runtime.spark.state.state import VersionIndex, state_backend
 url, kill_batch, point, batches = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4])
 out = sys.argv[5]
 be, shards = state_backend(url), 3

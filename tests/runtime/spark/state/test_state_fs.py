@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from streamscale.errors import StreamscaleError
-from streamscale.runtime.spark.state import VersionIndex, state_backend
-from streamscale.runtime.spark.state_fs import FsStateBackend
-from tests.runtime.spark.test_state import KILL_POINTS, check_sigkill
+from streamscale.runtime.spark.state.state import VersionIndex, state_backend
+from streamscale.runtime.spark.state.state_fs import FsStateBackend
+from tests.runtime.spark.state.test_state import KILL_POINTS, check_sigkill
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ from streamscale.runtime.spark.functions import counter
 from streamscale.runtime.spark.job import Job
 from streamscale.runtime.spark.routing.routing import HASH_SCHEME
 from streamscale.runtime.spark.runner import run_job
-from streamscale.runtime.spark.state import LocalStateBackend, check_layout, state_backend
+from streamscale.runtime.spark.state.state import LocalStateBackend, check_layout, state_backend
 from tests.runtime.spark._seq_source import SeqSource
 
 

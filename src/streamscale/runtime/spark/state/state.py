@@ -22,7 +22,7 @@ state and committing leaves the previous version readable.
 
 Which shard a key's state lives in depends on the key hashes and on ``E`` and
 ``Z``; each operator's state records them (``<operator>/_layout.json``,
-:func:`~streamscale.runtime.spark.state_api.check_layout`), so a run under another
+:func:`~streamscale.runtime.spark.state.state_api.check_layout`), so a run under another
 layout fails before its first batch instead of reading the wrong shards.
 """
 
@@ -33,7 +33,7 @@ from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 from streamscale.errors import StreamscaleError
-from streamscale.runtime.spark.state_api import (
+from streamscale.runtime.spark.state.state_api import (
     STATE_URL,
     Hint,
     StateBackend,
@@ -41,8 +41,8 @@ from streamscale.runtime.spark.state_api import (
     _snapshot_opts,
     check_layout,
 )
-from streamscale.runtime.spark.state_fs import FsStateBackend
-from streamscale.runtime.spark.state_local import LocalStateBackend
+from streamscale.runtime.spark.state.state_fs import FsStateBackend
+from streamscale.runtime.spark.state.state_local import LocalStateBackend
 
 __all__ = [
     "FsStateBackend",
@@ -62,7 +62,7 @@ def state_backend(url: str | Path) -> StateBackend:
     """The state backend a URL names: a local path or ``file://`` URL (the default).
 
     ``s3://bucket/prefix?endpoint=http://host:port`` (and other ``pyarrow.fs``
-    schemes) name a :class:`~streamscale.runtime.spark.state_fs.FsStateBackend`,
+    schemes) name a :class:`~streamscale.runtime.spark.state.state_fs.FsStateBackend`,
     which every executor of a cluster reads alike.
 
     Query options: ``fsync=1`` flushes every version and commit marker to the
@@ -70,7 +70,7 @@ def state_backend(url: str | Path) -> StateBackend:
     ``snapshot_every=N`` and ``snapshot_ratio=R`` set when changelogs are
     compacted into a snapshot (every ``N`` versions, or when they outgrow ``R``
     times the snapshot; defaults 16 and 0.5); ``io_threads=N`` bounds the
-    requests :meth:`~streamscale.runtime.spark.state_local.LocalStateBackend.write_many` and the reads issue at once
+    requests :meth:`~streamscale.runtime.spark.state.state_local.LocalStateBackend.write_many` and the reads issue at once
     (default 1 on a local disk, 16 on an object store).
     """
     text = str(url)

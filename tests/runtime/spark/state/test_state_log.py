@@ -7,8 +7,8 @@ import random
 from pathlib import Path
 from typing import Any
 
-from streamscale.runtime.spark.state import LocalStateBackend, VersionIndex
-from streamscale.runtime.spark.state_log import TrackedDict
+from streamscale.runtime.spark.state.state import LocalStateBackend, VersionIndex
+from streamscale.runtime.spark.state.state_log import TrackedDict
 
 
 def _batch(state: dict[Any, Any], b: int, rng: random.Random, keys: int) -> None:
@@ -113,7 +113,7 @@ def test_worker_cache_round_trip_keeps_changelogs_exact(tmp_path: Path) -> None:
 
 
 def test_snapshot_options_come_from_the_url(tmp_path: Path) -> None:
-    from streamscale.runtime.spark.state import state_backend
+    from streamscale.runtime.spark.state.state import state_backend
 
     be = state_backend(f"{tmp_path}?snapshot_every=3&snapshot_ratio=0.25")
     assert isinstance(be, LocalStateBackend)

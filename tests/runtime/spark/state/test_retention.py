@@ -11,13 +11,13 @@ import pytest
 from streamscale.errors import StreamscaleError
 from streamscale.runtime.run_config import parse_params
 from streamscale.runtime.spark.metrics import MetricsWriter
-from streamscale.runtime.spark.retention import OUTPUT_SETTINGS, prune_dead_letters
+from streamscale.runtime.spark.state.retention import OUTPUT_SETTINGS, prune_dead_letters
 
 
 def test_the_metrics_log_rotates_keeps_the_newest_lines_in_order_and_stays_bounded(
     tmp_path,
 ) -> None:
-    from streamscale.runtime.spark.retention import metrics_files, read_metrics
+    from streamscale.runtime.spark.state.retention import metrics_files, read_metrics
 
     path = tmp_path / "metrics.jsonl"
     line = json.dumps({"batch_id": 0, "pad": "x" * 80})  # 106 bytes; 109 as written below

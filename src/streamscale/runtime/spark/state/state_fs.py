@@ -1,7 +1,7 @@
 """Shard state on any ``pyarrow.fs`` filesystem: S3-compatible object stores, HDFS.
 
 The layout and the protocol are those of
-:class:`~streamscale.runtime.spark.state.LocalStateBackend`
+:class:`~streamscale.runtime.spark.state.state.LocalStateBackend`
 (``<prefix>/<operator>/<shard>/<version>.pkl``, ``<operator>/_committed`` and
 ``<operator>/_layout.json``);
 only the four file primitives differ. A single object PUT is atomic on an
@@ -23,8 +23,8 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from streamscale.errors import StreamscaleError
-from streamscale.runtime.spark.state_api import _snapshot_opts
-from streamscale.runtime.spark.state_local import LocalStateBackend
+from streamscale.runtime.spark.state.state_api import _snapshot_opts
+from streamscale.runtime.spark.state.state_local import LocalStateBackend
 
 __all__ = ["FsStateBackend"]
 

@@ -1,6 +1,6 @@
 """The state backend interface, the layout record and the driver's version index.
 
-See :mod:`streamscale.runtime.spark.state` for the protocol and the backend a URL names: batch ``b`` of a
+See :mod:`streamscale.runtime.spark.state.state` for the protocol and the backend a URL names: batch ``b`` of a
 shard reads the newest committed version ``< b`` and writes version ``b``; the
 driver commits ``b`` once every task of the batch succeeded.
 """

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from streamscale.errors import StreamscaleError
-from streamscale.runtime.spark.state import LocalStateBackend, VersionIndex, state_backend
-from streamscale.runtime.spark.state_log import TrackedDict
+from streamscale.runtime.spark.state.state import LocalStateBackend, VersionIndex, state_backend
+from streamscale.runtime.spark.state.state_log import TrackedDict
 
 
 class _SlowStore(LocalStateBackend):

@@ -1,7 +1,7 @@
 """The state backend on a local (or shared) file system.
 
 The protocol (versions per batch, commit markers, layout records) is described in
-:mod:`streamscale.runtime.spark.state`, which also builds a backend from a URL.
+:mod:`streamscale.runtime.spark.state.state`, which also builds a backend from a URL.
 """
 
 from __future__ import annotations
@@ -18,9 +18,15 @@ from pathlib import Path
 from typing import Any
 
 from streamscale.errors import StreamscaleError
-from streamscale.runtime.spark.state_api import LAYOUT_FILE, Hint
-from streamscale.runtime.spark.state_io import IoPool, first_error
-from streamscale.runtime.spark.state_log import Chain, TrackedDict, apply_log, is_log, log_record
+from streamscale.runtime.spark.state.state_api import LAYOUT_FILE, Hint
+from streamscale.runtime.spark.state.state_io import IoPool, first_error
+from streamscale.runtime.spark.state.state_log import (
+    Chain,
+    TrackedDict,
+    apply_log,
+    is_log,
+    log_record,
+)
 
 __all__ = ["LocalStateBackend"]
 
