@@ -77,7 +77,7 @@ def balance_bounds(
     ratio is the most ``elastic`` can beat ``static`` by with these keys and shards.
     """
     from streamscale.runtime.spark.routing.routing import global_shards
-    from streamscale.runtime.spark.sources import generate
+    from streamscale.runtime.spark.sources.sources import generate
 
     df = generate({**opts, "start_time": "0"}, 0, 200_000)
     share = df["key"].value_counts(normalize=True)

@@ -59,7 +59,7 @@ from streamscale.runtime.spark.api import stream
 from streamscale.runtime.spark.cluster import cluster_down, cluster_up
 from streamscale.runtime.spark.resources import ExecutorResources, executor_conf
 from streamscale.runtime.spark.session import build_session
-from streamscale.runtime.spark.sources import GeneratorSource, generate
+from streamscale.runtime.spark.sources.sources import GeneratorSource, generate
 from streamscale.runtime.spark.state.state import state_backend
 
 FIGURES = (

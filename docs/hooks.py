@@ -145,7 +145,7 @@ def setting_names() -> set[str]:
 
 def source_options() -> list[tuple[str, list[tuple[str, Any]]]]:
     """``(format, [(option, default)])`` of every bundled source."""
-    from streamscale.runtime.spark.source_registry import source, sources
+    from streamscale.runtime.spark.sources.source_registry import source, sources
 
     out = []
     for name in sources():

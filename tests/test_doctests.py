@@ -94,9 +94,9 @@ def with_examples() -> list[str]:
 @pytest.fixture
 def registries() -> Iterator[None]:
     """The process-wide source registry as it was: an example that registers a source
-    (``runtime/spark/source_registry``) must not leave it to later tests — its spec
+    (``runtime/spark/sources/source_registry``) must not leave it to later tests — its spec
     refers to a class defined in the example's namespace, which doctest clears."""
-    from streamscale.runtime.spark import source_registry
+    from streamscale.runtime.spark.sources import source_registry
 
     saved, loaded = dict(source_registry._SOURCES), source_registry._loaded
     try:

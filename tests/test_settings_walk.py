@@ -35,7 +35,10 @@ CHOICES: dict[tuple[str, str], str] = {
     ("runtime/spark/demo.py", "duration_s"): "the demo's own length (passed explicitly)",
     ("runtime/spark/demo.py", "seed"): "the demo's generator seed, not the policy's",
     ("runtime/spark/routing/hashing.py", "seed"): "a hash function's seed (another quantity)",
-    ("runtime/spark/sources.py", "seed"): "the generator source's seed option (another quantity)",
+    (
+        "runtime/spark/sources/sources.py",
+        "seed",
+    ): "the generator source's seed option (another quantity)",
     ("runtime/spark/resources.py", "min_executors"): "ExecutorResources' own keyword; both "
     "run paths pass the parsed value",
     ("runtime/spark/graph_batch.py", "policy"): "the name of the policy a batch ran under, a "

@@ -153,7 +153,7 @@ def test_run_keeps_state_where_state_url_says(spark, tmp_path: Path, capsys) -> 
 def test_run_available_now_processes_what_the_source_holds_then_stops(
     spark, tmp_path: Path, capsys
 ) -> None:
-    from streamscale.runtime.spark.sources import generate
+    from streamscale.runtime.spark.sources.sources import generate
 
     opts = {"keys": 50, "alpha": 1.0, "cost_ms": 0.0, "seed": 7, "start_time": 0,
             "total": 900, "max_rows_per_batch": 400}  # fmt: skip

@@ -20,7 +20,7 @@ from streamscale.nexmark.generator import (
     generate,
 )
 from streamscale.nexmark.source import NexmarkSpec, NexmarkStreamReader
-from streamscale.runtime.spark.sources import check_source_options
+from streamscale.runtime.spark.sources.sources import check_source_options
 from streamscale.runtime.spark.watch import offered_for
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -158,7 +158,7 @@ def _batches(spark, opts: dict, ckpt: Path) -> tuple[pd.DataFrame, list[tuple[in
 
 @pytest.mark.spark
 def test_spark_reads_every_bid_once_in_bounded_batches(spark, tmp_path: Path) -> None:
-    from streamscale.runtime.spark.sources import register_sources
+    from streamscale.runtime.spark.sources.sources import register_sources
 
     register_sources(spark)
     opts = {"table": "bid", "seed": "4", "rate": "500", "start_time": "0", "total": "1800",
@@ -177,7 +177,7 @@ def test_spark_reads_every_bid_once_in_bounded_batches(spark, tmp_path: Path) ->
 
 @pytest.mark.spark
 def test_spark_events_union_equals_generates_tables(spark, tmp_path: Path) -> None:
-    from streamscale.runtime.spark.sources import register_sources
+    from streamscale.runtime.spark.sources.sources import register_sources
 
     register_sources(spark)
     opts = {"table": "events", "seed": "9", "start_time": "0", "total": "400", "micros": "true"}

@@ -11,7 +11,7 @@ from streamscale.errors import StreamscaleError
 from streamscale.nexmark import surge as nx
 from streamscale.nexmark.generator import GeneratorConfig, generate
 from streamscale.nexmark.source import NexmarkSpec
-from streamscale.runtime.spark.sources import GeneratorSpec
+from streamscale.runtime.spark.sources.sources import GeneratorSpec
 from streamscale.scenarios.surge import SurgeConfig
 
 

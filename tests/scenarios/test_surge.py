@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from streamscale.runtime.spark.sources import GeneratorSpec
+from streamscale.runtime.spark.sources.sources import GeneratorSpec
 from streamscale.scenarios.scoring import BatchSpan, ExecutorSpan, Request
 from streamscale.scenarios.surge import SurgeConfig, SurgeOutcome, policy_instances
 from streamscale.scenarios.surge_score import reaction, summarize_surge, timeline

@@ -1,6 +1,6 @@
 """The Nexmark generator as a PySpark streaming source: ``format("streamscale_nexmark")``.
 
-A paced reader over Nexmark's event ids (:class:`~streamscale.runtime.spark.sources.
+A paced reader over Nexmark's event ids (:class:`~streamscale.runtime.spark.sources.sources.
 SeqStreamReader`: offsets ``{"seq", "t0"}``, the clock read only in ``latestOffset``,
 ``max_rows_per_batch``, ``admission_file``, ``start_time``, ``availableNow``). ``seq``
 counts events of every kind; the rows of a table in the offset range ``[a, b)`` are the
@@ -26,7 +26,7 @@ Options (strings, as Spark passes them):
   rate holds after it; wins over ``rate``), ``total`` (stop after this many events);
 * ``partitions`` (source tasks per batch, 2), ``max_rows_per_batch`` (events per batch),
   ``admission_file`` and ``start_time`` as the workload generator's
-  (:mod:`streamscale.runtime.spark.sources`);
+  (:mod:`streamscale.runtime.spark.sources.sources`);
 * ``micros`` (``false``): ``dateTime`` and ``expires`` as BIGINT epoch microseconds
   instead of timestamps (how the keyed functions of
   :mod:`~streamscale.nexmark.streamscale_ops` take times).
@@ -55,8 +55,8 @@ from pyspark.sql.types import (
 from streamscale.errors import StreamscaleError
 from streamscale.nexmark import generator as gen
 from streamscale.nexmark.files import SPARK_SCHEMAS
-from streamscale.runtime.spark.source_registry import SourceEntry, register_source
-from streamscale.runtime.spark.sources import SeqRange, SeqStreamReader, _opt
+from streamscale.runtime.spark.sources.source_registry import SourceEntry, register_source
+from streamscale.runtime.spark.sources.sources import SeqRange, SeqStreamReader, _opt
 
 __all__ = [
     "EVENT_TYPE",

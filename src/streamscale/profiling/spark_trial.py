@@ -147,7 +147,7 @@ class SparkTrials:
     workdir: Path | None = None
 
     def __post_init__(self) -> None:
-        from streamscale.runtime.spark.sources import register_sources
+        from streamscale.runtime.spark.sources.sources import register_sources
 
         register_sources(self.spark)
         check_task(self.task, self.task_params)  # fail early on an unknown task or parameter
@@ -206,7 +206,7 @@ class SparkTrials:
     def _start(self, threads: int, steps: list[float]) -> None:
         from pyspark.sql import functions as F
 
-        from streamscale.runtime.spark.sources import GeneratorSpec
+        from streamscale.runtime.spark.sources.sources import GeneratorSpec
 
         self.close()
         params = tuple(sorted((str(k), str(v)) for k, v in self.task_params.items()))

@@ -1,6 +1,6 @@
 """One input for every path compared: the same generated rows, batch for batch, as files.
 
-The generator's tuples (:func:`~streamscale.runtime.spark.sources.generate`) are written
+The generator's tuples (:func:`~streamscale.runtime.spark.sources.sources.generate`) are written
 once as one Parquet file per micro-batch; :func:`file_stream` reads them back as a
 streaming DataFrame that takes exactly one file per batch (``maxFilesPerTrigger`` 1).
 Every path of a comparison — streamscale's keyed operator, Spark SQL, Spark's stateful
@@ -16,7 +16,7 @@ from typing import Any
 
 import pandas as pd
 
-from streamscale.runtime.spark.sources import GENERATOR_SCHEMA, generate
+from streamscale.runtime.spark.sources.sources import GENERATOR_SCHEMA, generate
 
 __all__ = ["HARNESS", "batch_seconds", "file_stream", "write_batch", "write_batches"]
 

@@ -133,7 +133,7 @@ def run_restart_ds2(
     under restart-based DS2 rescaling; a :class:`~streamscale.scenarios.surge.SurgeOutcome`."""
     from streamscale.runtime.spark.resources import ExecutorResources, executor_conf
     from streamscale.runtime.spark.session import build_session
-    from streamscale.runtime.spark.sources import GeneratorSpec, register_sources
+    from streamscale.runtime.spark.sources.sources import GeneratorSpec, register_sources
     from streamscale.scenarios.spark_log import ProgressLog, executor_spans
     from streamscale.scenarios.surge_outcome import ExecutorSampler, SurgeOutcome
     from streamscale.scenarios.tws import ROCKSDB_CONF, calculator_query

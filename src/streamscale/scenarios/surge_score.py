@@ -42,7 +42,7 @@ WORKING_MS = 500.0
 
 
 def _emit_fn(o: Any, cfg: Any) -> Any:
-    from streamscale.runtime.spark.sources import GeneratorSpec
+    from streamscale.runtime.spark.sources.sources import GeneratorSpec
 
     spec = GeneratorSpec.from_options(cfg.source_options())
     return lambda seqs: o.t0 + spec.emit_times(seqs)
@@ -110,7 +110,7 @@ def host_cpu(o: Any, cfg: Any) -> dict[str, float | None]:
 def timeline(o: Any, cfg: Any) -> list[dict[str, Any]]:
     """One row per committed batch: seconds since the generator started, rows, p99 latency
     (ms, over the batch's tuples), executors alive at its end, backlog left at the source."""
-    from streamscale.runtime.spark.sources import GeneratorSpec
+    from streamscale.runtime.spark.sources.sources import GeneratorSpec
 
     if not o.spans or not math.isfinite(o.t0):
         return []

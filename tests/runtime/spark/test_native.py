@@ -12,7 +12,7 @@ import pytest
 
 from streamscale.runtime.spark.functions import calculator
 from streamscale.runtime.spark.native import NATIVE_POLICY, group_function, run_native
-from streamscale.runtime.spark.sources import generate
+from streamscale.runtime.spark.sources.sources import generate
 
 
 class _State:
@@ -134,7 +134,7 @@ def test_apply_in_pandas_with_state_function_same_under_streamscale_and_spark(
     from streamscale.runtime.spark.keyed import KeyedSpec, run_keyed
     from streamscale.runtime.spark.native import from_group_state
     from streamscale.runtime.spark.routing.routing import PartitionMap
-    from streamscale.runtime.spark.sources import register_sources
+    from streamscale.runtime.spark.sources.sources import register_sources
     from streamscale.runtime.spark.state.state import LocalStateBackend
 
     opts = {

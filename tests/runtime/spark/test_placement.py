@@ -26,7 +26,7 @@ import pandas as pd
 import pytest
 
 from streamscale.runtime.spark.cluster import ClusterInfo
-from streamscale.runtime.spark.sources import generate
+from streamscale.runtime.spark.sources.sources import generate
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 

@@ -135,7 +135,7 @@ def _run_script(url: str, webui: int, tmp_path: Path, opts: dict) -> dict:
 
 
 def _assert_state_matches_pandas(state: dict, opts: dict) -> None:
-    from streamscale.runtime.spark.sources import generate
+    from streamscale.runtime.spark.sources.sources import generate
 
     want = generate(opts, 0, int(opts["total"])).groupby("key")["value"].agg(["count", "sum"])
     assert set(state) == set(want.index)

@@ -300,7 +300,7 @@ def test_processor_equals_the_pandas_reference_across_moves_and_a_restart(
 ) -> None:
     from streamscale.runtime.spark.keyed import KeyedSpec, run_keyed
     from streamscale.runtime.spark.routing.routing import PartitionMap, global_shards
-    from streamscale.runtime.spark.sources import generate
+    from streamscale.runtime.spark.sources.sources import generate
     from streamscale.runtime.spark.state_typed import StatefulHandle
 
     frames = [generate(_OPTS, 200 * b, 200 * (b + 1)) for b in range(9)]

@@ -20,7 +20,7 @@ pytestmark = pytest.mark.spark
 
 
 def test_the_live_admission_limit_never_drops_a_tuple(spark: Any, tmp_path: Path) -> None:
-    from streamscale.runtime.spark.sources import register_sources
+    from streamscale.runtime.spark.sources.sources import register_sources
 
     register_sources(spark)
     cap = tmp_path / "admission"
@@ -121,7 +121,7 @@ def loopback(loopback_2x2: ClusterInfo) -> str:
 def test_a_surge_gets_executors_while_a_batch_runs_and_state_stays_exact(
     loopback: str, tmp_path: Path
 ) -> None:
-    from streamscale.runtime.spark.sources import generate
+    from streamscale.runtime.spark.sources.sources import generate
 
     # The watch samples every 0.1 s: the boundary, which plans on the offered rate the
     # watch reads, races it to the same request, and once (under the suite's load) won.

@@ -32,7 +32,7 @@ from streamscale.runtime.spark.job import Job
 from streamscale.runtime.spark.metrics import BatchRecord
 from streamscale.runtime.spark.native import NATIVE_POLICY, run_native
 from streamscale.runtime.spark.runner import RunResult, run_job
-from streamscale.runtime.spark.sources import expected_cost_ms
+from streamscale.runtime.spark.sources.sources import expected_cost_ms
 
 __all__ = [
     "DEFAULT_POLICIES",

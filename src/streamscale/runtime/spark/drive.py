@@ -35,7 +35,7 @@ def register_source(spark: Any, job: Any) -> None:
     if job.source_class is not None:
         spark.dataSource.register(job.source_class)
     else:  # a registered source; anything else is one of Spark's own
-        from streamscale.runtime.spark.source_registry import register_all
+        from streamscale.runtime.spark.sources.source_registry import register_all
 
         register_all(spark, only=job.source_format)
 
@@ -128,7 +128,7 @@ def backlog_of(query: Any, job: Any, taken: int) -> float:
             sum(float(latest[k]) - float(end.get(k, 0)) for k in latest if _num(latest[k]))
         )
     if job.source_format == "streamscale_generator" and isinstance(end, dict) and "seq" in end:
-        from streamscale.runtime.spark.sources import GeneratorSpec
+        from streamscale.runtime.spark.sources.sources import GeneratorSpec
 
         spec = GeneratorSpec.from_options(job.source_options)
         available = spec.available(time.time() - float(end.get("t0", 0.0)))

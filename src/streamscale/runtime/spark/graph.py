@@ -46,7 +46,7 @@ from streamscale.model import Allocation, Cluster, Placement, Plan, Routing, Top
 from streamscale.model.io import load_topology
 from streamscale.runtime.run_config import TRIGGER_S, source_trigger
 from streamscale.runtime.spark.resolve import option_text, resolve_function
-from streamscale.runtime.spark.sources import check_source_options
+from streamscale.runtime.spark.sources.sources import check_source_options
 
 __all__ = [
     "GraphNode",

@@ -37,7 +37,7 @@ from streamscale.runtime.spark.history import RunHistory
 from streamscale.runtime.spark.job import Job
 from streamscale.runtime.spark.metrics import BatchRecord, MetricsWriter, imbalance
 from streamscale.runtime.spark.runner import RunResult, summarize_run
-from streamscale.runtime.spark.sources import register_sources
+from streamscale.runtime.spark.sources.sources import register_sources
 
 __all__ = ["NATIVE_POLICY", "from_group_state", "group_function", "run_native"]
 

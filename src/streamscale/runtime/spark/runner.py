@@ -279,7 +279,7 @@ def physical_limit(job: Job, cores: int) -> float:
     """Tuples/s ``cores`` sustain at the job's mean per-tuple cost (NaN: no cost known)."""
     cost = job.cost_ms
     if cost and job.source_format == "streamscale_generator":
-        from streamscale.runtime.spark.sources import expected_cost_ms
+        from streamscale.runtime.spark.sources.sources import expected_cost_ms
 
         cost = expected_cost_ms(cost)  # N(μ, 0.5μ) truncated at 0 has a mean above μ
     return cores / (cost / 1000.0) if cost else math.nan

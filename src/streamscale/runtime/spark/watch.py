@@ -67,7 +67,7 @@ class GeneratorOffered:
 def offered_for(fmt: str, options: Mapping[str, Any]) -> Offered | None:
     """The :class:`Offered` of a registered source that knows what it offered
     (:mod:`~streamscale.runtime.spark.source_registry`; ``None``: it does not)."""
-    from streamscale.runtime.spark.source_registry import source
+    from streamscale.runtime.spark.sources.source_registry import source
 
     entry = source(fmt)
     available = None if entry is None else entry.offered(options)

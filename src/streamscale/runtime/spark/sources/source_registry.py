@@ -43,8 +43,8 @@ __all__ = ["SourceEntry", "check_options", "register_all", "register_source", "s
 
 #: modules whose import registers a bundled source (imported on first lookup)
 BUNDLED = (
-    "streamscale.runtime.spark.sources",
-    "streamscale.runtime.spark.trace",
+    "streamscale.runtime.spark.sources.sources",
+    "streamscale.runtime.spark.sources.trace",
     "streamscale.nexmark.source",
 )
 

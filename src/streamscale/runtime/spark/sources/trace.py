@@ -43,8 +43,8 @@ from pyspark.sql.types import (
 )
 
 from streamscale.errors import StreamscaleError
-from streamscale.runtime.spark.seq_reader import SeqRange, SeqStreamReader, _opt
-from streamscale.runtime.spark.source_registry import SourceEntry, register_source
+from streamscale.runtime.spark.sources.seq_reader import SeqRange, SeqStreamReader, _opt
+from streamscale.runtime.spark.sources.source_registry import SourceEntry, register_source
 
 __all__ = ["TraceSource", "TraceSpec", "TraceStreamReader", "load_trace", "trace_schema"]
 

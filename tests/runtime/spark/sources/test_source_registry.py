@@ -17,7 +17,7 @@ import pytest
 from streamscale.errors import StreamscaleError
 from streamscale.runtime.spark.functions import calculator
 from streamscale.runtime.spark.job import Job
-from streamscale.runtime.spark.source_registry import (
+from streamscale.runtime.spark.sources.source_registry import (
     SourceEntry,
     check_options,
     register_source,

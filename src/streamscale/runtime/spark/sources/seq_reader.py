@@ -2,8 +2,8 @@
 
 Rows are numbered 0, 1, 2, …; an offset is ``{"seq", "t0"}`` (the next row and the
 stream's start time), so any range is re-read exactly after a restart. The
-generator (:mod:`streamscale.runtime.spark.sources`), the trace replay
-(:mod:`streamscale.runtime.spark.trace`) and the NEXMark source subclass
+generator (:mod:`streamscale.runtime.spark.sources.sources`), the trace replay
+(:mod:`streamscale.runtime.spark.sources.trace`) and the NEXMark source subclass
 :class:`SeqStreamReader`; it lives in its own module so that none of them imports
 another (docs/architecture.md, "Layers").
 """

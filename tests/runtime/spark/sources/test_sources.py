@@ -10,7 +10,7 @@ import pytest
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows, ReadMinRows
 
 from streamscale.errors import StreamscaleError
-from streamscale.runtime.spark.sources import (
+from streamscale.runtime.spark.sources.sources import (
     BLOCK,
     GeneratorSpec,
     GeneratorStreamReader,
@@ -139,7 +139,7 @@ def test_options_round_trip() -> None:
 
 @pytest.mark.spark
 def test_spark_reads_exactly_the_generated_tuples(spark, tmp_path: Path) -> None:
-    from streamscale.runtime.spark.sources import register_sources
+    from streamscale.runtime.spark.sources.sources import register_sources
 
     register_sources(spark)
     opts = {**OPTS, "start_time": "0", "total": "3000", "partitions": "3"}

@@ -9,7 +9,7 @@ import pytest
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows
 
 from streamscale.errors import StreamscaleError
-from streamscale.runtime.spark.trace import (
+from streamscale.runtime.spark.sources.trace import (
     TraceSpec,
     TraceStreamReader,
     load_trace,
@@ -105,7 +105,7 @@ def test_bad_traces_raise_one_line_errors(tmp_path: Path) -> None:
 
 @pytest.mark.spark
 def test_spark_replays_the_whole_trace(spark, tmp_path: Path) -> None:
-    from streamscale.runtime.spark.sources import register_sources
+    from streamscale.runtime.spark.sources.sources import register_sources
 
     register_sources(spark)
     path = _write(_trace(), tmp_path / "t.jsonl")

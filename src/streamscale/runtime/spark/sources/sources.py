@@ -46,8 +46,8 @@ from pyspark.sql.types import (
 )
 
 from streamscale.errors import StreamscaleError
-from streamscale.runtime.spark.seq_reader import SeqRange, SeqStreamReader, _opt
-from streamscale.runtime.spark.source_registry import (
+from streamscale.runtime.spark.sources.seq_reader import SeqRange, SeqStreamReader, _opt
+from streamscale.runtime.spark.sources.source_registry import (
     SourceEntry,
     check_options,
     register_all,
@@ -233,7 +233,7 @@ class GeneratorSpec:
 
 def check_source_options(fmt: str, options: Mapping[str, Any], *, item: str) -> None:
     """A registered source's options checked before Spark starts
-    (:func:`~streamscale.runtime.spark.source_registry.check_options`).
+    (:func:`~streamscale.runtime.spark.sources.source_registry.check_options`).
 
     Unknown names (listing the known ones) and bad values are one-line errors naming the
     option; other formats are Spark's own sources, which check their options themselves.

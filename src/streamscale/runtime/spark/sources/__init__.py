@@ -1,0 +1,1 @@
+"""Streaming sources: the paced reader, the source registry, the workload generator and trace replay."""
