@@ -19,7 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 import streamscale
 from streamscale.runtime.spark.session import build_session
 from tests.runtime.spark._parity import source
-from tests.runtime.spark.test_parity_processors import event_time_queries
+from tests.runtime.spark.compat.test_parity_processors import event_time_queries
 
 
 def job(spark: Any, src: Path, log: Path | None) -> Any:

@@ -106,7 +106,7 @@ class Stream:
         event time is dropped, as are late rows; the kept rows pass unchanged.
         """
         from streamscale.runtime.spark.agg.dedup import Dedup
-        from streamscale.runtime.spark.event_time import watermark_of
+        from streamscale.runtime.spark.compat.event_time import watermark_of
 
         keys = (cols,) if isinstance(cols, str) else tuple(cols)
         b = self._b
@@ -191,7 +191,7 @@ class Stream:
         >>> out.to("parquet", path="joined").run(checkpoint="ck", duration_s=60)
         """
         from streamscale.runtime.spark.agg.join_spec import Join
-        from streamscale.runtime.spark.event_time import watermark_of
+        from streamscale.runtime.spark.compat.event_time import watermark_of
 
         if not isinstance(other, Stream) or other._b is not self._b:
             raise StreamscaleError("join needs a stream of the same job", item="join")
@@ -386,9 +386,9 @@ class KeyedStream:
         """A keyed operator ``fn(rows, state: dict, **params) -> pandas.DataFrame | None``.
 
         ``fn`` may also be a Spark 4 ``StatefulProcessor`` (``transformWithStateInPandas``);
-        ``params`` are then :func:`~streamscale.runtime.spark.processor.from_processor`'s
+        ``params`` are then :func:`~streamscale.runtime.spark.compat.processor.from_processor`'s
         options (``time_mode``, ``clock``, ``timer_order``, ``timer_bucket_ms``)."""
-        from streamscale.runtime.spark.processor import from_processor, is_processor
+        from streamscale.runtime.spark.compat.processor import from_processor, is_processor
 
         key = self.key
         if is_processor(fn):
@@ -478,7 +478,7 @@ def _add_agg(
     wait_ms: float = 0.0,
 ) -> Stream:
     from streamscale.runtime.spark.agg.spec import Aggregation
-    from streamscale.runtime.spark.event_time import watermark_of
+    from streamscale.runtime.spark.compat.event_time import watermark_of
 
     b = k._s._b
     n = b.fresh(name or ("window_agg" if window else "agg"))
@@ -505,7 +505,7 @@ def stream(
     """A job over ``df``, any streaming DataFrame (``spark.readStream…load()``).
 
     ``withWatermark`` on ``df`` is the query's watermark, as in Spark (see
-    :mod:`~streamscale.runtime.spark.event_time`). ``available_now``: a run processes
+    :mod:`~streamscale.runtime.spark.compat.event_time`). ``available_now``: a run processes
     what the source holds, then the batches that advance the watermark and fire due
     timers, then stops (``trigger(availableNow=True)``). ``trigger_s``: the micro-batch
     interval (:data:`~streamscale.runtime.run_config.TRIGGER_S`; unset: its default, as a YAML

@@ -41,6 +41,7 @@ from streamscale.control.stimulus import InputLog
 from streamscale.errors import StreamscaleError
 from streamscale.model import Cluster, Node, Plan
 from streamscale.runtime.run_config import RUN_SETTINGS, RunConfig, RunParams, parse_params
+from streamscale.runtime.spark.compat.event_time import QueryClock
 from streamscale.runtime.spark.drive import (
     backlog_of,
     drive_query,
@@ -48,7 +49,6 @@ from streamscale.runtime.spark.drive import (
     run_seed,
     share_by_default,
 )
-from streamscale.runtime.spark.event_time import QueryClock
 from streamscale.runtime.spark.graph import JobGraph, merged_default_plan
 from streamscale.runtime.spark.graph_batch import GraphBatch, GraphBatchBody, GraphTotals
 from streamscale.runtime.spark.graph_control import GraphCollector, GraphRealizer

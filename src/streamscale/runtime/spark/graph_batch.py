@@ -27,8 +27,8 @@ import numpy as np
 from streamscale.control import Controller
 from streamscale.control.stimulus import InputLog
 from streamscale.model import Plan
+from streamscale.runtime.spark.compat.event_time import QueryClock
 from streamscale.runtime.spark.drive import control_step
-from streamscale.runtime.spark.event_time import QueryClock
 from streamscale.runtime.spark.graph import JobGraph, SinkOut, run_graph_batch
 from streamscale.runtime.spark.graph_control import GraphCollector, GraphRealizer
 from streamscale.runtime.spark.history import RunHistory

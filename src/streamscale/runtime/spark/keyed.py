@@ -47,7 +47,7 @@ import numpy as np
 import pandas as pd
 
 from streamscale.errors import StreamscaleError
-from streamscale.runtime.spark.initial_state import split_initial, with_initial_state
+from streamscale.runtime.spark.compat.initial_state import split_initial, with_initial_state
 from streamscale.runtime.spark.keyed_map import (
     DEAD,
     INTERNAL,
@@ -342,7 +342,7 @@ def _reduce_side(
             rows_df = pd.DataFrame(columns=list(b.in_cols))
         late_n = 0
         if b.late is not None and getattr(spec.fn, "drops_late_rows", False) and len(rows_df):
-            from streamscale.runtime.spark.event_time import late_mask
+            from streamscale.runtime.spark.compat.event_time import late_mask
 
             late = late_mask(rows_df[b.late[0]], b.late[1])
             late_n = int(late.sum())
@@ -475,7 +475,7 @@ def run_keyed(
         reduce task ran is read back from Spark (``None``: no placement, not measured).
     batch_time_ms
         The batch's processing time, passed to functions with a ``batch_clock``
-        attribute (a :func:`~streamscale.runtime.spark.processor.from_processor`
+        attribute (a :func:`~streamscale.runtime.spark.compat.processor.from_processor`
         processor: its timers fire at this time in every shard of the unit, with rows
         or not). Default: now. A replayed batch runs at its replay's time; nothing of
         the interrupted attempt was committed, so the committed result is one run's.
@@ -483,11 +483,11 @@ def run_keyed(
         The query's watermark for the batch (passed with ``batch_time_ms``), and the
         event-time column with the late-row watermark: a function with a true
         ``drops_late_rows`` attribute does not see rows at or before it (counted in
-        :attr:`TaskStats.late_rows`). See :mod:`~streamscale.runtime.spark.event_time`.
+        :attr:`TaskStats.late_rows`). See :mod:`~streamscale.runtime.spark.compat.event_time`.
     initial
         A processor's initial state (a grouped static DataFrame), given in batch 0 only:
         routed with the input and handed to the function of each shard it reaches as
-        ``initial_state`` (:mod:`~streamscale.runtime.spark.initial_state`).
+        ``initial_state`` (:mod:`~streamscale.runtime.spark.compat.initial_state`).
     routes
         The run's routing columns by input schema and plan
         (:func:`~streamscale.runtime.spark.keyed_map.route`'s ``cache``), kept by the

@@ -31,8 +31,8 @@ import numpy as np
 import pandas as pd
 
 from streamscale.errors import StreamscaleError
+from streamscale.runtime.spark.compat.group_state import from_group_state
 from streamscale.runtime.spark.drive import drive_query
-from streamscale.runtime.spark.group_state import from_group_state
 from streamscale.runtime.spark.history import RunHistory
 from streamscale.runtime.spark.job import Job
 from streamscale.runtime.spark.metrics import BatchRecord, MetricsWriter, imbalance

@@ -224,7 +224,7 @@ def test_event_time_operators_after_a_sigkilled_driver_match_spark(
 
     src = runs["src"]
     ckpt, out = tmp_path / "ck", tmp_path / "out"
-    driver = Path(__file__).with_name("_parity_driver.py")
+    driver = Path(__file__).parents[1] / "_parity_driver.py"
     proc = subprocess.Popen(
         [sys.executable, str(driver), str(src), str(ckpt), str(out)],
         start_new_session=True,
@@ -251,8 +251,8 @@ def test_event_time_operators_after_a_sigkilled_driver_match_spark(
 
 def test_what_differs_from_spark_is_refused_before_the_query_starts() -> None:
     from streamscale.errors import StreamscaleError
+    from streamscale.runtime.spark.compat.processor import from_processor
     from streamscale.runtime.spark.native import from_group_state
-    from streamscale.runtime.spark.processor import from_processor
 
     with pytest.raises(StreamscaleError, match="initialState must be a grouped DataFrame"):
         from_processor(Kitchen(), "k", initialState=object())

@@ -6,7 +6,7 @@ asks the handle for named states, scoped to the grouping key it is processing,
 each with an optional time to live, and registers timers per key. Everything
 lives in the shard's state dict under ``("__typed__", kind, name, key)``
 entries of immutable tuples (map state: one dict per key; timers: see
-:mod:`~streamscale.runtime.spark.state_timers`), read without marking them
+:mod:`~streamscale.runtime.spark.compat.state_timers`), read without marking them
 changed, so the state backend stays one mechanism and a batch's changelog
 holds exactly the keys it touched.
 
@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from streamscale.errors import StreamscaleError
-from streamscale.runtime.spark import state_timers as timers
+from streamscale.runtime.spark.compat import state_timers as timers
 
 __all__ = ["ListState", "MapState", "StatefulHandle", "ValueState", "field_names"]
 

@@ -13,7 +13,7 @@ import pytest
 from pyspark.sql.streaming.stateful_processor import StatefulProcessor
 
 from streamscale.errors import StreamscaleError
-from streamscale.runtime.spark.processor import column_clock, from_processor, run_batch
+from streamscale.runtime.spark.compat.processor import column_clock, from_processor, run_batch
 from streamscale.runtime.spark.state.state import LocalStateBackend
 from streamscale.runtime.spark.state.state_log import is_log
 
@@ -298,10 +298,10 @@ def _changelog_keys(path: Path) -> set[Any] | None:
 def test_processor_equals_the_pandas_reference_across_moves_and_a_restart(
     spark: Any, tmp_path: Path
 ) -> None:
+    from streamscale.runtime.spark.compat.state_typed import StatefulHandle
     from streamscale.runtime.spark.keyed import KeyedSpec, run_keyed
     from streamscale.runtime.spark.routing.routing import PartitionMap, global_shards
     from streamscale.runtime.spark.sources.sources import generate
-    from streamscale.runtime.spark.state_typed import StatefulHandle
 
     frames = [generate(_OPTS, 200 * b, 200 * (b + 1)) for b in range(9)]
     gs = global_shards(map(str, range(60)), 2, 4)

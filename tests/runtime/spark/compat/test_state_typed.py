@@ -7,8 +7,8 @@ import pickle
 from pathlib import Path
 from typing import Any
 
+from streamscale.runtime.spark.compat.state_typed import StatefulHandle
 from streamscale.runtime.spark.state.state import LocalStateBackend
-from streamscale.runtime.spark.state_typed import StatefulHandle
 
 BATCH_MS = 1000  # one batch per second of processing time
 

@@ -23,7 +23,7 @@ What Spark's JVM side does around it is reproduced here, on the shard's state:
   dropped (late), as ``FlatMapGroupsWithStateExecBase`` drops them only then.
 
 Values live under the key itself in the shard's dict (a tuple, as before timeouts
-existed); timeouts are timers of :mod:`~streamscale.runtime.spark.state_timers` (at
+existed); timeouts are timers of :mod:`~streamscale.runtime.spark.compat.state_timers` (at
 the timeout plus one millisecond: due when the timeout is strictly earlier), so
 finding the timed-out keys of a shard reads only the buckets due.
 """
@@ -37,7 +37,7 @@ from typing import Any
 import pandas as pd
 
 from streamscale.errors import StreamscaleError
-from streamscale.runtime.spark import state_timers as timers
+from streamscale.runtime.spark.compat import state_timers as timers
 
 __all__ = ["TIMEOUTS", "from_group_state"]
 

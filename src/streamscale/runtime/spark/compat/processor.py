@@ -8,7 +8,7 @@ keyed function ``fn(rows, state) -> DataFrame`` over one shard, the way
 :func:`~streamscale.runtime.spark.native.from_group_state` adapts an
 ``applyInPandasWithState`` function: the handle's value, list and map states
 and its timers all live in the shard's state dict (see
-:mod:`~streamscale.runtime.spark.state_typed`), so streamscale stores,
+:mod:`~streamscale.runtime.spark.compat.state_typed`), so streamscale stores,
 versions, moves and recovers them with the shard, and a batch's changelog holds
 the typed entries it touched.
 
@@ -42,8 +42,8 @@ import pandas as pd
 from pyspark.sql.streaming.stateful_processor import ExpiredTimerInfo, TimerValues
 
 from streamscale.errors import StreamscaleError
-from streamscale.runtime.spark.initial_state import DriverOnly, check_initial_state
-from streamscale.runtime.spark.state_typed import StatefulHandle
+from streamscale.runtime.spark.compat.initial_state import DriverOnly, check_initial_state
+from streamscale.runtime.spark.compat.state_typed import StatefulHandle
 
 __all__ = ["Clock", "column_clock", "from_processor", "is_processor", "run_batch", "wall_clock"]
 
@@ -239,7 +239,7 @@ def from_processor(
     initialState
         As ``transformWithStateInPandas``'s: a static DataFrame grouped by the key
         (``df.groupBy("k")``), given to ``handleInitialState`` in the query's first
-        batch (see :mod:`~streamscale.runtime.spark.initial_state`).
+        batch (see :mod:`~streamscale.runtime.spark.compat.initial_state`).
     """
     if not is_processor(processor):
         raise StreamscaleError(

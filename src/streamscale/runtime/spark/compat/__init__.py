@@ -1,0 +1,1 @@
+"""Spark-API compatibility: Spark's event time and watermark, ``applyInPandasWithState`` functions, Spark 4 ``StatefulProcessor`` s with typed state, timers and initial state, run as streamscale keyed operators."""
