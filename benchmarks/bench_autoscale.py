@@ -28,7 +28,7 @@ from typing import Any
 
 from _results import record
 
-from streamscale.runtime.spark.cluster import cluster_down, cluster_up
+from streamscale.runtime.spark.cluster.cluster import cluster_down, cluster_up
 from streamscale.scenarios.surge import SURGE_POLICIES, SurgeConfig, config_dict, run_surge
 from streamscale.scenarios.surge_report import plot_surge
 from streamscale.scenarios.surge_score import summarize_surge, timeline

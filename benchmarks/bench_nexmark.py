@@ -127,7 +127,7 @@ def surge(args: argparse.Namespace, argv: list[str]) -> None:
     from bench_autoscale import ratios
 
     from streamscale.nexmark.surge import ROWS_PER_EVENT, nexmark_job, wait_ms
-    from streamscale.runtime.spark.cluster import cluster_down, cluster_up
+    from streamscale.runtime.spark.cluster.cluster import cluster_down, cluster_up
     from streamscale.scenarios.surge import SurgeConfig, config_dict, run_surge
     from streamscale.scenarios.surge_score import summarize_surge
 

@@ -37,7 +37,7 @@ from typing import Any
 
 from _results import record
 
-from streamscale.runtime.spark.cluster import cluster_down, cluster_up
+from streamscale.runtime.spark.cluster.cluster import cluster_down, cluster_up
 
 _EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "spark-colocated.yaml"
 

@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 from _results import record
 
-from streamscale.runtime.spark.cluster import cluster_down, cluster_up
+from streamscale.runtime.spark.cluster.cluster import cluster_down, cluster_up
 
 
 def _emit(**fields: Any) -> None:

@@ -34,7 +34,7 @@ def up(
     directory: Path | None = typer.Option(None, "--dir", help=_DIR_HELP),
 ) -> None:
     """Start a master and WORKERS workers on 127.0.0.1; print the master URL."""
-    from streamscale.runtime.spark.cluster import cluster_up
+    from streamscale.runtime.spark.cluster.cluster import cluster_up
 
     out: Output = ctx.parent.obj if ctx.parent is not None else ctx.obj
     if not 1 <= workers <= 64:
@@ -59,7 +59,7 @@ def status(
     directory: Path | None = typer.Option(None, "--dir", help=_DIR_HELP),
 ) -> None:
     """Print the recorded cluster and what its master reports (exit 1 when it is down)."""
-    from streamscale.runtime.spark.cluster import cluster_status
+    from streamscale.runtime.spark.cluster.cluster import cluster_status
 
     out: Output = ctx.parent.obj if ctx.parent is not None else ctx.obj
     st = cluster_status(directory)
@@ -84,7 +84,7 @@ def down(
     directory: Path | None = typer.Option(None, "--dir", help=_DIR_HELP),
 ) -> None:
     """Stop the workers, then the master, and remove the record."""
-    from streamscale.runtime.spark.cluster import cluster_down
+    from streamscale.runtime.spark.cluster.cluster import cluster_down
 
     out: Output = ctx.parent.obj if ctx.parent is not None else ctx.obj
     stopped = cluster_down(directory)

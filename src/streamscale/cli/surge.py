@@ -119,7 +119,7 @@ def _run(
     out_dir: Path,
 ) -> dict[str, Any]:
     from streamscale.cli.progress import BatchProgress
-    from streamscale.runtime.spark.cluster import cluster_down, cluster_up
+    from streamscale.runtime.spark.cluster.cluster import cluster_down, cluster_up
     from streamscale.scenarios.surge import config_dict, run_surge
     from streamscale.scenarios.surge_report import markdown, plot_surge
     from streamscale.scenarios.surge_score import summarize_surge, timeline

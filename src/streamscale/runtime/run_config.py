@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from streamscale.errors import StreamscaleError
-from streamscale.runtime.spark.managers import manager_for, managers
+from streamscale.runtime.spark.cluster.managers import manager_for, managers
 from streamscale.runtime.spark.state.retention import OUTPUT_SETTINGS
 from streamscale.runtime.spark.state.state_api import STATE_URL
 from streamscale.settings import Frozen, Schema, Setting, split_params

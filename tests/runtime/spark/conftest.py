@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from streamscale.runtime.spark.cluster import (
+from streamscale.runtime.spark.cluster.cluster import (
     ClusterInfo,
     cluster_down,
     cluster_status,

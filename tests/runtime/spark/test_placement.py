@@ -25,7 +25,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from streamscale.runtime.spark.cluster import ClusterInfo
+from streamscale.runtime.spark.cluster.cluster import ClusterInfo
 from streamscale.runtime.spark.sources.sources import generate
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from streamscale.runtime.spark.cluster import ClusterInfo
+from streamscale.runtime.spark.cluster.cluster import ClusterInfo
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -33,7 +33,7 @@ from pathlib import Path
 sys.path.insert(0, sys.argv[4])
 from _policies import split_plan
 from streamscale.control.controller import Decision
-from streamscale.runtime.spark.cluster import master_json
+from streamscale.runtime.spark.cluster.cluster import master_json
 from streamscale.runtime.spark.functions import calculator
 from streamscale.runtime.spark.job import Job
 from streamscale.runtime.spark.resources import ExecutorResources, executor_conf

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from streamscale.runtime.spark.cluster import ClusterInfo
+from streamscale.runtime.spark.cluster.cluster import ClusterInfo
 from streamscale.runtime.spark.session import LOG4J2_CONFIG, quiet_logging_conf
 
 _JOB = r"""

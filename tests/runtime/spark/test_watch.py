@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from streamscale.runtime.spark.cluster import ClusterInfo
+from streamscale.runtime.spark.cluster.cluster import ClusterInfo
 from streamscale.runtime.spark.watch import admitted_offset, write_admission
 
 pytestmark = pytest.mark.spark

@@ -573,8 +573,8 @@ def executor_conf(
 
 def is_cluster_master(master: str) -> bool:
     """Whether ``master`` is served by a cluster manager whose executors streamscale can
-    add and remove (:mod:`~streamscale.runtime.spark.managers`)."""
-    from streamscale.runtime.spark.managers import manager_for
+    add and remove (:mod:`~streamscale.runtime.spark.cluster.managers`)."""
+    from streamscale.runtime.spark.cluster.managers import manager_for
 
     m = manager_for(master)
     return m is not None and m.elastic

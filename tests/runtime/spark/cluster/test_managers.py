@@ -10,7 +10,7 @@ import pytest
 from streamscale.cli.app import main
 from streamscale.errors import StreamscaleError
 from streamscale.runtime.run_config import parse_run
-from streamscale.runtime.spark.managers import (
+from streamscale.runtime.spark.cluster.managers import (
     ClusterManager,
     manager_for,
     managers,
@@ -56,7 +56,7 @@ def test_a_manager_registered_from_outside_is_one_call() -> None:
         register_manager(ClusterManager("tests-mgr", r"testmgr://\S+", elastic=False))
         assert not is_cluster_master("testmgr://pool-a")
     finally:
-        import streamscale.runtime.spark.managers as mod
+        import streamscale.runtime.spark.cluster.managers as mod
 
         mod._MANAGERS[:] = list(before)
     assert manager_for("testmgr://pool-a") is None

@@ -1,0 +1,1 @@
+"""Cluster managers by master URL and the loopback Spark standalone cluster."""
