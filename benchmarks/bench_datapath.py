@@ -232,7 +232,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.quick:
         args.rows, args.batches, args.alphas = 50_000, 2, "1.0"
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    from streamscale.runtime.spark.session import build_session
+    from streamscale.runtime.spark.executors.session import build_session
 
     conf = {k: v for k, v in ROCKSDB_CONF.items() if "changelog" in k}
     spark = build_session(f"local[{CORES}]", shuffle_partitions=CORES, conf=conf)

@@ -195,7 +195,7 @@ def main(argv: list[str] | None = None) -> None:
     queries = [check_query(q) for q in args.queries.split(",") if q.strip()]
     engines = [e.strip() for e in args.engines.split(",") if e.strip()]
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    from streamscale.runtime.spark.session import build_session
+    from streamscale.runtime.spark.executors.session import build_session
 
     spark = build_session(f"local[{CORES}]", shuffle_partitions=CORES)
     spark.conf.set("spark.sql.session.timeZone", "UTC")

@@ -83,7 +83,7 @@ def main() -> None:
     alphas = tuple(float(a) for a in args.alphas.split(",") if a.strip())
     omegas = tuple(float(w) for w in args.omegas.split(",") if w.strip())
 
-    from streamscale.runtime.spark.session import build_session
+    from streamscale.runtime.spark.executors.session import build_session
 
     spark = build_session(args.master, app_name="streamscale-bench")
     cores = int(spark.sparkContext.defaultParallelism)

@@ -71,8 +71,8 @@ def _graph(args: argparse.Namespace) -> Any:
 
 def run_one(master: str, policy: str, args: argparse.Namespace) -> dict[str, Any]:
     from streamscale.runtime.spark.dag import run_graph
-    from streamscale.runtime.spark.resources import ExecutorResources, executor_conf
-    from streamscale.runtime.spark.session import build_session
+    from streamscale.runtime.spark.executors.resources import ExecutorResources, executor_conf
+    from streamscale.runtime.spark.executors.session import build_session
 
     pin = policy != "spark-default"
     graph = _graph(args)

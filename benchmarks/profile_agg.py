@@ -80,7 +80,7 @@ def main(argv: list[str] | None = None) -> None:
     from pyspark.sql import functions as F
 
     from streamscale.runtime.spark.api import stream
-    from streamscale.runtime.spark.session import build_session
+    from streamscale.runtime.spark.executors.session import build_session
 
     spark = build_session(f"local[{CORES}]", shuffle_partitions=CORES, ui=True)
     records: list[Any] = []

@@ -84,7 +84,7 @@ def main(argv: list[str] | None = None) -> None:
     from streamscale.nexmark.generator import GeneratorConfig
     from streamscale.nexmark.streamscale_engine import run_streamscale
     from streamscale.runtime.spark import graph, graph_batch
-    from streamscale.runtime.spark.session import build_session
+    from streamscale.runtime.spark.executors.session import build_session
 
     tmp = Path(tempfile.mkdtemp(prefix="streamscale-profile-nexmark-"))
     log_dir = tmp / "eventlog"

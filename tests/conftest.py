@@ -45,7 +45,7 @@ def spark(_spark_dirs: tuple[str, str]) -> Iterator[object]:
     """One local[2] session per test process, shared by its modules; a module gets a fresh
     one only when an earlier module stopped it (``streamscale run`` in a CLI test stops
     the session it ran on)."""
-    from streamscale.runtime.spark.session import build_session
+    from streamscale.runtime.spark.executors.session import build_session
 
     if not _alive(_Live.session):
         warehouse, ckpt = _spark_dirs

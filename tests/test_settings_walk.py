@@ -39,8 +39,10 @@ CHOICES: dict[tuple[str, str], str] = {
         "runtime/spark/sources/sources.py",
         "seed",
     ): "the generator source's seed option (another quantity)",
-    ("runtime/spark/resources.py", "min_executors"): "ExecutorResources' own keyword; both "
-    "run paths pass the parsed value",
+    (
+        "runtime/spark/executors/resources.py",
+        "min_executors",
+    ): "ExecutorResources' own keyword; both run paths pass the parsed value",
     ("runtime/spark/graph_batch.py", "policy"): "the name of the policy a batch ran under, a "
     "record field the driver fills in (no setting's default)",
 }

@@ -28,7 +28,7 @@ from streamscale.model import (
     Snapshot,
     Topology,
 )
-from streamscale.runtime.spark.resources import capacity_cluster
+from streamscale.runtime.spark.executors.resources import capacity_cluster
 
 
 def test_pack_units_hand_checked() -> None:

@@ -143,7 +143,7 @@ def _run(out: Output, config: Any, out_dir: Path, master: str) -> dict[str, Any]
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
     from streamscale.runtime.spark.demo import run_demo, summarize, write_report
-    from streamscale.runtime.spark.session import build_session
+    from streamscale.runtime.spark.executors.session import build_session
 
     live_rows = _Live(config.policies)
     progress = Progress(

@@ -106,7 +106,7 @@ def run_cmd(
         raise StreamscaleError("must be >= 1", item=f"--files-per-trigger {files_per_trigger}")
     read_meta(events)
     ensure_dir(out_dir, "--out")
-    from streamscale.runtime.spark.session import build_session
+    from streamscale.runtime.spark.executors.session import build_session
 
     spark = build_session(master, app_name=f"nexmark-{q}-{engine}", shuffle_partitions=2)
     try:

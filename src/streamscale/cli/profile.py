@@ -95,7 +95,7 @@ def profile_command(
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
     from streamscale.profiling.spark_trial import SparkTrials
-    from streamscale.runtime.spark.session import build_session
+    from streamscale.runtime.spark.executors.session import build_session
 
     spark = build_session(master, app_name="streamscale-profile", shuffle_partitions=1)
     trials = SparkTrials(

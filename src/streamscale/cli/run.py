@@ -125,15 +125,15 @@ def run(
     out_dir = None if out_dir is None else out_dir.absolute()
     checkpoint = None if checkpoint is None else checkpoint.absolute()
     from streamscale.model.io import load_cluster
-    from streamscale.runtime.spark.job import Job
-    from streamscale.runtime.spark.metrics import BatchRecord, live_table
-    from streamscale.runtime.spark.resources import (
+    from streamscale.runtime.spark.executors.resources import (
         ExecutorResources,
         executor_conf,
         is_cluster_master,
     )
+    from streamscale.runtime.spark.executors.session import build_session
+    from streamscale.runtime.spark.job import Job
+    from streamscale.runtime.spark.metrics import BatchRecord, live_table
     from streamscale.runtime.spark.runner import run_job
-    from streamscale.runtime.spark.session import build_session
 
     given = {
         "policy": policy, "master": master, "duration_s": duration, "max_batches": max_batches,

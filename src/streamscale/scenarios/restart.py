@@ -131,8 +131,8 @@ def run_restart_ds2(
 ) -> Any:
     """The surge scenario (``cfg``: a :class:`~streamscale.scenarios.surge.SurgeConfig`)
     under restart-based DS2 rescaling; a :class:`~streamscale.scenarios.surge.SurgeOutcome`."""
-    from streamscale.runtime.spark.resources import ExecutorResources, executor_conf
-    from streamscale.runtime.spark.session import build_session
+    from streamscale.runtime.spark.executors.resources import ExecutorResources, executor_conf
+    from streamscale.runtime.spark.executors.session import build_session
     from streamscale.runtime.spark.sources.sources import GeneratorSpec, register_sources
     from streamscale.scenarios.spark_log import ProgressLog, executor_spans
     from streamscale.scenarios.surge_outcome import ExecutorSampler, SurgeOutcome

@@ -11,7 +11,7 @@ tuple is either committed or older than the latency target when it stops.
 Each policy runs in its own SparkSession on the same cluster:
 
 * ``elastic`` — Elasticutor's queueing-model cores; the cores become executors
-  (:class:`~streamscale.runtime.spark.resources.ExecutorResources`);
+  (:class:`~streamscale.runtime.spark.executors.resources.ExecutorResources`);
 * ``proportional`` — DS2-style: cores proportional to the observed load over a target
   utilisation, realized as executors the same way;
 * ``static-peak`` / ``static-base`` — executors sized for the peak / the base load
@@ -129,7 +129,7 @@ class SurgeConfig:
     # against 78 % unpinned in an A/B run of this scenario (elastic, 20 s phases).
     pin: bool = False
     #: executors start with the client compiler and the serial collector, for every
-    #: policy alike (:data:`~streamscale.runtime.spark.resources.QUICK_START_JVM`)
+    #: policy alike (:data:`~streamscale.runtime.spark.executors.resources.QUICK_START_JVM`)
     quick_start: bool = True
 
     @property
@@ -281,12 +281,12 @@ def run_policy(
         from streamscale.scenarios.restart import run_restart_ds2
 
         return run_restart_ds2(master, cfg, on_batch=on_batch)
-    from streamscale.runtime.spark.resources import (
+    from streamscale.runtime.spark.executors.resources import (
         ExecutorResources,
         capacity_cluster,
         executor_conf,
     )
-    from streamscale.runtime.spark.session import build_session
+    from streamscale.runtime.spark.executors.session import build_session
     from streamscale.scenarios.spark_log import ProgressLog
 
     conf = executor_conf(

@@ -12,8 +12,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 
 from streamscale.runtime.spark.dag import run_graph
+from streamscale.runtime.spark.executors.session import build_session
 from streamscale.runtime.spark.graph import JobGraph
-from streamscale.runtime.spark.session import build_session
 from tests.runtime.spark._seq_source import SeqSource
 from tests.runtime.spark.test_graph import dag_topology
 

@@ -17,7 +17,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 
 import streamscale
-from streamscale.runtime.spark.session import build_session
+from streamscale.runtime.spark.executors.session import build_session
 from tests.runtime.spark._parity import source
 from tests.runtime.spark.compat.test_parity_processors import event_time_queries
 

@@ -14,10 +14,10 @@ from hypothesis import strategies as st
 
 from streamscale.model import Cluster, Node
 from streamscale.model.ids import operator_of
+from streamscale.runtime.spark.executors.resources import FixedResources
 from streamscale.runtime.spark.graph import JobGraph
 from streamscale.runtime.spark.graph_batch import batch_figures
 from streamscale.runtime.spark.keyed import BatchStats, TaskStats
-from streamscale.runtime.spark.resources import FixedResources
 from tests.runtime.spark._seq_source import SeqSource
 from tests.runtime.spark.test_graph import OPTS, check_against_pandas, dag_topology
 

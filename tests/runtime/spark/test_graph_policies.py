@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import pytest
 
+from streamscale.runtime.spark.executors.resources import FixedResources, capacity_cluster
 from streamscale.runtime.spark.graph import JobGraph
-from streamscale.runtime.spark.resources import FixedResources, capacity_cluster
 from tests.runtime.spark._seq_source import SeqSource
 from tests.runtime.spark.test_graph import OPTS, check_against_pandas, dag_topology
 

@@ -65,9 +65,9 @@ import json, sys, time
 from pathlib import Path
 from streamscale.runtime.spark.functions import calculator
 from streamscale.runtime.spark.job import Job
-from streamscale.runtime.spark.resources import ExecutorResources, executor_conf
+from streamscale.runtime.spark.executors.resources import ExecutorResources, executor_conf
 from streamscale.runtime.spark.runner import run_job
-from streamscale.runtime.spark.session import build_session
+from streamscale.runtime.spark.executors.session import build_session
 from streamscale.runtime.spark.state.state import LocalStateBackend
 from streamscale.scenarios.spark_log import ProgressLog
 

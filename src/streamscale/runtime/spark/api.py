@@ -274,7 +274,7 @@ class Stream:
         ``state_url`` is where keyed state lives (default ``checkpoint/state``; e.g.
         ``s3://bucket/prefix?endpoint=…``); ``on_batch`` is called with each committed
         batch's record; ``resources``: executors that follow the plan
-        (:mod:`~streamscale.runtime.spark.resources`)."""
+        (:mod:`~streamscale.runtime.spark.executors.resources`)."""
         from streamscale.runtime.run_config import parse_run
 
         given = {"duration_s": duration_s, "max_batches": max_batches, "policy": policy,

@@ -49,6 +49,8 @@ from streamscale.runtime.spark.drive import (
     run_seed,
     share_by_default,
 )
+from streamscale.runtime.spark.executors.resources import Resources, is_cluster_master
+from streamscale.runtime.spark.executors.session import require_classic
 from streamscale.runtime.spark.graph import JobGraph, merged_default_plan
 from streamscale.runtime.spark.graph_batch import GraphBatch, GraphBatchBody, GraphTotals
 from streamscale.runtime.spark.graph_control import GraphCollector, GraphRealizer
@@ -57,9 +59,7 @@ from streamscale.runtime.spark.job import Job
 from streamscale.runtime.spark.keyed import KeyedSpec, count_dead_letters
 from streamscale.runtime.spark.metrics import MetricsWriter
 from streamscale.runtime.spark.operator import linear_stage, warm_up
-from streamscale.runtime.spark.resources import Resources, is_cluster_master
 from streamscale.runtime.spark.routing.realizer import SparkRealizer
-from streamscale.runtime.spark.session import require_classic
 from streamscale.runtime.spark.state.state import VersionIndex, check_layout, state_backend
 from streamscale.runtime.spark.watch import make_watch, warm_keyed_path
 
@@ -364,12 +364,12 @@ def run_graph_command(
     import tempfile
 
     from streamscale.model.io import load_cluster
-    from streamscale.runtime.spark.resources import (
+    from streamscale.runtime.spark.executors.resources import (
         ExecutorResources,
         executor_conf,
         is_cluster_master,
     )
-    from streamscale.runtime.spark.session import build_session
+    from streamscale.runtime.spark.executors.session import build_session
 
     graph = JobGraph.from_yaml(job_file)
     cluster = load_cluster(Path(config.cluster)) if config.cluster else None

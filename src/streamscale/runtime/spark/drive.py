@@ -17,7 +17,7 @@ from streamscale.control import Controller, Policy
 from streamscale.control.loop import step
 from streamscale.control.stimulus import InputLog
 from streamscale.errors import StreamscaleError
-from streamscale.runtime.spark.resources import Resources
+from streamscale.runtime.spark.executors.resources import Resources
 from streamscale.settings import Frozen
 
 __all__ = [
@@ -53,7 +53,7 @@ def share_by_default(policy: str | Policy, params: Frozen, resources: Resources 
     bought, so a plan holds only the cores its units' work needs) and the policy reads
     the setting but was not told (its value is derived: ``None``); unchanged otherwise."""
     from streamscale.control.policies.spec import spec
-    from streamscale.runtime.spark.resources import ExecutorResources
+    from streamscale.runtime.spark.executors.resources import ExecutorResources
 
     if not isinstance(policy, str) or not isinstance(resources, ExecutorResources):
         return params

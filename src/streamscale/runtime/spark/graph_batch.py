@@ -29,13 +29,13 @@ from streamscale.control.stimulus import InputLog
 from streamscale.model import Plan
 from streamscale.runtime.spark.compat.event_time import QueryClock
 from streamscale.runtime.spark.drive import control_step
+from streamscale.runtime.spark.executors.resources import Resources
 from streamscale.runtime.spark.graph import JobGraph, SinkOut, run_graph_batch
 from streamscale.runtime.spark.graph_control import GraphCollector, GraphRealizer
 from streamscale.runtime.spark.history import RunHistory
 from streamscale.runtime.spark.keyed import KeyedSpec, count_dead_letters, release, run_keyed
 from streamscale.runtime.spark.metrics import imbalance
 from streamscale.runtime.spark.operator import LinearStage, percentile, run_batch
-from streamscale.runtime.spark.resources import Resources
 from streamscale.runtime.spark.routing.realizer import SparkRealizer
 from streamscale.runtime.spark.state.retention import prune_dead_letters
 from streamscale.runtime.spark.state.state import StateBackend, VersionIndex

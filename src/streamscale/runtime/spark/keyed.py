@@ -48,6 +48,7 @@ import pandas as pd
 
 from streamscale.errors import StreamscaleError
 from streamscale.runtime.spark.compat.initial_state import split_initial, with_initial_state
+from streamscale.runtime.spark.executors.pinning import job_group, pin_units, reduce_runs
 from streamscale.runtime.spark.keyed_map import (
     DEAD,
     INTERNAL,
@@ -61,7 +62,6 @@ from streamscale.runtime.spark.keyed_map import (
     split_dead_letters,
     write_dead_letters,
 )
-from streamscale.runtime.spark.pinning import job_group, pin_units, reduce_runs
 from streamscale.runtime.spark.routing.hashing import murmur3_long, partition_keys
 from streamscale.runtime.spark.routing.routing import PartitionMap
 from streamscale.runtime.spark.state.state import Hint, StateBackend
@@ -146,7 +146,7 @@ class BatchStats:
         remotely by the reduce tasks (Spark's task metrics); empty without placement."""
         if not self.planned:
             return {}
-        from streamscale.runtime.spark.pinning import placement_counts
+        from streamscale.runtime.spark.executors.pinning import placement_counts
 
         out = placement_counts(dict(enumerate(self.planned)), self.runs)
         out["placement_unknown"] = self.partitions - len(self.runs)
@@ -471,7 +471,7 @@ def run_keyed(
         one per reduce partition with dead letters; every executor must reach it.
     placed
         Unit → (executor id, Spark location): each such unit's task is pinned to that
-        executor (:func:`~streamscale.runtime.spark.pinning.pin`), and where every
+        executor (:func:`~streamscale.runtime.spark.executors.pinning.pin`), and where every
         reduce task ran is read back from Spark (``None``: no placement, not measured).
     batch_time_ms
         The batch's processing time, passed to functions with a ``batch_clock``

@@ -31,13 +31,13 @@ from streamscale.runtime.spark.drive import (
     run_seed,
     share_by_default,
 )
+from streamscale.runtime.spark.executors.resources import Resources
+from streamscale.runtime.spark.executors.session import require_classic
 from streamscale.runtime.spark.graph_batch import GraphBatch
 from streamscale.runtime.spark.history import RECENT_BATCHES, RunHistory
 from streamscale.runtime.spark.job import Job
 from streamscale.runtime.spark.metrics import BatchRecord, MetricsWriter
-from streamscale.runtime.spark.resources import Resources
 from streamscale.runtime.spark.routing.realizer import default_plan
-from streamscale.runtime.spark.session import require_classic
 
 __all__ = [
     "BatchRecord",
@@ -108,7 +108,7 @@ def run_job(
     Parameters
     ----------
     spark
-        A SparkSession (see :func:`streamscale.runtime.spark.session.build_session`).
+        A SparkSession (see :func:`streamscale.runtime.spark.executors.session.build_session`).
     job
         The job to run.
     policy
@@ -136,7 +136,7 @@ def run_job(
         queue on the cores); the physical limit uses Spark's default
         parallelism as the core count.
     resources
-        Executors that follow the plan (:mod:`streamscale.runtime.spark.resources`):
+        Executors that follow the plan (:mod:`streamscale.runtime.spark.executors.resources`):
         planning uses its capacity model, and at each batch boundary, after the
         batch's state committed, the plan's cores become executors.
     plan

@@ -418,7 +418,7 @@ def warm_executors(sc: Any, executors: Sequence[str], cores: int) -> set[str]:
     from pyspark.sql import SparkSession
     from pyspark.sql import functions as F
 
-    from streamscale.runtime.spark.pinning import (
+    from streamscale.runtime.spark.executors.pinning import (
         executor_hosts,
         location,
         pin,
@@ -472,7 +472,7 @@ def make_watch(
     when the run has nothing to watch: no executors to request (a fixed cluster), a
     policy that does not size cores from load, or a source with no :class:`Offered`."""
     from streamscale.planning.adapters.elasticutor import SETTINGS
-    from streamscale.runtime.spark.resources import ExecutorResources
+    from streamscale.runtime.spark.executors.resources import ExecutorResources
 
     offered = offered_for(source_format, source_options)
     if (

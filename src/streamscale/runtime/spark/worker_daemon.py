@@ -6,7 +6,7 @@ pyarrow and streamscale after the fork, about 0.8 s of CPU each: an executor tha
 joins under a surge forks one per core while its first batch waits, on the same
 cores the batch needs. Here the daemon imports them before it forks, so each
 worker starts with them loaded (copy-on-write). Set by
-:func:`~streamscale.runtime.spark.resources.executor_conf` as
+:func:`~streamscale.runtime.spark.executors.resources.executor_conf` as
 ``spark.python.daemon.module``.
 
 The modules imported start no threads at import (pyarrow's and numpy's pools

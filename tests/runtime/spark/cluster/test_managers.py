@@ -16,7 +16,7 @@ from streamscale.runtime.spark.cluster.managers import (
     managers,
     register_manager,
 )
-from streamscale.runtime.spark.resources import is_cluster_master
+from streamscale.runtime.spark.executors.resources import is_cluster_master
 
 
 @pytest.mark.parametrize(

@@ -65,9 +65,9 @@ from streamscale.runtime.spark.agg.spec import (
     Aggregation,
     interval_us,
 )
+from streamscale.runtime.spark.executors.pinning import job_group, pin_units, reduce_runs
 from streamscale.runtime.spark.keyed import _LIVE, BatchStats, KeyedSpec, TaskStats, release
 from streamscale.runtime.spark.keyed_map import PART, PK, SHARD, _lookup
-from streamscale.runtime.spark.pinning import job_group, pin_units, reduce_runs
 from streamscale.runtime.spark.routing.hashing import partition_keys
 from streamscale.runtime.spark.routing.routing import PartitionMap, global_shard_column
 from streamscale.runtime.spark.state.state import Hint

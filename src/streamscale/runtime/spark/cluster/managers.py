@@ -3,7 +3,7 @@
 A master URL is served by the first registered :class:`ClusterManager` whose pattern
 matches it. ``elastic`` says whether streamscale may size the application's executors
 through Spark's allocation client (``requestTotalExecutors`` / ``killExecutors``, as
-:class:`~streamscale.runtime.spark.resources.ExecutorResources` does); a local master
+:class:`~streamscale.runtime.spark.executors.resources.ExecutorResources` does); a local master
 runs on the driver's cores. A URL no manager matches is refused before Spark starts,
 naming the known managers. Spark 4 has no Mesos support, so ``mesos://`` is refused.
 

@@ -3,7 +3,7 @@
 One application (a subprocess: this test session already owns a local SparkContext) on
 the suite's loopback cluster (two workers) with two 1-core executors. It runs a shuffle
 on both, releases one executor the way
-:class:`~streamscale.runtime.spark.resources.ExecutorResources` does between batches,
+:class:`~streamscale.runtime.spark.executors.resources.ExecutorResources` does between batches,
 runs on, then — at build_session's default ERROR level — runs a task that
 raises and SIGKILLs the remaining executor. The driver's stderr is the witness: the
 release is logged (INFO) and leaves no ERROR/WARN line from the loggers the
@@ -25,12 +25,12 @@ from pathlib import Path
 import pytest
 
 from streamscale.runtime.spark.cluster.cluster import ClusterInfo
-from streamscale.runtime.spark.session import LOG4J2_CONFIG, quiet_logging_conf
+from streamscale.runtime.spark.executors.session import LOG4J2_CONFIG, quiet_logging_conf
 
 _JOB = r"""
 import json, os, signal, sys, time
-from streamscale.runtime.spark.resources import ExecutorResources, executor_conf
-from streamscale.runtime.spark.session import build_session
+from streamscale.runtime.spark.executors.resources import ExecutorResources, executor_conf
+from streamscale.runtime.spark.executors.session import build_session
 
 def phase(name):
     time.sleep(0.5)  # the JVM's lines so far are out before the marker

@@ -76,7 +76,7 @@ def jar_path(*, build: bool = True) -> Path:
     jar = _cache_dir() / "jvm" / f"streamscale-pinning-{pyspark.__version__}-{digest}.jar"
     if jar.exists() or not build:
         return jar
-    from streamscale.runtime.spark.session import java_binary
+    from streamscale.runtime.spark.executors.session import java_binary
 
     java = java_binary()
     jar.parent.mkdir(parents=True, exist_ok=True)

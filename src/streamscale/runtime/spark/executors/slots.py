@@ -1,7 +1,7 @@
 """Which live Spark executor stands for which planned node (pure; no Spark here).
 
 On a cluster the planning model has one node per executor the job may hold
-(``executor-0 … executor-{N-1}``, :func:`~streamscale.runtime.spark.resources.capacity_cluster`).
+(``executor-0 … executor-{N-1}``, :func:`~streamscale.runtime.spark.executors.resources.capacity_cluster`).
 Executors come and go with ids Spark picks, so the realizer keeps a *slot map*
 node → executor id. It is stable: an executor keeps its node while it lives, so the
 shards a plan keeps on a node stay on the executor whose worker cache holds them.

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from streamscale.runtime.spark.resources import executor_conf
+from streamscale.runtime.spark.executors.resources import executor_conf
 
 
 def test_unpinned_steered_tasks_wait_for_a_ready_executor() -> None:

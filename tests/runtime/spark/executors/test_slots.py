@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from streamscale.runtime.spark.slots import (
+from streamscale.runtime.spark.executors.slots import (
     assign_slots,
     node_demand,
     release_order,

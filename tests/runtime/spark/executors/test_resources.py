@@ -36,9 +36,9 @@ from streamscale.control.controller import Decision
 from streamscale.runtime.spark.cluster.cluster import master_json
 from streamscale.runtime.spark.functions import calculator
 from streamscale.runtime.spark.job import Job
-from streamscale.runtime.spark.resources import ExecutorResources, executor_conf
+from streamscale.runtime.spark.executors.resources import ExecutorResources, executor_conf
 from streamscale.runtime.spark.runner import run_job
-from streamscale.runtime.spark.session import build_session
+from streamscale.runtime.spark.executors.session import build_session
 from streamscale.runtime.spark.state.state import LocalStateBackend
 
 master, work, opts, webui = sys.argv[1], Path(sys.argv[2]), json.loads(sys.argv[3]), int(sys.argv[5])
@@ -121,7 +121,7 @@ def _run_script(url: str, webui: int, tmp_path: Path, opts: dict) -> dict:
             url,
             str(tmp_path),
             json.dumps(opts),
-            str(Path(__file__).parent),
+            str(Path(__file__).parents[1]),
             str(webui),
         ],
         capture_output=True,

@@ -38,8 +38,8 @@ from streamscale.control.controller import Decision
 from streamscale.model import Allocation, Edge, Operator, Placement, Plan, Routing, Topology
 from streamscale.runtime.spark.dag import run_graph
 from streamscale.runtime.spark.graph import JobGraph
-from streamscale.runtime.spark.resources import ExecutorResources, executor_conf
-from streamscale.runtime.spark.session import build_session
+from streamscale.runtime.spark.executors.resources import ExecutorResources, executor_conf
+from streamscale.runtime.spark.executors.session import build_session
 
 master, work, opts = sys.argv[1], Path(sys.argv[2]), json.loads(sys.argv[3])
 

@@ -24,9 +24,9 @@ Executors requested but not alive after ``timeout_s`` are reported
 model (:meth:`cluster`) lists the executors alive now, from Spark's own scheduler.
 
 Placement: each planned node stands for one live executor (a stable slot map,
-:mod:`~streamscale.runtime.spark.slots`); :meth:`ExecutorResources.locations` gives
+:mod:`~streamscale.runtime.spark.executors.slots`); :meth:`ExecutorResources.locations` gives
 every unit the Spark location of its node's executor, which the keyed stage pins its
-task to (:mod:`~streamscale.runtime.spark.pinning`).
+task to (:mod:`~streamscale.runtime.spark.executors.pinning`).
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ from streamscale.control.sharing import held_cores
 from streamscale.errors import StreamscaleError
 from streamscale.model import Cluster, Node, Plan
 from streamscale.model.ids import executor_node
-from streamscale.runtime.spark.slots import (
+from streamscale.runtime.spark.executors.slots import (
     assign_slots,
     node_demand,
     release_order,
@@ -152,7 +152,7 @@ class ExecutorResources:
         How long requested executors may take to arrive before they are reported missing.
     pin
         Pin each unit's task to its node's executor (:meth:`locations`); the session
-        needs :func:`~streamscale.runtime.spark.pinning.pinning_conf`.
+        needs :func:`~streamscale.runtime.spark.executors.pinning.pinning_conf`.
     warm_new
         Start the Python workers of executors that joined since the last batch boundary
         (one small task per core, at the boundary) so that no batch waits for a cold
@@ -469,14 +469,14 @@ class ExecutorResources:
         Pinned (:attr:`pin`): each unit goes to its node's executor (the slot map).
         Either way, no task goes to an executor that is still warming up (not ready,
         :meth:`ready_executors`): a unit whose executor is cold goes to the ready executor
-        with the fewest units (:func:`~streamscale.runtime.spark.slots.steer_to_ready`).
+        with the fewest units (:func:`~streamscale.runtime.spark.executors.slots.steer_to_ready`).
         Unpinned with every executor ready, nothing is pinned. A cold executor's first
         tasks wait for its Python workers and JIT while the batch waits for them (a batch
         whose longest task was busy 5.0 s took 32.1 s, 4 of its 6 tasks on executors that
         had just arrived): Spark hands a pending task to any free slot, and an arriving
         executor's slots are free. With the units pinned to ready executors, each ready
         slot takes its own task first and nothing is left for the cold ones."""
-        from streamscale.runtime.spark.pinning import executor_hosts, location
+        from streamscale.runtime.spark.executors.pinning import executor_hosts, location
 
         alive = self.alive()
         live = set(alive)
@@ -516,7 +516,7 @@ def executor_conf(
 
     The placement helper jar is always added (compiled on first use); ``pin`` adds the
     locality wait that makes pinned tasks wait for their executor
-    (:func:`~streamscale.runtime.spark.pinning.pinning_conf`); without it no task waits
+    (:func:`~streamscale.runtime.spark.executors.pinning.pinning_conf`); without it no task waits
     for locality (``spark.locality.wait`` 0). ``separate_hosts`` makes executors fetch
     each other's shuffle blocks through the block transfer service even when they share
     a host, as executors on different hosts do: on a loopback cluster Spark would
@@ -556,7 +556,7 @@ def executor_conf(
         conf["spark.shuffle.readHostLocalDisk"] = "false"
     if quick_start:
         conf["spark.executor.extraJavaOptions"] = QUICK_START_JVM
-    from streamscale.runtime.spark.pinning import pinning_conf
+    from streamscale.runtime.spark.executors.pinning import pinning_conf
 
     conf.update(pinning_conf(process_wait_s=30.0 if pin else None))
     if not pin:
