@@ -3,13 +3,13 @@
 Drives the reduce side of ``key_by(key).agg(count, sum, max)`` without Spark: version 0
 creates ``--groups`` groups (string keys) spread over ``--shards`` shards; each later
 batch's partial aggregates (``--rows`` input rows) are folded into the shards they
-reach (:func:`~streamscale.runtime.spark.agg.fold.fold`), the changed shards' tables
+reach (:func:`~streamscale.runtime.spark.keyed.agg.fold.fold`), the changed shards' tables
 stored and written as version ``b`` on a :class:`LocalStateBackend` (snapshot +
 changelogs), then committed — as a reduce task does. Layouts:
 
 * ``blob``: each changed shard's whole table as one entry (the layout before buckets);
 * ``buckets-<KiB>``: the table as hash buckets of about that many KiB
-  (:mod:`~streamscale.runtime.spark.agg.buckets`), only changed buckets set.
+  (:mod:`~streamscale.runtime.spark.keyed.agg.buckets`), only changed buckets set.
 
 Traffic: ``uniform`` (each row a uniformly drawn group) or ``zipf`` (α 1.0 over the
 groups). Bytes are the sizes of the version files on disk after each batch; ``write_s``
@@ -40,11 +40,11 @@ import pandas as pd
 import pyarrow as pa
 from _results import record
 
-from streamscale.runtime.spark.agg.accumulators import AggCall
-from streamscale.runtime.spark.agg.buckets import LEGACY_KEY, read_pieces, store, tables_of
-from streamscale.runtime.spark.agg.fold import fold
-from streamscale.runtime.spark.agg.kernels import split_by, to_ipc
-from streamscale.runtime.spark.agg.spec import N_ROWS, AggOp
+from streamscale.runtime.spark.keyed.agg.accumulators import AggCall
+from streamscale.runtime.spark.keyed.agg.buckets import LEGACY_KEY, read_pieces, store, tables_of
+from streamscale.runtime.spark.keyed.agg.fold import fold
+from streamscale.runtime.spark.keyed.agg.kernels import split_by, to_ipc
+from streamscale.runtime.spark.keyed.agg.spec import N_ROWS, AggOp
 from streamscale.runtime.spark.state.state import LocalStateBackend
 
 OP = AggOp(("key",), (AggCall("count", "n", 0), AggCall("sum", "s", 1), AggCall("max", "m", 2)),

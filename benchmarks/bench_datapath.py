@@ -61,7 +61,7 @@ from typing import Any
 
 from _results import record
 
-from streamscale.runtime.spark.functions import calculator
+from streamscale.runtime.spark.keyed.functions import calculator
 from streamscale.scenarios.harness import HARNESS, batch_seconds, file_stream, write_batches
 from streamscale.scenarios.spark_log import ProgressLog
 from streamscale.scenarios.tws import ROCKSDB_CONF, calculator_query, group_state_query

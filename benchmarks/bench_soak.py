@@ -54,11 +54,11 @@ import psutil
 from _results import record
 from bench_state import _moto
 
-from streamscale.runtime.spark import functions_dag as fd
 from streamscale.runtime.spark.api import stream
 from streamscale.runtime.spark.cluster.cluster import cluster_down, cluster_up
 from streamscale.runtime.spark.executors.resources import ExecutorResources, executor_conf
 from streamscale.runtime.spark.executors.session import build_session
+from streamscale.runtime.spark.keyed import functions_dag as fd
 from streamscale.runtime.spark.sources.sources import GeneratorSource, generate
 from streamscale.runtime.spark.state.state import state_backend
 

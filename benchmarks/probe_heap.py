@@ -44,8 +44,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from streamscale.runtime.spark.executors.session import build_session
-    from streamscale.runtime.spark.functions import calculator
     from streamscale.runtime.spark.job import Job
+    from streamscale.runtime.spark.keyed.functions import calculator
     from streamscale.runtime.spark.runner import run_job
 
     work = Path(tempfile.mkdtemp(prefix="streamscale-heap-"))

@@ -97,7 +97,7 @@ def main(argv: list[str] | None = None) -> None:
         else:
             out = stream(df).key_by("key", executors=E, shards=Z).agg(*aggs, name="agg")
         out.to(lambda df, b: df.write.format("noop").mode("overwrite").save(), name="noop")
-        import streamscale.runtime.spark.agg.operator as agg_op
+        import streamscale.runtime.spark.keyed.agg.operator as agg_op
 
         real = agg_op.run_agg
         tasks: dict[int, Any] = {}

@@ -144,7 +144,7 @@ def main(argv: list[str] | None = None) -> None:
                        (graph, ("_write_sink", "map_stateless"))):  # fmt: skip
         for n in names:
             setattr(mod, n, _timed(parts, n, getattr(mod, n)))
-    from streamscale.runtime.spark.agg import operator as agg_op
+    from streamscale.runtime.spark.keyed.agg import operator as agg_op
 
     agg_op.run_agg = _timed(parts, "run_agg", agg_op.run_agg)
     agg_op._partials = _timed(parts, "agg._partials", agg_op._partials)

@@ -18,7 +18,7 @@ operators:
     rate: 300
     params: {keys: 200, alpha: 1.0, cost_ms: 0.2, seed: 3, trigger_s: 0.5}
   - {name: calc, key: key, instances: 2, shards: 8,
-     function: "streamscale.runtime.spark.functions:calculator"}
+     function: "streamscale.runtime.spark.keyed.functions:calculator"}
   - {name: out, kind: sink, params: {format: jsonl, path: sink}}
 edges:
   - {from: gen, to: calc, grouping: key}

@@ -9,7 +9,7 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from streamscale.runtime.spark.functions import calculator
+from streamscale.runtime.spark.keyed.functions import calculator
 from streamscale.scenarios.harness import file_stream, write_batch, write_batches
 from streamscale.scenarios.restart import rescale
 from streamscale.scenarios.spark_log import ProgressLog

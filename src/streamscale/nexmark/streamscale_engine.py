@@ -5,7 +5,7 @@ tables (``maxFilesPerTrigger`` files per table and batch, as the ``spark-sql`` e
 reads them): stateless stages are ``map_batches``; aggregations are the declarative,
 vectorized operators (``key_by(...).agg``, ``key_by(...).window(...).agg``: Spark
 computes each batch's partial aggregates, tasks merge them into Arrow shard state,
-:mod:`streamscale.runtime.spark.agg`); joins and what no aggregate expresses are
+:mod:`streamscale.runtime.spark.keyed.agg`); joins and what no aggregate expresses are
 ``key_by(...).process`` with the keyed functions of
 :mod:`~streamscale.nexmark.streamscale_ops`. Every keyed stage is elastic under any
 policy. A query over several tables reads one stream of their union with an

@@ -3,11 +3,11 @@
 Stateless operators are ``fn(pandas.DataFrame) -> pandas.DataFrame`` (``map_batches``);
 keyed operators are ``fn(rows, state) -> pandas.DataFrame``: one shard's rows of a
 batch (any number of keys) and that shard's state dict, which streamscale versions,
-moves and recovers with the shard (:mod:`streamscale.runtime.spark.keyed`). Each
+moves and recovers with the shard (:mod:`streamscale.runtime.spark.keyed.keyed`). Each
 works on the whole shard at once (numpy, pandas) and touches Python objects only per
 key, window or session, never per row where it can be avoided. The aggregations of
 Q4, Q5, Q8 and Q11 are declarative operators (``key_by(...).agg`` / ``.window(...)
-.agg``, :mod:`streamscale.runtime.spark.agg`) built in
+.agg``, :mod:`streamscale.runtime.spark.keyed.agg`) built in
 :mod:`~streamscale.nexmark.streamscale_engine`; the functions here are the parts
 around them (Q4's join, Q5's top auctions per window, Q8's selection).
 

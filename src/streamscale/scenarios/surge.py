@@ -206,8 +206,8 @@ class SurgeConfig:
 
 
 def _job(cfg: SurgeConfig, instances: int) -> Any:
-    from streamscale.runtime.spark.functions import calculator
     from streamscale.runtime.spark.job import Job
+    from streamscale.runtime.spark.keyed.functions import calculator
 
     return Job.simple(
         "calc",

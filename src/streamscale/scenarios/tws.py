@@ -4,7 +4,7 @@ What a Spark 4 user writes for paper 000's calculator (running count and sum per
 one output row per input row): a ``StatefulProcessor`` whose value state holds the key's
 ``(count, sum)``, on the RocksDB state store provider with changelog checkpointing —
 Spark's recommended setup for this API. Each key's rows run through the very function
-streamscale's keyed operator runs (:func:`~streamscale.runtime.spark.functions.calculator`,
+streamscale's keyed operator runs (:func:`~streamscale.runtime.spark.keyed.functions.calculator`,
 rows in arrival order ``seq``), so both spend the same per-tuple cost and give the same
 outputs; only the state store, the partitioning and the scaling differ.
 
@@ -22,7 +22,7 @@ import pandas as pd
 from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle
 from pyspark.sql.types import DoubleType, LongType, StructField, StructType
 
-from streamscale.runtime.spark.functions import COST_KINDS, calculator
+from streamscale.runtime.spark.keyed.functions import COST_KINDS, calculator
 
 __all__ = [
     "OUTPUT_SCHEMA",
@@ -47,7 +47,7 @@ _ACC = StructType([StructField("count", LongType()), StructField("sum", DoubleTy
 class CalculatorProcessor(StatefulProcessor):
     """Paper 000's calculator as a ``StatefulProcessor`` (value state ``acc``: count, sum).
 
-    ``cost_kind`` as for :func:`~streamscale.runtime.spark.functions.calculator`:
+    ``cost_kind`` as for :func:`~streamscale.runtime.spark.keyed.functions.calculator`:
     ``cpu`` burns each tuple's ``cost_ms``, ``wall`` waits it. ``busy``: a Spark
     accumulator that adds up the seconds spent in the calculator (the busy time a DS2
     controller divides rows by).

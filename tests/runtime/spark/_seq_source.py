@@ -84,7 +84,7 @@ def flaky_counter(rows: pd.DataFrame, state: dict, *, marker: str, at_seq: int) 
     """``counter`` that raises while ``marker`` exists and the batch reaches ``at_seq``."""
     import os
 
-    from streamscale.runtime.spark.functions import counter
+    from streamscale.runtime.spark.keyed.functions import counter
 
     if os.path.exists(marker) and int(rows["seq"].max()) >= at_seq:
         raise RuntimeError(f"injected failure at seq {at_seq}")

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from streamscale.errors import StreamscaleError
-from streamscale.runtime.spark import functions_dag as fd
 from streamscale.runtime.spark.api import stream
+from streamscale.runtime.spark.keyed import functions_dag as fd
 from tests.runtime.spark._seq_source import SeqSource
 from tests.runtime.spark.test_graph import OPTS, check_against_pandas, dag_topology
 

@@ -31,9 +31,9 @@ operators:
     rate: 200
     params: {keys: 64, alpha: 0.5, cost_ms: 25, seed: 5, trigger_s: 1, max_rows_per_batch: 40}
   - {name: calc, key: key, instances: 2, shards: 8, params: {cost_kind: wall},
-     function: "streamscale.runtime.spark.functions:calculator"}
+     function: "streamscale.runtime.spark.keyed.functions:calculator"}
   - {name: cnt, key: key, instances: 1, shards: 4,
-     function: "streamscale.runtime.spark.functions:counter"}
+     function: "streamscale.runtime.spark.keyed.functions:counter"}
   - {name: out, kind: sink, params: {format: none}}
   - {name: out2, kind: sink, params: {format: none}}
 edges:

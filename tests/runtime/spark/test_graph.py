@@ -20,7 +20,7 @@ from streamscale.runtime.spark.graph import JobGraph
 from streamscale.runtime.spark.state.state import LocalStateBackend
 from tests.runtime.spark._seq_source import SeqSource, expected_rows
 
-F = "streamscale.runtime.spark.functions_dag"
+F = "streamscale.runtime.spark.keyed.functions_dag"
 OPTS = {"keys": "20", "step": "120", "partitions": "2", "total": "600"}
 
 

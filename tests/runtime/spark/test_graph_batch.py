@@ -17,7 +17,7 @@ from streamscale.model.ids import operator_of
 from streamscale.runtime.spark.executors.resources import FixedResources
 from streamscale.runtime.spark.graph import JobGraph
 from streamscale.runtime.spark.graph_batch import batch_figures
-from streamscale.runtime.spark.keyed import BatchStats, TaskStats
+from streamscale.runtime.spark.keyed.keyed import BatchStats, TaskStats
 from tests.runtime.spark._seq_source import SeqSource
 from tests.runtime.spark.test_graph import OPTS, check_against_pandas, dag_topology
 

@@ -11,8 +11,8 @@ import pytest
 
 from streamscale.errors import StreamscaleError
 from streamscale.model import Edge, Operator, Topology
-from streamscale.runtime.spark.functions import calculator, identity
 from streamscale.runtime.spark.job import Job
+from streamscale.runtime.spark.keyed.functions import calculator, identity
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 
@@ -30,8 +30,10 @@ def test_microbench_yaml_resolves_functions_and_source() -> None:
 def _chain(*, sink: dict | None = None, extra_keyed: bool = False) -> Topology:
     ops = [
         Operator("src", kind="source", params={"format": "x", "trigger_s": 0.5, "keys": 10}),
-        Operator("pre", function="streamscale.runtime.spark.functions:identity"),
-        Operator("calc", key="key", function="streamscale.runtime.spark.functions:calculator"),
+        Operator("pre", function="streamscale.runtime.spark.keyed.functions:identity"),
+        Operator(
+            "calc", key="key", function="streamscale.runtime.spark.keyed.functions:calculator"
+        ),
         Operator("post", key="key" if extra_keyed else None),
         Operator("out", kind="sink", params=sink or {}),
     ]

@@ -63,7 +63,7 @@ def test_the_live_admission_limit_never_drops_a_tuple(spark: Any, tmp_path: Path
 _JOB = r"""
 import json, sys, time
 from pathlib import Path
-from streamscale.runtime.spark.functions import calculator
+from streamscale.runtime.spark.keyed.functions import calculator
 from streamscale.runtime.spark.job import Job
 from streamscale.runtime.spark.executors.resources import ExecutorResources, executor_conf
 from streamscale.runtime.spark.runner import run_job

@@ -105,8 +105,8 @@ class Stream:
         ``within`` (default: the watermark's delay, as Spark) of an earlier kept row's
         event time is dropped, as are late rows; the kept rows pass unchanged.
         """
-        from streamscale.runtime.spark.agg.dedup import Dedup
         from streamscale.runtime.spark.compat.event_time import watermark_of
+        from streamscale.runtime.spark.keyed.agg.dedup import Dedup
 
         keys = (cols,) if isinstance(cols, str) else tuple(cols)
         b = self._b
@@ -190,8 +190,8 @@ class Stream:
         >>> out = left.join(right, on="k", within=("t", "at", -3, "5 seconds"), how="left")
         >>> out.to("parquet", path="joined").run(checkpoint="ck", duration_s=60)
         """
-        from streamscale.runtime.spark.agg.join_spec import Join
         from streamscale.runtime.spark.compat.event_time import watermark_of
+        from streamscale.runtime.spark.keyed.agg.join_spec import Join
 
         if not isinstance(other, Stream) or other._b is not self._b:
             raise StreamscaleError("join needs a stream of the same job", item="join")
@@ -337,7 +337,7 @@ class KeyedStream:
 
         Spark computes each batch's partial aggregates before the shuffle; each task
         merges them into its shards' state, Arrow tables (see
-        :mod:`~streamscale.runtime.spark.agg`). The output has Spark's columns for
+        :mod:`~streamscale.runtime.spark.keyed.agg`). The output has Spark's columns for
         ``df.groupBy(keys).agg(*aggs)``.
 
         Parameters
@@ -477,8 +477,8 @@ def _add_agg(
     bounds: tuple[str, str] | None = None,
     wait_ms: float = 0.0,
 ) -> Stream:
-    from streamscale.runtime.spark.agg.spec import Aggregation
     from streamscale.runtime.spark.compat.event_time import watermark_of
+    from streamscale.runtime.spark.keyed.agg.spec import Aggregation
 
     b = k._s._b
     n = b.fresh(name or ("window_agg" if window else "agg"))

@@ -2,7 +2,7 @@
 
 Each micro-batch runs the whole DAG inside ``foreachBatch``
 (:class:`~streamscale.runtime.spark.graph_batch.GraphBatchBody`); every keyed operator
-runs through :func:`~streamscale.runtime.spark.keyed.run_keyed` with its own
+runs through :func:`~streamscale.runtime.spark.keyed.keyed.run_keyed` with its own
 shards, routing table (a :class:`~streamscale.runtime.spark.routing.realizer.SparkRealizer`
 per keyed operator over one plan covering them all) and state. Only when the
 whole DAG, sinks included, succeeded is the state of every keyed operator
@@ -56,7 +56,7 @@ from streamscale.runtime.spark.graph_batch import GraphBatch, GraphBatchBody, Gr
 from streamscale.runtime.spark.graph_control import GraphCollector, GraphRealizer
 from streamscale.runtime.spark.history import RunHistory
 from streamscale.runtime.spark.job import Job
-from streamscale.runtime.spark.keyed import KeyedSpec, count_dead_letters
+from streamscale.runtime.spark.keyed.keyed import KeyedSpec, count_dead_letters
 from streamscale.runtime.spark.metrics import MetricsWriter
 from streamscale.runtime.spark.operator import linear_stage, warm_up
 from streamscale.runtime.spark.routing.realizer import SparkRealizer

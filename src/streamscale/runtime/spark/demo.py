@@ -137,7 +137,7 @@ def microbench_job(config: DemoConfig, cores: int) -> Job:
     }
     return Job.simple(
         "calc",
-        "streamscale.runtime.spark.functions:calculator",
+        "streamscale.runtime.spark.keyed.functions:calculator",
         source_options=options,
         instances=config.executors_for(cores),
         shards=config.shards,

@@ -33,7 +33,7 @@ from streamscale.runtime.spark.executors.resources import Resources
 from streamscale.runtime.spark.graph import JobGraph, SinkOut, run_graph_batch
 from streamscale.runtime.spark.graph_control import GraphCollector, GraphRealizer
 from streamscale.runtime.spark.history import RunHistory
-from streamscale.runtime.spark.keyed import KeyedSpec, count_dead_letters, release, run_keyed
+from streamscale.runtime.spark.keyed.keyed import KeyedSpec, count_dead_letters, release, run_keyed
 from streamscale.runtime.spark.metrics import imbalance
 from streamscale.runtime.spark.operator import LinearStage, percentile, run_batch
 from streamscale.runtime.spark.routing.realizer import SparkRealizer
@@ -223,7 +223,7 @@ class GraphBatchBody:
             )
             spec = self.specs[name]
             if getattr(spec.fn, "vectorized", False):
-                from streamscale.runtime.spark.agg.operator import run_agg
+                from streamscale.runtime.spark.keyed.agg.operator import run_agg
 
                 outputs, stats = run_agg(
                     df, spec, spec.fn, batch_id=batch_id, upto=upto, pmap=pmap,

@@ -2,7 +2,7 @@
 
 A linear job, ``source → [stateless…] → keyed → [stateless…] → sinks``, runs on
 the same DataFrame/Arrow keyed stage as every keyed operator of a DAG
-(:func:`~streamscale.runtime.spark.keyed.run_keyed`, paper 000, §3 on
+(:func:`~streamscale.runtime.spark.keyed.keyed.run_keyed`, paper 000, §3 on
 micro-batches): the stateless operators before the keyed one are ``mapInPandas``
 stages over the micro-batch (:func:`~streamscale.runtime.spark.graph.map_stateless`);
 the keyed stage tags each tuple with its shard by the plan's routing table, lets
@@ -31,7 +31,7 @@ import numpy as np
 import pandas as pd
 
 from streamscale.runtime.spark.graph import map_stateless
-from streamscale.runtime.spark.keyed import (
+from streamscale.runtime.spark.keyed.keyed import (
     BatchStats,
     KeyedSpec,
     Stateless,
@@ -39,7 +39,7 @@ from streamscale.runtime.spark.keyed import (
     count_dead_letters,
     run_keyed,
 )
-from streamscale.runtime.spark.keyed_map import prefixed
+from streamscale.runtime.spark.keyed.keyed_map import prefixed
 from streamscale.runtime.spark.routing.routing import PartitionMap
 from streamscale.runtime.spark.state.state import Hint
 
@@ -86,8 +86,8 @@ class LinearStage:
     """What a linear job's batches share for a run (built once by the runner).
 
     ``spec`` is the keyed operator with the stateless operators after it
-    (:attr:`~streamscale.runtime.spark.keyed.KeyedSpec.after`) and the file sinks
-    (:attr:`~streamscale.runtime.spark.keyed.KeyedSpec.task_sink`); ``before`` the
+    (:attr:`~streamscale.runtime.spark.keyed.keyed.KeyedSpec.after`) and the file sinks
+    (:attr:`~streamscale.runtime.spark.keyed.keyed.KeyedSpec.task_sink`); ``before`` the
     named stateless operators before it; ``schemas`` their output schemas, derived on
     the first batch and kept.
     """
@@ -136,7 +136,7 @@ def run_batch(
     placed
         Unit → (executor id, Spark location): those units' tasks are pinned, and where
         every reduce task ran is read back (see
-        :func:`~streamscale.runtime.spark.keyed.run_keyed`).
+        :func:`~streamscale.runtime.spark.keyed.keyed.run_keyed`).
 
     Returns
     -------
@@ -206,7 +206,7 @@ def linear_stage(job: Any, backend: Any, base: Path) -> LinearStage:
 def _warm(_: int) -> int:
     import pyarrow  # noqa: F401  (what every keyed stage's task imports)
 
-    import streamscale.runtime.spark.keyed  # noqa: F401
+    import streamscale.runtime.spark.keyed.keyed  # noqa: F401
 
     return os.getpid()
 

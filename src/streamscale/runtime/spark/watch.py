@@ -381,7 +381,7 @@ class SourceWatch:
 
 
 def _touch(frames: Any) -> Any:
-    import streamscale.runtime.spark.keyed  # noqa: F401  (what a keyed task imports)
+    import streamscale.runtime.spark.keyed.keyed  # noqa: F401  (what a keyed task imports)
 
     for f in frames:
         yield f.iloc[:0]

@@ -299,7 +299,7 @@ def test_processor_equals_the_pandas_reference_across_moves_and_a_restart(
     spark: Any, tmp_path: Path
 ) -> None:
     from streamscale.runtime.spark.compat.state_typed import StatefulHandle
-    from streamscale.runtime.spark.keyed import KeyedSpec, run_keyed
+    from streamscale.runtime.spark.keyed.keyed import KeyedSpec, run_keyed
     from streamscale.runtime.spark.routing.routing import PartitionMap, global_shards
     from streamscale.runtime.spark.sources.sources import generate
 
@@ -382,7 +382,7 @@ def test_on_spark_a_shard_without_rows_fires_its_due_timers_in_that_batch(
     spark, tmp_path: Path
 ) -> None:
     """The keyed stage calls a batch-clocked processor for every shard of its unit."""
-    from streamscale.runtime.spark.keyed import KeyedSpec, run_keyed
+    from streamscale.runtime.spark.keyed.keyed import KeyedSpec, run_keyed
     from streamscale.runtime.spark.routing.routing import PartitionMap, global_shards
 
     e, z = 1, 4

@@ -34,7 +34,7 @@ sys.path.insert(0, sys.argv[4])
 from _policies import split_plan
 from streamscale.control.controller import Decision
 from streamscale.runtime.spark.cluster.cluster import master_json
-from streamscale.runtime.spark.functions import calculator
+from streamscale.runtime.spark.keyed.functions import calculator
 from streamscale.runtime.spark.job import Job
 from streamscale.runtime.spark.executors.resources import ExecutorResources, executor_conf
 from streamscale.runtime.spark.runner import run_job
@@ -53,7 +53,7 @@ res = ExecutorResources(sc, cores_per_executor=1, max_executors=most, min_execut
 res.settle(120)
 initial = res.alive()
 def _preloaded(_):  # what a fresh worker has imported before its first task imports anything
-    return sorted(m for m in ("pandas", "pyarrow", "streamscale.runtime.spark.keyed") if m in sys.modules)
+    return sorted(m for m in ("pandas", "pyarrow", "streamscale.runtime.spark.keyed.keyed") if m in sys.modules)
 preloaded = sc.parallelize(range(2), 2).map(_preloaded).collect()
 job = Job.simple("calc", calculator, source_options=opts, instances=2, shards=8, trigger_s=0,
                  params={"cost_kind": "wall"})
@@ -164,7 +164,7 @@ def test_executors_follow_the_plan_beyond_the_cluster_and_a_kill_and_state_stays
         s["extra"]["executors_alive"] == 4 and s["extra"]["executors_missing"] == 2 for s in seen
     ), seen
     # executors fork their workers from streamscale's daemon, imports already done
-    want = ["pandas", "pyarrow", "streamscale.runtime.spark.keyed"]
+    want = ["pandas", "pyarrow", "streamscale.runtime.spark.keyed.keyed"]
     assert got["preloaded"] == [want, want]
     # an executor JVM of this application got SIGKILL; Spark retried the lost tasks and
     # every batch committed once, in order

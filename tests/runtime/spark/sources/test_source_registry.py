@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 from streamscale.errors import StreamscaleError
-from streamscale.runtime.spark.functions import calculator
 from streamscale.runtime.spark.job import Job
+from streamscale.runtime.spark.keyed.functions import calculator
 from streamscale.runtime.spark.sources.source_registry import (
     SourceEntry,
     check_options,

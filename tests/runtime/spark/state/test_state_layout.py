@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from streamscale.errors import StreamscaleError
-from streamscale.runtime.spark.functions import counter
 from streamscale.runtime.spark.job import Job
+from streamscale.runtime.spark.keyed.functions import counter
 from streamscale.runtime.spark.routing.routing import HASH_SCHEME
 from streamscale.runtime.spark.runner import run_job
 from streamscale.runtime.spark.state.state import LocalStateBackend, check_layout, state_backend

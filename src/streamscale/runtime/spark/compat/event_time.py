@@ -300,7 +300,7 @@ class QueryClock:
         return batch_times(self.spark_checkpoint, batch_id)
 
     def keyed_args(self, times: BatchTimes) -> dict[str, Any]:
-        """What :func:`~streamscale.runtime.spark.keyed.run_keyed` takes of the batch's time."""
+        """What :func:`~streamscale.runtime.spark.keyed.keyed.run_keyed` takes of the batch's time."""
         if self.watermark is None:
             return {"batch_time_ms": times.timestamp_ms}
         return {

@@ -522,7 +522,7 @@ def executor_conf(
     a host, as executors on different hosts do: on a loopback cluster Spark would
     otherwise read a co-hosted executor's shuffle files from disk and count every byte
     as local. Executors fork
-    their Python workers from :mod:`~streamscale.runtime.spark.worker_daemon`.
+    their Python workers from :mod:`~streamscale.runtime.spark.keyed.worker_daemon`.
 
     ``quick_start`` starts executor JVMs with the client compiler only and the serial
     collector (:data:`QUICK_START_JVM`). An executor that joins an idle loopback
@@ -550,7 +550,7 @@ def executor_conf(
         "spark.shuffle.service.enabled": "false",
         # workers forked with pandas, pyarrow and streamscale already imported: an
         # executor that joins under load starts its workers in milliseconds
-        "spark.python.daemon.module": "streamscale.runtime.spark.worker_daemon",
+        "spark.python.daemon.module": "streamscale.runtime.spark.keyed.worker_daemon",
     }
     if separate_hosts:
         conf["spark.shuffle.readHostLocalDisk"] = "false"

@@ -5,7 +5,7 @@ executor by two *static* hashes that never change, so a key's state never
 leaves its executor. Which task (unit) serves a shard is the plan's routing
 table, which may change at any batch boundary. This module turns a
 :class:`~streamscale.model.Plan` into the partition of every shard, from which the
-keyed stage (:mod:`~streamscale.runtime.spark.keyed`) gives each Spark partition
+keyed stage (:mod:`~streamscale.runtime.spark.keyed.keyed`) gives each Spark partition
 exactly the shards of one unit.
 
 The two hashes are Spark's own, over the key's string form

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from streamscale.runtime.spark.api import stream
-from tests.runtime.spark.test_agg import _rows, _run
+from tests.runtime.spark.keyed.test_agg import _rows, _run
 
 # --- event-time windows -------------------------------------------------------------------
 

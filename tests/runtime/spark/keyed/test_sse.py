@@ -8,11 +8,11 @@ import pandas as pd
 import pytest
 
 from streamscale.model import Operator, Topology
-from streamscale.runtime.spark.functions_sse import order_of
 from streamscale.runtime.spark.graph import JobGraph
+from streamscale.runtime.spark.keyed.functions_sse import order_of
 from tests.runtime.spark._seq_source import SeqSource, expected_rows
 
-EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "spark-sse.yaml"
+EXAMPLE = Path(__file__).resolve().parents[4] / "examples" / "spark-sse.yaml"
 OPTS = {"keys": "12", "step": "150", "partitions": "2", "total": "600"}
 
 

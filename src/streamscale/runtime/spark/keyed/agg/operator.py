@@ -5,18 +5,18 @@ One batch of ``key_by(keys).agg(*aggs)`` is one Spark job:
 * map side (Spark SQL, no Python): every row gets its global shard ``e·Z + s``
   (:func:`shard_column`, the hashes of every keyed operator), and Spark aggregates
   the batch's rows per (shard, group) into the accumulators' partial values
-  (:func:`~streamscale.runtime.spark.agg.spec.partials`: ``count``, ``sum``,
+  (:func:`~streamscale.runtime.spark.keyed.agg.spec.partials`: ``count``, ``sum``,
   ``min``, ``max``, ``sum`` and ``count`` for ``avg`` …) with its own partial and
   final hash aggregation; only those partial rows go on;
 * each partial row gets the partition of the unit serving its shard (the plan's
   routing table) and the native partition key that lands it there, exactly as the
-  rows of a ``process`` operator (:mod:`~streamscale.runtime.spark.keyed_map`), and
+  rows of a ``process`` operator (:mod:`~streamscale.runtime.spark.keyed.keyed_map`), and
   ``repartition(n, key)`` routes them;
 * reduce side (``mapInArrow``, no pandas): the task reads the state of the shards its
   partials reach (every shard of the unit in ``complete`` mode) — one Arrow table
   per shard, stored in the shard's versioned state as hash buckets of Arrow IPC bytes
-  (:mod:`~streamscale.runtime.spark.agg.buckets`) — merges state and partials with
-  :func:`~streamscale.runtime.spark.agg.kernels.merge` (one hash aggregation for all
+  (:mod:`~streamscale.runtime.spark.keyed.agg.buckets`) — merges state and partials with
+  :func:`~streamscale.runtime.spark.keyed.agg.kernels.merge` (one hash aggregation for all
   its shards), writes version ``batch_id`` of every changed shard, setting only the
   buckets whose rows changed (never commits), and emits the changed groups
   (``update``) or every group (``complete``) with their final values, typed as Spark
@@ -42,20 +42,21 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from streamscale.errors import StreamscaleError
-from streamscale.runtime.spark.agg.accumulators import finish
-from streamscale.runtime.spark.agg.buckets import (
+from streamscale.runtime.spark.executors.pinning import job_group, pin_units, reduce_runs
+from streamscale.runtime.spark.keyed.agg.accumulators import finish
+from streamscale.runtime.spark.keyed.agg.buckets import (
     BUCKET_BYTES,
     LEGACY_KEY,
     read_pieces,
     store,
     tables_of,
 )
-from streamscale.runtime.spark.agg.dedup import ROW, Dedup, DedupOp, fold_dedup
-from streamscale.runtime.spark.agg.fold import fold
-from streamscale.runtime.spark.agg.join import LCOL, RCOL, JoinOp, fold_join
-from streamscale.runtime.spark.agg.join_spec import Join
-from streamscale.runtime.spark.agg.kernels import split_by
-from streamscale.runtime.spark.agg.spec import (
+from streamscale.runtime.spark.keyed.agg.dedup import ROW, Dedup, DedupOp, fold_dedup
+from streamscale.runtime.spark.keyed.agg.fold import fold
+from streamscale.runtime.spark.keyed.agg.join import LCOL, RCOL, JoinOp, fold_join
+from streamscale.runtime.spark.keyed.agg.join_spec import Join
+from streamscale.runtime.spark.keyed.agg.kernels import split_by
+from streamscale.runtime.spark.keyed.agg.spec import (
     LATE,
     N_ROWS,
     WE,
@@ -65,9 +66,8 @@ from streamscale.runtime.spark.agg.spec import (
     Aggregation,
     interval_us,
 )
-from streamscale.runtime.spark.executors.pinning import job_group, pin_units, reduce_runs
-from streamscale.runtime.spark.keyed import _LIVE, BatchStats, KeyedSpec, TaskStats, release
-from streamscale.runtime.spark.keyed_map import PART, PK, SHARD, _lookup
+from streamscale.runtime.spark.keyed.keyed import _LIVE, BatchStats, KeyedSpec, TaskStats, release
+from streamscale.runtime.spark.keyed.keyed_map import PART, PK, SHARD, _lookup
 from streamscale.runtime.spark.routing.hashing import partition_keys
 from streamscale.runtime.spark.routing.routing import PartitionMap, global_shard_column
 from streamscale.runtime.spark.state.state import Hint
@@ -75,7 +75,7 @@ from streamscale.runtime.spark.state.state import Hint
 __all__ = ["STATE_KEY", "run_agg", "shard_column"]
 
 #: The one entry of a shard stored before buckets (the whole table, Arrow IPC bytes): still
-#: read; a shard's table is now its buckets (:mod:`~streamscale.runtime.spark.agg.buckets`).
+#: read; a shard's table is now its buckets (:mod:`~streamscale.runtime.spark.keyed.agg.buckets`).
 STATE_KEY = LEGACY_KEY
 _STATS = "__ss_stats"
 
@@ -339,14 +339,14 @@ def run_agg(
     """Run one batch of the aggregation ``agg`` (operator ``spec``) over ``df``; write
     state, never commit.
 
-    Parameters are those of :func:`~streamscale.runtime.spark.keyed.run_keyed`;
+    Parameters are those of :func:`~streamscale.runtime.spark.keyed.keyed.run_keyed`;
     ``watermark_ms`` and ``late`` (the query's watermarks) apply to windowed
     aggregations.
 
     Returns
     -------
     The batch's output rows (computed and cached; released at the operator's next
-    batch or by :func:`~streamscale.runtime.spark.keyed.release`) and its statistics.
+    batch or by :func:`~streamscale.runtime.spark.keyed.keyed.release`) and its statistics.
     """
     from pyspark.sql import functions as F
     from pyspark.sql import types as T

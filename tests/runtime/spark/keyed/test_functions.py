@@ -6,7 +6,7 @@ import time
 
 import pandas as pd
 
-from streamscale.runtime.spark.functions import burn, calculator, counter
+from streamscale.runtime.spark.keyed.functions import burn, calculator, counter
 
 
 def test_calculator_counts_sums_and_emits_running_values() -> None:

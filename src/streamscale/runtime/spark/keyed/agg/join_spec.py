@@ -6,7 +6,7 @@ does (:meth:`Join.build`), resolves the output schema (Spark's for
 columns, then the right side's; ``left_semi``: the left side's), and tags each batch's
 rows by side before the shuffle (:meth:`Join.tagged`): one DataFrame of ``SIDE``, the
 keys, each side's other columns as one struct (null for the other side's rows) and the
-row's time in µs. The reduce side is :func:`~streamscale.runtime.spark.agg.join.fold_join`.
+row's time in µs. The reduce side is :func:`~streamscale.runtime.spark.keyed.agg.join.fold_join`.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from streamscale.errors import StreamscaleError
-from streamscale.runtime.spark.agg.join import HOWS, LCOL, RCOL, SIDE, TCOL, JoinOp
-from streamscale.runtime.spark.agg.spec import N_ROWS
+from streamscale.runtime.spark.keyed.agg.join import HOWS, LCOL, RCOL, SIDE, TCOL, JoinOp
+from streamscale.runtime.spark.keyed.agg.spec import N_ROWS
 
 __all__ = ["Join", "signed_interval_us"]
 
@@ -25,7 +25,7 @@ __all__ = ["Join", "signed_interval_us"]
 def signed_interval_us(v: Any, *, item: str) -> int:
     """Microseconds of a bound: seconds (any sign) or a Spark interval string, optionally
     negative (``"-5 seconds"``)."""
-    from streamscale.runtime.spark.agg.spec import interval_us
+    from streamscale.runtime.spark.keyed.agg.spec import interval_us
 
     if isinstance(v, bool):
         raise StreamscaleError(f"bound {v!r} is not seconds or an interval string", item=item)

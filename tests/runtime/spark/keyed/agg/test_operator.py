@@ -14,13 +14,13 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
-from streamscale.runtime.spark.agg.buckets import LEGACY_KEY, PIECE, read_pieces, tables_of
-from streamscale.runtime.spark.agg.kernels import to_ipc
 from streamscale.runtime.spark.api import Stream, stream
+from streamscale.runtime.spark.keyed.agg.buckets import LEGACY_KEY, PIECE, read_pieces, tables_of
+from streamscale.runtime.spark.keyed.agg.kernels import to_ipc
 from streamscale.runtime.spark.state.state import LocalStateBackend
 from streamscale.runtime.spark.state.state_log import is_log
 from tests.runtime.spark._policies import Flip
-from tests.runtime.spark.test_agg import _rows, _run
+from tests.runtime.spark.keyed.test_agg import _rows, _run
 
 SCHEMA = "k string, i long, x double, s string"
 GROUPS, BATCHES = 24_000, 6

@@ -8,9 +8,9 @@ import pyarrow as pa
 from hypothesis import given
 from hypothesis import strategies as st
 
-from streamscale.runtime.spark.agg.accumulators import AggCall
-from streamscale.runtime.spark.agg.fold import fold
-from streamscale.runtime.spark.agg.spec import N_ROWS, WE, WS, AggOp
+from streamscale.runtime.spark.keyed.agg.accumulators import AggCall
+from streamscale.runtime.spark.keyed.agg.fold import fold
+from streamscale.runtime.spark.keyed.agg.spec import N_ROWS, WE, WS, AggOp
 
 S = "g"
 CALLS = (AggCall("count", "n", 0), AggCall("max", "m", 1))

@@ -21,9 +21,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from streamscale.runtime.spark.agg.accumulators import AggCall, finish, slots_of
-from streamscale.runtime.spark.agg.kernels import merge
-from streamscale.runtime.spark.agg.sketches import hll_lg_k, kll_k
+from streamscale.runtime.spark.keyed.agg.accumulators import AggCall, finish, slots_of
+from streamscale.runtime.spark.keyed.agg.kernels import merge
+from streamscale.runtime.spark.keyed.agg.sketches import hll_lg_k, kll_k
 
 PS = (0.0, 0.1, 0.5, 0.9, 1.0)
 LG_K = hll_lg_k(0.01)  # exact below 400 distinct values (coupon mode)

@@ -24,8 +24,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from streamscale.errors import StreamscaleError
-from streamscale.runtime.spark.agg.fold import Folded
-from streamscale.runtime.spark.agg.spec import LATE, N_ROWS, interval_us
+from streamscale.runtime.spark.keyed.agg.fold import Folded
+from streamscale.runtime.spark.keyed.agg.spec import LATE, N_ROWS, interval_us
 
 __all__ = ["EXP", "ROW", "Dedup", "DedupOp", "fold_dedup"]
 

@@ -17,8 +17,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from streamscale.runtime.spark.agg.accumulators import AggCall
-from streamscale.runtime.spark.agg.buckets import (
+from streamscale.runtime.spark.keyed.agg.accumulators import AggCall
+from streamscale.runtime.spark.keyed.agg.buckets import (
     LEGACY_KEY,
     PIECE,
     bucket_log2,
@@ -29,9 +29,9 @@ from streamscale.runtime.spark.agg.buckets import (
     store,
     tables_of,
 )
-from streamscale.runtime.spark.agg.fold import fold
-from streamscale.runtime.spark.agg.kernels import split_by, to_ipc
-from streamscale.runtime.spark.agg.spec import N_ROWS, AggOp
+from streamscale.runtime.spark.keyed.agg.fold import fold
+from streamscale.runtime.spark.keyed.agg.kernels import split_by, to_ipc
+from streamscale.runtime.spark.keyed.agg.spec import N_ROWS, AggOp
 from streamscale.runtime.spark.state.state_local import LocalStateBackend
 from streamscale.runtime.spark.state.state_log import TrackedDict, is_log
 
@@ -112,7 +112,7 @@ def test_equal_keys_hash_alike_whatever_surrounds_them() -> None:
 def test_the_hash_is_the_same_in_another_process() -> None:
     t = _groups(300)
     code = (
-        "import pickle, sys; from streamscale.runtime.spark.agg.buckets import key_hash; "
+        "import pickle, sys; from streamscale.runtime.spark.keyed.agg.buckets import key_hash; "
         "t = pickle.loads(sys.stdin.buffer.read()); "
         "sys.stdout.buffer.write(pickle.dumps(key_hash(t, ['k', 'j'])))"
     )

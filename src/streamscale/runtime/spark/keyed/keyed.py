@@ -3,7 +3,7 @@
 One call runs one batch of one keyed operator as a single Spark job of two
 stages, with columnar batches on both sides of the shuffle:
 
-* map side (Spark column expressions, :func:`~streamscale.runtime.spark.keyed_map.route`;
+* map side (Spark column expressions, :func:`~streamscale.runtime.spark.keyed.keyed_map.route`;
   no Python runs there): every tuple gets its global shard ``e·Z + s`` (Spark's
   ``xxhash64`` and ``hash`` of the key, :mod:`~streamscale.runtime.spark.routing.routing`),
   the partition of the unit serving that shard (the plan's routing table,
@@ -49,7 +49,7 @@ import pandas as pd
 from streamscale.errors import StreamscaleError
 from streamscale.runtime.spark.compat.initial_state import split_initial, with_initial_state
 from streamscale.runtime.spark.executors.pinning import job_group, pin_units, reduce_runs
-from streamscale.runtime.spark.keyed_map import (
+from streamscale.runtime.spark.keyed.keyed_map import (
     DEAD,
     INTERNAL,
     ORDER,
@@ -490,7 +490,7 @@ def run_keyed(
         ``initial_state`` (:mod:`~streamscale.runtime.spark.compat.initial_state`).
     routes
         The run's routing columns by input schema and plan
-        (:func:`~streamscale.runtime.spark.keyed_map.route`'s ``cache``), kept by the
+        (:func:`~streamscale.runtime.spark.keyed.keyed_map.route`'s ``cache``), kept by the
         caller across batches; ``None``: built for this batch.
 
     Returns

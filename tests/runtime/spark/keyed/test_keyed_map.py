@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from streamscale.runtime.spark.keyed_map import (
+from streamscale.runtime.spark.keyed.keyed_map import (
     clear_dead_letters,
     count_dead_letters,
     prefixed,

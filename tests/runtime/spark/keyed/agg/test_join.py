@@ -11,7 +11,7 @@ import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from streamscale.runtime.spark.agg.join import (
+from streamscale.runtime.spark.keyed.agg.join import (
     LCOL,
     MATCHED,
     RCOL,

@@ -1,13 +1,13 @@
 """Vectorized kernels on Arrow tables: merge accumulators, split by shard, (de)serialise.
 
 A shard's state for a declarative keyed operator is one Arrow table: the group's key
-columns and its accumulator columns (:mod:`~streamscale.runtime.spark.agg.accumulators`).
+columns and its accumulator columns (:mod:`~streamscale.runtime.spark.keyed.agg.accumulators`).
 A batch's partial aggregates have the same columns. :func:`merge` folds any number of
 such tables (oldest first) into one row per group with pyarrow's hash aggregation,
 single-threaded so that ``first``/``last`` keep the input order; list accumulators
 (``collect_list``, ``collect_set``, ``count_distinct``) are flattened, regrouped with
 numpy and rebuilt as list arrays. No Python runs per row; sketches
-(:mod:`~streamscale.runtime.spark.agg.sketches`) merge with one library call per
+(:mod:`~streamscale.runtime.spark.keyed.agg.sketches`) merge with one library call per
 sketch of a group that has more than one.
 
 A table is stored as the Arrow IPC stream of :func:`to_ipc` (the shard's state value),
@@ -24,8 +24,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from streamscale.errors import StreamscaleError
-from streamscale.runtime.spark.agg.accumulators import Slot
-from streamscale.runtime.spark.agg.sketches import merge_hll, merge_kll
+from streamscale.runtime.spark.keyed.agg.accumulators import Slot
+from streamscale.runtime.spark.keyed.agg.sketches import merge_hll, merge_kll
 
 __all__ = ["from_ipc", "merge", "split_by", "to_ipc"]
 

@@ -1,7 +1,7 @@
 """A declarative operator's shard table stored as hash buckets, so a batch writes only
 the buckets it changed.
 
-A shard's state (:mod:`~streamscale.runtime.spark.agg.operator`) is an Arrow table of
+A shard's state (:mod:`~streamscale.runtime.spark.keyed.agg.operator`) is an Arrow table of
 groups (keys, accumulators, window bounds; a join's buffered rows; a deduplication's
 kept keys). Its rows are split into ``n`` buckets (a power of two) by a stable hash of
 the group's key columns (:func:`key_hash`, numpy over the Arrow buffers, the same in
@@ -31,7 +31,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from streamscale.runtime.spark.agg.kernels import from_ipc, to_ipc
+from streamscale.runtime.spark.keyed.agg.kernels import from_ipc, to_ipc
 
 __all__ = [
     "BUCKET_BYTES",

@@ -7,8 +7,8 @@ import pyarrow as pa
 from hypothesis import given
 from hypothesis import strategies as st
 
-from streamscale.runtime.spark.agg.dedup import EXP, ROW, DedupOp, fold_dedup
-from streamscale.runtime.spark.agg.spec import LATE, N_ROWS
+from streamscale.runtime.spark.keyed.agg.dedup import EXP, ROW, DedupOp, fold_dedup
+from streamscale.runtime.spark.keyed.agg.spec import LATE, N_ROWS
 
 S = "g"
 OP = DedupOp(("k",), ("k", "t"))

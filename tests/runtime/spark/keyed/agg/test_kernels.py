@@ -16,14 +16,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from streamscale.errors import StreamscaleError
-from streamscale.runtime.spark.agg.accumulators import (
+from streamscale.runtime.spark.keyed.agg.accumulators import (
     FUNCTIONS,
     AggCall,
     canonical,
     finish,
     slots_of,
 )
-from streamscale.runtime.spark.agg.kernels import from_ipc, merge, split_by, to_ipc
+from streamscale.runtime.spark.keyed.agg.kernels import from_ipc, merge, split_by, to_ipc
 
 CALLS = (
     AggCall("count", "count", 0),

@@ -18,7 +18,7 @@ count_distinct ``collect_set(x)``                set union               its siz
 collect_list   ``collect_list(x)``               concatenation (bounded) the list
 collect_set    ``collect_set(x)``                set union (bounded)     the set
 approx_count_distinct, percentile_approx: a mergeable sketch (HLL, KLL) per group —
-               :mod:`~streamscale.runtime.spark.agg.sketches`
+               :mod:`~streamscale.runtime.spark.keyed.agg.sketches`
 ============== ================================ ======================= =====================
 
 ``first``/``last`` merge in batch order (older state before the batch's partial), as
@@ -38,7 +38,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from streamscale.errors import StreamscaleError
-from streamscale.runtime.spark.agg.sketches import hll_estimates, kll_quantiles
+from streamscale.runtime.spark.keyed.agg.sketches import hll_estimates, kll_quantiles
 
 __all__ = [
     "FUNCTIONS",

@@ -27,7 +27,7 @@ import pyarrow  # noqa: F401
 import pyspark.worker  # noqa: F401
 from pyspark.daemon import manager
 
-import streamscale.runtime.spark.keyed  # noqa: F401
+import streamscale.runtime.spark.keyed.keyed  # noqa: F401
 
 if __name__ == "__main__":
     manager()

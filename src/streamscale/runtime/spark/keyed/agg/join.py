@@ -38,7 +38,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from streamscale.runtime.spark.agg.fold import Folded
+from streamscale.runtime.spark.keyed.agg.fold import Folded
 
 __all__ = ["HOWS", "LCOL", "MATCHED", "RCOL", "SIDE", "TCOL", "JoinOp", "fold_join", "state_marks"]
 

@@ -20,7 +20,7 @@ import pytest
 from streamscale.errors import StreamscaleError
 from streamscale.runtime.spark.api import stream
 from tests.runtime.spark._policies import Flip
-from tests.runtime.spark.test_agg import _rows, _run
+from tests.runtime.spark.keyed.test_agg import _rows, _run
 
 SCHEMA = "side string, k string, t timestamp, v long"
 BATCHES = 5
@@ -135,7 +135,7 @@ def test_join_equals_spark_across_shard_moves_and_a_restart(spark, tmp_path, how
 
 @pytest.mark.spark
 # right outer is left outer with the sides swapped in the same fold (the hypothesis test of
-# tests/runtime/spark/agg/test_join.py checks all five kinds against the reference)
+# tests/runtime/spark/keyed/agg/test_join.py checks all five kinds against the reference)
 @pytest.mark.parametrize("how", ["full", "left_semi"])
 def test_other_join_kinds_equal_spark(spark, tmp_path, how) -> None:
     src = tmp_path / "in"
@@ -171,7 +171,7 @@ def test_what_spark_refuses_is_refused_before_the_query(spark, tmp_path) -> None
 
 
 def test_bounds_are_signed_seconds_or_interval_strings() -> None:
-    from streamscale.runtime.spark.agg.join_spec import signed_interval_us
+    from streamscale.runtime.spark.keyed.agg.join_spec import signed_interval_us
 
     assert signed_interval_us(-2.5, item="j") == -2_500_000
     assert signed_interval_us("-3 seconds", item="j") == -3_000_000

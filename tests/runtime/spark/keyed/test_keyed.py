@@ -11,8 +11,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from streamscale.runtime.spark.functions import calculator, counter
-from streamscale.runtime.spark.keyed import (
+from streamscale.runtime.spark.keyed.functions import calculator, counter
+from streamscale.runtime.spark.keyed.keyed import (
     KeyedSpec,
     count_dead_letters,
     murmur3_long,
@@ -223,7 +223,7 @@ def test_malformed_tuples_become_dead_letters_with_their_reason(spark, tmp_path:
 def test_spark_dead_letter_rules_agree_with_the_pandas_reading(spark) -> None:
     from pyspark.sql import functions as F
 
-    from streamscale.runtime.spark.keyed_map import DEAD, dead_letter_reasons, route
+    from streamscale.runtime.spark.keyed.keyed_map import DEAD, dead_letter_reasons, route
 
     rng = np.random.default_rng(7)
     n = 400
@@ -250,7 +250,7 @@ def test_spark_dead_letter_rules_agree_with_the_pandas_reading(spark) -> None:
 def test_every_row_of_a_large_layout_reaches_its_shards_partition(spark) -> None:
     from pyspark.sql import functions as F
 
-    from streamscale.runtime.spark.keyed_map import route
+    from streamscale.runtime.spark.keyed.keyed_map import route
 
     e, z, n = 32, 256, 7
     parts = tuple(int(p) for p in np.random.default_rng(2).integers(0, n, e * z))

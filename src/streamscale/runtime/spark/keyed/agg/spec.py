@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from streamscale.errors import StreamscaleError
-from streamscale.runtime.spark.agg.accumulators import AggCall, Slot, canonical, slots_of
+from streamscale.runtime.spark.keyed.agg.accumulators import AggCall, Slot, canonical, slots_of
 
 __all__ = [
     "MODES",
@@ -151,7 +151,7 @@ def _literal(node: Any, what: str, item: str) -> float:
 def _sketch_options(name: str, args: list[Any], item: str) -> tuple[list[Any], tuple[float, ...]]:
     """The value argument and the sketch settings of ``approx_count_distinct(x[, rsd])`` or
     ``percentile_approx(x, p | [p, ...][, accuracy])`` (Spark's defaults 0.05, 10000)."""
-    from streamscale.runtime.spark.agg.sketches import hll_lg_k, kll_k
+    from streamscale.runtime.spark.keyed.agg.sketches import hll_lg_k, kll_k
 
     if name.startswith("approx") and "count" in name:
         if len(args) not in (1, 2):

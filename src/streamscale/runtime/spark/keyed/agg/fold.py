@@ -23,9 +23,9 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from streamscale.runtime.spark.agg.accumulators import Slot
-from streamscale.runtime.spark.agg.kernels import merge
-from streamscale.runtime.spark.agg.spec import LATE, N_ROWS, WE, WS, AggOp
+from streamscale.runtime.spark.keyed.agg.accumulators import Slot
+from streamscale.runtime.spark.keyed.agg.kernels import merge
+from streamscale.runtime.spark.keyed.agg.spec import LATE, N_ROWS, WE, WS, AggOp
 
 __all__ = ["NEW", "Folded", "fold", "sessions"]
 
