@@ -191,8 +191,8 @@ EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 def _dag_lines(spark: Any, rows: int, batches: int, argv: list[str]) -> None:
     """One line per Spark DAG example: first keyed operator's rows per second of batch time."""
     from streamscale.model import Operator, Topology
-    from streamscale.runtime.spark.dag import run_graph
-    from streamscale.runtime.spark.graph import JobGraph
+    from streamscale.runtime.spark.driver.dag import run_graph
+    from streamscale.runtime.spark.driver.graph import JobGraph
 
     for path in sorted(EXAMPLES.glob("spark-*.yaml")):
         base = JobGraph.from_yaml(path).topology

@@ -59,9 +59,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.quick:
         args.minutes, args.every, args.from_minute = 3.0, 1.0, 1.0
 
+    from streamscale.runtime.spark.driver.job import Job
+    from streamscale.runtime.spark.driver.runner import run_job
     from streamscale.runtime.spark.executors.session import build_session
-    from streamscale.runtime.spark.job import Job
-    from streamscale.runtime.spark.runner import run_job
 
     doc = yaml.safe_load(EXAMPLE.read_text())
     gen = next(o for o in doc["operators"] if o["name"] == "gen")

@@ -48,7 +48,7 @@ def _emit(**fields: Any) -> None:
 
 def _graph(args: argparse.Namespace) -> Any:
     from streamscale.model import Operator, Topology
-    from streamscale.runtime.spark.graph import JobGraph
+    from streamscale.runtime.spark.driver.graph import JobGraph
 
     base = JobGraph.from_yaml(_EXAMPLE).topology
     ops = []
@@ -70,7 +70,7 @@ def _graph(args: argparse.Namespace) -> Any:
 
 
 def run_one(master: str, policy: str, args: argparse.Namespace) -> dict[str, Any]:
-    from streamscale.runtime.spark.dag import run_graph
+    from streamscale.runtime.spark.driver.dag import run_graph
     from streamscale.runtime.spark.executors.resources import ExecutorResources, executor_conf
     from streamscale.runtime.spark.executors.session import build_session
 

@@ -121,11 +121,11 @@ def steady_throughput(records: list[Any], warmup_s: float) -> float:
 
 
 def run_one(master: str, policy: str, alpha: float, args: argparse.Namespace) -> dict[str, Any]:
+    from streamscale.runtime.spark.driver.job import Job
+    from streamscale.runtime.spark.driver.runner import run_job
     from streamscale.runtime.spark.executors.resources import ExecutorResources, executor_conf
     from streamscale.runtime.spark.executors.session import build_session
-    from streamscale.runtime.spark.job import Job
     from streamscale.runtime.spark.keyed.functions import calculator
-    from streamscale.runtime.spark.runner import run_job
 
     executors = args.workers * (args.worker_cores // args.executor_cores)
     cores = executors * args.executor_cores

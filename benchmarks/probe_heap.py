@@ -43,10 +43,10 @@ def main(argv: list[str] | None = None) -> int:
         print("probe_heap: need 0 <= --first < --last", file=sys.stderr)
         return 2
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from streamscale.runtime.spark.driver.job import Job
+    from streamscale.runtime.spark.driver.runner import run_job
     from streamscale.runtime.spark.executors.session import build_session
-    from streamscale.runtime.spark.job import Job
     from streamscale.runtime.spark.keyed.functions import calculator
-    from streamscale.runtime.spark.runner import run_job
 
     work = Path(tempfile.mkdtemp(prefix="streamscale-heap-"))
     spark = build_session("local[2]", app_name="streamscale-heap-probe")

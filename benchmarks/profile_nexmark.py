@@ -83,7 +83,7 @@ def main(argv: list[str] | None = None) -> None:
     from streamscale.nexmark.files import write_events
     from streamscale.nexmark.generator import GeneratorConfig
     from streamscale.nexmark.streamscale_engine import run_streamscale
-    from streamscale.runtime.spark import graph, graph_batch
+    from streamscale.runtime.spark.driver import graph, graph_batch
     from streamscale.runtime.spark.executors.session import build_session
 
     tmp = Path(tempfile.mkdtemp(prefix="streamscale-profile-nexmark-"))

@@ -159,7 +159,7 @@ def test_readme_links_resolve() -> None:
 
 
 def _served_series() -> set[str]:
-    from streamscale.runtime.spark.exporter import MetricsExporter
+    from streamscale.runtime.spark.driver.exporter import MetricsExporter
 
     exp = MetricsExporter(0, job="docs")
     try:
@@ -205,7 +205,7 @@ def test_every_page_is_in_the_nav() -> None:
 def test_the_metrics_page_names_every_field_of_a_batch_line() -> None:
     import dataclasses
 
-    from streamscale.runtime.spark.metrics import BatchRecord
+    from streamscale.runtime.spark.driver.metrics import BatchRecord
 
     page = (DOCS / "metrics.md").read_text()
     part = page[page.index("## The fields of a batch line") :]

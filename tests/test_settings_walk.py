@@ -43,7 +43,10 @@ CHOICES: dict[tuple[str, str], str] = {
         "runtime/spark/executors/resources.py",
         "min_executors",
     ): "ExecutorResources' own keyword; both run paths pass the parsed value",
-    ("runtime/spark/graph_batch.py", "policy"): "the name of the policy a batch ran under, a "
+    (
+        "runtime/spark/driver/graph_batch.py",
+        "policy",
+    ): "the name of the policy a batch ran under, a "
     "record field the driver fills in (no setting's default)",
 }
 

@@ -39,9 +39,9 @@ def test_bad_line_and_unknown_policy_are_one_line_errors(tmp_path: Path, capsys)
 
 @pytest.mark.spark
 def test_a_real_run_replays_exactly(spark, tmp_path: Path, capsys) -> None:
-    from streamscale.runtime.spark.job import Job
+    from streamscale.runtime.spark.driver.job import Job
+    from streamscale.runtime.spark.driver.runner import run_job
     from streamscale.runtime.spark.keyed.functions import calculator
-    from streamscale.runtime.spark.runner import run_job
     from tests.runtime.spark._seq_source import SeqSource
 
     # 400 tuples of 0.5 ms per batch, a quarter of them on three hot keys

@@ -20,8 +20,8 @@ from streamscale.nexmark.generator import (
     generate,
 )
 from streamscale.nexmark.source import NexmarkSpec, NexmarkStreamReader
+from streamscale.runtime.spark.driver.watch import offered_for
 from streamscale.runtime.spark.sources.sources import check_source_options
-from streamscale.runtime.spark.watch import offered_for
 
 ROOT = Path(__file__).resolve().parents[2]
 

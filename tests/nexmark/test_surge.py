@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import streamscale.runtime.spark.runner as runner
+import streamscale.runtime.spark.driver.runner as runner
 import streamscale.scenarios.surge as surge
 from streamscale.errors import StreamscaleError
 from streamscale.nexmark import surge as nx

@@ -30,7 +30,7 @@ def register(app: typer.Typer) -> None:
 
 def _lines(path: Path) -> Iterator[tuple[str, Mapping[str, Any]]]:
     """Every line of ``path`` and of its rotated files (``.N``), oldest first."""
-    from streamscale.runtime.spark.metrics import metrics_files
+    from streamscale.runtime.spark.driver.metrics import metrics_files
 
     for p in metrics_files(path):
         with p.open(encoding="utf-8") as f:

@@ -125,15 +125,15 @@ def run(
     out_dir = None if out_dir is None else out_dir.absolute()
     checkpoint = None if checkpoint is None else checkpoint.absolute()
     from streamscale.model.io import load_cluster
+    from streamscale.runtime.spark.driver.job import Job
+    from streamscale.runtime.spark.driver.metrics import BatchRecord, live_table
+    from streamscale.runtime.spark.driver.runner import run_job
     from streamscale.runtime.spark.executors.resources import (
         ExecutorResources,
         executor_conf,
         is_cluster_master,
     )
     from streamscale.runtime.spark.executors.session import build_session
-    from streamscale.runtime.spark.job import Job
-    from streamscale.runtime.spark.metrics import BatchRecord, live_table
-    from streamscale.runtime.spark.runner import run_job
 
     given = {
         "policy": policy, "master": master, "duration_s": duration, "max_batches": max_batches,
@@ -144,12 +144,12 @@ def run(
     }  # fmt: skip
     cfg = run_config({k: v for k, v in given.items() if v is not None}, param)
     from streamscale.model.io import load_topology
-    from streamscale.runtime.spark.dag import run_graph_command
-    from streamscale.runtime.spark.job import linear_shape
+    from streamscale.runtime.spark.driver.dag import run_graph_command
+    from streamscale.runtime.spark.driver.job import linear_shape
 
     # a DAG, or a bounded run: every operator in one batch
     if cfg.available_now or not linear_shape(load_topology(job_file)):
-        from streamscale.runtime.spark.graph import JobGraph
+        from streamscale.runtime.spark.driver.graph import JobGraph
 
         JobGraph.from_yaml(job_file)  # names what cannot run before Spark starts
         if cfg.cluster is not None:
@@ -175,7 +175,7 @@ def run(
 
     exporter = None
     if cfg.metrics_port is not None:
-        from streamscale.runtime.spark.exporter import MetricsExporter
+        from streamscale.runtime.spark.driver.exporter import MetricsExporter
 
         exporter = MetricsExporter(cfg.metrics_port, job=job.topology.name)
 

@@ -265,10 +265,10 @@ def _run_stateless(
     spark: Any, df: Any, topology: Any, q: str, writer: Any, out: Path, batches: int
 ) -> tuple[int, ...]:
     """A job without keyed operators, batch by batch through streamscale's DAG step
-    (:func:`~streamscale.runtime.spark.graph.run_graph_batch`: ``map_batches`` as
+    (:func:`~streamscale.runtime.spark.driver.graph.run_graph_batch`: ``map_batches`` as
     ``mapInPandas``). ``Stream.run`` needs a keyed operator (its controller plans keyed
     operators), so this drives the same step from its own ``foreachBatch``."""
-    from streamscale.runtime.spark.graph import JobGraph, run_graph_batch
+    from streamscale.runtime.spark.driver.graph import JobGraph, run_graph_batch
 
     fns: dict[str, Any] = {q: _STATELESS[q]}
     if writer is not None:

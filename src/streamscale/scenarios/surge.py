@@ -206,7 +206,7 @@ class SurgeConfig:
 
 
 def _job(cfg: SurgeConfig, instances: int) -> Any:
-    from streamscale.runtime.spark.job import Job
+    from streamscale.runtime.spark.driver.job import Job
     from streamscale.runtime.spark.keyed.functions import calculator
 
     return Job.simple(
@@ -225,7 +225,7 @@ def _job(cfg: SurgeConfig, instances: int) -> Any:
 class SurgeJob:
     """What a policy's run builds and runs: ``build(cfg, instances)`` makes the job and
     ``run(spark, job, **kw)`` runs it with ``run_job``'s keywords (default: the
-    micro-benchmark's keyed calculator under :func:`~streamscale.runtime.spark.runner.run_job`;
+    micro-benchmark's keyed calculator under :func:`~streamscale.runtime.spark.driver.runner.run_job`;
     :func:`streamscale.nexmark.surge.nexmark_job` gives a Nexmark query)."""
 
     build: Callable[[SurgeConfig, int], Any]
@@ -234,7 +234,7 @@ class SurgeJob:
 
 def micro_benchmark_job() -> SurgeJob:
     """The scenario's own job: the keyed calculator, run by ``run_job``."""
-    from streamscale.runtime.spark.runner import run_job
+    from streamscale.runtime.spark.driver.runner import run_job
 
     return SurgeJob(_job, run_job)
 

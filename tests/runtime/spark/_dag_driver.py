@@ -11,11 +11,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 
-from streamscale.runtime.spark.dag import run_graph
+from streamscale.runtime.spark.driver.dag import run_graph
+from streamscale.runtime.spark.driver.graph import JobGraph
 from streamscale.runtime.spark.executors.session import build_session
-from streamscale.runtime.spark.graph import JobGraph
 from tests.runtime.spark._seq_source import SeqSource
-from tests.runtime.spark.test_graph import dag_topology
+from tests.runtime.spark.driver.test_graph import dag_topology
 
 OPTS = {"keys": "20", "step": "100", "partitions": "2", "total": "100000", "cost_ms": "0"}
 

@@ -10,10 +10,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 
+from streamscale.runtime.spark.driver.job import Job
+from streamscale.runtime.spark.driver.runner import run_job
 from streamscale.runtime.spark.executors.session import build_session
-from streamscale.runtime.spark.job import Job
 from streamscale.runtime.spark.keyed.functions import counter
-from streamscale.runtime.spark.runner import run_job
 from tests.runtime.spark._policies import Flip
 from tests.runtime.spark._seq_source import SeqSource
 

@@ -158,8 +158,8 @@ def run_streamscale_many(
     batch (shards move between tasks at every boundary), from a scripted policy.
     """
     import streamscale
-    from streamscale.runtime.spark.dag import run_graph
-    from streamscale.runtime.spark.graph import JobGraph
+    from streamscale.runtime.spark.driver.dag import run_graph
+    from streamscale.runtime.spark.driver.graph import JobGraph
 
     outs: list[Rows] = []
     s = streamscale.stream(df, available_now=batches is None)

@@ -8,7 +8,7 @@ from streamscale.errors import StreamscaleError
 from streamscale.runtime.spark.api import stream
 from streamscale.runtime.spark.keyed import functions_dag as fd
 from tests.runtime.spark._seq_source import SeqSource
-from tests.runtime.spark.test_graph import OPTS, check_against_pandas, dag_topology
+from tests.runtime.spark.driver.test_graph import OPTS, check_against_pandas, dag_topology
 
 
 def _build(df):
@@ -28,7 +28,7 @@ def _build(df):
 
 @pytest.mark.spark
 def test_api_dag_equals_yaml_graph_and_pandas(spark, tmp_path, monkeypatch) -> None:
-    from streamscale.runtime.spark import history
+    from streamscale.runtime.spark.driver import history
 
     # the driver keeps only the most recent batch records (a ring) and whole-run totals
     monkeypatch.setattr(history, "RECENT_BATCHES", 1)

@@ -79,7 +79,7 @@ def test_group_function_dead_letters_non_numeric_required_fields() -> None:
 
 @pytest.mark.spark
 def test_native_counts_equal_pandas_over_the_same_tuples(spark, tmp_path: Path) -> None:
-    from streamscale.runtime.spark.job import Job
+    from streamscale.runtime.spark.driver.job import Job
 
     opts = {
         "keys": "50",

@@ -13,9 +13,9 @@
 
 Every call adds an operator (or a sink) to one topology shared by the streams
 derived from the same :func:`stream`; :meth:`Stream.run` builds the same
-:class:`~streamscale.runtime.spark.graph.JobGraph` that a topology YAML with
+:class:`~streamscale.runtime.spark.driver.graph.JobGraph` that a topology YAML with
 those operators and edges builds, and runs it with
-:func:`~streamscale.runtime.spark.dag.run_graph`.
+:func:`~streamscale.runtime.spark.driver.dag.run_graph`.
 """
 
 from __future__ import annotations
@@ -265,7 +265,7 @@ class Stream:
         resources: Any | None = None,
     ) -> Any:
         """Run the whole job this stream belongs to; returns a
-        :class:`~streamscale.runtime.spark.dag.GraphResult`.
+        :class:`~streamscale.runtime.spark.driver.dag.GraphResult`.
 
         ``policy`` (``elastic`` unless given, as ``streamscale run``; ``static``, …)
         plans every keyed operator after each batch; ``params`` are its and the
@@ -280,8 +280,8 @@ class Stream:
         given = {"duration_s": duration_s, "max_batches": max_batches, "policy": policy,
                  "seed": seed, "state_url": state_url}  # fmt: skip
         cfg = parse_run({k: v for k, v in given.items() if v is not None}, params)
-        from streamscale.runtime.spark.dag import run_graph
-        from streamscale.runtime.spark.graph import JobGraph
+        from streamscale.runtime.spark.driver.dag import run_graph
+        from streamscale.runtime.spark.driver.graph import JobGraph
 
         graph = JobGraph.build(self._b.topology(), self._b.functions)
         df = self._b.source_df

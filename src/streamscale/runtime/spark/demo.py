@@ -28,10 +28,10 @@ import numpy as np
 
 from streamscale.errors import StreamscaleError
 from streamscale.formatting import jsonable, markdown_table
-from streamscale.runtime.spark.job import Job
-from streamscale.runtime.spark.metrics import BatchRecord
+from streamscale.runtime.spark.driver.job import Job
+from streamscale.runtime.spark.driver.metrics import BatchRecord
+from streamscale.runtime.spark.driver.runner import RunResult, run_job
 from streamscale.runtime.spark.native import NATIVE_POLICY, run_native
-from streamscale.runtime.spark.runner import RunResult, run_job
 from streamscale.runtime.spark.sources.sources import expected_cost_ms
 
 __all__ = [

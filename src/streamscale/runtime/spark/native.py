@@ -32,11 +32,11 @@ import pandas as pd
 
 from streamscale.errors import StreamscaleError
 from streamscale.runtime.spark.compat.group_state import from_group_state
-from streamscale.runtime.spark.drive import drive_query
-from streamscale.runtime.spark.history import RunHistory
-from streamscale.runtime.spark.job import Job
-from streamscale.runtime.spark.metrics import BatchRecord, MetricsWriter, imbalance
-from streamscale.runtime.spark.runner import RunResult, summarize_run
+from streamscale.runtime.spark.driver.drive import drive_query
+from streamscale.runtime.spark.driver.history import RunHistory
+from streamscale.runtime.spark.driver.job import Job
+from streamscale.runtime.spark.driver.metrics import BatchRecord, MetricsWriter, imbalance
+from streamscale.runtime.spark.driver.runner import RunResult, summarize_run
 from streamscale.runtime.spark.sources.sources import register_sources
 
 __all__ = ["NATIVE_POLICY", "from_group_state", "group_function", "run_native"]
@@ -127,7 +127,7 @@ def run_native(
     Parameters
     ----------
     spark, job, duration_s, checkpoint, out, on_batch, max_batches
-        As for :func:`streamscale.runtime.spark.runner.run_job`.
+        As for :func:`streamscale.runtime.spark.driver.runner.run_job`.
     params
         ``partitions``: Spark state partitions (default: the operator's
         ``instances``, the parallelism of the ``static`` policy).

@@ -36,8 +36,8 @@ from pathlib import Path
 import pandas as pd
 from streamscale.control.controller import Decision
 from streamscale.model import Allocation, Edge, Operator, Placement, Plan, Routing, Topology
-from streamscale.runtime.spark.dag import run_graph
-from streamscale.runtime.spark.graph import JobGraph
+from streamscale.runtime.spark.driver.dag import run_graph
+from streamscale.runtime.spark.driver.graph import JobGraph
 from streamscale.runtime.spark.executors.resources import ExecutorResources, executor_conf
 from streamscale.runtime.spark.executors.session import build_session
 
@@ -91,8 +91,8 @@ out = run_graph(spark, graph, duration_s=400, checkpoint=work / "ckpt", out=work
                 plan=SPREAD, policy=Alternate(), resources=res, on_batch=on_batch,
                 params={"interval_s": 0, "stabilization_s": 0, "scale_down_delay_s": 0})
 # the linear pipeline (one keyed operator, RDD data path) on the same executors
-from streamscale.runtime.spark.job import Job
-from streamscale.runtime.spark.runner import run_job
+from streamscale.runtime.spark.driver.job import Job
+from streamscale.runtime.spark.driver.runner import run_job
 job = Job.simple("where", where, source_options=opts, instances=2, shards=4, trigger_s=0,
                  sink={"format": "jsonl", "path": str(work / "linear")})
 lin = []

@@ -35,9 +35,9 @@ from _policies import split_plan
 from streamscale.control.controller import Decision
 from streamscale.runtime.spark.cluster.cluster import master_json
 from streamscale.runtime.spark.keyed.functions import calculator
-from streamscale.runtime.spark.job import Job
+from streamscale.runtime.spark.driver.job import Job
 from streamscale.runtime.spark.executors.resources import ExecutorResources, executor_conf
-from streamscale.runtime.spark.runner import run_job
+from streamscale.runtime.spark.driver.runner import run_job
 from streamscale.runtime.spark.executors.session import build_session
 from streamscale.runtime.spark.state.state import LocalStateBackend
 

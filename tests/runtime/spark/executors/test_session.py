@@ -69,8 +69,8 @@ def test_python_streaming_source_through_foreach_batch(spark, tmp_path: Path) ->
 
 def test_a_spark_connect_session_is_refused_with_one_line(tmp_path: Path) -> None:
     from streamscale.errors import StreamscaleError
-    from streamscale.runtime.spark.dag import run_graph
-    from streamscale.runtime.spark.runner import run_job
+    from streamscale.runtime.spark.driver.dag import run_graph
+    from streamscale.runtime.spark.driver.runner import run_job
 
     # the class a Spark Connect client session has; nothing of it is used before the check
     remote = type("SparkSession", (), {"__module__": "pyspark.sql.connect.session"})()

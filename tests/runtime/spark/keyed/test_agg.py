@@ -18,8 +18,8 @@ import pytest
 
 from streamscale.errors import StreamscaleError
 from streamscale.runtime.spark.api import Stream, stream
-from streamscale.runtime.spark.dag import run_graph
-from streamscale.runtime.spark.graph import JobGraph
+from streamscale.runtime.spark.driver.dag import run_graph
+from streamscale.runtime.spark.driver.graph import JobGraph
 from tests.runtime.spark._policies import Flip
 
 SCHEMA = "k string, k2 long, i long, x double, s string, b long, bn long"

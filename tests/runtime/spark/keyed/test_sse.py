@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from streamscale.model import Operator, Topology
-from streamscale.runtime.spark.graph import JobGraph
+from streamscale.runtime.spark.driver.graph import JobGraph
 from streamscale.runtime.spark.keyed.functions_sse import order_of
 from tests.runtime.spark._seq_source import SeqSource, expected_rows
 
@@ -74,7 +74,7 @@ def _reference(n: int) -> tuple[pd.DataFrame, pd.DataFrame]:
 
 @pytest.mark.spark
 def test_sse_job_trades_and_events_equal_a_sequential_exchange(spark, tmp_path: Path) -> None:
-    from streamscale.runtime.spark.dag import run_graph
+    from streamscale.runtime.spark.driver.dag import run_graph
 
     res = run_graph(
         spark,

@@ -15,7 +15,8 @@ from typing import Any
 import pytest
 
 from streamscale.errors import StreamscaleError
-from streamscale.runtime.spark.job import Job
+from streamscale.runtime.spark.driver.job import Job
+from streamscale.runtime.spark.driver.watch import offered_for
 from streamscale.runtime.spark.keyed.functions import calculator
 from streamscale.runtime.spark.sources.source_registry import (
     SourceEntry,
@@ -24,7 +25,6 @@ from streamscale.runtime.spark.sources.source_registry import (
     source,
     sources,
 )
-from streamscale.runtime.spark.watch import offered_for
 from tests.runtime.spark._seq_source import SeqSource, expected_rows
 
 NAME = "streamscale_registered_seq"
@@ -92,7 +92,7 @@ def test_options_are_refused_before_spark_one_line_naming_the_option() -> None:
 def test_a_job_on_the_registered_format_runs_and_its_state_is_exact(
     spark: Any, tmp_path: Path
 ) -> None:
-    from streamscale.runtime.spark.runner import run_job
+    from streamscale.runtime.spark.driver.runner import run_job
     from streamscale.runtime.spark.state.state import LocalStateBackend
 
     opts = {"keys": "30", "step": "150", "total": "300"}

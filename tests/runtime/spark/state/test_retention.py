@@ -10,7 +10,7 @@ import pytest
 
 from streamscale.errors import StreamscaleError
 from streamscale.runtime.run_config import parse_params
-from streamscale.runtime.spark.metrics import MetricsWriter
+from streamscale.runtime.spark.driver.metrics import MetricsWriter
 from streamscale.runtime.spark.state.retention import OUTPUT_SETTINGS, prune_dead_letters
 
 

@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 
 from streamscale.errors import StreamscaleError
-from streamscale.runtime.spark.job import Job
+from streamscale.runtime.spark.driver.job import Job
+from streamscale.runtime.spark.driver.runner import run_job
 from streamscale.runtime.spark.keyed.functions import counter
 from streamscale.runtime.spark.routing.routing import HASH_SCHEME
-from streamscale.runtime.spark.runner import run_job
 from streamscale.runtime.spark.state.state import LocalStateBackend, check_layout, state_backend
 from tests.runtime.spark._seq_source import SeqSource
 

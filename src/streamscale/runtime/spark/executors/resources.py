@@ -427,7 +427,7 @@ class ExecutorResources:
         want = self.wanted(plan)
         figures: dict[str, Any] = {"executors_wanted": want}
         if joined_later and self.warm_new:
-            from streamscale.runtime.spark.operator import warm_up
+            from streamscale.runtime.spark.driver.operator import warm_up
 
             t = self.clock()
             warm_up(self.sc, len(alive) * self.cores_per_executor)

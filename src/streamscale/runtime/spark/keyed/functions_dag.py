@@ -1,4 +1,4 @@
-"""Bundled operator functions for DAG jobs (see :mod:`streamscale.runtime.spark.graph`).
+"""Bundled operator functions for DAG jobs (see :mod:`streamscale.runtime.spark.driver.graph`).
 
 Stateless operators take and return a pandas DataFrame; keyed operators take
 one shard's rows in arrival order and that shard's state dict.

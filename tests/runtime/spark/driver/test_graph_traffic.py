@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from streamscale.model import Edge, Operator, OperatorStats, ShardStats, Topology
-from streamscale.runtime.spark.graph_control import aligned_traffic, upstream_keyed
+from streamscale.runtime.spark.driver.graph_control import aligned_traffic, upstream_keyed
 
 
 def _topology() -> Topology:

@@ -18,7 +18,7 @@ from streamscale.model import (
     Snapshot,
     Topology,
 )
-from streamscale.runtime.spark.operator import BatchStats
+from streamscale.runtime.spark.driver.operator import BatchStats
 from streamscale.runtime.spark.routing.realizer import SparkRealizer
 
 __all__ = ["SparkCollector"]
@@ -51,7 +51,7 @@ class SparkCollector:
         longer, at the period's input rate; :attr:`backlog` stays the raw count.
     offered
         The rate the source offers now, read between batches (the watch,
-        :mod:`~streamscale.runtime.spark.watch`); the snapshot's input rate is at least
+        :mod:`~streamscale.runtime.spark.driver.watch`); the snapshot's input rate is at least
         that, so a surge that began during a long batch is planned for at its rate,
         not the period's average.
     """

@@ -10,10 +10,10 @@ import pandas as pd
 import pytest
 
 from streamscale.model import Edge, Operator, Topology
-from streamscale.runtime.spark.job import Job
+from streamscale.runtime.spark.driver.job import Job
+from streamscale.runtime.spark.driver.runner import run_job
 from streamscale.runtime.spark.keyed.functions import counter
 from streamscale.runtime.spark.routing.routing import PartitionMap
-from streamscale.runtime.spark.runner import run_job
 from streamscale.runtime.spark.state.state import LocalStateBackend
 from tests.runtime.spark._policies import Flip
 from tests.runtime.spark._seq_source import SeqSource, expected_rows

@@ -16,7 +16,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, start_http_serv
 
 from streamscale.errors import StreamscaleError
 from streamscale.model.ids import operator_of
-from streamscale.runtime.spark.metrics import BatchRecord
+from streamscale.runtime.spark.driver.metrics import BatchRecord
 
 __all__ = ["MetricsExporter"]
 
@@ -108,7 +108,7 @@ class MetricsExporter:
 
     def observe_graph(self, batch: Any) -> None:
         """Update every series from one DAG batch
-        (:class:`~streamscale.runtime.spark.graph_batch.GraphBatch`): cores per keyed
+        (:class:`~streamscale.runtime.spark.driver.graph_batch.GraphBatch`): cores per keyed
         operator, the job's δ (its most imbalanced keyed operator's), backlog, rates,
         latency percentiles and duration, rows into the keyed operators, decisions,
         executors."""

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import pytest
 
+from streamscale.runtime.spark.driver.graph import JobGraph
 from streamscale.runtime.spark.executors.resources import FixedResources, capacity_cluster
-from streamscale.runtime.spark.graph import JobGraph
 from tests.runtime.spark._seq_source import SeqSource
-from tests.runtime.spark.test_graph import OPTS, check_against_pandas, dag_topology
+from tests.runtime.spark.driver.test_graph import OPTS, check_against_pandas, dag_topology
 
 FAMILIES = ("albic", "td", "tl", "gma", "model-driven")
 
@@ -22,7 +22,7 @@ FAMILIES = ("albic", "td", "tl", "gma", "model-driven")
 @pytest.mark.spark
 @pytest.mark.parametrize("policy", FAMILIES)
 def test_each_family_plans_a_dag_on_spark_and_stays_exact(spark, tmp_path, policy: str) -> None:
-    from streamscale.runtime.spark.dag import run_graph
+    from streamscale.runtime.spark.driver.dag import run_graph
 
     graph = JobGraph.build(dag_topology(OPTS), source_class=SeqSource)
     ckpt = tmp_path / "ck"

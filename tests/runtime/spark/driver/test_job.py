@@ -11,10 +11,10 @@ import pytest
 
 from streamscale.errors import StreamscaleError
 from streamscale.model import Edge, Operator, Topology
-from streamscale.runtime.spark.job import Job
+from streamscale.runtime.spark.driver.job import Job
 from streamscale.runtime.spark.keyed.functions import calculator, identity
 
-EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
+EXAMPLES = Path(__file__).resolve().parents[4] / "examples"
 
 
 def test_microbench_yaml_resolves_functions_and_source() -> None:
@@ -138,7 +138,7 @@ def _shapes() -> list[Topology]:
 
 
 def test_linear_shape_is_what_job_build_takes() -> None:
-    from streamscale.runtime.spark.job import linear_shape
+    from streamscale.runtime.spark.driver.job import linear_shape
 
     shapes = _shapes()
     verdicts = [linear_shape(t) for t in shapes]

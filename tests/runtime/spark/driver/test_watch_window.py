@@ -11,7 +11,7 @@ from pathlib import Path
 from hypothesis import given
 from hypothesis import strategies as st
 
-from streamscale.runtime.spark.watch import admission_limit, admission_window_s
+from streamscale.runtime.spark.driver.watch import admission_limit, admission_window_s
 
 
 def test_hand_checked_windows() -> None:
@@ -59,7 +59,7 @@ class _Ready:
 
 def test_a_batch_admits_at_least_one_trigger_of_the_offered_load(tmp_path: Path) -> None:
     from streamscale.control.watch import WatchConfig
-    from streamscale.runtime.spark.watch import Live, SourceWatch
+    from streamscale.runtime.spark.driver.watch import Live, SourceWatch
 
     watch = SourceWatch(
         offered=None, spark_checkpoint=tmp_path, resources=_Ready(2),
@@ -80,7 +80,7 @@ def test_two_threads_rewrite_the_admission_file(tmp_path: Path) -> None:
     # name one thread's rename found the other's file already moved (a CI failure)
     import threading
 
-    from streamscale.runtime.spark.watch import write_admission
+    from streamscale.runtime.spark.driver.watch import write_admission
 
     path = tmp_path / "admission"
     errors: list[BaseException] = []

@@ -126,8 +126,8 @@ class RunHistory:
     max_tasks: int = 0
 
     def add(self, record: Any, latencies: np.ndarray | Iterable[float] = ()) -> None:
-        """Count one batch record (a :class:`~streamscale.runtime.spark.metrics.BatchRecord`
-        or a :class:`~streamscale.runtime.spark.graph_batch.GraphBatch`: its ``tasks`` per
+        """Count one batch record (a :class:`~streamscale.runtime.spark.driver.metrics.BatchRecord`
+        or a :class:`~streamscale.runtime.spark.driver.graph_batch.GraphBatch`: its ``tasks`` per
         keyed operator are summed, its ``cpu_s`` is a field)."""
         if self.batches == 0:
             self.first = record

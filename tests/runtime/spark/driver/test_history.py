@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from streamscale.runtime.spark.history import RECENT_BATCHES, LatencySketch, RunHistory
-from streamscale.runtime.spark.metrics import BatchRecord
+from streamscale.runtime.spark.driver.history import RECENT_BATCHES, LatencySketch, RunHistory
+from streamscale.runtime.spark.driver.metrics import BatchRecord
 
 
 @given(

@@ -16,7 +16,7 @@ import pytest
 
 from streamscale.errors import StreamscaleError
 from streamscale.model import Edge, Operator, Topology
-from streamscale.runtime.spark.graph import JobGraph
+from streamscale.runtime.spark.driver.graph import JobGraph
 from streamscale.runtime.spark.state.state import LocalStateBackend
 from tests.runtime.spark._seq_source import SeqSource, expected_rows
 
@@ -87,7 +87,7 @@ def check_against_pandas(ckpt: Path, out: Path, opts: dict[str, str]) -> int:
 
 @pytest.mark.spark
 def test_dag_with_two_keyed_operators_fan_out_and_union_matches_pandas(spark, tmp_path) -> None:
-    from streamscale.runtime.spark.dag import run_graph
+    from streamscale.runtime.spark.driver.dag import run_graph
 
     graph = JobGraph.build(dag_topology(OPTS), source_class=SeqSource)
     assert graph.keyed == ("rank", "totals")
@@ -136,11 +136,11 @@ def _batches(path: Path) -> list[int]:
 @pytest.mark.spark
 @pytest.mark.slow
 def test_dag_after_sigkilled_driver_matches_pandas(spark, tmp_path) -> None:
-    from streamscale.runtime.spark.dag import run_graph
+    from streamscale.runtime.spark.driver.dag import run_graph
     from tests.runtime.spark._dag_driver import OPTS as KOPTS
 
     ckpt, out = tmp_path / "ck", tmp_path / "out"
-    driver = Path(__file__).with_name("_dag_driver.py")
+    driver = Path(__file__).parents[1] / "_dag_driver.py"
     proc = subprocess.Popen(
         [sys.executable, str(driver), str(ckpt), str(out), "1000"],
         start_new_session=True,
@@ -205,7 +205,7 @@ class _Script:
 def test_each_keyed_operator_of_a_dag_is_resized_on_its_own_and_stays_exact(
     spark, tmp_path
 ) -> None:
-    from streamscale.runtime.spark.dag import run_graph
+    from streamscale.runtime.spark.driver.dag import run_graph
 
     topo = dag_topology(OPTS)
     graph = JobGraph.build(topo, source_class=SeqSource)
@@ -236,7 +236,7 @@ def test_each_keyed_operator_of_a_dag_is_resized_on_its_own_and_stays_exact(
 
 @pytest.mark.spark
 def test_dag_under_the_elastic_policy_decides_and_stays_exact(spark, tmp_path) -> None:
-    from streamscale.runtime.spark.dag import run_graph
+    from streamscale.runtime.spark.driver.dag import run_graph
 
     graph = JobGraph.build(dag_topology(OPTS), source_class=SeqSource)
     ckpt = tmp_path / "ck"
@@ -264,7 +264,7 @@ def test_dag_under_the_elastic_policy_decides_and_stays_exact(spark, tmp_path) -
 
 @pytest.mark.spark
 def test_dag_state_lives_where_state_url_says(spark, tmp_path) -> None:
-    from streamscale.runtime.spark.dag import run_graph
+    from streamscale.runtime.spark.driver.dag import run_graph
     from streamscale.runtime.spark.state.state import state_backend
 
     graph = JobGraph.build(dag_topology(OPTS), source_class=SeqSource)
@@ -288,7 +288,7 @@ def test_each_sink_is_one_spark_action_counting_what_it_wrote(spark, tmp_path) -
     and the files equal pandas."""
     from pyspark.sql import types as T
 
-    from streamscale.runtime.spark.graph import run_graph_batch
+    from streamscale.runtime.spark.driver.graph import run_graph_batch
 
     pdf = pd.DataFrame({"key": [f"k{i % 7}" for i in range(500)], "seq": range(500)})
     want = pdf[pdf["seq"] % 2 == 1]

@@ -1,7 +1,7 @@
-"""``run_graph``: run a :class:`~streamscale.runtime.spark.graph.JobGraph` on Spark.
+"""``run_graph``: run a :class:`~streamscale.runtime.spark.driver.graph.JobGraph` on Spark.
 
 Each micro-batch runs the whole DAG inside ``foreachBatch``
-(:class:`~streamscale.runtime.spark.graph_batch.GraphBatchBody`); every keyed operator
+(:class:`~streamscale.runtime.spark.driver.graph_batch.GraphBatchBody`); every keyed operator
 runs through :func:`~streamscale.runtime.spark.keyed.keyed.run_keyed` with its own
 shards, routing table (a :class:`~streamscale.runtime.spark.routing.realizer.SparkRealizer`
 per keyed operator over one plan covering them all) and state. Only when the
@@ -10,19 +10,19 @@ committed, so a batch that fails or whose driver dies is replayed from the
 checkpoint with the same input and overwrites its own partial output.
 
 Under ``policy="static"`` the plan is fixed for the run (each keyed operator: one
-unit per executor, :func:`~streamscale.runtime.spark.graph.merged_default_plan`, or
+unit per executor, :func:`~streamscale.runtime.spark.driver.graph.merged_default_plan`, or
 the plan given). Under any other policy of :data:`~streamscale.control.POLICIES`
 the controller plans the whole topology after every batch from a
-:class:`~streamscale.runtime.spark.graph_control.GraphCollector` snapshot, and a
-:class:`~streamscale.runtime.spark.graph_control.GraphRealizer` hands the plan to
+:class:`~streamscale.runtime.spark.driver.graph_control.GraphCollector` snapshot, and a
+:class:`~streamscale.runtime.spark.driver.graph_control.GraphRealizer` hands the plan to
 every keyed operator's realizer for the next batch: each keyed operator gets its
 own cores, tasks and routing, folded onto the cores ready to run them (executors still
 starting get no task). With ``resources``, the plan's cores become executors at the
 batch boundary; when the policy sizes cores from load and the source knows what it
-offered, the watch (:mod:`~streamscale.runtime.spark.watch`, once per job) reads the
+offered, the watch (:mod:`~streamscale.runtime.spark.driver.watch`, once per job) reads the
 source while a batch runs, requests executors mid-batch, warms those that arrive and
 keeps the source's admission limit. The run keeps a bounded history
-(:class:`~streamscale.runtime.spark.history.RunHistory`) of the job's figures.
+(:class:`~streamscale.runtime.spark.driver.history.RunHistory`) of the job's figures.
 """
 
 from __future__ import annotations
@@ -42,26 +42,26 @@ from streamscale.errors import StreamscaleError
 from streamscale.model import Cluster, Node, Plan
 from streamscale.runtime.run_config import RUN_SETTINGS, RunConfig, RunParams, parse_params
 from streamscale.runtime.spark.compat.event_time import QueryClock
-from streamscale.runtime.spark.drive import (
+from streamscale.runtime.spark.driver.drive import (
     backlog_of,
     drive_query,
     register_source,
     run_seed,
     share_by_default,
 )
+from streamscale.runtime.spark.driver.graph import JobGraph, merged_default_plan
+from streamscale.runtime.spark.driver.graph_batch import GraphBatch, GraphBatchBody, GraphTotals
+from streamscale.runtime.spark.driver.graph_control import GraphCollector, GraphRealizer
+from streamscale.runtime.spark.driver.history import RunHistory
+from streamscale.runtime.spark.driver.job import Job
+from streamscale.runtime.spark.driver.metrics import MetricsWriter
+from streamscale.runtime.spark.driver.operator import linear_stage, warm_up
+from streamscale.runtime.spark.driver.watch import make_watch, warm_keyed_path
 from streamscale.runtime.spark.executors.resources import Resources, is_cluster_master
 from streamscale.runtime.spark.executors.session import require_classic
-from streamscale.runtime.spark.graph import JobGraph, merged_default_plan
-from streamscale.runtime.spark.graph_batch import GraphBatch, GraphBatchBody, GraphTotals
-from streamscale.runtime.spark.graph_control import GraphCollector, GraphRealizer
-from streamscale.runtime.spark.history import RunHistory
-from streamscale.runtime.spark.job import Job
 from streamscale.runtime.spark.keyed.keyed import KeyedSpec, count_dead_letters
-from streamscale.runtime.spark.metrics import MetricsWriter
-from streamscale.runtime.spark.operator import linear_stage, warm_up
 from streamscale.runtime.spark.routing.realizer import SparkRealizer
 from streamscale.runtime.spark.state.state import VersionIndex, check_layout, state_backend
-from streamscale.runtime.spark.watch import make_watch, warm_keyed_path
 
 __all__ = ["GraphBatch", "GraphResult", "run_graph"]
 
@@ -69,11 +69,11 @@ __all__ = ["GraphBatch", "GraphResult", "run_graph"]
 @dataclass(frozen=True, slots=True)
 class GraphResult:
     """A finished run: its most recent committed batches (in order, at most
-    :data:`~streamscale.runtime.spark.history.RECENT_BATCHES`: a job runs for weeks and
+    :data:`~streamscale.runtime.spark.driver.history.RECENT_BATCHES`: a job runs for weeks and
     its driver must not keep every batch), the newest plan (the one the last batch
     decided), and whole-run totals: batches committed, rows into each keyed operator and
     rows out of each sink. From the run's bounded history
-    (:class:`~streamscale.runtime.spark.history.RunHistory`), over the batches after the
+    (:class:`~streamscale.runtime.spark.driver.history.RunHistory`), over the batches after the
     first (Spark's start-up): ``throughput`` (rows into the first keyed operator per
     second) and the latency percentiles (a sketch of every latency, 1 % relative error);
     ``busy_s`` and ``cpu_s`` sum every keyed task's wall and CPU seconds; ``max_tasks``
@@ -162,10 +162,10 @@ def run_graph(
         stop (as ``trigger(availableNow=True)``); ``duration_s`` still bounds the run.
     linear
         The linear job ``graph`` was built from (:meth:`Job.graph
-        <streamscale.runtime.spark.job.Job.graph>`): its keyed operator runs with the
+        <streamscale.runtime.spark.driver.job.Job.graph>`): its keyed operator runs with the
         stateless operators after it and its file sinks inside the reduce tasks
-        (:func:`~streamscale.runtime.spark.operator.linear_stage`), the controller sees
-        the job's snapshot (:class:`~streamscale.runtime.spark.collector.SparkCollector`,
+        (:func:`~streamscale.runtime.spark.driver.operator.linear_stage`), the controller sees
+        the job's snapshot (:class:`~streamscale.runtime.spark.driver.collector.SparkCollector`,
         every operator of the chain) and a failed batch names the keyed operator.
 
     Raises
@@ -380,7 +380,7 @@ def run_graph_command(
     conf = executor_conf(config.executor_cores, config.max_executors) if elastic else None
     exporter = None
     if config.metrics_port is not None:
-        from streamscale.runtime.spark.exporter import MetricsExporter
+        from streamscale.runtime.spark.driver.exporter import MetricsExporter
 
         exporter = MetricsExporter(config.metrics_port, job=graph.topology.name)
     from pyspark.sql import SparkSession

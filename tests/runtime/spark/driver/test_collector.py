@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from streamscale.model import Cluster, Edge, Node, Operator, Topology
-from streamscale.runtime.spark.collector import SparkCollector
-from streamscale.runtime.spark.operator import BatchStats, TaskStats
+from streamscale.runtime.spark.driver.collector import SparkCollector
+from streamscale.runtime.spark.driver.operator import BatchStats, TaskStats
 from streamscale.runtime.spark.routing.realizer import SparkRealizer, default_plan
 
 

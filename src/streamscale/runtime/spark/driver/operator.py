@@ -1,10 +1,10 @@
-"""One micro-batch of a linear job (:class:`~streamscale.runtime.spark.job.Job`) on Spark.
+"""One micro-batch of a linear job (:class:`~streamscale.runtime.spark.driver.job.Job`) on Spark.
 
 A linear job, ``source → [stateless…] → keyed → [stateless…] → sinks``, runs on
 the same DataFrame/Arrow keyed stage as every keyed operator of a DAG
 (:func:`~streamscale.runtime.spark.keyed.keyed.run_keyed`, paper 000, §3 on
 micro-batches): the stateless operators before the keyed one are ``mapInPandas``
-stages over the micro-batch (:func:`~streamscale.runtime.spark.graph.map_stateless`);
+stages over the micro-batch (:func:`~streamscale.runtime.spark.driver.graph.map_stateless`);
 the keyed stage tags each tuple with its shard by the plan's routing table, lets
 Spark's hash partitioning bring every unit exactly its shards, and runs the keyed
 function per shard against that shard's state version, inside ``mapInPandas`` on
@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from streamscale.runtime.spark.graph import map_stateless
+from streamscale.runtime.spark.driver.graph import map_stateless
 from streamscale.runtime.spark.keyed.keyed import (
     BatchStats,
     KeyedSpec,
@@ -169,7 +169,7 @@ def run_batch(
 def linear_stage(job: Any, backend: Any, base: Path) -> LinearStage:
     """The keyed stage of ``job`` for a run: the keyed function with the stateless
     operators after it and the file sinks in its reduce tasks, the ones before it as
-    ``mapInPandas`` stages (``job``: a :class:`~streamscale.runtime.spark.job.Job`);
+    ``mapInPandas`` stages (``job``: a :class:`~streamscale.runtime.spark.driver.job.Job`);
     relative sink paths and ``dead_letters/`` under ``base``."""
     op = job.operator
 

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from streamscale.runtime.spark.cluster.cluster import ClusterInfo
-from streamscale.runtime.spark.watch import admitted_offset, write_admission
+from streamscale.runtime.spark.driver.watch import admitted_offset, write_admission
 
 pytestmark = pytest.mark.spark
 
@@ -64,9 +64,9 @@ _JOB = r"""
 import json, sys, time
 from pathlib import Path
 from streamscale.runtime.spark.keyed.functions import calculator
-from streamscale.runtime.spark.job import Job
+from streamscale.runtime.spark.driver.job import Job
 from streamscale.runtime.spark.executors.resources import ExecutorResources, executor_conf
-from streamscale.runtime.spark.runner import run_job
+from streamscale.runtime.spark.driver.runner import run_job
 from streamscale.runtime.spark.executors.session import build_session
 from streamscale.runtime.spark.state.state import LocalStateBackend
 from streamscale.scenarios.spark_log import ProgressLog
@@ -170,7 +170,7 @@ def test_a_surge_gets_executors_while_a_batch_runs_and_state_stays_exact(
 
 
 def test_warming_runs_one_task_per_core_through_the_keyed_path(spark: Any) -> None:
-    from streamscale.runtime.spark.watch import warm_keyed_path
+    from streamscale.runtime.spark.driver.watch import warm_keyed_path
 
     sc = spark.sparkContext
     sc.setJobGroup("streamscale-warm-test", "warm")

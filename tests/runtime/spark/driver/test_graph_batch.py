@@ -14,12 +14,12 @@ from hypothesis import strategies as st
 
 from streamscale.model import Cluster, Node
 from streamscale.model.ids import operator_of
+from streamscale.runtime.spark.driver.graph import JobGraph
+from streamscale.runtime.spark.driver.graph_batch import batch_figures
 from streamscale.runtime.spark.executors.resources import FixedResources
-from streamscale.runtime.spark.graph import JobGraph
-from streamscale.runtime.spark.graph_batch import batch_figures
 from streamscale.runtime.spark.keyed.keyed import BatchStats, TaskStats
 from tests.runtime.spark._seq_source import SeqSource
-from tests.runtime.spark.test_graph import OPTS, check_against_pandas, dag_topology
+from tests.runtime.spark.driver.test_graph import OPTS, check_against_pandas, dag_topology
 
 
 def _task(unit: str, busy: float, cpu: float, lat: list[float]) -> TaskStats:
@@ -78,7 +78,7 @@ class _Ready(FixedResources):
 def test_each_keyed_operator_runs_on_the_ready_cores_and_stays_exact(
     spark: Any, tmp_path: Path, ready: int | None
 ) -> None:
-    from streamscale.runtime.spark.dag import run_graph
+    from streamscale.runtime.spark.driver.dag import run_graph
 
     graph = JobGraph.build(dag_topology(OPTS), source_class=SeqSource)
     model = Cluster.build([Node("local", cores=4)])

@@ -1,6 +1,6 @@
 """Collector and realizer of a job graph: every keyed operator elastic on its own.
 
-A DAG has one :class:`~streamscale.runtime.spark.collector.SparkCollector` and one
+A DAG has one :class:`~streamscale.runtime.spark.driver.collector.SparkCollector` and one
 :class:`~streamscale.runtime.spark.routing.realizer.SparkRealizer` per keyed operator. The
 controller and its policy plan the whole topology at once (the Elasticutor
 policies size every keyed operator's executors from one queueing model), so this
@@ -36,7 +36,7 @@ from streamscale.model import (
     Topology,
     Traffic,
 )
-from streamscale.runtime.spark.collector import SparkCollector
+from streamscale.runtime.spark.driver.collector import SparkCollector
 from streamscale.runtime.spark.routing.realizer import SparkRealizer
 
 __all__ = ["GraphCollector", "GraphRealizer"]

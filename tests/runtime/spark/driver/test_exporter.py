@@ -9,8 +9,8 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from streamscale.errors import StreamscaleError
-from streamscale.runtime.spark.exporter import MetricsExporter
-from streamscale.runtime.spark.metrics import BatchRecord
+from streamscale.runtime.spark.driver.exporter import MetricsExporter
+from streamscale.runtime.spark.driver.metrics import BatchRecord
 
 
 def _rec(batch: int, units: list[str], **extra: object) -> BatchRecord:
@@ -84,8 +84,8 @@ def test_port_in_use_is_one_line_error() -> None:
 
 
 def test_a_graph_batch_serves_the_jobs_figures() -> None:
-    from streamscale.runtime.spark.graph import SinkOut
-    from streamscale.runtime.spark.graph_batch import GraphBatch
+    from streamscale.runtime.spark.driver.graph import SinkOut
+    from streamscale.runtime.spark.driver.graph_batch import GraphBatch
 
     def batch(i: int, cores: dict[str, int], **extra: object) -> GraphBatch:
         return GraphBatch(

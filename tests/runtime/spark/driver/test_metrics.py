@@ -8,8 +8,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from streamscale.runtime.spark.metrics import MetricsWriter, build_record, imbalance, live_table
-from streamscale.runtime.spark.operator import BatchStats, TaskStats
+from streamscale.runtime.spark.driver.metrics import (
+    MetricsWriter,
+    build_record,
+    imbalance,
+    live_table,
+)
+from streamscale.runtime.spark.driver.operator import BatchStats, TaskStats
 
 
 def test_imbalance_is_max_over_mean() -> None:

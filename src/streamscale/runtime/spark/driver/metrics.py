@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 from rich.table import Table
 
-from streamscale.runtime.spark.operator import BatchStats, percentile
+from streamscale.runtime.spark.driver.operator import BatchStats, percentile
 from streamscale.runtime.spark.state.retention import (
     METRICS_SETTINGS,
     OUTPUT_SETTINGS,

@@ -34,7 +34,7 @@ from streamscale.errors import StreamscaleError
 from streamscale.model import Edge, Operator, Topology
 from streamscale.model.io import load_topology
 from streamscale.runtime.run_config import TRIGGER_S, source_trigger
-from streamscale.runtime.spark.resolve import option_text, resolve_function
+from streamscale.runtime.spark.driver.resolve import option_text, resolve_function
 from streamscale.runtime.spark.sources.sources import check_source_options
 
 __all__ = ["Job", "SinkSpec", "linear_shape", "resolve_function"]
@@ -91,9 +91,9 @@ class Job:
         return self.operator.cost_ms or None
 
     def graph(self) -> Any:
-        """The job as a :class:`~streamscale.runtime.spark.graph.JobGraph` with one keyed
+        """The job as a :class:`~streamscale.runtime.spark.driver.graph.JobGraph` with one keyed
         operator (what the job driver runs)."""
-        from streamscale.runtime.spark.graph import JobGraph
+        from streamscale.runtime.spark.driver.graph import JobGraph
 
         return JobGraph.build(self.topology, dict(self.functions), source_class=self.source_class)
 

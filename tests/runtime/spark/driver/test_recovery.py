@@ -13,14 +13,14 @@ from pathlib import Path
 import pytest
 
 from streamscale.errors import StreamscaleError
-from streamscale.runtime.spark.job import Job
-from streamscale.runtime.spark.runner import run_job
+from streamscale.runtime.spark.driver.job import Job
+from streamscale.runtime.spark.driver.runner import run_job
 from streamscale.runtime.spark.state.state import LocalStateBackend
 from tests.runtime.spark._seq_source import SeqSource, expected_rows, flaky_counter
 
 pytestmark = pytest.mark.spark
 
-DRIVER = Path(__file__).with_name("_driver.py")
+DRIVER = Path(__file__).parents[1] / "_driver.py"
 
 
 def _check_exact(state_root: Path, options: dict[str, str]) -> int:

@@ -1,11 +1,11 @@
 """One batch of a job graph: its record (:class:`GraphBatch`) and the body that runs it.
 
-:class:`GraphBatchBody` is what :func:`~streamscale.runtime.spark.dag.run_graph` hands
+:class:`GraphBatchBody` is what :func:`~streamscale.runtime.spark.driver.dag.run_graph` hands
 to ``foreachBatch``: it runs the whole DAG
-(:func:`~streamscale.runtime.spark.graph.run_graph_batch`), each keyed operator on the
+(:func:`~streamscale.runtime.spark.driver.graph.run_graph_batch`), each keyed operator on the
 cores ready to run its tasks, commits every keyed operator's state only once the whole
 DAG succeeded, feeds the batch to the collector, the watch and the run's bounded
-history, and runs one control step (:func:`~streamscale.runtime.spark.drive.control_step`)
+history, and runs one control step (:func:`~streamscale.runtime.spark.driver.drive.control_step`)
 with the controller's inputs logged.
 """
 
@@ -28,18 +28,18 @@ from streamscale.control import Controller
 from streamscale.control.stimulus import InputLog
 from streamscale.model import Plan
 from streamscale.runtime.spark.compat.event_time import QueryClock
-from streamscale.runtime.spark.drive import control_step
+from streamscale.runtime.spark.driver.drive import control_step
+from streamscale.runtime.spark.driver.graph import JobGraph, SinkOut, run_graph_batch
+from streamscale.runtime.spark.driver.graph_control import GraphCollector, GraphRealizer
+from streamscale.runtime.spark.driver.history import RunHistory
+from streamscale.runtime.spark.driver.metrics import imbalance
+from streamscale.runtime.spark.driver.operator import LinearStage, percentile, run_batch
+from streamscale.runtime.spark.driver.watch import SourceWatch
 from streamscale.runtime.spark.executors.resources import Resources
-from streamscale.runtime.spark.graph import JobGraph, SinkOut, run_graph_batch
-from streamscale.runtime.spark.graph_control import GraphCollector, GraphRealizer
-from streamscale.runtime.spark.history import RunHistory
 from streamscale.runtime.spark.keyed.keyed import KeyedSpec, count_dead_letters, release, run_keyed
-from streamscale.runtime.spark.metrics import imbalance
-from streamscale.runtime.spark.operator import LinearStage, percentile, run_batch
 from streamscale.runtime.spark.routing.realizer import SparkRealizer
 from streamscale.runtime.spark.state.retention import prune_dead_letters
 from streamscale.runtime.spark.state.state import StateBackend, VersionIndex
-from streamscale.runtime.spark.watch import SourceWatch
 
 __all__ = ["GraphBatch", "GraphBatchBody", "GraphTotals", "batch_figures", "op_cores"]
 
@@ -142,10 +142,10 @@ def _initial(fn: Any, batch_id: int) -> Any:
 class GraphBatchBody:
     """The ``foreachBatch`` function of a graph run, and what its batches share.
 
-    Built once by :func:`~streamscale.runtime.spark.dag.run_graph`. With ``stage`` (a
-    linear job's, :func:`~streamscale.runtime.spark.operator.linear_stage`) the graph's one
+    Built once by :func:`~streamscale.runtime.spark.driver.dag.run_graph`. With ``stage`` (a
+    linear job's, :func:`~streamscale.runtime.spark.driver.operator.linear_stage`) the graph's one
     keyed operator runs with the stateless operators after it and the file sinks inside
-    its reduce tasks (:func:`~streamscale.runtime.spark.operator.run_batch`) instead of
+    its reduce tasks (:func:`~streamscale.runtime.spark.driver.operator.run_batch`) instead of
     operator by operator. ``taken`` (rows the
     running batch took from the source, for the backlog), ``last_end`` (run seconds at
     the previous batch's end), ``seen_requests`` (the watch's mid-batch requests

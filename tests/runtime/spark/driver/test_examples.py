@@ -13,11 +13,11 @@ import pandas as pd
 import pytest
 
 from streamscale.model import Operator, Topology
-from streamscale.runtime.spark.graph import JobGraph
+from streamscale.runtime.spark.driver.graph import JobGraph
 from streamscale.runtime.spark.state.state import LocalStateBackend
 from tests.runtime.spark._seq_source import SeqSource, expected_rows
 
-EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
+EXAMPLES = Path(__file__).resolve().parents[4] / "examples"
 OPTS = {"keys": "30", "step": "150", "partitions": "2", "total": "450"}  # three batches of 150
 
 # example → (keyed operator, branches reaching it, parquet sink path)
@@ -43,7 +43,7 @@ def _on_test_source(path: Path) -> JobGraph:
 @pytest.mark.spark
 @pytest.mark.parametrize("example", sorted(CASES))
 def test_example_dag_counts_equal_pandas(spark, tmp_path: Path, example: str) -> None:
-    from streamscale.runtime.spark.dag import run_graph
+    from streamscale.runtime.spark.driver.dag import run_graph
 
     keyed, branches, sink = CASES[example]
     graph = _on_test_source(EXAMPLES / example)

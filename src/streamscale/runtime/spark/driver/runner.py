@@ -1,15 +1,15 @@
 """``run_job``: run a linear job on Spark with an elastic keyed operator and the control loop.
 
-A :class:`~streamscale.runtime.spark.job.Job` runs as its one-keyed-operator graph
-(:meth:`~streamscale.runtime.spark.job.Job.graph`) under the one job driver,
-:func:`~streamscale.runtime.spark.dag.run_graph`, with the linear data path: the
+A :class:`~streamscale.runtime.spark.driver.job.Job` runs as its one-keyed-operator graph
+(:meth:`~streamscale.runtime.spark.driver.job.Job.graph`) under the one job driver,
+:func:`~streamscale.runtime.spark.driver.dag.run_graph`, with the linear data path: the
 stateless operators after the keyed one and the file sinks run inside its reduce tasks
-(:func:`~streamscale.runtime.spark.operator.run_batch`). At every batch boundary the
+(:func:`~streamscale.runtime.spark.driver.operator.run_batch`). At every batch boundary the
 driver feeds the batch to the collector and runs one control step with the wall clock,
 so a policy's plan takes effect from the next batch (paper 000, §3.2: the boundary is
 the consistency point). State and Spark's offsets live under ``checkpoint``; running
 again on the same checkpoint resumes exactly where the last committed batch ended.
-Each batch's :class:`~streamscale.runtime.spark.metrics.BatchRecord` is the graph
+Each batch's :class:`~streamscale.runtime.spark.driver.metrics.BatchRecord` is the graph
 batch's figures for the keyed operator (:func:`linear_record`).
 """
 
@@ -26,17 +26,17 @@ from streamscale.control import Policy
 from streamscale.control.policies import initial_plan
 from streamscale.model import Cluster, Node, Plan
 from streamscale.runtime.run_config import RunParams, parse_params
-from streamscale.runtime.spark.drive import (
+from streamscale.runtime.spark.driver.drive import (
     drive_query,
     run_seed,
     share_by_default,
 )
+from streamscale.runtime.spark.driver.graph_batch import GraphBatch
+from streamscale.runtime.spark.driver.history import RECENT_BATCHES, RunHistory
+from streamscale.runtime.spark.driver.job import Job
+from streamscale.runtime.spark.driver.metrics import BatchRecord, MetricsWriter
 from streamscale.runtime.spark.executors.resources import Resources
 from streamscale.runtime.spark.executors.session import require_classic
-from streamscale.runtime.spark.graph_batch import GraphBatch
-from streamscale.runtime.spark.history import RECENT_BATCHES, RunHistory
-from streamscale.runtime.spark.job import Job
-from streamscale.runtime.spark.metrics import BatchRecord, MetricsWriter
 from streamscale.runtime.spark.routing.realizer import default_plan
 
 __all__ = [
@@ -64,7 +64,7 @@ class RunResult:
     ``busy_s`` and ``cpu_s`` sum the keyed tasks' wall and CPU seconds: on a
     shared machine ``cpu_s`` far below ``busy_s`` means the cores were not ours.
     ``batches``, ``rows`` and ``max_tasks`` cover the whole run; ``records`` holds only
-    the most recent batches (:data:`~streamscale.runtime.spark.history.RECENT_BATCHES`),
+    the most recent batches (:data:`~streamscale.runtime.spark.driver.history.RECENT_BATCHES`),
     and the percentiles come from a sketch of every latency (1 % relative error).
     ``plan`` is the newest plan: the one the last batch decided, which a next batch
     (or a resumed run) would take, even when the run stopped before it took effect.
@@ -153,7 +153,7 @@ def run_job(
         The batch failed (an operator function raised: the message names it);
         its state was not committed and running again retries the batch.
     """
-    from streamscale.runtime.spark.dag import run_graph
+    from streamscale.runtime.spark.driver.dag import run_graph
 
     require_classic(spark)
     physical = int(spark.sparkContext.defaultParallelism)
@@ -215,7 +215,7 @@ _PER_OP = ("per_shard", "out_rows", "partitions", "stage_s", "state_read_bytes",
 
 def linear_record(batch: GraphBatch, operator: str, cores: int) -> BatchRecord:
     """A linear job's record of one graph batch of its one keyed ``operator``
-    (``metrics.jsonl``'s line as :class:`~streamscale.runtime.spark.metrics.BatchRecord`
+    (``metrics.jsonl``'s line as :class:`~streamscale.runtime.spark.driver.metrics.BatchRecord`
     writes it): the per-operator figures as that operator's values, ``duration_s`` the
     keyed stage's, ``tasks`` its reduce tasks, ``cores`` the run's."""
     ex = dict(batch.extra)

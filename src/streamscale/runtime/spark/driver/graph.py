@@ -45,7 +45,7 @@ from streamscale.errors import StreamscaleError
 from streamscale.model import Allocation, Cluster, Placement, Plan, Routing, Topology
 from streamscale.model.io import load_topology
 from streamscale.runtime.run_config import TRIGGER_S, source_trigger
-from streamscale.runtime.spark.resolve import option_text, resolve_function
+from streamscale.runtime.spark.driver.resolve import option_text, resolve_function
 from streamscale.runtime.spark.sources.sources import check_source_options
 
 __all__ = [
