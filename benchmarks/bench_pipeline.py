@@ -46,8 +46,8 @@ from typing import Any
 
 from _results import record
 
-from streamscale.runtime.spark.demo import DemoConfig, run_demo
 from streamscale.runtime.spark.driver.metrics import BatchRecord
+from streamscale.scenarios.demo import DemoConfig, run_demo
 
 ALPHAS = (0.5, 1.0)
 OMEGAS = (0.0, 2.0, 8.0)

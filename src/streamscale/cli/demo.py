@@ -78,7 +78,7 @@ def demo(
     seed: int = typer.Option(7, "--seed", help="Generator seed."),
 ) -> None:
     """Run the micro-benchmark and write summary.json, summary.md and timeline.png to --out."""
-    from streamscale.runtime.spark.demo import DemoConfig
+    from streamscale.scenarios.demo import DemoConfig
 
     out: Output = ctx.obj
     names = tuple(p.strip() for p in policies.split(",") if p.strip())
@@ -129,7 +129,7 @@ def _check_policies(names: tuple[str, ...]) -> None:
     if not names:
         raise StreamscaleError("no policy given", item="--policies")
     from streamscale.control.policies import POLICIES
-    from streamscale.runtime.spark.native import NATIVE_POLICY
+    from streamscale.scenarios.native import NATIVE_POLICY
 
     known = [*POLICIES, NATIVE_POLICY]
     for n in names:
@@ -142,8 +142,8 @@ def _run(out: Output, config: Any, out_dir: Path, master: str) -> dict[str, Any]
     from rich.live import Live
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from streamscale.runtime.spark.demo import run_demo, summarize, write_report
     from streamscale.runtime.spark.executors.session import build_session
+    from streamscale.scenarios.demo import run_demo, summarize, write_report
 
     live_rows = _Live(config.policies)
     progress = Progress(

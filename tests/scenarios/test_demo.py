@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from streamscale.cli.app import main
-from streamscale.runtime.spark.demo import DemoConfig, PolicyOutcome, summarize, write_report
+from streamscale.scenarios.demo import DemoConfig, PolicyOutcome, summarize, write_report
 
 
 def test_config_counts_batches_and_derives_the_rate() -> None:
@@ -44,7 +44,7 @@ def test_bad_flags_fail_with_one_line(args: list[str], needle: str, capsys, tmp_
 @pytest.mark.spark
 @pytest.mark.slow
 def test_tiny_demo_writes_summary_for_each_policy(spark, tmp_path: Path) -> None:
-    from streamscale.runtime.spark.demo import run_demo
+    from streamscale.scenarios.demo import run_demo
 
     cfg = DemoConfig(
         duration_s=1.0,

@@ -31,8 +31,8 @@ from streamscale.formatting import jsonable, markdown_table
 from streamscale.runtime.spark.driver.job import Job
 from streamscale.runtime.spark.driver.metrics import BatchRecord
 from streamscale.runtime.spark.driver.runner import RunResult, run_job
-from streamscale.runtime.spark.native import NATIVE_POLICY, run_native
 from streamscale.runtime.spark.sources.sources import expected_cost_ms
+from streamscale.scenarios.native import NATIVE_POLICY, run_native
 
 __all__ = [
     "DEFAULT_POLICIES",

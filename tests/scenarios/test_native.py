@@ -11,8 +11,8 @@ import pandas as pd
 import pytest
 
 from streamscale.runtime.spark.keyed.functions import calculator
-from streamscale.runtime.spark.native import NATIVE_POLICY, group_function, run_native
 from streamscale.runtime.spark.sources.sources import generate
+from streamscale.scenarios.native import NATIVE_POLICY, group_function, run_native
 
 
 class _State:
@@ -132,10 +132,10 @@ def test_apply_in_pandas_with_state_function_same_under_streamscale_and_spark(
     spark, tmp_path: Path
 ) -> None:
     from streamscale.runtime.spark.keyed.keyed import KeyedSpec, run_keyed
-    from streamscale.runtime.spark.native import from_group_state
     from streamscale.runtime.spark.routing.routing import PartitionMap
     from streamscale.runtime.spark.sources.sources import register_sources
     from streamscale.runtime.spark.state.state import LocalStateBackend
+    from streamscale.scenarios.native import from_group_state
 
     opts = {
         "keys": "40",
