@@ -9,9 +9,11 @@ module named (``from streamscale.sim import protocols`` is an edge to
 edge.
 
 Two rules: no circle between modules, and no import from a layer to a higher one
-(two layers of one rank do not import each other either). The only exceptions are
-the edges of :data:`ALLOWED`, each documented in docs/architecture.md ("Exceptions");
-an exception whose edge is gone fails too, so the list only shrinks.
+(two layers of one rank do not import each other either). The same two rules hold
+between the rooms of the runtime (:data:`ROOMS`): no circle between rooms, no import
+from a room to a higher one. The only exceptions are the edges of :data:`ALLOWED`
+and :data:`ROOM_ALLOWED`, each documented in docs/architecture.md ("Exceptions"); an
+exception whose edge is gone fails too, so the lists only shrink.
 """
 
 from __future__ import annotations
@@ -43,6 +45,35 @@ LAYERS: tuple[tuple[tuple[str, tuple[str, ...]], ...], ...] = (
 
 #: (importer, imported) -> reason; each is listed in docs/architecture.md ("Exceptions").
 ALLOWED: dict[tuple[str, str], str] = {}
+
+#: The rooms of the runtime (docs/architecture.md, "The runtime's rooms"), lowest first,
+#: as :data:`LAYERS` are: a room imports modules of its own room and of lower rooms only,
+#: and two rooms of one rank do not import each other. ``streamscale.runtime`` alone is
+#: the run's settings (``runtime/run_config.py``); ``streamscale.runtime.spark`` alone,
+#: the Python API (``runtime/spark/api.py``).
+ROOMS: tuple[tuple[tuple[str, tuple[str, ...]], ...], ...] = (
+    (
+        ("routing", ("streamscale.runtime.spark.routing",)),
+        ("sources", ("streamscale.runtime.spark.sources",)),
+        ("compat", ("streamscale.runtime.spark.compat",)),
+        ("cluster", ("streamscale.runtime.spark.cluster",)),
+    ),
+    (("state", ("streamscale.runtime.spark.state",)),),
+    (("run_config", ("streamscale.runtime",)),),
+    (("executors", ("streamscale.runtime.spark.executors",)),),
+    (("keyed", ("streamscale.runtime.spark.keyed",)),),
+    (("driver", ("streamscale.runtime.spark.driver",)),),
+    (("api", ("streamscale.runtime.spark",)),),
+)
+
+#: (importer, imported) -> reason, between rooms; each is listed in docs/architecture.md
+#: ("Exceptions").
+ROOM_ALLOWED: dict[tuple[str, str], str] = {
+    (
+        "streamscale.runtime.spark.executors.resources",
+        "streamscale.runtime.spark.driver.operator",
+    ): "a joining executor is warmed up by the linear batch's warm_up (lazy import)",
+}
 
 
 def module_names(root: Path) -> dict[str, Path]:
@@ -219,3 +250,84 @@ def test_the_graph_sees_lazy_relative_and_type_checking_imports(tmp_path: Path) 
     assert upward(graph, layers, [("pkg.low.a", "pkg.high.h")]) == []
     siblings = ((("low", ("pkg.low",)), ("high", ("pkg.high",))),)
     assert len(upward(graph, siblings)) == 3  # one rank: no layer imports the other
+
+
+def _runtime(graph: nx.DiGraph) -> nx.DiGraph:
+    return graph.subgraph(n for n in graph if n.split(".")[:2] == ["streamscale", "runtime"])
+
+
+def room_graph(
+    graph: nx.DiGraph,
+    rooms: Iterable[Iterable[tuple[str, tuple[str, ...]]]],
+    allowed: Iterable[tuple[str, str]] = (),
+) -> nx.DiGraph:
+    """The rooms of ``graph``'s modules and the imports between them (``allowed`` left out)."""
+    rooms = [list(group) for group in rooms]
+    skip = set(allowed)
+    out = nx.DiGraph()
+    out.add_nodes_from(layer_of(m, rooms)[1] for m in graph)
+    for a, b in graph.edges:
+        ra, rb = layer_of(a, rooms)[1], layer_of(b, rooms)[1]
+        if ra != rb and (a, b) not in skip:
+            out.add_edge(ra, rb)
+    return out
+
+
+def test_every_runtime_module_is_in_a_room(graph: nx.DiGraph) -> None:
+    rooms = {layer_of(m, ROOMS)[1] for m in _runtime(graph)}
+    assert rooms == {name for group in ROOMS for name, _ in group}
+
+
+def test_the_rooms_import_only_lower_rooms(graph: nx.DiGraph) -> None:
+    assert upward(_runtime(graph), ROOMS, ROOM_ALLOWED) == []
+
+
+def test_no_circle_between_rooms(graph: nx.DiGraph) -> None:
+    assert list(nx.simple_cycles(room_graph(_runtime(graph), ROOMS, ROOM_ALLOWED))) == []
+
+
+def test_every_room_exception_is_still_needed_and_documented(graph: nx.DiGraph) -> None:
+    gone = [edge for edge in ROOM_ALLOWED if not graph.has_edge(*edge)]
+    assert gone == [], "remove these from ROOM_ALLOWED and docs/architecture.md"
+    doc = (SRC.parents[1] / "docs" / "architecture.md").read_text(encoding="utf-8")
+    undocumented = [f"{a} -> {b}" for a, b in ROOM_ALLOWED if f"`{a}` → `{b}`" not in doc]
+    assert undocumented == []
+
+
+def test_the_documented_room_order_is_the_tested_one() -> None:
+    doc = (SRC.parents[1] / "docs" / "architecture.md").read_text(encoding="utf-8")
+    line = next(x for x in doc.splitlines() if x.startswith("Room order (lowest first):"))
+    ranks = [r.strip() for r in line.split(":", 1)[1].strip().rstrip(".").split("<")]
+    want = [" | ".join(name for name, _ in group) for group in ROOMS]
+    assert ranks == want
+
+
+def test_the_room_graph_sees_a_circle_between_two_rooms(tmp_path: Path) -> None:
+    root = _package(
+        tmp_path,
+        {
+            "__init__.py": "",
+            "runtime/__init__.py": "",
+            "runtime/spark/__init__.py": "",
+            "runtime/spark/routing/__init__.py": "",
+            "runtime/spark/routing/r.py": "def f():\n    from pkg.runtime.spark.keyed import k\n",
+            "runtime/spark/keyed/__init__.py": "",
+            "runtime/spark/keyed/k.py": "from pkg.runtime.spark.routing import r\n",
+        },
+    )
+    g = import_graph(root)
+    g = g.subgraph(n for n in g if n.count(".") == 4)  # the rooms' modules
+    rooms = (
+        (("routing", ("pkg.runtime.spark.routing",)),),
+        (("keyed", ("pkg.runtime.spark.keyed",)),),
+    )
+    assert sorted(room_graph(g, rooms).edges) == [("keyed", "routing"), ("routing", "keyed")]
+    assert (
+        room_graph(
+            g, rooms, [("pkg.runtime.spark.routing.r", "pkg.runtime.spark.keyed.k")]
+        ).number_of_edges()
+        == 1
+    )
+    assert upward(g, rooms) == [
+        "pkg.runtime.spark.routing.r (routing) imports pkg.runtime.spark.keyed.k (keyed)"
+    ]
