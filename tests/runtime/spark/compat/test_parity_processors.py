@@ -79,7 +79,7 @@ def event_time_queries(spark: Any) -> list[tuple[Any, Any, dict[str, Any]]]:
 
 
 def _group_state(fn: Any, timeout: str) -> Any:
-    from streamscale.scenarios.native import from_group_state
+    from streamscale.runtime.spark.compat.group_state import from_group_state
 
     return from_group_state(fn, "k", timeout)
 
@@ -251,8 +251,8 @@ def test_event_time_operators_after_a_sigkilled_driver_match_spark(
 
 def test_what_differs_from_spark_is_refused_before_the_query_starts() -> None:
     from streamscale.errors import StreamscaleError
+    from streamscale.runtime.spark.compat.group_state import from_group_state
     from streamscale.runtime.spark.compat.processor import from_processor
-    from streamscale.scenarios.native import from_group_state
 
     with pytest.raises(StreamscaleError, match="initialState must be a grouped DataFrame"):
         from_processor(Kitchen(), "k", initialState=object())

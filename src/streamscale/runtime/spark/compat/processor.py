@@ -5,7 +5,7 @@ A PySpark user writes a processor for ``transformWithStateInPandas``:
 DataFrames, optionally ``handleExpiredTimer(key, timerValues,
 expiredTimerInfo)`` and ``close()``. :func:`from_processor` turns it into the
 keyed function ``fn(rows, state) -> DataFrame`` over one shard, the way
-:func:`~streamscale.scenarios.native.from_group_state` adapts an
+:func:`~streamscale.runtime.spark.compat.group_state.from_group_state` adapts an
 ``applyInPandasWithState`` function: the handle's value, list and map states
 and its timers all live in the shard's state dict (see
 :mod:`~streamscale.runtime.spark.compat.state_typed`), so streamscale stores,
