@@ -207,3 +207,34 @@ def test_watch_samples_replay_to_the_same_requests() -> None:
     # the same samples with the watch switched off: the one request is the one difference
     off = [{**d, "config": {**d["config"], "mid_batch": False}} for d in logged]
     assert [r.now for r in replay_watch(off) if not r.match] == [2.5]
+
+
+def test_watch_samples_replay_with_their_catch_up_form() -> None:
+    from dataclasses import replace as with_
+
+    from streamscale.control.stimulus import replay_watch, watch_input
+    from streamscale.control.watch import Sample, WatchConfig, WatchState, WatchView, watch_step
+
+    cfg, view = WatchConfig(rate_window_s=1.0), WatchView(50.0, 4, 2, 2, 8, 4.0, 2.0)
+    knobs = {"latency_target_s": 2.0, "catch_up_s": 5.0, "max_utilization": 0.9, "theta": 1.0}
+    state, logged = WatchState(), []
+    for i in range(17):
+        t = i * 0.25
+        offered = 100 * t if t <= 2 else 200 + 300 * (t - 2)
+        sample = Sample(t, offered, min(offered, 150))
+        state, req = watch_step(state, sample, view, config=cfg, catch_up_form="latency", **knobs)
+        logged.append(json.loads(json.dumps(
+            watch_input(sample, view, req, config=cfg, catch_up_form="latency", **knobs))))  # fmt: skip
+        if req is not None:
+            view = with_(view, executors_requested=req.executors)
+    got = replay_watch(logged)
+    assert all(r.match for r in got)
+    # bounding the backlog's wait: λ = max(300, (4 × 100) / 5) = 300 ⇒ 7 cores ⇒ 4 executors
+    assert [(r.now, r.replay["executors"]) for r in got if r.replay] == [(2.5, 4)]
+    # replayed as draining (a log without the field), the requests differ from the first
+    # (5 executors at 2.5 s; the logged views still hold 4, so it asks again after)
+    drained = [{k: v for k, v in d.items() if k != "catch_up_form"} for d in logged]
+    differ = [r for r in replay_watch(drained) if not r.match]
+    assert differ[0].now == 2.5 and differ[0].replay["executors"] == 5
+    with pytest.raises(StreamscaleError, match="catch_up_form"):
+        replay_watch([{**logged[0], "catch_up_form": "soon"}])

@@ -191,6 +191,7 @@ def watch_step(
     catch_up_s: float,
     max_utilization: float = 0.9,
     theta: float = 1.0,
+    catch_up_form: str = "drain",
 ) -> tuple[WatchState, Request | None]:
     """One sample: the new state and a request for more executors, if the load needs one.
 
@@ -245,6 +246,7 @@ def watch_step(
         max_cores=max_cores,
         max_utilization=max_utilization,
         theta=theta,
+        form=catch_up_form,
     )
     executors = min(
         view.max_executors,
