@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Literal
 
+from streamscale.planning.placement.backtrack import backtrack as backtrack_search
 from streamscale.planning.placement.groups import EPS, GroupJob, TaskAllocation
 from streamscale.planning.placement.task_level import (
     Priority,
@@ -235,6 +236,7 @@ def top_down(
     split: Split = "balanced",
     literal: bool = False,
     no_split: NoSplit = "partial",
+    backtrack: bool = True,
 ) -> TaskAllocation:
     """topDown (paper 001, §4, Algorithms 4–5).
 
@@ -267,6 +269,12 @@ def top_down(
         both remainders to R. On paper 001's §7.3 jobs a node holds only three
         tasks, so this case decides most pairs whose groups differ threefold
         in size (``task_allocation_ablation.jsonl``).
+    backtrack
+        When a task fits nowhere after Algorithm 3, search for a complete
+        allocation that keeps as many of TD's placements as it can (§2.2:
+        "we will need to backtrack and try a different allocation"; see
+        :func:`~streamscale.planning.placement.backtrack.backtrack`). False
+        is the single pass as printed, which then reports the task unplaced.
 
     Returns
     -------
@@ -312,5 +320,8 @@ def top_down(
         allocate_single_tasks(job, st.counts, st.cap, free)
     else:
         raise ValueError(f"unknown singles policy {singles!r}")
+    counts = st.counts
+    if backtrack and any(free):
+        counts = backtrack_search(job, counts) or counts
     name = "td" if priority == "significance" else "td-imc"
-    return TaskAllocation.of(job, st.counts, name)
+    return TaskAllocation.of(job, counts, name)
