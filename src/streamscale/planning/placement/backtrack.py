@@ -12,9 +12,10 @@ changes the job and lives in :mod:`~streamscale.planning.placement.relaxations`)
 
 :func:`backtrack` is that step. It searches, node by node, the per-node task
 counts of a complete allocation, trying first the counts that keep most of
-the heuristic's tasks where the heuristic put them (then the most IMC gained
-on the node), so a heuristic's allocation that can be completed by adding
-the leftovers is returned unchanged apart from them. Tasks of a group are
+the heuristic's tasks where the heuristic put them — on this node and, as
+far as the tasks left allow, on the nodes still to fill — then the most IMC
+gained on the node. So an allocation that can be completed by adding the
+leftovers comes back unchanged apart from them. Tasks of a group are
 interchangeable, so a search state is (node, tasks left per group); states
 that failed are remembered, which makes the search exact: it finds a
 complete allocation whenever one exists, within ``max_steps``.
@@ -80,6 +81,10 @@ def backtrack(
     for i in range(nn - 1, -1, -1):
         room_after[i] = room_after[i + 1] + cap[order[i]]
         largest_after[i] = max(largest_after[i + 1], cap[order[i]])
+    # later[i][g]: tasks of g the heuristic put on the nodes after position i.
+    later = [[0] * ng for _ in range(nn + 1)]
+    for i in range(nn - 1, -1, -1):
+        later[i] = [later[i + 1][g] + counts[g][order[i]] for g in range(ng)]
     neighbours: list[list[tuple[int, float]]] = [[] for _ in range(ng)]
     for (a, b), w in zip(job.ends, job.link_imc, strict=True):
         neighbours[a].append((b, w))
@@ -89,8 +94,13 @@ def backtrack(
     def slack(c: float) -> float:
         return EPS * max(1.0, c)
 
-    def vectors(n: int, left: tuple[int, ...]) -> list[tuple[int, ...]]:
-        """Every count vector ≤ ``left`` that fits node ``n``, best first."""
+    def vectors(i: int, left: tuple[int, ...]) -> list[tuple[int, ...]]:
+        """Every count vector ≤ ``left`` that fits the node at position ``i``, best first.
+
+        Best: the most of the heuristic's placements that can still be kept on
+        this node and the ones after it, then the most IMC gained on the node.
+        """
+        n, after = order[i], later[i + 1]
         out: list[tuple[int, ...]] = []
         cur = [0] * ng
 
@@ -111,7 +121,7 @@ def backtrack(
         walk(0, cap[n])
 
         def key(x: tuple[int, ...]) -> tuple[int, float, tuple[int, ...]]:
-            keep = sum(min(x[g], counts[g][n]) for g in range(ng))
+            keep = sum(min(x[g], counts[g][n]) + min(left[g] - x[g], after[g]) for g in range(ng))
             gain = sum(w * x[a] * x[b] for a in range(ng) for b, w in neighbours[a])
             return (-keep, -gain, tuple(-v for v in x))
 
@@ -129,7 +139,7 @@ def backtrack(
         ):
             failed.add((i, left))
             return None
-        for x in vectors(order[i], left):
+        for x in vectors(i, left):
             rest = search(i + 1, tuple(k - v for k, v in zip(left, x, strict=True)))
             if rest is not None:
                 return [x, *rest]
