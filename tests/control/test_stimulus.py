@@ -182,13 +182,14 @@ def test_inputs_without_a_header_name_the_line() -> None:
     assert _read([json.dumps({"batch_id": 0, "rows": 3})]) == []
 
 
-def test_watch_samples_replay_to_the_same_requests() -> None:
+def _logged_surge(catch_up_form: str = "drain") -> list[dict[str, Any]]:
+    """watch_step's own example, logged: 100 t/s, then 300 t/s from t = 2 s, 50 t/s per
+    core; requests are carried out (the view's request grows)."""
     from dataclasses import replace as with_
 
-    from streamscale.control.stimulus import replay_watch, watch_input
+    from streamscale.control.stimulus import watch_input
     from streamscale.control.watch import Sample, WatchConfig, WatchState, WatchView, watch_step
 
-    # watch_step's own example: 100 t/s, then 300 t/s from t = 2 s, 50 t/s per core
     cfg, view = WatchConfig(rate_window_s=1.0), WatchView(50.0, 4, 2, 2, 8, 4.0, 2.0)
     knobs = {"latency_target_s": 2.0, "catch_up_s": 5.0, "max_utilization": 0.9, "theta": 1.0}
     state, logged = WatchState(), []
@@ -196,10 +197,19 @@ def test_watch_samples_replay_to_the_same_requests() -> None:
         t = i * 0.25
         offered = 100 * t if t <= 2 else 200 + 300 * (t - 2)
         sample = Sample(t, offered, min(offered, 150))
-        state, req = watch_step(state, sample, view, config=cfg, **knobs)
-        logged.append(json.loads(json.dumps(watch_input(sample, view, req, config=cfg, **knobs))))
+        state, req = watch_step(state, sample, view, config=cfg, catch_up_form=catch_up_form,
+                                **knobs)  # fmt: skip
+        logged.append(json.loads(json.dumps(
+            watch_input(sample, view, req, config=cfg, catch_up_form=catch_up_form, **knobs))))  # fmt: skip
         if req is not None:
             view = with_(view, executors_requested=req.executors)
+    return logged
+
+
+def test_watch_samples_replay_to_the_same_requests() -> None:
+    from streamscale.control.stimulus import replay_watch
+
+    logged = _logged_surge()
     got = replay_watch(logged)
     assert len(got) == 17 and all(r.match for r in got)
     # λ = 300 + (300 − 200) × 4 / 5 = 380 t/s ⇒ ⌈380 / 50 / 0.9⌉ = 9 cores ⇒ 5 executors
@@ -210,23 +220,9 @@ def test_watch_samples_replay_to_the_same_requests() -> None:
 
 
 def test_watch_samples_replay_with_their_catch_up_form() -> None:
-    from dataclasses import replace as with_
+    from streamscale.control.stimulus import replay_watch
 
-    from streamscale.control.stimulus import replay_watch, watch_input
-    from streamscale.control.watch import Sample, WatchConfig, WatchState, WatchView, watch_step
-
-    cfg, view = WatchConfig(rate_window_s=1.0), WatchView(50.0, 4, 2, 2, 8, 4.0, 2.0)
-    knobs = {"latency_target_s": 2.0, "catch_up_s": 5.0, "max_utilization": 0.9, "theta": 1.0}
-    state, logged = WatchState(), []
-    for i in range(17):
-        t = i * 0.25
-        offered = 100 * t if t <= 2 else 200 + 300 * (t - 2)
-        sample = Sample(t, offered, min(offered, 150))
-        state, req = watch_step(state, sample, view, config=cfg, catch_up_form="latency", **knobs)
-        logged.append(json.loads(json.dumps(
-            watch_input(sample, view, req, config=cfg, catch_up_form="latency", **knobs))))  # fmt: skip
-        if req is not None:
-            view = with_(view, executors_requested=req.executors)
+    logged = _logged_surge("latency")
     got = replay_watch(logged)
     assert all(r.match for r in got)
     # bounding the backlog's wait: λ = max(300, (4 × 100) / 5) = 300 ⇒ 7 cores ⇒ 4 executors
