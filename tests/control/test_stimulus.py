@@ -182,13 +182,14 @@ def test_inputs_without_a_header_name_the_line() -> None:
     assert _read([json.dumps({"batch_id": 0, "rows": 3})]) == []
 
 
-def test_watch_samples_replay_to_the_same_requests() -> None:
+def _logged_surge(catch_up_form: str = "drain") -> list[dict[str, Any]]:
+    """watch_step's own example, logged: 100 t/s, then 300 t/s from t = 2 s, 50 t/s per
+    core; requests are carried out (the view's request grows)."""
     from dataclasses import replace as with_
 
-    from streamscale.control.stimulus import replay_watch, watch_input
+    from streamscale.control.stimulus import watch_input
     from streamscale.control.watch import Sample, WatchConfig, WatchState, WatchView, watch_step
 
-    # watch_step's own example: 100 t/s, then 300 t/s from t = 2 s, 50 t/s per core
     cfg, view = WatchConfig(rate_window_s=1.0), WatchView(50.0, 4, 2, 2, 8, 4.0, 2.0)
     knobs = {"latency_target_s": 2.0, "catch_up_s": 5.0, "max_utilization": 0.9, "theta": 1.0}
     state, logged = WatchState(), []
@@ -196,10 +197,19 @@ def test_watch_samples_replay_to_the_same_requests() -> None:
         t = i * 0.25
         offered = 100 * t if t <= 2 else 200 + 300 * (t - 2)
         sample = Sample(t, offered, min(offered, 150))
-        state, req = watch_step(state, sample, view, config=cfg, **knobs)
-        logged.append(json.loads(json.dumps(watch_input(sample, view, req, config=cfg, **knobs))))
+        state, req = watch_step(state, sample, view, config=cfg, catch_up_form=catch_up_form,
+                                **knobs)  # fmt: skip
+        logged.append(json.loads(json.dumps(
+            watch_input(sample, view, req, config=cfg, catch_up_form=catch_up_form, **knobs))))  # fmt: skip
         if req is not None:
             view = with_(view, executors_requested=req.executors)
+    return logged
+
+
+def test_watch_samples_replay_to_the_same_requests() -> None:
+    from streamscale.control.stimulus import replay_watch
+
+    logged = _logged_surge()
     got = replay_watch(logged)
     assert len(got) == 17 and all(r.match for r in got)
     # λ = 300 + (300 − 200) × 4 / 5 = 380 t/s ⇒ ⌈380 / 50 / 0.9⌉ = 9 cores ⇒ 5 executors
@@ -207,3 +217,20 @@ def test_watch_samples_replay_to_the_same_requests() -> None:
     # the same samples with the watch switched off: the one request is the one difference
     off = [{**d, "config": {**d["config"], "mid_batch": False}} for d in logged]
     assert [r.now for r in replay_watch(off) if not r.match] == [2.5]
+
+
+def test_watch_samples_replay_with_their_catch_up_form() -> None:
+    from streamscale.control.stimulus import replay_watch
+
+    logged = _logged_surge("latency")
+    got = replay_watch(logged)
+    assert all(r.match for r in got)
+    # bounding the backlog's wait: λ = max(300, (4 × 100) / 5) = 300 ⇒ 7 cores ⇒ 4 executors
+    assert [(r.now, r.replay["executors"]) for r in got if r.replay] == [(2.5, 4)]
+    # replayed as draining (a log without the field), the requests differ from the first
+    # (5 executors at 2.5 s; the logged views still hold 4, so it asks again after)
+    drained = [{k: v for k, v in d.items() if k != "catch_up_form"} for d in logged]
+    differ = [r for r in replay_watch(drained) if not r.match]
+    assert differ[0].now == 2.5 and differ[0].replay["executors"] == 5
+    with pytest.raises(StreamscaleError, match="catch_up_form"):
+        replay_watch([{**logged[0], "catch_up_form": "soon"}])

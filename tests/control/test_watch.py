@@ -126,3 +126,22 @@ def test_offered_rate_and_settings() -> None:
     assert WatchConfig(watch_period_s=0.2).period_s(2.0) == 0.2
     with pytest.raises(StreamscaleError, match="admission"):
         WatchConfig.from_params({"admission": -1})
+
+
+def test_a_steady_load_within_the_requested_capacity_is_left_to_the_boundary() -> None:
+    # 2 executors × 2 cores × 26 t/s = 104 t/s against 100 offered: the sizing at 90 %
+    # utilization wants ⌈100 / 26 / 0.9⌉ = 5 cores (3 executors), but the requested ones
+    # keep up, so the watch asks nothing and holds no more than the 2 requested
+    view = replace(VIEW, service_rate=26.0)
+    assert _run(lambda t: 100 * t, lambda t: 100 * (2 * (t // 2)), view=view) == []
+    s = WatchState()
+    for t in (0.0, 0.5, 1.0, 1.5):
+        s, r = watch_step(s, Sample(t, 100 * t, 100 * t), view, config=DEFAULT,
+                          latency_target_s=2.0, catch_up_s=5.0)  # fmt: skip
+        assert r is None
+    assert s.need == 2
+    # the same executors at 110 t/s cannot keep up: asked at the second sample showing it
+    assert _run(lambda t: 110 * t, lambda t: 110 * (2 * (t // 2)), view=view)[0] == (1.0, 3)
+    # a backlog their 4 t/s of spare capacity would not drain in 5 s is asked for too
+    asked = _run(lambda t: 100 * t + 300, lambda t: 100 * (2 * (t // 2)), view=view)
+    assert asked and asked[0][0] == 1.0

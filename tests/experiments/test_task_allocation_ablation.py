@@ -7,7 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from streamscale.experiments.task_allocation_ablation import READINGS, RULES, reading_row
+from streamscale.experiments.task_allocation_ablation import (
+    READINGS,
+    RULES,
+    TD_RULES,
+    TD_RULES_FILE,
+    reading_row,
+    td_rules_row,
+)
 
 TABLE = Path(__file__).parents[2] / "src/streamscale/experiments/task_allocation_ablation.jsonl"
 
@@ -35,3 +42,22 @@ def test_committed_table_has_every_reading_and_rule() -> None:
     assert [r["generator"] for r in rows] == [label for label, _, _ in READINGS]
     assert all(set(r["pct_of_optimal"]) == set(RULES) for r in rows)
     assert all(r["proven_optimal"] == r["graphs"] == 2000 for r in rows)
+
+
+def test_td_rules_row_scores_every_rule_against_the_proven_optimum() -> None:
+    row = td_rules_row(12, seed=2)
+    assert row["graphs"] == row["proven_optimal"] == 12
+    assert set(row["pct_of_optimal"]) == set(TD_RULES) == set(row["incomplete"])
+    assert all(0.0 < v <= 100.0 + 1e-9 for v in row["pct_of_optimal"].values())
+
+
+def test_committed_td_rules_row() -> None:
+    rows = [json.loads(x) for x in TD_RULES_FILE.read_text().splitlines()]
+    assert len(rows) == 1
+    row = rows[0]
+    assert row["proven_optimal"] == row["graphs"] == 2000
+    assert set(row["pct_of_optimal"]) == set(TD_RULES)
+    # TD is literal TD with both of §4's rules; either alone lies between the two.
+    pct = row["pct_of_optimal"]
+    for rule in ("td-literal + all partner nodes", "td-literal + spare fill"):
+        assert pct["td-literal"] - 0.05 <= pct[rule] <= pct["td"] + 0.05

@@ -114,16 +114,21 @@ def test_trim_takes_cores_from_executors_without_a_queue_first() -> None:
     assert trim_cores([3, 3, 3], [0.1, 0.1, 0.1], 5, [0.0, 0.0, 0.5]) == [1, 1, 3]
 
 
-def test_catch_up_goes_to_the_executor_the_queue_waits_at() -> None:
-    topo = _topo()
-    execs = executors(topo, Cluster.uniform(2, cores=2))
-    # equal observed load, but all 600 queued tuples wait at executor 1's shards
-    snap = Snapshot.build(
+def _queued_at_executor_1() -> Snapshot:
+    """Equal observed load on 8 shards; all 600 queued tuples wait at shards 4-7
+    (executor 1's)."""
+    return Snapshot.build(
         operators={"op": OperatorStats(1000.0, 1000.0, 1000.0, backlog=600.0)},
         shards=[
             ShardStats("op", s, 0.125, 1, 10, backlog=150.0 if s >= 4 else 0.0) for s in range(8)
         ],
     )
+
+
+def test_catch_up_goes_to_the_executor_the_queue_waits_at() -> None:
+    topo = _topo()
+    execs = executors(topo, Cluster.uniform(2, cores=2))
+    snap = _queued_at_executor_1()
     loads = executor_loads(topo, execs, snap, catch_up_s=30.0)
     assert loads["op[0]"].backlog_rate == pytest.approx(0.0)
     assert loads["op[1]"].backlog_rate == pytest.approx(600.0 / 30.0)
@@ -177,3 +182,18 @@ def test_realize_units_matches_the_reference() -> None:
         cur = Plan(placement=Placement(units))
         x = rng.integers(0, 3, (len(nodes), len(execs)))
         assert realize_units(cur, execs, x, nodes) == ref.realize_units(cur, execs, x, nodes)
+
+
+def test_latency_catch_up_sizes_for_the_larger_of_rate_and_backlog() -> None:
+    topo = _topo()
+    execs = executors(topo, Cluster.uniform(2, cores=2))
+    snap = _queued_at_executor_1()
+    # executor 1: 500 t/s arriving, its 600 queued tuples at 600 / 30 = 20 t/s: the rate
+    # decides (draining would add them: 520); with a 1 s catch-up the queue decides (600)
+    slow = executor_loads(topo, execs, snap, catch_up_s=30.0, catch_up_form="latency")
+    assert slow["op[1]"].arrival == pytest.approx(500.0)
+    fast = executor_loads(topo, execs, snap, catch_up_s=1.0, catch_up_form="latency")
+    assert fast["op[1]"].arrival == pytest.approx(600.0)
+    assert fast["op[0]"].arrival == pytest.approx(500.0)
+    with pytest.raises(ValueError, match="catch_up_form"):
+        executor_loads(topo, execs, snap, catch_up_s=1.0, catch_up_form="soon")

@@ -23,7 +23,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
 from streamscale.errors import InfeasibleError
@@ -269,42 +269,88 @@ def _small_general_jobs(count: int, seed: int) -> list[GroupJob]:
     return out
 
 
-# name: (share of jobs admitting a complete allocation where it finds one, mean share
-# of the optimum where it does); seed 5, 400 jobs, 224 admit one: TD 205 and 97.6 %,
-# TD literal 205 and 97.5 % (203 and 91.6 % when a node that takes no balanced split
-# sends the pair to R), TL 206 and 97.8 %, TL in task-id order 207 and 96.4 %.
+# name: mean share of the optimum (seed 5, 400 jobs, 224 admit a complete allocation and
+# every allocator completes all 224): TD 96.3 %, TD literal 96.3 % (91.1 % when a node
+# that takes no balanced split sends the pair to R), TL 96.5 %, TL in task-id order
+# 95.6 %, naive 96.4 %. Before the backtracking of §2.2 the single passes completed only
+# 203-209 of the 224 (TD 205, TL 206, naive 209).
 FLOORS = {
-    "td": (0.9, 0.95),
-    "td-literal": (0.9, 0.95),
-    "td-literal-to-r": (0.9, 0.9),
-    "tl": (0.9, 0.95),
-    "tl-storm": (0.9, 0.9),
+    "td": 0.95,
+    "td-literal": 0.95,
+    "td-literal-to-r": 0.9,
+    "tl": 0.95,
+    "tl-storm": 0.9,
+    "naive": 0.9,
 }
 
 
 def test_against_brute_force_on_small_general_jobs() -> None:
-    # TD and TL are heuristics: they may leave a task unplaced where a packing exists
-    # (a pair fused first can leave no node for a large single task). Measured against
-    # enumeration of every per-node count matrix: never above the optimum, capacities
-    # held, complete and near the optimum on most jobs.
+    # Measured against enumeration of every per-node count matrix: complete exactly on
+    # the jobs that admit a complete allocation, capacities held, never above the
+    # optimum, near it on average.
     feasible = 0
-    complete = dict.fromkeys(FLOORS, 0)
     ratios: dict[str, list[float]] = {name: [] for name in FLOORS}
     for job in _small_general_jobs(400, 5):
         best = brute_force(job)
         for name in FLOORS:
             alloc = ALLOCATORS[name](job)
             assert alloc.respects_capacities(), name
-            if best < 0:
-                assert not alloc.complete, name
-                continue
+            assert alloc.complete == (best >= 0), name
             if alloc.complete:
-                complete[name] += 1
                 assert alloc.gain <= best + 1e-6 * max(1.0, best), name
                 if best > 0:
                     ratios[name].append(alloc.gain / best)
         feasible += int(best >= 0)
     assert feasible >= 200
-    for name, (complete_floor, ratio_floor) in FLOORS.items():
-        assert complete[name] >= complete_floor * feasible, (name, complete[name], feasible)
+    for name, ratio_floor in FLOORS.items():
         assert sum(ratios[name]) / len(ratios[name]) >= ratio_floor, name
+
+
+@st.composite
+def small_jobs(draw: st.DrawFn) -> GroupJob:
+    """Jobs small enough to enumerate: 2-4 groups of 1-3 tasks on 2-3 nodes.
+
+    Group costs and node sizes are drawn from values that pack awkwardly (a 66 % group
+    of two next to 60 % and 40 % ones on 100 % nodes), so a single pass of naive, TL or
+    TD leaves a task unplaced on about one feasible job in 25 (seeded sample of 1000).
+    """
+    ng = draw(st.integers(2, 4))
+    costs = st.sampled_from([20.0, 40.0, 60.0, 66.0, 90.0])
+    groups = [Group(f"g{i}", draw(st.integers(1, 3)), draw(costs)) for i in range(ng)]
+    edges = [
+        GroupEdge(f"g{i}", f"g{j}", draw(st.floats(0.0, 30.0)))
+        for i in range(ng)
+        for j in range(i + 1, ng)
+        if draw(st.booleans())
+    ]
+    nn = draw(st.integers(2, 3))
+    caps = [draw(st.sampled_from([60.0, 100.0, 100.0, 150.0])) for _ in range(nn)]
+    return GroupJob(tuple(groups), tuple(edges), tuple(f"n{i}" for i in range(nn)), tuple(caps))
+
+
+# The heuristics of paper 001 (every variant above but the solver).
+HEURISTICS = [name for name in ALLOCATORS if name != "optimal"]
+
+
+# TD and TL as printed leave C unplaced here (tests/planning/test_backtrack.py).
+GAP = GroupJob.build(
+    [("A", 2, 66.0), ("B", 2, 60.0), ("C", 1, 40.0)],
+    [("A", "B", 8.0), ("B", "C", 6.0)],
+    {"n0": 100.0, "n1": 100.0},
+)
+
+
+@settings(max_examples=150)
+@example(job=GAP)
+@given(job=small_jobs())
+def test_heuristics_complete_every_feasible_job_below_the_optimum(job: GroupJob) -> None:
+    # A complete allocation exists (enumeration says so): naive, TL and TD must place
+    # every task within capacity (§2.2: "Algorithms must guarantee that all pairs will be
+    # allocated"), and none may gain more than the enumerated optimum.
+    best = brute_force(job)
+    assume(best >= 0)
+    for name in HEURISTICS:
+        alloc = ALLOCATORS[name](job)
+        assert alloc.complete, (name, alloc.unplaced)
+        assert alloc.respects_capacities(), name
+        assert alloc.gain <= best + 1e-6 * max(1.0, best), name

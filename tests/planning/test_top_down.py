@@ -137,6 +137,27 @@ def test_literal_second_mode_fills_only_the_best_partner_node() -> None:
     assert [list(r) for r in tuned.counts] == [[1, 1, 0], [1, 1, 0], [2, 2, 0]]
     assert [list(r) for r in literal.counts] == [[1, 1, 0], [1, 1, 0], [2, 0, 2]]
     assert links(tuned, 0, 2) == 4 and links(literal, 0, 2) == 2
+    # The rule alone: literal TD with every partner node filled, tuned TD with only one.
+    assert top_down(job, literal=True, partners="all").counts == tuned.counts
+    assert top_down(job, partners="best").counts == literal.counts
+    with pytest.raises(ValueError):
+        top_down(job, partners="nope")  # type: ignore[arg-type]
+
+
+def test_spare_fill_alone_separates_literal_from_tuned_in_mode_both() -> None:
+    # a (3 × 10 %) and b (8 × 10 %) do not fit one 100 % node (110 %); r = ⌊8/3⌋ = 2,
+    # σ = 10 + 2·10 = 30, k = 3: a3 b6 on n1 (90 %), and a is exhausted. The spare
+    # fill adds one more b there (100 %); without it b's last two go to R and
+    # Algorithm 3 puts them on the roomiest node, n2. One link carries 24/24 = 1 MB/s.
+    job = GroupJob.build(
+        [("a", 3, 30.0), ("b", 8, 80.0)], [("a", "b", 24.0)], {"n1": 100.0, "n2": 100.0}
+    )
+    fill, no_fill = top_down(job), top_down(job, spare=False)
+    assert [list(r) for r in fill.counts] == [[3, 0], [7, 1]]
+    assert [list(r) for r in no_fill.counts] == [[3, 0], [6, 2]]
+    assert fill.gain == pytest.approx(21.0) and no_fill.gain == pytest.approx(18.0)
+    assert top_down(job, literal=True).counts == no_fill.counts
+    assert top_down(job, literal=True, spare=True).counts == fill.counts
 
 
 @pytest.mark.parametrize("literal", [False, True])

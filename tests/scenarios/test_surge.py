@@ -120,3 +120,18 @@ def test_host_cpu_means_split_at_the_surge_by_hand() -> None:
     assert got["base"] == pytest.approx(0.3) and got["surge"] == pytest.approx(0.95)
     o.cpu = []
     assert host_cpu(o, cfg) == {"base": None, "surge": None}
+
+
+def test_reaction_counts_from_the_request_in_force_not_the_largest() -> None:
+    from dataclasses import replace
+
+    from streamscale.scenarios.scoring import Request
+    from streamscale.scenarios.surge_score import in_force, up_requests
+
+    o, _ = _outcome()
+    cfg = SurgeConfig(base_rate=10.0, phase_s=10.0, warmup_s=10.0)  # surge at 20 s (1020)
+    # 8 asked while warming up, back to 2 before the surge, 8 again 1.5 s into it
+    o = replace(o, requests=[Request(1005.0, 8), Request(1012.0, 2), Request(1021.5, 8)])
+    assert in_force(o.requests, 1020.0) == 2 and in_force(o.requests, 1000.0) == 0
+    assert reaction(o, cfg)["decision_s"] == pytest.approx(1.5)
+    assert up_requests(o, cfg) == [1021.5]

@@ -390,6 +390,7 @@ def watch_input(
     catch_up_s: float,
     max_utilization: float,
     theta: float,
+    catch_up_form: str = "drain",
 ) -> dict[str, Any]:
     """One call of :func:`~streamscale.control.watch.watch_step` as a ``watch_input``
     object: its sample, the view and settings passed in, and the request it returned."""
@@ -402,6 +403,7 @@ def watch_input(
         "catch_up_s": catch_up_s,
         "max_utilization": max_utilization,
         "theta": theta,
+        "catch_up_form": catch_up_form,
         "request": None if request is None else _plain(asdict(request)),
     }
 
@@ -435,7 +437,12 @@ def replay_watch(inputs: Iterable[Mapping[str, Any]], *, where: str = "watch") -
         for k, v in knobs.items():
             if isinstance(v, bool) or not isinstance(v, int | float):
                 raise StreamscaleError(f"{k!r} must be a number, got {v!r}", item=at)
-        state, request = watch_step(state, sample, view, config=config, **knobs)
+        form = d.get("catch_up_form", "drain")  # logs written before the setting: drain
+        if form not in ("drain", "latency"):
+            raise StreamscaleError(f"'catch_up_form' must be drain or latency, got {form!r}",
+                                   item=at)  # fmt: skip
+        state, request = watch_step(state, sample, view, config=config, catch_up_form=form,
+                                    **knobs)  # fmt: skip
         got = None if request is None else _canonical_dict(_plain(asdict(request)))
         out.append(Replayed(sample.now, d.get("request"), got))
     return out

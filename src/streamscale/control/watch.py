@@ -31,6 +31,7 @@ __all__ = [
     "WatchState",
     "WatchView",
     "offered_rate",
+    "short_of_capacity",
     "watch_step",
 ]
 
@@ -181,6 +182,29 @@ def _trend(samples: tuple[Sample, ...]) -> float:
     return (b - a) / dt if dt > 0 else 0.0
 
 
+def short_of_capacity(rate: float, backlog: float, view: WatchView, *, catch_up_s: float) -> bool:
+    """Whether the executors requested cannot keep up: the offered rate exceeds their
+    capacity (``requested × cores × service rate``), or the backlog would not drain
+    within ``catch_up_s`` at their spare capacity. Only then does the watch act between
+    boundaries. The band between this and the sizing's ``max_utilization`` is the
+    hysteresis: at a steady base load at 83 % of the requested cores' capacity, a
+    service rate jittering by a few tuples/s made the watch ask for a third executor
+    and the boundary release it again, every 10–20 s of a full-length surge run.
+
+    >>> view = WatchView(26.0, 4, 2, 2, 8, 10.0, 2.0)  # 2 × 2 cores × 26 = 104 t/s
+    >>> short_of_capacity(100.0, 0.0, view, catch_up_s=5.0)
+    False
+    >>> short_of_capacity(100.0, 40.0, view, catch_up_s=5.0)  # 4 t/s spare: 20 in 5 s
+    True
+    >>> short_of_capacity(300.0, 0.0, view, catch_up_s=5.0)
+    True
+    """
+    if view.service_rate is None:
+        return True
+    capacity = max(0, view.executors_requested) * view.cores_per_executor * view.service_rate
+    return rate > capacity or backlog > max(0.0, capacity - rate) * max(0.0, catch_up_s)
+
+
 def watch_step(
     state: WatchState,
     sample: Sample,
@@ -191,6 +215,7 @@ def watch_step(
     catch_up_s: float,
     max_utilization: float = 0.9,
     theta: float = 1.0,
+    catch_up_form: str = "drain",
 ) -> tuple[WatchState, Request | None]:
     """One sample: the new state and a request for more executors, if the load needs one.
 
@@ -245,11 +270,17 @@ def watch_step(
         max_cores=max_cores,
         max_utilization=max_utilization,
         theta=theta,
+        form=catch_up_form,
     )
     executors = min(
         view.max_executors,
         math.ceil(cores / view.cores_per_executor) + config.standby_executors,
     )
+    if not short_of_capacity(max(rate, sized), backlog, view, catch_up_s=catch_up_s):
+        # a load between the sizing's utilization and the requested cores' capacity is
+        # the boundary's to plan: the need never exceeds the request, so the hold keeps
+        # executors (scale-in waits) but never adds one
+        return WatchState(new.samples, need=min(executors, view.executors_requested)), None
     new = WatchState(new.samples, need=executors)
     if executors <= view.executors_requested:
         return new, None

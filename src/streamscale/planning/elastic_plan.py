@@ -204,6 +204,7 @@ def executor_loads(
     *,
     rate: float | None = None,
     catch_up_s: float | None = None,
+    catch_up_form: str = "drain",
 ) -> dict[str, ExecutorLoad]:
     """Per-executor demand from a snapshot, falling back to the topology's model.
 
@@ -214,8 +215,13 @@ def executor_loads(
     With ``catch_up_s``, the operator's :func:`backlog_rates` is added (DS2-style
     catch-up): the tuples queued at the operator's own tasks go to the executor
     they wait at (shard ``backlog`` of the snapshot), the sources' share is spread
-    in proportion to load.
+    in proportion to load. ``catch_up_form="latency"`` sizes an executor for the larger
+    of its arrival rate and its backlog's catch-up rate instead of their sum: served
+    first in, first out at that capacity, the backlog's last tuple waits at most
+    ``catch_up_s`` (the sum drains the whole backlog within ``catch_up_s``, DS2's aim).
     """
+    if catch_up_form not in ("drain", "latency"):
+        raise ValueError(f"catch_up_form must be 'drain' or 'latency', got {catch_up_form!r}")
     omega = _source_rate(topology, rate)
     extra = backlog_rates(topology, snapshot, catch_up_s) if catch_up_s else {}
     own_rate: dict[str, float] = {}
@@ -272,7 +278,9 @@ def executor_loads(
             out[ex.instance] = ExecutorLoad(
                 shard_load=sl.copy(),
                 shard_bytes=state[ex.index * z : (ex.index + 1) * z].copy(),
-                arrival=arrival + catch_up,
+                arrival=max(arrival, catch_up)
+                if catch_up_form == "latency"
+                else arrival + catch_up,
                 service=float(mu),
                 bytes_rate=share * (lam * in_bytes + out_rate * out_bytes),
                 backlog_rate=max(catch_up, 0.0),

@@ -34,7 +34,15 @@ from streamscale.scenarios.scoring import (
     score_tuples,
 )
 
-__all__ = ["alive_at", "reaction", "scale_events", "summarize_surge", "timeline", "up_requests"]
+__all__ = [
+    "alive_at",
+    "in_force",
+    "reaction",
+    "scale_events",
+    "summarize_surge",
+    "timeline",
+    "up_requests",
+]
 
 #: task time (ms) an added executor must have run to count as working (warm-up tasks
 #: that start its Python workers take milliseconds)
@@ -60,11 +68,18 @@ def scale_events(executors: list[ExecutorSpan], times: list[float]) -> tuple[int
     return sum(1 for a, b in pairs if b > a), sum(1 for a, b in pairs if b < a)
 
 
+def in_force(requests: Any, at: float) -> int:
+    """The executors requested in all at ``at``: the latest request at or before it (0:
+    none yet). Not the largest: a run that asked for 8 while it warmed up and went back
+    to 2 meets the surge with 2, and its next request for 8 is a scale-up."""
+    return max(((r.t_s, r.total) for r in requests if r.t_s <= at), default=(0.0, 0))[1]
+
+
 def up_requests(o: Any, cfg: Any) -> list[float]:
     """Epoch times of the requests for more executors than the previous request, from the
     surge's start to its end (one, for a policy that meets a step in one step)."""
     at, end = o.t0 + cfg.surge_at, o.t0 + cfg.surge_at + cfg.phase_s
-    prev = max((r.total for r in o.requests if r.t_s <= at), default=0)
+    prev = in_force(o.requests, at)
     out = []
     for r in o.requests:
         if at < r.t_s <= end and r.total > prev:
@@ -78,7 +93,7 @@ def reaction(o: Any, cfg: Any) -> dict[str, float | None]:
     """Seconds from the surge's start to the first request for more executors, the first
     executor that arrived after it and the first second of its tasks (``None``: never)."""
     at = o.t0 + cfg.surge_at
-    before = max((r.total for r in o.requests if r.t_s <= at), default=0)
+    before = in_force(o.requests, at)
     ups = [r.t_s for r in o.requests if r.t_s > at and r.total > before]
     added = sorted(e.added_s for e in o.executors if e.added_s > at)
     new = {e.executor for e in o.executors if e.added_s > at}

@@ -88,17 +88,30 @@ def test_every_unit_placed_with_figures(name: str) -> None:
 
 
 def test_relaxation_refines_coarse_tasks_for_td() -> None:
-    # a: four 50 % tasks; TD's greedy splits leave one without room, the GCD
-    # re-cut (§5) fits it.
-    ctx = PlanningContext(topology(), Cluster.uniform(3, cores=1), rate=500.0)
+    # At 540 t/s a's four tasks cost 54 % each: no 100 % node holds two, so no complete
+    # allocation of these tasks exists on three nodes (TD's backtracking finds none);
+    # the GCD re-cut (§5: d = 1 %, 297 % on 300 %) fits them.
+    ctx = PlanningContext(topology(), Cluster.uniform(3, cores=1), rate=540.0)
     res = get("placer", "td").adapter(ctx, Plan())
     assert res.plan.allocation.cores["a"] > 4
     assert res.notes and "GCD" in res.notes[0]
     strict = PlanningContext(
-        topology(), Cluster.uniform(3, cores=1), rate=500.0, params={"relax": False}
+        topology(), Cluster.uniform(3, cores=1), rate=540.0, params={"relax": False}
     )
     with pytest.raises(InfeasibleError, match="group a"):
         get("placer", "td").adapter(strict, Plan())
+
+
+def test_td_backtracks_before_recutting() -> None:
+    # At 500 t/s a's tasks cost 50 %: TD's single pass leaves one without room, but
+    # a, a | a, a | src, src, snk (75 %) is complete, so no re-cut is needed (§2.2).
+    ctx = PlanningContext(topology(), Cluster.uniform(3, cores=1), rate=500.0)
+    res = get("placer", "td").adapter(ctx, Plan())
+    assert res.plan.allocation.cores == {"src": 2, "a": 4, "snk": 1} and not res.notes
+    load: dict[str, float] = {}
+    for unit, node in res.plan.placement.nodes.items():
+        load[node] = load.get(node, 0.0) + {"src": 25.0, "a": 50.0, "snk": 25.0}[unit[:-2]]
+    assert len(res.plan.placement.nodes) == 7 and max(load.values()) <= 100.0
 
 
 def test_infeasible_names_the_group() -> None:

@@ -104,6 +104,15 @@ SETTINGS = Schema(
         low_open=True,
     ),
     Setting(
+        "catch_up_form",
+        str,
+        "drain",
+        "how a backlog adds to demand: drain = rate + backlog / catch_up_s (DS2: the "
+        "backlog is gone within catch_up_s); latency = max(rate, backlog / catch_up_s) "
+        "(first in, first out: its last tuple waits at most catch_up_s)",
+        choices=("drain", "latency"),
+    ),
+    Setting(
         "phi0_kbps",
         float,
         512.0,
@@ -143,9 +152,14 @@ def planning_inputs(
 def _executor_loads(
     context: PlanningContext, execs: tuple[ExecutorInfo, ...]
 ) -> dict[str, ExecutorLoad]:
-    catch_up = SETTINGS.read(context.params)["catch_up_s"]
+    s = SETTINGS.read(context.params)
     return executor_loads(
-        context.topology, execs, context.snapshot, rate=context.rate, catch_up_s=catch_up
+        context.topology,
+        execs,
+        context.snapshot,
+        rate=context.rate,
+        catch_up_s=s["catch_up_s"],
+        catch_up_form=s["catch_up_form"],
     )
 
 
@@ -168,12 +182,14 @@ def external_rate(context: PlanningContext, loads: Mapping[str, ExecutorLoad]) -
     """λ_0: the sources' observed output rate (plus their backlog's catch-up rate),
     else their modelled rate."""
     topo, snap = context.topology, context.snapshot
-    catch_up = SETTINGS.read(context.params)["catch_up_s"]
+    s = SETTINGS.read(context.params)
+    catch_up, latency = s["catch_up_s"], s["catch_up_form"] == "latency"
     total = 0.0
     for src in topo.sources:
         stats = snap.operators.get(src.name) if snap else None
         if stats is not None:
-            total += stats.output_rate + max(stats.backlog, 0.0) / catch_up
+            drain = max(stats.backlog, 0.0) / catch_up
+            total += max(stats.output_rate, drain) if latency else stats.output_rate + drain
         elif context.rate is not None or src.rate is not None:
             total += context.rate if context.rate is not None else float(src.rate or 0.0)
     if total > 0:

@@ -25,7 +25,9 @@ the allocation is mapped back to the original units.
 Params (all optional): ``utilization`` (1.0: share of each node's spare
 capacity — capacity minus ``reserved_cpu`` — the job may use), ``alpha``
 (balance: μ_n = α·Σpc/|N|), ``relax`` (True: when tasks are too coarse to
-fit, retry with the GCD task granularity of §5, which changes task counts),
+fit — naive, TL and TD already backtrack (§2.2), so only when no complete
+allocation of the given tasks was found — retry with the GCD task
+granularity of §5, which changes task counts),
 ``skew`` (True: split skewed instances as above), ``skew_margin`` (0.2:
 relative cost spread within a subgroup), ``singles`` (td: ``least-loaded`` | ``affinity``), ``literal`` (td: False; True runs Algorithm 5 as written), ``no_split`` (td:
 ``partial`` | ``to-r``, what a node that takes no balanced split gets), ``order`` (tl, tl-imc,

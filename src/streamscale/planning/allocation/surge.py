@@ -37,6 +37,7 @@ def surge_cores(
     max_cores: int,
     max_utilization: float = 0.9,
     theta: float = 1.0,
+    form: str = "drain",
 ) -> int:
     """Cores that serve ``offered_rate`` and drain ``backlog`` within ``catch_up_s`` of the
     new cores' start.
@@ -61,6 +62,11 @@ def surge_cores(
         Upper bound (the cluster's cores).
     max_utilization, theta
         The utilization floor ``⌈θ · λ / μ / max_utilization⌉`` (the boundary planner's).
+    form
+        ``"drain"``: λ = offered + backlog / catch-up (DS2: the backlog is gone within
+        ``catch_up_s``). ``"latency"``: λ = max(offered, backlog / catch-up): served first
+        in, first out at that capacity the backlog's last tuple waits at most
+        ``catch_up_s``, and later tuples less, since the queue shrinks.
 
     Returns
     -------
@@ -73,7 +79,8 @@ def surge_cores(
     start a core: the backlog is 200 + (300 − 200) × 4 = 600 tuples by then, drained in
     5 s ⇒ λ = 300 + 120 = 420 ⇒ at least ⌈420 / 50 / 0.9⌉ = 10 cores. A steady 100
     tuples/s with nothing waiting needs ⌈100 / 50 / 0.9⌉ = 3 (the queueing model's 3
-    cores meet a 2 s target too).
+    cores meet a 2 s target too). Bounding the backlog's wait instead of draining it:
+    λ = max(300, 600 / 5) = 300 ⇒ ⌈300 / 50 / 0.9⌉ = 7 cores.
 
     >>> surge_cores(300.0, 200.0, 50.0, latency_target_s=2.0, catch_up_s=5.0,
     ...             startup_s=4.0, current_cores=4, max_cores=16)
@@ -81,6 +88,9 @@ def surge_cores(
     >>> surge_cores(100.0, 0.0, 50.0, latency_target_s=2.0, catch_up_s=5.0,
     ...             startup_s=4.0, current_cores=4, max_cores=16)
     3
+    >>> surge_cores(300.0, 200.0, 50.0, latency_target_s=2.0, catch_up_s=5.0,
+    ...             startup_s=4.0, current_cores=4, max_cores=16, form="latency")
+    7
     """
     if not service_rate > 0 or not math.isfinite(service_rate):
         return max_cores
@@ -88,7 +98,10 @@ def surge_cores(
         raise ValueError("max_cores must be >= 1")
     lam = max(0.0, offered_rate)
     growth = max(0.0, lam - max(0, current_cores) * service_rate) * max(0.0, startup_s)
-    lam += (max(0.0, backlog) + growth) / max(catch_up_s, 1e-9)
+    if form not in ("drain", "latency"):
+        raise ValueError(f"form must be 'drain' or 'latency', got {form!r}")
+    drain = (max(0.0, backlog) + growth) / max(catch_up_s, 1e-9)
+    lam = max(lam, drain) if form == "latency" else lam + drain
     if lam <= 0:
         return 1
     res = allocate(QueueingProblem((lam,), (service_rate,), lam, latency_target_s, max_cores))

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from streamscale.planning.placement.backtrack import backtrack as backtrack_search
 from streamscale.planning.placement.groups import EPS, GroupJob, TaskAllocation
 from streamscale.planning.placement.task_level import (
     PairOrder,
@@ -41,6 +42,7 @@ def naive_pairs(
     order: PairOrder = "diagonal",
     refine: bool = True,
     seed: int | None = None,
+    backtrack: bool = True,
 ) -> TaskAllocation:
     """The naive algorithm (paper 001, §3.1).
 
@@ -56,6 +58,11 @@ def naive_pairs(
         pushes the unplaced task onto the current node.
     seed
         Seed for ``order="random"``.
+    backtrack
+        When a task fits nowhere at the end, search for a complete allocation
+        that keeps as many of naive's placements as it can (§2.2; see
+        :func:`~streamscale.planning.placement.backtrack.backtrack`). False
+        leaves the task unplaced.
 
     Examples
     --------
@@ -119,5 +126,6 @@ def naive_pairs(
         if n >= 0:
             counts[group_of[t]][n] += 1
     free = [job.tasks[g] - sum(counts[g]) for g in range(ng)]
-    allocate_single_tasks(job, counts, cap, free)
+    if not allocate_single_tasks(job, counts, cap, free) and backtrack:
+        counts = backtrack_search(job, counts) or counts
     return TaskAllocation.of(job, counts, "naive")

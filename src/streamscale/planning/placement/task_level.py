@@ -16,6 +16,7 @@ from typing import Literal
 
 import numpy as np
 
+from streamscale.planning.placement.backtrack import backtrack as backtrack_search
 from streamscale.planning.placement.groups import EPS, GroupJob, TaskAllocation
 
 __all__ = [
@@ -142,6 +143,7 @@ def task_level(
     priority: Priority = "significance",
     order: PairOrder = "diagonal",
     seed: int | None = None,
+    backtrack: bool = True,
 ) -> TaskAllocation:
     """taskLevel (paper 001, §3.2, Algorithms 1–3).
 
@@ -157,11 +159,18 @@ def task_level(
         ``random`` permutation.
     seed
         Seed for ``order="random"``.
+    backtrack
+        When a single task fits nowhere after Algorithm 3, search for a
+        complete allocation that keeps as many of TL's placements as it can
+        (§2.2's "backtrack and try a different allocation"; see
+        :func:`~streamscale.planning.placement.backtrack.backtrack`). False is
+        the single pass as printed.
 
     Returns
     -------
     TaskAllocation
-        Complete, or with ``unplaced`` tasks when a single task fits nowhere.
+        Complete, or with ``unplaced`` tasks when no complete allocation
+        exists (or a single task fits nowhere and ``backtrack`` is False).
 
     Examples
     --------
@@ -251,6 +260,7 @@ def task_level(
             counts[group_of[t]][n] += 1
     # Tasks of broken pairs (and of groups in no pair) are the single tasks R.
     free = [job.tasks[g] - sum(counts[g]) for g in range(ng)]
-    allocate_single_tasks(job, counts, cap, free)
+    if not allocate_single_tasks(job, counts, cap, free) and backtrack:
+        counts = backtrack_search(job, counts) or counts
     name = "tl" if priority == "significance" else "tl-imc"
     return TaskAllocation.of(job, counts, name)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Literal
 
+from streamscale.planning.placement.backtrack import backtrack as backtrack_search
 from streamscale.planning.placement.groups import EPS, GroupJob, TaskAllocation
 from streamscale.planning.placement.task_level import (
     Priority,
@@ -24,17 +25,19 @@ from streamscale.planning.placement.task_level import (
     top_node,
 )
 
-__all__ = ["NoSplit", "Singles", "Split", "top_down"]
+__all__ = ["NoSplit", "Partners", "Singles", "Split", "top_down"]
 
 Singles = Literal["least-loaded", "affinity"]
 Split = Literal["balanced", "max-links"]
 NoSplit = Literal["partial", "to-r"]
+Partners = Literal["best", "all"]
 
 
 class _TopDown:
     """Mutable state of one topDown run (per-node spare capacity, task counts)."""
 
     __slots__ = (
+        "all_partners",
         "cap",
         "counts",
         "free",
@@ -44,6 +47,7 @@ class _TopDown:
         "nn",
         "no_split",
         "pc",
+        "spare",
         "split",
     )
 
@@ -54,10 +58,14 @@ class _TopDown:
         *,
         literal: bool = False,
         no_split: NoSplit = "partial",
+        partners: Partners | None = None,
+        spare: bool | None = None,
     ) -> None:
         self.job = job
         self.split = split
         self.literal = literal
+        self.all_partners = (partners or ("best" if literal else "all")) == "all"
+        self.spare = (not literal) if spare is None else spare
         self.no_split = no_split
         self.nn = len(job.nodes)
         self.pc = job.task_cost
@@ -94,7 +102,8 @@ class _TopDown:
         rest of u_j to R; §4's text collocates "as many tasks as possible" on
         the nodes hosting u_i, so every such node is filled in turn (over 2000
         random jobs of §7.3, seed 1: 93.0 % of optimal against 91.1 % for the
-        literal reading). With ``literal`` only the first node is filled.
+        literal reading). With ``literal`` (or ``partners="best"``) only the
+        first node is filled.
         """
         pc = self.pc[j]
         row_i = self.counts[i]
@@ -109,7 +118,7 @@ class _TopDown:
             k = int(min(self.free[j], fit_count(self.cap[n], pc)))
             if k:
                 self.place(j, n, k)
-            if not self.free[j] or self.literal:
+            if not self.free[j] or not self.all_partners:
                 return
 
     # -- Algorithm 5, mode "both" -------------------------------------------
@@ -125,10 +134,10 @@ class _TopDown:
         one task of the smaller group and as many of the larger as fit — so the
         recursion ends only as §4 says it does (the pair fits, the smaller group
         is exhausted, or both are); ``to-r`` stops and leaves both remainders
-        to R. Without ``literal``, once the smaller group is exhausted on a
-        node the rest of that node is filled with the larger group — §4's
-        "filling the spare space"; with it, the larger group's remainder goes
-        to R (Algorithm 5, lines 18–19).
+        to R. With ``spare`` (default: without ``literal``), once the smaller
+        group is exhausted on a node the rest of that node is filled with the
+        larger group — §4's "filling the spare space"; without it, the larger
+        group's remainder goes to R (Algorithm 5, lines 18–19).
         """
         pc = self.pc
         while self.free[a] and self.free[b]:
@@ -157,7 +166,7 @@ class _TopDown:
                 ug = int(min(ng, fit_count(self.cap[n] - pc[s], pc[g])))
                 if ug < 1 or not self.fits(pc[s], n):
                     return
-            if us == ns and balanced and not self.literal:
+            if us == ns and balanced and self.spare:
                 rest = self.cap[n] - us * pc[s] - ug * pc[g]
                 ug = int(min(ng, ug + fit_count(rest, pc[g])))
             self.place(s, n, us)
@@ -235,6 +244,9 @@ def top_down(
     split: Split = "balanced",
     literal: bool = False,
     no_split: NoSplit = "partial",
+    partners: Partners | None = None,
+    spare: bool | None = None,
+    backtrack: bool = True,
 ) -> TaskAllocation:
     """topDown (paper 001, §4, Algorithms 4–5).
 
@@ -267,6 +279,23 @@ def top_down(
         both remainders to R. On paper 001's §7.3 jobs a node holds only three
         tasks, so this case decides most pairs whose groups differ threefold
         in size (``task_allocation_ablation.jsonl``).
+    partners
+        Mode "second" (one group placed): fill only the ``best`` node of the
+        placed partner by expected IMC gain (Algorithm 5 as printed) or ``all``
+        of them in that order (§4's "as many tasks as possible"). Default:
+        ``best`` with ``literal``, else ``all``.
+    spare
+        Mode "both": once the smaller group is exhausted on a node, fill the
+        node's spare room with the larger group (§4's "filling the spare
+        space") instead of leaving its remainder to R (Algorithm 5, line 19).
+        Default: not ``literal``. ``partners`` and ``spare`` separate the two
+        rules ``literal`` switches together.
+    backtrack
+        When a task fits nowhere after Algorithm 3, search for a complete
+        allocation that keeps as many of TD's placements as it can (§2.2:
+        "we will need to backtrack and try a different allocation"; see
+        :func:`~streamscale.planning.placement.backtrack.backtrack`). False
+        is the single pass as printed, which then reports the task unplaced.
 
     Returns
     -------
@@ -291,7 +320,9 @@ def top_down(
         raise ValueError(f"unknown split policy {split!r}")
     if no_split not in ("partial", "to-r"):
         raise ValueError(f"unknown no_split policy {no_split!r}")
-    st = _TopDown(job, split, literal=literal, no_split=no_split)
+    if partners not in (None, "best", "all"):
+        raise ValueError(f"unknown partners policy {partners!r}")
+    st = _TopDown(job, split, literal=literal, no_split=no_split, partners=partners, spare=spare)
     free = st.free
     for e in group_pair_order(job, priority):
         a, b = job.ends[e]
@@ -312,5 +343,8 @@ def top_down(
         allocate_single_tasks(job, st.counts, st.cap, free)
     else:
         raise ValueError(f"unknown singles policy {singles!r}")
+    counts = st.counts
+    if backtrack and any(free):
+        counts = backtrack_search(job, counts) or counts
     name = "td" if priority == "significance" else "td-imc"
-    return TaskAllocation.of(job, st.counts, name)
+    return TaskAllocation.of(job, counts, name)

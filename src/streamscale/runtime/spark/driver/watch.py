@@ -202,6 +202,7 @@ class SourceWatch:
     catch_up_s: float
     max_utilization: float = 0.9
     theta: float = 1.0
+    catch_up_form: str = "drain"
     admission_file: Path | None = None
     warm: bool = True
     clock: Callable[[], float] = time.time
@@ -309,6 +310,7 @@ class SourceWatch:
             self._state, sample, view, config=self.config,
             latency_target_s=self.latency_target_s, catch_up_s=self.catch_up_s,
             max_utilization=self.max_utilization, theta=self.theta,
+            catch_up_form=self.catch_up_form,
         )  # fmt: skip
         samples = self._state.samples
         if len(samples) >= 2 and samples[-1].now > samples[0].now:
@@ -320,6 +322,7 @@ class SourceWatch:
                 sample, view, request, config=self.config,
                 latency_target_s=self.latency_target_s, catch_up_s=self.catch_up_s,
                 max_utilization=self.max_utilization, theta=self.theta,
+                catch_up_form=self.catch_up_form,
             )
         )  # fmt: skip
         if self._state.need > 0:
@@ -498,6 +501,7 @@ def make_watch(
         catch_up_s=s["catch_up_s"],
         max_utilization=s["max_utilization"],
         theta=s["theta"],
+        catch_up_form=s["catch_up_form"],
         admission_file=admission,
         warm=warm,
     )
