@@ -66,7 +66,7 @@ class GeneratorOffered:
 
 def offered_for(fmt: str, options: Mapping[str, Any]) -> Offered | None:
     """The :class:`Offered` of a registered source that knows what it offered
-    (:mod:`~streamscale.runtime.spark.source_registry`; ``None``: it does not)."""
+    (:mod:`~streamscale.runtime.spark.sources.source_registry`; ``None``: it does not)."""
     from streamscale.runtime.spark.sources.source_registry import source
 
     entry = source(fmt)
@@ -414,7 +414,7 @@ def warm_keyed_path(sc: Any, tasks: int) -> bool:
 
 def warm_executors(sc: Any, executors: Sequence[str], cores: int) -> set[str]:
     """Warm ``executors`` through the keyed stage's path (as :func:`warm_keyed_path`),
-    with ``cores`` tasks for each pinned to it (:func:`~streamscale.runtime.spark.pinning.pin`;
+    with ``cores`` tasks for each pinned to it (:func:`~streamscale.runtime.spark.executors.pinning.pin`;
     the steering's process-locality wait keeps them for it); returns the executors the
     tasks ran on. Without the placement helper on the classpath the job runs unpinned
     and every executor named counts as warmed (the best that session can know)."""
