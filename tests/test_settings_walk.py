@@ -31,9 +31,6 @@ SRC = Path(streamscale.__file__).parent
 
 #: ``(file relative to src/streamscale, setting)``: a literal that is a choice, not a default.
 CHOICES: dict[tuple[str, str], str] = {
-    ("scenarios/demo.py", "trigger_s"): "the demo's own 2 s batches (passed explicitly)",
-    ("scenarios/demo.py", "duration_s"): "the demo's own length (passed explicitly)",
-    ("scenarios/demo.py", "seed"): "the demo's generator seed, not the policy's",
     ("runtime/spark/routing/hashing.py", "seed"): "a hash function's seed (another quantity)",
     (
         "runtime/spark/sources/sources.py",

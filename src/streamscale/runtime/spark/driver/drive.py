@@ -21,6 +21,7 @@ from streamscale.runtime.spark.executors.resources import Resources
 from streamscale.settings import Frozen
 
 __all__ = [
+    "await_commit",
     "backlog_of",
     "control_step",
     "drive_query",
@@ -140,6 +141,33 @@ def _num(v: Any) -> bool:
     return isinstance(v, int | float) and not isinstance(v, bool)
 
 
+def await_commit(
+    query: Any, records: Iterable[Any], *, until: float, clock: Callable[[], float]
+) -> bool:
+    """Wait (until ``until`` on ``clock``) for Spark to report the last batch the body
+    recorded; its progress is reported after its commit log entry. Stopping the query
+    as soon as the body returns could interrupt that entry: the next run then replays a
+    batch whose state streamscale had committed and whose rows this run had counted
+    (the tutorial's restart, counting each run's rows, saw one batch twice under load).
+    Returns whether Spark reported it."""
+    last = -1
+    for _ in range(3):  # the batch thread may append while this reads
+        try:
+            last = max((int(getattr(r, "batch_id", -1)) for r in list(records)), default=-1)
+            break
+        except RuntimeError:
+            continue
+    if last < 0:
+        return True
+    while True:
+        progress = query.lastProgress
+        if progress is not None and int(progress.get("batchId", -1)) >= last:
+            return True
+        if not query.isActive or clock() >= until:
+            return False
+        time.sleep(0.05)
+
+
 def drive_query(
     query: Any,
     *,
@@ -170,6 +198,7 @@ def drive_query(
                 wait_until = clock() + max(30.0, 3.0 * longest)
                 while in_batch.is_set() and clock() < wait_until:
                     time.sleep(0.01)
+                await_commit(query, records, until=wait_until, clock=clock)
                 query.stop()
                 break
     finally:
