@@ -241,12 +241,23 @@ def test_allocator_conforms(name: str, job: GroupJob) -> None:
 
 
 @given(job=jobs())
+@example(
+    job=GroupJob.build(
+        [("g0", 1, 0.0), ("g1", 1, 0.0), ("g2", 1, 0.0), ("g3", 1, 1.0), ("g4", 1, 0.0)],
+        [("g0", "g3", 0.0), ("g1", "g3", 0.0), ("g2", "g3", 6.103515625e-05), ("g2", "g4", 0.0)],
+        {"n0": 40.0, "n1": 0.0},
+    )
+)
 def test_optimum_bounds_every_heuristic(job: GroupJob) -> None:
     best = optimal(job, time_limit_s=60.0, work_limit=2.0)
     for name, fn in ALLOCATORS.items():
         alloc = fn(job)
         if alloc.complete and best.proven_optimal:
-            assert alloc.gain <= best.allocation.gain + 1e-6 * max(1.0, alloc.gain), name
+            # CP-SAT works on IMC scaled to integers: a gain below the scale's resolution
+            # (6.1e-05 MB/s on one edge, found by this test) counts as 0 in its optimum, and
+            # its proven bound (here 1.2e-04) is what no allocation can exceed
+            top = max(best.allocation.gain, best.bound)
+            assert alloc.gain <= top + 1e-6 * max(1.0, alloc.gain), name
         if alloc.complete:
             assert best.allocation.complete or best.status == "UNKNOWN"
 
