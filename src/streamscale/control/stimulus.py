@@ -58,6 +58,7 @@ from streamscale.model.io import (
     snapshot_from_dict,
     topology_from_dict,
 )
+from streamscale.planning.allocation.surge import CATCH_UP_FORMS
 
 __all__ = [
     "HEADER_KIND",
@@ -438,9 +439,9 @@ def replay_watch(inputs: Iterable[Mapping[str, Any]], *, where: str = "watch") -
             if isinstance(v, bool) or not isinstance(v, int | float):
                 raise StreamscaleError(f"{k!r} must be a number, got {v!r}", item=at)
         form = d.get("catch_up_form", "drain")  # logs written before the setting: drain
-        if form not in ("drain", "latency"):
-            raise StreamscaleError(f"'catch_up_form' must be drain or latency, got {form!r}",
-                                   item=at)  # fmt: skip
+        if form not in CATCH_UP_FORMS:
+            raise StreamscaleError(f"'catch_up_form' must be one of {', '.join(CATCH_UP_FORMS)}, "
+                                   f"got {form!r}", item=at)  # fmt: skip
         state, request = watch_step(state, sample, view, config=config, catch_up_form=form,
                                     **knobs)  # fmt: skip
         got = None if request is None else _canonical_dict(_plain(asdict(request)))

@@ -61,6 +61,7 @@ from streamscale.model import (
     Topology,
 )
 from streamscale.model.ids import instance_id, parse_unit, unit_id
+from streamscale.planning.allocation.surge import CATCH_UP_FORMS
 from streamscale.planning.balancing.shard_balance import BalanceResult, balance_shards
 
 __all__ = [
@@ -220,8 +221,8 @@ def executor_loads(
     first in, first out at that capacity, the backlog's last tuple waits at most
     ``catch_up_s`` (the sum drains the whole backlog within ``catch_up_s``, DS2's aim).
     """
-    if catch_up_form not in ("drain", "latency"):
-        raise ValueError(f"catch_up_form must be 'drain' or 'latency', got {catch_up_form!r}")
+    if catch_up_form not in CATCH_UP_FORMS:
+        raise ValueError(f"catch_up_form must be one of {CATCH_UP_FORMS}, got {catch_up_form!r}")
     omega = _source_rate(topology, rate)
     extra = backlog_rates(topology, snapshot, catch_up_s) if catch_up_s else {}
     own_rate: dict[str, float] = {}

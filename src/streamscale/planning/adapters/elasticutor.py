@@ -28,6 +28,7 @@ import numpy as np
 from streamscale.errors import StreamscaleError
 from streamscale.model import Allocation, Plan, instance_of, operator_of
 from streamscale.planning.allocation.queueing import QueueingProblem, allocate
+from streamscale.planning.allocation.surge import CATCH_UP_FORMS
 from streamscale.planning.elastic_plan import (
     ExecutorInfo,
     ExecutorLoad,
@@ -110,7 +111,7 @@ SETTINGS = Schema(
         "how a backlog adds to demand: drain = rate + backlog / catch_up_s (DS2: the "
         "backlog is gone within catch_up_s); latency = max(rate, backlog / catch_up_s) "
         "(first in, first out: its last tuple waits at most catch_up_s)",
-        choices=("drain", "latency"),
+        choices=CATCH_UP_FORMS,
     ),
     Setting(
         "phi0_kbps",

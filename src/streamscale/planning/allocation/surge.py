@@ -22,7 +22,11 @@ import math
 
 from streamscale.planning.allocation.queueing import QueueingProblem, allocate
 
-__all__ = ["surge_cores"]
+__all__ = ["CATCH_UP_FORMS", "surge_cores"]
+
+# how a backlog adds to demand (the setting ``catch_up_form``): ``drain`` adds its catch-up
+# rate to the arrival rate, ``latency`` takes the larger of the two
+CATCH_UP_FORMS: tuple[str, ...] = ("drain", "latency")
 
 
 def surge_cores(
@@ -98,8 +102,8 @@ def surge_cores(
         raise ValueError("max_cores must be >= 1")
     lam = max(0.0, offered_rate)
     growth = max(0.0, lam - max(0, current_cores) * service_rate) * max(0.0, startup_s)
-    if form not in ("drain", "latency"):
-        raise ValueError(f"form must be 'drain' or 'latency', got {form!r}")
+    if form not in CATCH_UP_FORMS:
+        raise ValueError(f"form must be one of {CATCH_UP_FORMS}, got {form!r}")
     drain = (max(0.0, backlog) + growth) / max(catch_up_s, 1e-9)
     lam = max(lam, drain) if form == "latency" else lam + drain
     if lam <= 0:
