@@ -59,3 +59,26 @@ def test_reproduce_prints_one_json_line_per_target(
     assert main(["reproduce", "elasticutor", "--quick", "--out", str(tmp_path)]) == 0
     lines = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("{")]
     assert [json.loads(ln) for ln in lines] == [record]
+
+
+def test_reproduce_stamps_each_headline_record_with_its_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import streamscale.experiments.model_driven as mod
+
+    figures = [
+        {"figure": "a", "variant": "literal", "paper": 1, "measured": 2},
+        {"figure": "a", "variant": "tuned", "paper": 1, "measured": 3},
+    ]
+
+    def fake(out: Path, *, quick: bool, seed: int) -> dict[str, object]:
+        (out / "results.md").write_text("# fake\n")
+        (out / "headline.jsonl").write_text("".join(json.dumps(h) + "\n" for h in figures))
+        return {}
+
+    monkeypatch.setattr(mod, "run", fake)
+    assert main(["reproduce", "model-driven", "--seed", "2", "--out", str(tmp_path)]) == 0
+    heads = [json.loads(x) for x in (tmp_path / "headline.jsonl").read_text().splitlines()]
+    assert [{k: h[k] for k in ("figure", "variant", "paper", "measured")} for h in heads] == figures
+    assert {h["command"] for h in heads} == {"streamscale reproduce model-driven --seed 2"}
+    assert all(h["wall_s"] >= 0 and h["commit"] and h["utc"] for h in heads)

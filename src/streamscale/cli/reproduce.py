@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import time
 from pathlib import Path
 
 import typer
@@ -12,6 +13,7 @@ from streamscale.cli.output import Output, jsonable
 from streamscale.cli.run import ensure_dir
 from streamscale.errors import StreamscaleError
 from streamscale.experiments import REPRODUCTIONS
+from streamscale.experiments.report import checkout_commit, provenance, stamp_headline
 
 
 def register(app: typer.Typer) -> None:
@@ -40,7 +42,13 @@ def reproduce(
     target = out_dir or Path("results") / name
     ensure_dir(target, "--out")
     module = importlib.import_module(REPRODUCTIONS[name][0])
+    commit, started = checkout_commit(), time.perf_counter()
     results = module.run(target, quick=quick, seed=seed)
+    # every headline record names the command, the commit and the run's wall time
+    if (target / "headline.jsonl").exists():
+        stamp = provenance(name, quick=quick, seed=seed, commit=commit,
+                           wall_s=time.perf_counter() - started)  # fmt: skip
+        stamp_headline(target / "headline.jsonl", stamp)
     if out.json:
         out.emit(results)
     else:

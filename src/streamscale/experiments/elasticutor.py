@@ -44,11 +44,9 @@ from __future__ import annotations
 import json
 import math
 import os
-import subprocess
 import time
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass, replace
-from datetime import UTC, datetime
 from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
@@ -57,7 +55,8 @@ from streamscale.control import ControllerConfig
 from streamscale.control.policies import initial_plan, make_policy
 from streamscale.experiments.elasticutor_report import dips, render
 from streamscale.experiments.elasticutor_targets import headline, headline_runs, targets
-from streamscale.experiments.report import markdown_table, write_results
+from streamscale.experiments.report import checkout_commit, markdown_table, write_results
+from streamscale.experiments.report import provenance as report_provenance
 from streamscale.sim.kernel import SimConfig
 from streamscale.sim.run import SimResult, simulate
 from streamscale.sim.workloads import MicroBenchmark, StockExchange
@@ -251,56 +250,14 @@ def _run_all(
         return {k: f.result() for k, f in futures.items()}
 
 
-def _git(cwd: Path, *args: str) -> str:
-    done = subprocess.run(
-        ["git", *args], capture_output=True, text=True, cwd=cwd, timeout=10, check=True
-    )
-    return done.stdout.strip()
-
-
 def provenance(
     *, quick: bool, seed: int, custom: bool, wall_s: float, commit: str | None = None
 ) -> dict[str, Any]:
-    """The command, commit, UTC time and wall time of a run, for its headline records.
-
-    ``commit`` (default: :func:`checkout_commit` now) is the checkout the run started
-    from. ``command`` is ``None`` for a custom :class:`Setup`, which no command
-    reproduces.
-    """
-    command = None
-    if not custom:
-        command = "streamscale reproduce elasticutor" + (" --quick" if quick else "")
-        command += f" --seed {seed}"
-    return {
-        "command": command,
-        "commit": checkout_commit() if commit is None else commit,
-        "utc": datetime.now(UTC).isoformat(timespec="seconds"),
-        "wall_s": round(wall_s, 1),
-    }
-
-
-def checkout_commit() -> str:
-    """The checkout's HEAD (12 hex digits), with ``+dirty`` when the sources (``src``,
-    ``pyproject.toml``, ``requirements.lock``; the committed headline files aside)
-    differ from it, or ``unknown`` outside a git checkout."""
-    here = Path(__file__).resolve().parent
-    try:
-        top = Path(_git(here, "rev-parse", "--show-toplevel"))
-        head = _git(top, "rev-parse", "--short=12", "HEAD")
-        dirty = _git(
-            top,
-            "status",
-            "--porcelain",
-            "--untracked-files=no",
-            "--",
-            "src",
-            "pyproject.toml",
-            "requirements.lock",
-            ":!src/streamscale/experiments/*headline.jsonl",
-        )
-    except (OSError, subprocess.SubprocessError):
-        return "unknown"
-    return head + ("+dirty" if dirty else "")
+    """The run's provenance for its headline records (:func:`~streamscale.experiments.report.provenance`
+    of ``streamscale reproduce elasticutor``)."""
+    return report_provenance(
+        "elasticutor", quick=quick, seed=seed, custom=custom, wall_s=wall_s, commit=commit
+    )
 
 
 def run(
