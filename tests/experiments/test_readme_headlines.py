@@ -152,3 +152,38 @@ def test_albic_headline_is_what_reproduce_quick_prints() -> None:
 
 
 #: Run-to-run spread of ``reproduce elasticutor --quick --seed 1``: none. Three runs
+
+
+#: every reproduction's full-scale headline file (``streamscale reproduce NAME --seed 1``)
+FULL_HEADLINES: dict[str, Path] = {
+    "elasticutor": elasticutor.HEADLINE_FILE,
+    "task-allocation": task_allocation.FULL_HEADLINE_FILE,
+    "model-driven": model_driven.FULL_HEADLINE_FILE,
+    "elastic-allocator": elastic_allocator.FULL_HEADLINE_FILE,
+}
+
+
+@pytest.mark.parametrize("name", sorted(FULL_HEADLINES))
+def test_full_scale_headline_names_its_run_and_the_paper_page_states_its_time(name: str) -> None:
+    # one command regenerates it; each record names that command, one clean commit and
+    # the run's wall time, which the paper page states
+    heads = read_headline(FULL_HEADLINES[name])
+    assert heads
+    assert {h["command"] for h in heads} == {f"streamscale reproduce {name} --seed 1"}
+    commits = {h["commit"] for h in heads}
+    assert len(commits) == 1 and re.fullmatch(r"[0-9a-f]{12}", commits.pop())
+    walls = {h["wall_s"] for h in heads}
+    assert len(walls) == 1
+    wall = walls.pop()
+    assert wall > 0
+    page = " ".join((PAPERS / f"{name}.md").read_text().split())
+    assert f"`streamscale reproduce {name} --seed 1`: {wall:,.1f} s wall" in page
+
+
+@pytest.mark.parametrize("name", ["elastic-allocator"])
+def test_paper_page_quotes_the_full_scale_headline_figures(name: str) -> None:
+    readme = (PAPERS / f"{name}.md").read_text()
+    tag = f"<!-- headline:{name}-full -->"
+    start = readme.index(tag) + len(tag)
+    end = readme.index(f"<!-- /headline:{name}-full -->")
+    assert readme[start:end].strip() == readme_block(read_headline(FULL_HEADLINES[name])).strip()

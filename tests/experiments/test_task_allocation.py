@@ -56,7 +56,7 @@ def test_paper_page_quotes_the_full_scale_headline() -> None:
     from streamscale.experiments.task_allocation import FULL_HEADLINE_FILE
 
     readme = (Path(__file__).parents[2] / "docs" / "papers" / "task-allocation.md").read_text()
-    start = readme.index("Full scale (`streamscale reproduce task-allocation`")
+    start = readme.index("Full scale (`streamscale reproduce task-allocation --seed 1`")
     end = readme.find("\n## ", start)
     text = " ".join(readme[start : end if end >= 0 else None].split())
     heads = [json.loads(x) for x in FULL_HEADLINE_FILE.read_text().splitlines()]

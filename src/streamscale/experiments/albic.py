@@ -41,10 +41,21 @@ from streamscale.planning.balancing.metrics import load_distance_pct
 from streamscale.planning.balancing.milp import solve_milp
 from streamscale.planning.balancing.potc import potc
 
-__all__ = ["HEADLINE_FILE", "MERGE_FACTORS", "albic_vs_cola", "milp_vs_flux", "run", "scale_in"]
+__all__ = [
+    "FULL_HEADLINE_FILE",
+    "HEADLINE_FILE",
+    "MERGE_FACTORS",
+    "albic_vs_cola",
+    "milp_vs_flux",
+    "run",
+    "scale_in",
+]
 
 # The committed copy of the headline figures docs/papers quotes (``--quick``, seed 1).
 HEADLINE_FILE = Path(__file__).with_name("albic_headline.jsonl")
+# The full-scale run's (``streamscale reproduce albic --seed 1``) headline records, each
+# naming the command, the commit and the run's wall time.
+FULL_HEADLINE_FILE = Path(__file__).with_name("albic_full_headline.jsonl")
 
 SETUPS = ((20, 400, 10), (40, 800, 20), (60, 1200, 30))
 # PoTC's merge cost is not given by paper 003 (see planning.balancing.potc): swept.

@@ -39,10 +39,22 @@ from streamscale.planning.placement.elastic_allocator import (
 )
 from streamscale.planning.placement.gma import gma
 
-__all__ = ["ALGORITHMS", "DEFINITIONS", "HEADLINE_FILE", "METRICS", "VARIANTS", "run", "run_config"]
+__all__ = [
+    "ALGORITHMS",
+    "DEFINITIONS",
+    "FULL_HEADLINE_FILE",
+    "HEADLINE_FILE",
+    "METRICS",
+    "VARIANTS",
+    "run",
+    "run_config",
+]
 
 # The committed copy of the headline figures docs/papers quotes (``--quick``, seed 1).
 HEADLINE_FILE = Path(__file__).with_name("elastic_allocator_headline.jsonl")
+# The full-scale run's (``streamscale reproduce elastic-allocator --seed 1``) headline records, each
+# naming the command, the commit and the run's wall time.
+FULL_HEADLINE_FILE = Path(__file__).with_name("elastic_allocator_full_headline.jsonl")
 
 RATES: tuple[int, ...] = (200, 400, 600, 800, 1000, 1200)
 ALGORITHMS: tuple[str, ...] = ("gma", "random", "even")
