@@ -159,6 +159,7 @@ FULL_HEADLINES: dict[str, Path] = {
     "elasticutor": elasticutor.HEADLINE_FILE,
     "task-allocation": task_allocation.FULL_HEADLINE_FILE,
     "model-driven": model_driven.FULL_HEADLINE_FILE,
+    "albic": albic.FULL_HEADLINE_FILE,
     "elastic-allocator": elastic_allocator.FULL_HEADLINE_FILE,
 }
 
@@ -180,7 +181,7 @@ def test_full_scale_headline_names_its_run_and_the_paper_page_states_its_time(na
     assert f"`streamscale reproduce {name} --seed 1`: {wall:,.1f} s wall" in page
 
 
-@pytest.mark.parametrize("name", ["elastic-allocator"])
+@pytest.mark.parametrize("name", ["albic", "elastic-allocator"])
 def test_paper_page_quotes_the_full_scale_headline_figures(name: str) -> None:
     readme = (PAPERS / f"{name}.md").read_text()
     tag = f"<!-- headline:{name}-full -->"
