@@ -216,9 +216,15 @@ class Join:
                 for other in dfs[1:]:
                     df = df.unionByName(other)
                 self.check_side(df.schema, side, item=item)
-                sides[side] = df
+                sides[side] = df.localCheckpoint(eager=False)  # see below
         if not sides or len(self.schemas) < 2:
             return None
+        # Each side is cut from its lineage (a local checkpoint, filled as the join's
+        # stage reads it). Sides derived from the same cached rows (an aggregation's
+        # output joined with its own input) otherwise make Spark renew the attributes
+        # of one side's copy of the shared plan when it analyses their union; that
+        # copy then misses the cache and Spark runs the keyed stage that produced it
+        # again, inside the join's stage: the stage's state would be written twice.
         session = next(iter(sides.values())).sparkSession
         for side in ("left", "right"):
             if side not in sides:
