@@ -40,7 +40,9 @@ def test_both_engines_equal_the_reference(spark, events: Path, tmp_path: Path, q
     assert same_rows(sql, want) is None, same_rows(sql, want)
     assert info["rows_out"] == len(want)
     info = run_streamscale(spark, q, events, tmp_path / "ss")
-    assert info["batches"] == 3  # one per file of each table
+    # one per file of each table; Q5 and Q7 (windows and joins on the 4 s watermark) one
+    # more, without input, after the last file (the watermark's move closes and evicts)
+    assert info["batches"] == 3 + (q in ("q5", "q7"))
     ss = pd.read_parquet(tmp_path / "ss" / "result.parquet")
     assert same_rows(ss, sql) is None, same_rows(ss, sql)
 
@@ -69,8 +71,9 @@ def test_sigkilled_elastic_driver_resumes_to_the_same_result(spark, tmp_path: Pa
     done = len(list(commits.glob("[0-9]*")))
     assert 2 <= done < 6  # killed mid-run
     rest = run_streamscale(spark, q, ev, out, policy="elastic", fresh=False)
-    # resumed to the end of the files (a restart may take two files in its first batch)
-    assert 1 <= rest["batches"] <= 6 - done
+    # resumed to the end of the files (a restart may take two files in its first batch;
+    # Q5 runs one batch without input after the last file, as its watermark moves)
+    assert 1 <= rest["batches"] <= 6 - done + (q == "q5")
     got = pd.read_parquet(out / "result.parquet")
     want = reference(q, read_events(ev))
     assert same_rows(got, want) is None, same_rows(got, want)

@@ -20,37 +20,33 @@ def _bids(rows: list[tuple[int, int, int, int]]) -> pd.DataFrame:
     )
 
 
-def _last_per(frames: list[pd.DataFrame | None], key: str) -> pd.DataFrame:
-    """The rows of each key's last emission (the ``replace`` final result)."""
-    seen: dict[int, pd.DataFrame] = {}
-    for f in frames:
-        if f is not None:
-            for k, g in f.groupby(key):
-                seen[int(k)] = g
-    return pd.concat(seen.values(), ignore_index=True)
+def _q7_rows(rows: list[tuple[int, int, int, bool]]) -> pd.DataFrame:
+    """(auction, price, window end s, member) -> Q7's source rows (a bid on a window's
+    end: not a member, null mprice)."""
+    return pd.DataFrame(
+        {
+            "auction": [r[0] for r in rows],
+            "bidder": 1,
+            "price": [r[1] for r in rows],
+            "dateTime": pd.to_datetime([1_000] * len(rows), unit="ms"),
+            "extra": "x",
+            "wend": pd.to_datetime([r[2] * 1000 for r in rows], unit="ms"),
+            "mprice": [r[1] if r[3] else None for r in rows],
+        }
+    )
 
 
-def test_q7_bid_on_a_window_edge_matches_both_windows() -> None:
-    # window (0, 10 s]: max 5 from the bid at 1 s; the bid at exactly 10 s (window
-    # [10 s, 20 s)) also lies BETWEEN 0 AND 10 s and has price 5: it joins both windows
-    state: dict = {}
-    b1 = ops.q7_highest(ops.q7_windows(_bids([(1, 7, 5, 1000), (2, 7, 3, 2000)])), state)
-    b2 = ops.q7_highest(ops.q7_windows(_bids([(3, 8, 5, 10_000)])), state)
-    got = _last_per([b1, b2], "wend").sort_values(["wend", "dateTime"])
-    assert got[["wend", "auction", "dateTime"]].values.tolist() == [
-        [10_000, 1, 1_000_000],
-        [10_000, 3, 10_000_000],
-        [20_000, 3, 10_000_000],
-    ]
-
-
-def test_q7_combiner_drops_only_bids_that_cannot_win() -> None:
-    w = ops.q7_windows(_bids([(1, 1, 9, 100), (2, 1, 4, 200), (3, 1, 9, 300), (4, 1, 2, 10_000)]))
-    # window 10 s keeps its two 9s; the edge bid (price 2 < 9 of window 10 s) is dropped
-    # there but kept as the only member of window 20 s
-    assert sorted(zip(w["wend"], w["auction"], w["member"], strict=True)) == [
-        (10_000, 1, True), (10_000, 3, True), (20_000, 4, True)
-    ]  # fmt: skip
+def test_q7_candidates_keep_only_bids_that_can_still_win() -> None:
+    # window 10 s: members 9, 4, 9 and an edge bid 8 (below 9: dropped) and 12 (kept: it
+    # only joins, its price does not count); window 20 s: an edge bid alone (no member
+    # here: kept) and a member 2 (the chunk's highest there)
+    rows = _q7_rows([(1, 9, 10, True), (2, 4, 10, True), (3, 9, 10, True), (4, 8, 10, False),
+                     (5, 12, 10, False), (6, 1, 30, False), (7, 2, 20, True)])  # fmt: skip
+    out = ops.q7_candidates(rows)
+    assert out["auction"].tolist() == [1, 3, 5, 6, 7]
+    assert out["mprice"].tolist() == [9, 9, pd.NA, pd.NA, 2]
+    assert list(out.columns) == list(rows.columns)
+    assert (out["dateTime"] == rows["dateTime"].iloc[0]).all()  # times pass unchanged
 
 
 def test_q5_counts_add_up_over_chunks_and_ties_all_win() -> None:
@@ -63,33 +59,6 @@ def test_q5_counts_add_up_over_chunks_and_ties_all_win() -> None:
     assert top[["auction", "num"]].values.tolist() == [[1, 2], [2, 2]]
     early = out[out["wstart"] == -8000]
     assert early[["auction", "num"]].values.tolist() == [[1, 2]]
-
-
-def _counts(rows: list[tuple[int, int, int]]) -> pd.DataFrame:
-    """(window start ms, auction, count) -> stage 1's update rows (timestamps)."""
-    return pd.DataFrame(
-        {
-            "wstart": pd.to_datetime([r[0] for r in rows], unit="ms", utc=True),
-            "auction": [r[1] for r in rows],
-            "num": [r[2] for r in rows],
-        }
-    )
-
-
-def test_q5_top_keeps_ties_and_lets_a_grown_count_overtake() -> None:
-    state: dict = {}
-    a = ops.q5_top(_counts([(0, 1, 2), (0, 2, 2), (0, 3, 1), (2000, 4, 1)]), state)
-    assert a is not None
-    assert sorted(map(tuple, a.to_numpy().tolist())) == [
-        (0, 1, 2), (0, 2, 2), (2_000_000, 4, 1)
-    ]  # fmt: skip
-    # auction 3 grows past the tie: the window's emission holds it alone; window 2 s is
-    # untouched and not emitted
-    b = ops.q5_top(_counts([(0, 3, 3)]), state)
-    assert b is not None and b.to_numpy().tolist() == [[0, 3, 3]]
-    # auction 1 catches up with 3 (its new count comes in a later batch): both are top
-    c = ops.q5_top(_counts([(0, 1, 3)]), state)
-    assert c is not None and sorted(c["auction"].tolist()) == [1, 3]
 
 
 def _q4_rows(auctions: list[tuple[int, int, int, int]], bids: list[tuple[int, int, int]]):

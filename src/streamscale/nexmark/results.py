@@ -6,8 +6,12 @@ the end of the input once every window is flushed:
 * ``append`` queries (Q0-Q3, Q8): every row emitted;
 * ``upsert`` queries (aggregations without windows, and Q11's sessions): per key, the
   row of the last batch that emitted that key (the issue's "last value per key");
-* ``replace`` queries (Q5, Q7 on streamscale): an emission carries *all* the rows of
+* ``replace`` queries: an emission carries *all* the rows of
   its window, so per window the rows of the last batch that emitted it;
+* ``top`` queries (Q5, Q7 on streamscale: a window's rows at its maximum so far, each
+  once, as they reach it; ``key`` is the window's columns, then the value): per window,
+  the rows at the highest value emitted (the maximum only grows, so rows below it are
+  superseded);
 * ``last`` queries (complete mode: Q11 on streamscale): every batch emits the whole
   result, so the rows of the last batch.
 
@@ -92,8 +96,8 @@ def finalize(
     q: str, parts: Path, out: Path, *, mode: str = "append", key: tuple[str, ...] = ()
 ) -> pd.DataFrame:
     """The final result of ``q`` from its batches under ``parts``, written to
-    ``out/result.parquet`` and returned. ``mode``: ``append``, ``upsert``, ``replace`` or ``last``
-    (see the module docstring) by ``key``."""
+    ``out/result.parquet`` and returned. ``mode``: ``append``, ``upsert``, ``replace``,
+    ``top`` or ``last`` (see the module docstring) by ``key``."""
     frame = read_parts(parts)
     cols = OUTPUT_COLUMNS[q]
     if len(frame) and mode == "upsert":
@@ -101,9 +105,13 @@ def finalize(
     elif len(frame) and mode == "replace":
         last = frame.groupby(list(key))["batch_id"].transform("max")
         frame = frame[frame["batch_id"] == last]
+    elif len(frame) and mode == "top":
+        *group, value = key
+        best = frame.groupby(group)[value].transform("max")
+        frame = frame[frame[value] == best]
     elif len(frame) and mode == "last":
         frame = frame[frame["batch_id"] == frame["batch_id"].max()]
-    elif mode not in ("append", "upsert", "replace", "last"):
+    elif mode not in ("append", "upsert", "replace", "top", "last"):
         raise StreamscaleError("unknown result mode", item=mode)
     result = canonical(q, frame.reindex(columns=list(cols)))
     Path(out).mkdir(parents=True, exist_ok=True)

@@ -13,40 +13,47 @@ policy. A query over several tables reads one stream of their union with an
 table does.
 
 =====  ===========================================================  =========  =========
-query  operators (``agg``: declarative, vectorized)                  keyed by   final
+query  operators (``agg``, ``join``: declarative, vectorized)        keyed by   final
 =====  ===========================================================  =========  =========
 q0     map                                                          -          append
 q1     map                                                          -          append
 q2     map                                                          -          append
-q3     join (declarative, vectorized) of persons and auctions        person id  append
+q3     join of persons and auctions                                 person id  append
 q4     keyed join, max per auction -> agg sum, count per category   auction,   upsert
        -> map average                                               category
-q5     agg count per (hop window, auction) -> keyed top per window  auction,   replace
-                                                                    window
+q5     agg count per (hop window, auction) -> agg max per window    auction,   top
+       -> left_semi join of the counts with the max                 window
 q6     keyed winning bid -> keyed moving average per seller         auction,   upsert
                                                                     seller
-q7     map (tumbling windows) -> keyed maximum per window           window     replace
+q7     map (combiner) -> agg max per tumbling window -> left_semi   window     top
+       join of the bids with the max
 q8     agg per (person id, tumbling window) of persons and          person id  upsert
        auctions -> map: both there
 q11    agg count per (bidder, session window), complete mode        bidder     last
 =====  ===========================================================  =========  =========
 
-Q5, Q8 and Q11 read ``dateTime`` as a timestamp, Q11 with the published 4 s watermark
-(as the spark-sql engine's stream: late rows dropped; with the generator's files in
-event-time order none is); Q5's and Q8's update-mode windows keep their state, as the
-spark-sql engine's batch plans hold every group (a watermark would evict closed
-windows, at the price of a batch without input after the last file); the other queries
-take times as epoch microseconds. The run
-goes to the end of the input: one batch per file of each table; update-mode stages
-emit the current value of every group a batch changed, and
+Q5, Q7, Q8 and Q11 read ``dateTime`` as a timestamp, Q5, Q7 and Q11 with the published
+4 s watermark (as the spark-sql engine's streams: late rows dropped; with the
+generator's files in event-time order none is; the watermark bounds the joins' state
+and closes Q5's windows, at the price of one batch without input after the last
+file); Q8's update-mode windows keep their state, as the spark-sql engine's batch plan
+holds every group; the other queries take times as epoch microseconds. The run goes
+to the end of the input: one batch per file of each table; update-mode stages emit the
+current value of every group a batch changed, and
 :func:`~streamscale.nexmark.results.finalize` keeps the last (Spark's streaming
 watermark moves only with data, so the windows still open at the end of the input
 are flushed this way); Q11's complete mode emits every session each batch, the last
 batch's are final. Q3 is the declarative stream-stream join (``join``: inner, no
-time bound, so its state grows as Spark's). What is still a keyed function: Q4's first stage
-(the auction-bid interval join), Q6 (a row-based OVER window), Q7 (the windowed
-maximum joined back with its bids) and Q5's top auctions per window (a maximum with
-its ties).
+time bound, so its state grows as Spark's).
+
+Q5's and Q7's "rows at their window's maximum" (:func:`_with_top`): the maximum per
+window is a declarative update-mode ``max``, and a ``left_semi`` join on (window end,
+value) lets each row through once, in the batch it arrives, if it equals its window's
+maximum then; the final result is, per window, the rows at the highest value emitted
+(mode ``top``). What is still a keyed function: Q4's first stage (the auction-bid
+interval join with the maximum per auction: its per-category average needs each
+auction's maximum to be replaced, not added, and no declarative operator emits a
+retraction) and Q6 (a row-based OVER window).
 """
 
 from __future__ import annotations
@@ -70,15 +77,16 @@ FINAL: dict[str, tuple[str, tuple[str, ...]]] = {
     "q2": ("append", ()),
     "q3": ("append", ()),
     "q4": ("upsert", ("id",)),
-    "q5": ("replace", ("wstart",)),
+    "q5": ("top", ("wend", "num")),
     "q6": ("upsert", ("seller",)),
-    "q7": ("replace", ("wend",)),
+    "q7": ("top", ("wend", "price")),
     "q8": ("upsert", ("id", "stime")),
     "q11": ("last", ()),
 }
 
 #: The published watermark of the event-time queries (as spark_sql's streams).
 WATERMARK = "4 seconds"
+TUMBLE_US = 10_000_000  # Q7's tumbling window
 
 # Per query and table: the columns of the source stream (Spark SQL expressions).
 _SOURCES: dict[str, dict[str, dict[str, str]]] = {
@@ -114,7 +122,7 @@ _EVENT_TIME = {"q5": ("auction", "dateTime"), "q8": (), "q11": ("bidder", "dateT
 #: ... and those under the published watermark. Q5's and Q8's update-mode windows run
 #: without one: a watermark makes Spark run a batch without input after the last file
 #: to move it, which closes nothing the flush at the end does not already give.
-_WATERMARKED = ("q11",)
+_WATERMARKED = ("q5", "q11")
 _INT = {"p", "a"}
 _BID = {
     "auction": "auction",
@@ -144,12 +152,36 @@ def source(spark: Any, q: str, events_dir: Path, *, files_per_trigger: int = 1) 
     return prepare(q, frames)
 
 
+def _q7_source(bids: Any) -> Any:
+    """Q7's bids, each with the end ``wend`` of its 10 s tumbling window and ``mprice``
+    (its price: it counts for that window's maximum); a bid exactly on a window's end
+    comes a second time with that window and a null ``mprice`` (``B.dateTime BETWEEN
+    end - 10 s AND end`` holds there too, but the bid is not in that window). Epoch-
+    aligned windows in µs, in Spark SQL (no time zone)."""
+    from pyspark.sql import functions as F
+
+    size = TUMBLE_US
+    us = F.unix_micros(F.col("dateTime"))
+    own = F.struct((F.floor(us / size) * size + size).alias("e"), F.lit(True).alias("m"))
+    edge = F.struct(us.alias("e"), F.lit(False).alias("m"))
+    wins = F.when(us % size == 0, F.array(own, edge)).otherwise(F.array(own))
+    cols = ["auction", "bidder", "price", "dateTime", "extra"]
+    w = bids.select(*cols, F.explode(wins).alias("w"))
+    return w.select(
+        *cols,
+        F.expr("timestamp_micros(w.e)").alias("wend"),
+        F.when(F.col("w.m"), F.col("price")).alias("mprice"),
+    )
+
+
 def prepare(q: str, frames: dict[str, Any]) -> Any:
     """The query's input stream from streams of the event tables (``frames``: table
     name -> a stream with Nexmark's columns, files or the ``streamscale_nexmark``
     source): the columns the query's first operator takes; the published watermark
     for the event-time queries."""
     q = check_query(q)
+    if q == "q7":
+        return _q7_source(frames["bid"]).withWatermark("dateTime", WATERMARK)
     if q in _EVENT_TIME and q not in _SOURCES:
         df = frames["bid"].select(*_EVENT_TIME[q])
         return df.withWatermark("dateTime", WATERMARK) if q in _WATERMARKED else df
@@ -222,13 +254,16 @@ def build_job(
                 name="bids_per_window",
             )
         )
-        return counts.key_by("wstart", **kw).process(ops.q5_top, name="hot_items")
+        return _with_top(counts, "num", time_col="wend", upper=0, name="hot_items", **kw)
     if q == "q6":
         w = s.key_by("key", **kw).process(ops.q6_winning_bid, name="winning_bid")
         return w.key_by("seller", **kw).process(ops.q6_avg_per_seller, name="avg_per_seller")
     if q == "q7":
-        w = s.map_batches(ops.q7_windows, name="tumble")
-        return w.key_by("wend", **kw).process(ops.q7_highest, name="highest")
+        bids = s.map_batches(ops.q7_candidates, name="candidates")
+        return _with_top(
+            bids, "price", top_of="mprice", time_col="dateTime", upper="10 seconds",
+            name="highest", **kw,
+        )  # fmt: skip
     if q == "q8":
         groups = (
             s.key_by("key", **kw)
@@ -247,6 +282,37 @@ def build_job(
             F.count("*").alias("bid_count"), mode="complete",
             bounds=("starttime", "endtime"), name="sessions",
         )
+    )  # fmt: skip
+
+
+def _with_top(
+    rows: Any,
+    value: str,
+    *,
+    time_col: str,
+    upper: str | int,
+    name: str,
+    top_of: str | None = None,
+    executors: int,
+    shards: int,
+) -> Any:
+    """The rows of ``rows`` (keyed by window end ``wend``) whose ``value`` equals their
+    window's maximum so far: a declarative ``max`` per window (of ``top_of``, default
+    ``value``; update mode), and a ``left_semi`` join of the rows with it on
+    ``(wend, value)`` within ``wend BETWEEN time_col AND time_col + upper``.
+
+    Each row comes out at most once, in the batch it arrives if it is at the maximum
+    then: the maximum only grows, so a row below it can never reach it later, and a
+    later row at the maximum meets the maximum the same batch emits for its window. A
+    window's result is its rows at the highest ``value`` emitted (``results.finalize``,
+    mode ``top``)."""
+    from pyspark.sql import functions as F
+
+    kw = {"executors": executors, "shards": shards}
+    top = rows.key_by("wend", **kw).agg(F.max(top_of or value).alias(value), name="max_per_window")
+    return rows.join(
+        top, on=["wend", value], within=(time_col, "wend", 0, upper), how="left_semi",
+        name=name, **kw,
     )  # fmt: skip
 
 

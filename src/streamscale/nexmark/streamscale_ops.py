@@ -9,7 +9,7 @@ key, window or session, never per row where it can be avoided. The aggregations 
 Q4, Q5, Q8 and Q11 are declarative operators (``key_by(...).agg`` / ``.window(...)
 .agg``, :mod:`streamscale.runtime.spark.keyed.agg`) built in
 :mod:`~streamscale.nexmark.streamscale_engine`; the functions here are the parts
-around them (Q4's join, Q5's top auctions per window, Q8's selection).
+around them (Q4's join, Q7's combiner, Q8's selection).
 
 Times are epoch microseconds in and out (``t`` columns); window arithmetic is in ms,
 aligned to the epoch. Without a watermark reaching the keyed function, a window or
@@ -17,7 +17,8 @@ session is never closed: each batch emits the current value of every window it
 touched and the last emission per window is the final one (``results.finalize``).
 Where a watermark will plug in is marked ``WATERMARK`` (closing and evicting windows
 below it, emitting each once). ``q5_windows`` and ``q5_hot_items`` are Q5 as keyed
-functions, for a topology file (``examples/nexmark-q5.yaml``).
+functions, for a topology file (``examples/nexmark-q5.yaml``); the engine runs Q5 on
+declarative operators.
 """
 
 from __future__ import annotations
@@ -41,12 +42,10 @@ __all__ = [
     "q4_average",
     "q4_max_delta",
     "q5_hot_items",
-    "q5_top",
     "q5_windows",
     "q6_avg_per_seller",
     "q6_winning_bid",
-    "q7_highest",
-    "q7_windows",
+    "q7_candidates",
     "q8_new_sellers",
 ]
 
@@ -224,7 +223,7 @@ def q6_avg_per_seller(rows: pd.DataFrame, state: dict[Any, Any]) -> pd.DataFrame
 q6_avg_per_seller.output_schema = "seller BIGINT, avg_price DOUBLE"  # type: ignore[attr-defined]
 
 
-# ---------------------------------------------------------------- Q5, Q7: windows
+# ---------------------------------------------------------------- Q5, Q7: windows (topology file, combiner)
 
 
 def q5_windows(df: pd.DataFrame) -> pd.DataFrame:
@@ -263,33 +262,6 @@ def q5_hot_items(rows: pd.DataFrame, state: dict[Any, Any]) -> pd.DataFrame | No
     return pd.DataFrame(out, columns=["wstart", "auction", "num"])
 
 
-def q5_top(rows: pd.DataFrame, state: dict[Any, Any]) -> pd.DataFrame | None:
-    """Q5 stage 2, keyed by window start: the auctions with the most bids per window.
-
-    Its input is stage 1's update stream (a declarative windowed ``count``): each
-    changed (window, auction) with its full count. Counts only grow, so an auction
-    below its window's maximum can only rise to it by changing, when it comes again:
-    the state keeps, per window, just the auctions at the maximum. Emits all of a
-    touched window's hottest auctions (window start in µs), vectorized (no loop)."""
-    new = pd.DataFrame(
-        {
-            "wstart": _micros(rows["wstart"]),
-            "auction": rows["auction"].to_numpy(dtype=_I64),
-            "num": rows["num"].to_numpy(dtype=_I64),
-        }
-    )
-    old = state.get("top")
-    both = new if old is None else pd.concat([old, new], ignore_index=True)
-    both = both.drop_duplicates(["wstart", "auction"], keep="last")
-    top = both[both["num"] == both.groupby("wstart")["num"].transform("max")]
-    state["top"] = top.reset_index(drop=True)
-    out = top[top["wstart"].isin(new["wstart"].unique())]
-    return out.reset_index(drop=True) if len(out) else None
-
-
-q5_top.output_schema = "wstart BIGINT, auction BIGINT, num BIGINT"  # type: ignore[attr-defined]
-
-
 def _micros(s: pd.Series) -> np.ndarray:
     """Epoch microseconds of a timestamp column (tz-aware or naive UTC)."""
     if pd.api.types.is_datetime64_any_dtype(s):
@@ -299,54 +271,27 @@ def _micros(s: pd.Series) -> np.ndarray:
     return s.to_numpy(dtype=_I64)
 
 
-def q7_windows(df: pd.DataFrame) -> pd.DataFrame:
-    """Q7's tumbling windows (10 s): each bid with the end of its window (a member:
-    its price counts for the maximum) and, when it lies exactly on a window's end, with
-    that window too (``B.dateTime BETWEEN end - 10 s AND end`` holds there as well).
-
-    A combiner: a bid priced below the highest member of its window in this chunk can
-    never equal the window's maximum, so only the chunk's candidates cross the shuffle."""
-    t = df["dateTime"].to_numpy(dtype=_I64) // 1000
-    own = df.assign(wend=(t // TUMBLE_MS) * TUMBLE_MS + TUMBLE_MS, member=True)
-    on_edge = t % TUMBLE_MS == 0
-    edge = df[on_edge].assign(wend=t[on_edge], member=False)
-    cols = ["wend", "member", "auction", "bidder", "price", "dateTime", "extra"]
-    both = pd.concat([own[cols], edge[cols]], ignore_index=True)
-    top = own.groupby("wend")["price"].max()
-    local = both["wend"].map(top).fillna(-1).to_numpy(dtype=np.float64)
-    price = both["price"].to_numpy(dtype=np.float64)
-    keep = np.where(both["member"].to_numpy(dtype=bool), price == local, price >= local)
-    return both[keep].reset_index(drop=True)
+def q7_candidates(df: pd.DataFrame) -> pd.DataFrame:
+    """Q7's combiner: the bids of this chunk of the batch that can still be their
+    window's highest. A row is a bid with its window's end ``wend`` and ``mprice`` (its
+    price when it is in that window; null for a bid exactly on the window's end, which
+    ``B.dateTime BETWEEN end - 10 s AND end`` joins but which is not in the window). A
+    member priced below the highest member of its window in this chunk can never be the
+    window's maximum, nor an edge bid priced below it; every other row is kept, with
+    its columns unchanged (a filter: times keep their type and zone)."""
+    member = df["mprice"].notna().to_numpy()
+    price = df["price"].to_numpy(dtype=np.float64)
+    top = df.loc[member].groupby("wend")["price"].max()
+    local = df["wend"].map(top).to_numpy(dtype=np.float64)  # NaN: no member in the chunk
+    keep = np.where(member, price == local, ~(price < local))
+    out = df[keep].reset_index(drop=True)
+    out["mprice"] = out["mprice"].astype("Int64")
+    return out
 
 
-def q7_highest(rows: pd.DataFrame, state: dict[Any, Any]) -> pd.DataFrame | None:
-    """Q7, highest bid, keyed by window end: the window's maximum price and the bids at
-    that price; keeps only the bids that can still match; emits a touched window's bids.
-
-    WATERMARK: a window whose end is below it is final: emit once and drop it."""
-    windows: dict[int, tuple[int, pd.DataFrame]] = state.setdefault("w", {})
-    out = []
-    cols = ["auction", "bidder", "price", "dateTime", "extra"]
-    for w, grp in rows.groupby("wend", sort=True):
-        top, kept = windows.get(int(w), (-1, None))
-        members = grp[grp["member"].to_numpy(dtype=bool)]
-        if len(members):
-            top = max(top, int(members["price"].max()))
-        both = grp if kept is None else pd.concat([kept, grp], ignore_index=True)
-        price = both["price"].to_numpy(dtype=_I64)
-        keep = (price == top) | (~both["member"].to_numpy(dtype=bool) & (price > top))
-        kept = both[keep].reset_index(drop=True)
-        windows[int(w)] = (top, kept)
-        hit = kept[kept["price"].to_numpy(dtype=_I64) == top]
-        if top >= 0 and len(hit):
-            out.append(hit[cols].assign(wend=int(w)))
-    if not out:
-        return None
-    return pd.concat(out, ignore_index=True)
-
-
-q7_highest.output_schema = (  # type: ignore[attr-defined]
-    "auction BIGINT, bidder BIGINT, price BIGINT, dateTime BIGINT, extra STRING, wend BIGINT"
+q7_candidates.output_schema = (  # type: ignore[attr-defined]
+    "auction BIGINT, bidder BIGINT, price BIGINT, dateTime TIMESTAMP, extra STRING, "
+    "wend TIMESTAMP, mprice BIGINT"
 )
 
 

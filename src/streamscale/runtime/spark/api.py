@@ -59,6 +59,18 @@ class _Builder:
     def topology(self) -> Topology:
         return Topology.build(self.name, list(self.operators), list(self.edges))
 
+    def keyed_upstream(self, names: tuple[str, ...]) -> set[str]:
+        """The keyed operators among ``names`` and everything upstream of them."""
+        keyed = {e.dst for e in self.edges if e.grouping == "key"}
+        seen: set[str] = set()
+        todo = list(names)
+        while todo:
+            n = todo.pop()
+            if n not in seen:
+                seen.add(n)
+                todo.extend(e.src for e in self.edges if e.dst == n)
+        return seen & keyed
+
 
 def _name(fn: Any, given: str | None) -> str:
     return given or getattr(fn, "__name__", "op").strip("<>") or "op"
@@ -200,9 +212,12 @@ class Stream:
         n = b.fresh(name or "join")
         item = f"operator {n}"
         wm = watermark_of(b.source_df.schema) if b.source_df is not None else None
+        # Both sides derive from the one source; when a keyed operator's (cached) output
+        # is upstream of either, each side is cut from its lineage (Join.tagged).
+        keyed = b.keyed_upstream(self._from) | b.keyed_upstream(other._from)
         fn = Join.build(
             keys, how=how, left_from=self._from, right_from=other._from,
-            within=within, watermark=wm, item=item,
+            within=within, watermark=wm, item=item, cut_lineage=bool(keyed),
         )  # fmt: skip
         for side, s in (("left", self), ("right", other)):
             schema = _declared_schema(b, s._from)

@@ -170,6 +170,24 @@ def test_what_spark_refuses_is_refused_before_the_query(spark, tmp_path) -> None
         wl.join(wr, on="k", how="cross")
 
 
+@pytest.mark.spark
+def test_a_side_is_cut_from_its_lineage_only_below_a_keyed_operator(spark, tmp_path) -> None:
+    # Two maps of the source join as they are; a side holding a keyed operator's output
+    # is cut from its lineage (a cache miss on it would run the keyed stage again).
+    from pyspark.sql import functions as F
+
+    src = tmp_path / "in"
+    _write(src)
+    w = stream(_source(spark, src), name="cut")
+    wl, wr = w.map_batches(_left, name="left"), w.map_batches(_right, name="right")
+    wl.join(wr, on="k", within=WITHIN, name="plain")
+    top = wl.key_by("k").agg(F.max("lv").alias("lv"))
+    top.join(wr, on="k", name="below_agg")
+    fns = wl._b.functions
+    assert not fns["plain"].cut_lineage
+    assert fns["below_agg"].cut_lineage
+
+
 def test_bounds_are_signed_seconds_or_interval_strings() -> None:
     from streamscale.runtime.spark.keyed.agg.join_spec import signed_interval_us
 
