@@ -68,12 +68,7 @@ ROOMS: tuple[tuple[tuple[str, tuple[str, ...]], ...], ...] = (
 
 #: (importer, imported) -> reason, between rooms; each is listed in docs/architecture.md
 #: ("Exceptions").
-ROOM_ALLOWED: dict[tuple[str, str], str] = {
-    (
-        "streamscale.runtime.spark.executors.resources",
-        "streamscale.runtime.spark.driver.operator",
-    ): "a joining executor is warmed up by the linear batch's warm_up (lazy import)",
-}
+ROOM_ALLOWED: dict[tuple[str, str], str] = {}
 
 
 def module_names(root: Path) -> dict[str, Path]:

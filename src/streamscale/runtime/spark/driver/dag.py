@@ -55,10 +55,11 @@ from streamscale.runtime.spark.driver.graph_control import GraphCollector, Graph
 from streamscale.runtime.spark.driver.history import RunHistory
 from streamscale.runtime.spark.driver.job import Job
 from streamscale.runtime.spark.driver.metrics import MetricsWriter
-from streamscale.runtime.spark.driver.operator import linear_stage, warm_up
+from streamscale.runtime.spark.driver.operator import linear_stage
 from streamscale.runtime.spark.driver.watch import make_watch, warm_keyed_path
 from streamscale.runtime.spark.executors.resources import Resources, is_cluster_master
 from streamscale.runtime.spark.executors.session import require_classic
+from streamscale.runtime.spark.executors.warm import warm_up
 from streamscale.runtime.spark.keyed.keyed import KeyedSpec, count_dead_letters
 from streamscale.runtime.spark.routing.realizer import SparkRealizer
 from streamscale.runtime.spark.state.state import VersionIndex, check_layout, state_backend

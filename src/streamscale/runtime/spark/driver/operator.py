@@ -52,7 +52,6 @@ __all__ = [
     "linear_stage",
     "percentile",
     "run_batch",
-    "warm_up",
 ]
 
 
@@ -201,24 +200,6 @@ def linear_stage(job: Any, backend: Any, base: Path) -> LinearStage:
         dead_letter_dir=str((base / "dead_letters").resolve()),
         sink_dirs=tuple(path for _, path in files),
     )
-
-
-def _warm(_: int) -> int:
-    import pyarrow  # noqa: F401  (what every keyed stage's task imports)
-
-    import streamscale.runtime.spark.keyed.keyed  # noqa: F401
-
-    return os.getpid()
-
-
-def warm_up(sc: Any, tasks: int) -> None:
-    """Start the Python workers (and their imports) before a query's first batch.
-
-    Otherwise the first batch pays for forking workers and importing pandas,
-    which a duration-bound run would count against the policy it runs.
-    """
-    n = max(1, tasks)
-    sc.parallelize(range(n), n).map(_warm).collect()
 
 
 def percentile(values: np.ndarray, q: float) -> float:

@@ -50,6 +50,7 @@ from streamscale.runtime.spark.executors.slots import (
     release_order,
     steer_to_ready,
 )
+from streamscale.runtime.spark.executors.warm import warm_up
 
 __all__ = [
     "QUICK_START_JVM",
@@ -427,8 +428,6 @@ class ExecutorResources:
         want = self.wanted(plan)
         figures: dict[str, Any] = {"executors_wanted": want}
         if joined_later and self.warm_new:
-            from streamscale.runtime.spark.driver.operator import warm_up
-
             t = self.clock()
             warm_up(self.sc, len(alive) * self.cores_per_executor)
             figures["warm_up_s"] = self.clock() - t
