@@ -153,7 +153,7 @@ def run_nexmark_job(
 
     def each(rec: Any) -> None:
         if on_batch is not None:
-            on_batch(_Record(rec.batch_id, int(sum(rec.keyed_rows.values()))))
+            on_batch(_Record(rec.batch_id, int(rec.rows)))  # rows into the first keyed operator
 
     return s.run(
         checkpoint=checkpoint, duration_s=duration_s, spark=spark, policy=policy,
