@@ -85,7 +85,7 @@ job = Job.simple("calc", calculator, source_options=opts, instances=2, shards=8,
 out = run_job(spark, job, policy="elastic", duration_s=float(sys.argv[4]),
               checkpoint=work / "ckpt", resources=res, out=work / "out",
               params={"latency_target_ms": 1000.0, "catch_up_s": 3.0, "startup_s": 3.0,
-                      "watch_period_s": 0.1})
+                      "watch_period_s": 0.1, "rate_window_s": 0.5})
 spans = [(b.end_s, b.start_seq, b.end_seq) for b in log.seq_spans()]
 state = {}
 for shard_state in LocalStateBackend(work / "ckpt" / "state").load_all("calc").values():
@@ -124,7 +124,9 @@ def test_a_surge_gets_executors_while_a_batch_runs_and_state_stays_exact(
     from streamscale.runtime.spark.sources.sources import generate
 
     # The watch samples every 0.1 s: the boundary, which plans on the offered rate the
-    # watch reads, races it to the same request, and once (under the suite's load) won.
+    # watch reads, races it to the same request, and under the suite's load it won twice
+    # with the default 2 s rate window; over 0.5 s the watch sees the surge within about
+    # 0.1 s of its start, where a boundary (every 1.5-2.5 s here) rarely falls.
     # 10 t/s for 45 s (the batches learn the per-core rate; under CI's own load the first
     # batches of a fresh executor take tens of seconds), then 400 t/s (20 ms each,
     # waited): one core serves 50 t/s; the query runs 90 s, and every tuple it committed
