@@ -55,8 +55,12 @@ from streamscale.control import ControllerConfig
 from streamscale.control.policies import initial_plan, make_policy
 from streamscale.experiments.elasticutor_report import dips, render
 from streamscale.experiments.elasticutor_targets import headline, headline_runs, targets
-from streamscale.experiments.report import checkout_commit, markdown_table, write_results
-from streamscale.experiments.report import provenance as report_provenance
+from streamscale.experiments.report import (
+    checkout_commit,
+    markdown_table,
+    provenance,
+    write_results,
+)
 from streamscale.sim.kernel import SimConfig
 from streamscale.sim.run import SimResult, simulate
 from streamscale.sim.workloads import MicroBenchmark, StockExchange
@@ -248,16 +252,6 @@ def _run_all(
     with ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn")) as pool:
         futures = {k: pool.submit(_job, v) for k, v in specs.items()}
         return {k: f.result() for k, f in futures.items()}
-
-
-def provenance(
-    *, quick: bool, seed: int, custom: bool, wall_s: float, commit: str | None = None
-) -> dict[str, Any]:
-    """The run's provenance for its headline records (:func:`~streamscale.experiments.report.provenance`
-    of ``streamscale reproduce elasticutor``)."""
-    return report_provenance(
-        "elasticutor", quick=quick, seed=seed, custom=custom, wall_s=wall_s, commit=commit
-    )
 
 
 def run(
@@ -519,6 +513,7 @@ def run(
     results["sse_executors"] = y_rows
     results["targets"] = targets(results)
     results["provenance"] = provenance(
+        "elasticutor",
         quick=quick,
         seed=seed,
         custom=config is not None and config != setup(quick),
