@@ -49,3 +49,22 @@ def test_the_nexmark_job_is_passed_not_patched_and_other_queries_refused() -> No
     assert surge.micro_benchmark_job().run is run_job
     with pytest.raises(StreamscaleError, match="the surge runs on q5, q8 only"):
         nx.wait_ms(SurgeConfig(), "q7")
+
+
+@pytest.mark.spark
+def test_a_nexmark_surge_job_feeds_the_scenarios_progress_line(spark, tmp_path) -> None:
+    # the job that bench_nexmark.py --surge runs, for a few batches on the test session:
+    # every batch's record must carry what the scenario's progress line reads
+    cfg = SurgeConfig(phase_s=5.0, warmup_s=2.0, base_rate=100.0, trigger_s=1.0)
+    rows: list[dict] = []
+    sc = spark.sparkContext
+    job = nx.nexmark_job("q8").build(cfg, 2)
+    nx.run_nexmark_job(
+        spark, job, policy="static", duration_s=12.0, checkpoint=tmp_path / "ck",
+        on_batch=lambda rec: rows.append(surge._row("static", rec, sc)),
+    )  # fmt: skip
+    assert len(rows) >= 2
+    assert [r["batch"] for r in rows] == list(range(len(rows)))
+    assert all(r["time"] > 0 and r["duration_s"] > 0 and r["units"] == 2 for r in rows)
+    # the rows into Q8's first keyed operator: persons and auctions offered so far
+    assert sum(r["rows"] for r in rows) > 0
