@@ -81,7 +81,8 @@ def test_counts_match_pandas_and_tasks_get_exactly_their_shards(spark, tmp_path:
     # Sinks and metrics are written, one JSONL line per batch.
     lines = (tmp_path / "out" / "metrics.jsonl").read_text().splitlines()
     assert [json.loads(x)["batch_id"] for x in lines] == [r.batch_id for r in res.records]
-    out_rows = sum(1 for f in (tmp_path / "out" / "sink").glob("*.jsonl") for _ in f.open())
+    sink = tmp_path / "out" / "sink"  # one layout for every job: batch_id=<b>/part-<p>.json
+    out_rows = sum(1 for f in sink.glob("batch_id=*/part-*.json") for _ in f.open())
     assert out_rows == sum(r.extra["out_rows"] for r in res.records)
     letter = json.loads(next((tmp_path / "out" / "dead_letters").glob("*.jsonl")).open().readline())
     assert letter["reason"] == "missing key 'key'"
@@ -138,7 +139,7 @@ def test_stateless_operators_around_the_keyed_one_and_file_sinks(spark, tmp_path
     assert res.dead_letters == int(rows["key"].isna().sum()) > 0
     # Each batch's outputs went through `post`, once per sink, one file per unit partition.
     for sink, read in (("pq", pd.read_parquet), ("js", lambda p: pd.read_json(p, lines=True))):
-        files = sorted((tmp_path / "out" / sink).glob("batch-*-part-*"))
+        files = sorted((tmp_path / "out" / sink).glob("batch_id=*/part-*"))
         out = pd.concat([read(f) for f in files], ignore_index=True)
         assert len(out) == sum(r.extra["out_rows"] for r in res.records)
         assert (out["tag"] == out["key"] + "!").all()

@@ -159,7 +159,7 @@ def test_every_task_runs_on_the_executor_its_node_stands_for(
     for b in range(4):
         placement = got["plans"]["spread" if b % 2 == 0 else "crowd"]
         slots = lin[b]["slots"]
-        parts = sorted((tmp_path / "linear").glob(f"batch-{b}-part-*.jsonl"))
+        parts = sorted((tmp_path / "linear" / f"batch_id={b}").glob("part-*.json"))
         df = pd.concat([pd.read_json(p, lines=True) for p in parts])
         for key, cwd in zip(df["key"], df["cwd"], strict=True):
             assert Path(cwd).name == slots[placement[_unit_of_key(key)]], (b, key, cwd)

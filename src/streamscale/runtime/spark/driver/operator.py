@@ -10,9 +10,10 @@ Spark's hash partitioning bring every unit exactly its shards, and runs the keye
 function per shard against that shard's state version, inside ``mapInPandas`` on
 columnar batches. In the same reduce task the stateless operators after the
 keyed one run over the unit's outputs, and the file sinks write them as
-``<path>/batch-<b>-part-<p>.<jsonl|parquet>`` (:class:`TaskSinks`): a file is
-named by batch and unit partition, and an earlier attempt's files of the batch
-are removed first, so a retried task or a replayed batch overwrites instead of
+``<path>/batch_id=<b>/part-<p>.<json|parquet>`` (:class:`TaskSinks`; JSON Lines for
+``jsonl``), the layout every job's sinks have (a DAG's are written by Spark's writer):
+a file is named by batch and unit partition, and an earlier attempt's files of the
+batch are removed first, so a retried task or a replayed batch overwrites instead of
 duplicating. The driver commits the state version only after the whole batch
 succeeded (see :mod:`streamscale.runtime.spark.state.state`).
 """
@@ -52,6 +53,7 @@ __all__ = [
     "linear_stage",
     "percentile",
     "run_batch",
+    "sink_file",
 ]
 
 
@@ -60,8 +62,8 @@ class TaskSinks:
     """File sinks written by each keyed reduce task: ``(format, directory)`` pairs.
 
     Called as ``sinks(outputs, batch_id, partition)`` in the task; ``format`` is
-    ``jsonl`` or ``parquet``. Each file is written under a temporary name and renamed
-    into place, so a reader never sees half a file.
+    ``jsonl`` or ``parquet``; the file is :func:`sink_file`. Each file is written under
+    a temporary name and renamed into place, so a reader never sees half a file.
     """
 
     files: tuple[tuple[str, str], ...]
@@ -71,7 +73,8 @@ class TaskSinks:
             os.makedirs(path, exist_ok=True)
             if out.empty:
                 continue
-            name = os.path.join(path, f"batch-{batch_id}-part-{partition}.{fmt}")
+            name = sink_file(path, fmt, batch_id, partition)
+            os.makedirs(os.path.dirname(name), exist_ok=True)
             tmp = f"{name}.{os.getpid()}.tmp"
             if fmt == "jsonl":
                 out.to_json(tmp, orient="records", lines=True, date_format="iso")
@@ -98,10 +101,17 @@ class LinearStage:
     schemas: dict[str, Any] = field(default_factory=dict)
 
 
+def sink_file(path: str, fmt: str, batch_id: int, partition: int) -> str:
+    """The file a reduce task writes for a sink: ``<path>/batch_id=<b>/part-<p>.<ext>``,
+    where Spark's writer would put the batch's rows (``json`` for JSON Lines)."""
+    ext = "json" if fmt == "jsonl" else fmt
+    return os.path.join(path, f"batch_id={batch_id}", f"part-{partition:05d}.{ext}")
+
+
 def _clear_sink_files(stage: LinearStage, batch_id: int) -> None:
     """Remove what an earlier attempt at this batch wrote (its partition count may differ)."""
     for d in stage.sink_dirs:
-        for f in prefixed(d, f"batch-{batch_id}-"):
+        for f in prefixed(os.path.join(d, f"batch_id={batch_id}"), "part-"):
             with contextlib.suppress(FileNotFoundError):
                 os.remove(f)
 

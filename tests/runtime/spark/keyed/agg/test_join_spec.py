@@ -113,6 +113,21 @@ def _nonempty(got: dict[int, Any]) -> dict[int, Any]:
     return {b: v for b, v in got.items() if v[1]}
 
 
+def _differences(got: dict[int, Any], want: dict[int, Any]) -> dict[int, Any]:
+    """Per batch where the two differ: the columns and the rows only in each (multisets)."""
+    from collections import Counter
+
+    out = {}
+    for b in sorted(set(got) | set(want)):
+        g, w = got.get(b, ([], [])), want.get(b, ([], []))
+        if g == w:
+            continue
+        ours, theirs = Counter(g[1]), Counter(w[1])
+        out[b] = {"columns": (g[0], w[0]), "only_ours": sorted(ours - theirs, key=repr),
+                  "only_spark": sorted(theirs - ours, key=repr)}  # fmt: skip
+    return out
+
+
 @pytest.mark.spark
 @pytest.mark.slow
 @pytest.mark.parametrize("how", ["inner", "left"])
@@ -125,7 +140,7 @@ def test_join_equals_spark_across_shard_moves_and_a_restart(spark, tmp_path, how
     first = _run(spark, job, tmp_path / "ck", policy=Flip(job.topology(), "join", k=3), batches=3)
     rest = _run(spark, job, tmp_path / "ck", policy=Flip(job.topology(), "join", k=3))
     assert {b.tasks["join"] for b in (*first.batches, *rest.batches)} == {2, 4}
-    assert _nonempty(got) == _nonempty(want)
+    assert _nonempty(got) == _nonempty(want), _differences(_nonempty(got), _nonempty(want))
     assert sum(len(v[1]) for v in want.values()) > 20
     late = sum(b.extra.get("late_rows", {}).get("join", 0) for b in (*first.batches, *rest.batches))
     assert late > 0  # late rows were dropped, as by Spark
@@ -143,7 +158,7 @@ def test_other_join_kinds_equal_spark(spark, tmp_path, how) -> None:
     want = _spark_join(spark, src, tmp_path / "ck-sql", how)
     got: dict[int, Any] = {}
     _run(spark, _ours(spark, src, how, got), tmp_path / "ck")
-    assert _nonempty(got) == _nonempty(want)
+    assert _nonempty(got) == _nonempty(want), _differences(_nonempty(got), _nonempty(want))
     assert sum(len(v[1]) for v in want.values()) > 10
     if how == "right":  # some right rows came out unmatched, after the watermark passed
         assert any(r[1] is None for v in want.values() for r in v[1])
