@@ -68,3 +68,6 @@ def test_a_nexmark_surge_job_feeds_the_scenarios_progress_line(spark, tmp_path) 
     assert all(r["time"] > 0 and r["duration_s"] > 0 and r["units"] == 2 for r in rows)
     # the rows into Q8's first keyed operator: persons and auctions offered so far
     assert sum(r["rows"] for r in rows) > 0
+    # what waits is never more than the source offered (100 events/s): the job reads a
+    # DataFrame, whose backlog is not the bundled generator's schedule (1,000 t/s)
+    assert all(0 <= r["backlog"] <= 100.0 * (r["time"] + 5.0) for r in rows), rows

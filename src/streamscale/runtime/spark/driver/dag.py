@@ -224,7 +224,8 @@ def run_graph(
         indexes[name] = VersionIndex(backend, name, op.instances * op.shards)
         realizers[name] = SparkRealizer(graph.topology, name, plan)
     watch, watch_options = None, {}
-    if source_df is None:
+    own_source = source_df is None  # else the caller's DataFrame, not graph.source_format
+    if own_source:
         register_source(spark, graph)
         # the watch reads the source while batches run: once per job (the source's)
         watch, watch_options = make_watch(
@@ -241,7 +242,11 @@ def run_graph(
         cluster,
         realizers,
         start=0.0,
-        backlog=lambda: backlog_of(query_ref[0], graph, body.taken) if query_ref and body else 0.0,
+        backlog=lambda: (
+            backlog_of(query_ref[0], graph, body.taken, own_source=own_source)
+            if query_ref and body
+            else 0.0
+        ),
         interval_s=graph.trigger_s,
         offered=None if watch is None else (lambda: watch.rate),
         linear=linear is not None,

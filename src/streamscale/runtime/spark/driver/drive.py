@@ -109,13 +109,16 @@ def failure_message(exc: BaseException) -> str:
     return text.strip().splitlines()[0] if text.strip() else type(exc).__name__
 
 
-def backlog_of(query: Any, job: Any, taken: int) -> float:
+def backlog_of(query: Any, job: Any, taken: int, *, own_source: bool = True) -> float:
     """Tuples waiting at the source of ``job`` (a job graph) once the running batch's ``taken`` tuples are out.
 
     Inside ``foreachBatch`` the last progress is the previous batch's, whose
     end offset is this batch's start. Python sources report no latest offset
     to Spark, so for the generator the backlog comes from its own pure
-    arrival schedule (tuples available ``now − t0`` after its start).
+    arrival schedule (tuples available ``now − t0`` after its start) — only when
+    the query reads ``job``'s own source (``own_source``): a caller's DataFrame is not
+    the generator of ``job``'s options, and only Spark's offsets tell its backlog
+    (none when its source reports no latest offset).
     """
     try:
         src = query.lastProgress["sources"][0]
@@ -128,7 +131,8 @@ def backlog_of(query: Any, job: Any, taken: int) -> float:
         return float(
             sum(float(latest[k]) - float(end.get(k, 0)) for k in latest if _num(latest[k]))
         )
-    if job.source_format == "streamscale_generator" and isinstance(end, dict) and "seq" in end:
+    generated = own_source and job.source_format == "streamscale_generator"
+    if generated and isinstance(end, dict) and "seq" in end:
         from streamscale.runtime.spark.sources.sources import GeneratorSpec
 
         spec = GeneratorSpec.from_options(job.source_options)
