@@ -45,6 +45,7 @@ __all__ = [
     "ROWS_PER_EVENT",
     "SURGE_QUERIES",
     "NexmarkSurgeJob",
+    "adaptive_instances",
     "live_input",
     "nexmark_job",
     "nexmark_options",
@@ -117,6 +118,23 @@ class NexmarkSurgeJob:
     instances: int
 
 
+def adaptive_instances(cfg: SurgeConfig, instances: int, keyed: int) -> int:
+    """Instances per keyed operator, of ``keyed`` operators, under a policy that sizes
+    them: an elastic executor holds at least one core (paper 000, §4.1), so together
+    they get at most the cluster's cores (``max_executors × executor_cores``); with
+    more, every decision is infeasible and the job keeps its first plan.
+
+    Examples
+    --------
+    >>> adaptive_instances(SurgeConfig(max_executors=8, executor_cores=2), 8, 3)
+    5
+    >>> adaptive_instances(SurgeConfig(max_executors=8, executor_cores=2), 8, 1)
+    8
+    """
+    cores = cfg.max_executors * cfg.executor_cores
+    return max(1, min(instances, cores // max(1, keyed)))
+
+
 def run_nexmark_job(
     spark: Any,
     job: NexmarkSurgeJob,
@@ -136,11 +154,18 @@ def run_nexmark_job(
     from streamscale.nexmark.streamscale_engine import build_job
 
     cfg = job.cfg
-    s = build_job(
-        live_input(spark, job.query, cfg), job.query, executors=job.instances,
-        shards=cfg.shards, wait_ms=wait_ms(cfg, job.query), trigger_s=cfg.trigger_s,
-    )  # fmt: skip
-    s = s.to("none", name="out")
+
+    def build(instances: int) -> Any:
+        return build_job(
+            live_input(spark, job.query, cfg), job.query, executors=instances,
+            shards=cfg.shards, wait_ms=wait_ms(cfg, job.query), trigger_s=cfg.trigger_s,
+        ).to("none", name="out")  # fmt: skip
+
+    s = build(job.instances)
+    if policy != "static":  # a policy that sizes the instances: each holds a core
+        keyed = sum(1 for op in s.topology().operators if op.keyed)
+        fit = adaptive_instances(cfg, job.instances, keyed)
+        s = s if fit == job.instances else build(fit)
 
     # each batch's GraphBatch as it is: ``rows`` are the rows into the first keyed
     # operator, and the progress line reads its time, duration, latency and extra

@@ -372,7 +372,8 @@ def _row(policy: str, rec: Any, sc: Any) -> dict[str, Any]:
             "ready_cores": x.get("ready_cores"), "units": len(x.get("units", ())),
             "admission_limit": x.get("admission_limit"), "warm_up_s": x.get("warm_up_s"),
             "executors_wanted": x.get("executors_wanted"), "backlog": x.get("backlog"),
-            "decision": x.get("decision"), "mid": x.get("mid_batch_requests"),
+            "decision": x.get("decision"), "control_error": x.get("control_error"),
+            "mid": x.get("mid_batch_requests"),
             "tasks": x.get("task_runs"), "ran_on": x.get("task_executors"),
             "placement": x.get("placement")}  # fmt: skip
 
