@@ -222,8 +222,9 @@ def test_streamscale_run_of_the_q5_example(spark, tmp_path: Path, capsys) -> Non
     end = json.loads((ckpt / "offsets" / str(last)).read_text().splitlines()[2])["seq"]
     assert 0 < end <= 3 * 3000
     emitted = []
-    for f in (out / "q5").glob("batch-*.parquet"):
-        emitted.append(pq.read_table(f).to_pandas().assign(batch=int(f.name.split("-")[1])))
+    for f in (out / "q5").glob("batch_id=*/part-*.parquet"):  # every job's sink layout
+        batch = int(f.parent.name.split("=")[1])
+        emitted.append(pq.read_table(f).to_pandas().assign(batch=batch))
     got = pd.concat(emitted, ignore_index=True)
     got = got[got["batch"] == got.groupby("wstart")["batch"].transform("max")]
     got = got.drop(columns="batch").sort_values(["wstart", "auction"], ignore_index=True)
