@@ -101,17 +101,21 @@ class LinearStage:
     schemas: dict[str, Any] = field(default_factory=dict)
 
 
+def _batch_dir(path: str, batch_id: int) -> str:
+    return os.path.join(path, f"batch_id={batch_id}")
+
+
 def sink_file(path: str, fmt: str, batch_id: int, partition: int) -> str:
     """The file a reduce task writes for a sink: ``<path>/batch_id=<b>/part-<p>.<ext>``,
     where Spark's writer would put the batch's rows (``json`` for JSON Lines)."""
     ext = "json" if fmt == "jsonl" else fmt
-    return os.path.join(path, f"batch_id={batch_id}", f"part-{partition:05d}.{ext}")
+    return os.path.join(_batch_dir(path, batch_id), f"part-{partition:05d}.{ext}")
 
 
 def _clear_sink_files(stage: LinearStage, batch_id: int) -> None:
     """Remove what an earlier attempt at this batch wrote (its partition count may differ)."""
     for d in stage.sink_dirs:
-        for f in prefixed(os.path.join(d, f"batch_id={batch_id}"), "part-"):
+        for f in prefixed(_batch_dir(d, batch_id), "part-"):
             with contextlib.suppress(FileNotFoundError):
                 os.remove(f)
 
