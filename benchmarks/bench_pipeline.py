@@ -46,7 +46,7 @@ from typing import Any
 
 from _results import record
 
-from streamscale.runtime.spark.driver.metrics import BatchRecord
+from streamscale.runtime.spark.driver.graph_batch import GraphBatch
 from streamscale.scenarios.demo import DemoConfig, run_demo
 
 ALPHAS = (0.5, 1.0)
@@ -61,7 +61,7 @@ def _emit(line: dict[str, Any]) -> None:
     print(json.dumps(record("pipeline", clean, argv=sys.argv[1:])), flush=True)
 
 
-def _overhead(records: Sequence[BatchRecord], cores: int) -> float | None:
+def _overhead(records: Sequence[GraphBatch], cores: int) -> float | None:
     """Median of (time since the previous batch ended − busy ÷ cores) after the first batch."""
     gaps = [cur.time - prev.time - cur.busy_s / cores for prev, cur in itertools.pairwise(records)]
     return round(statistics.median(gaps), 3) if gaps else None

@@ -125,8 +125,9 @@ def run(
     out_dir = None if out_dir is None else out_dir.absolute()
     checkpoint = None if checkpoint is None else checkpoint.absolute()
     from streamscale.model.io import load_cluster
+    from streamscale.runtime.spark.driver.graph_batch import GraphBatch
     from streamscale.runtime.spark.driver.job import Job
-    from streamscale.runtime.spark.driver.metrics import BatchRecord, live_table
+    from streamscale.runtime.spark.driver.metrics import live_table
     from streamscale.runtime.spark.driver.runner import run_job
     from streamscale.runtime.spark.executors.resources import (
         ExecutorResources,
@@ -195,7 +196,7 @@ def run(
         )
         resources.wait_for(cfg.min_executors, 120.0)
     # the live table shows the last 10 batches: keep no more (a run lasts weeks)
-    records: deque[BatchRecord] = deque(maxlen=10)
+    records: deque[GraphBatch] = deque(maxlen=10)
     live = None
     if not out.json:
         from rich.live import Live
@@ -205,7 +206,7 @@ def run(
         )
         live.start()
 
-    def on_batch(rec: BatchRecord) -> None:
+    def on_batch(rec: GraphBatch) -> None:
         records.append(rec)
         if exporter is not None:
             exporter.observe(rec)

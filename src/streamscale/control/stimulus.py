@@ -258,8 +258,9 @@ class Segment:
 def segments(lines: Iterable[tuple[str, Mapping[str, Any]]]) -> list[Segment]:
     """The controllers' logs in ``(where, line)`` pairs of a ``metrics.jsonl``.
 
-    A line carries ``controller`` (a new controller starts) and ``inputs`` at its top
-    level or under ``extra`` (the linear runner's records). Lines without either are
+    A line carries ``controller`` (a new controller starts) and ``inputs`` under
+    ``extra`` (a batch's line, docs/metrics.md; a bare log at the top level is read as
+    well). Lines without either are
     skipped; inputs before any header raise, naming the line.
     """
     out: list[tuple[str, Mapping[str, Any], list[Mapping[str, Any]]]] = []

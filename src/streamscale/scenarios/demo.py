@@ -28,8 +28,8 @@ import numpy as np
 
 from streamscale.errors import StreamscaleError
 from streamscale.formatting import jsonable, markdown_table
+from streamscale.runtime.spark.driver.graph_batch import GraphBatch
 from streamscale.runtime.spark.driver.job import Job
-from streamscale.runtime.spark.driver.metrics import BatchRecord
 from streamscale.runtime.spark.driver.runner import RunResult, run_job
 from streamscale.runtime.spark.sources.sources import expected_cost_ms
 from streamscale.scenarios.native import NATIVE_POLICY, run_native
@@ -161,7 +161,7 @@ def run_demo(
     out: Path,
     *,
     on_start: Callable[[str], None] | None = None,
-    on_batch: Callable[[str, BatchRecord], None] | None = None,
+    on_batch: Callable[[str, GraphBatch], None] | None = None,
     on_done: Callable[[PolicyOutcome], None] | None = None,
 ) -> list[PolicyOutcome]:
     """Run the micro-benchmark once per policy; metrics go to ``out/<policy>/metrics.jsonl``.
@@ -181,7 +181,7 @@ def run_demo(
             if pout.exists():
                 shutil.rmtree(pout)
 
-            def cb(rec: BatchRecord, _p: str = policy) -> None:
+            def cb(rec: GraphBatch, _p: str = policy) -> None:
                 if on_batch is not None:
                     on_batch(_p, rec)
 

@@ -11,8 +11,9 @@ The job's own keyed function runs unchanged: for each key in a batch it gets
 that key's rows in arrival order (``seq``) and a state dict holding only that
 key's entries, pickled in Spark's state store between batches. Each group
 reports its rows, busy time, per-tuple latency (event time → processed) and the
-key's state as JSON, so one action per batch yields a :class:`BatchRecord`
-shaped exactly like the elastic runner's.
+key's state as JSON, so one action per batch yields a
+:class:`~streamscale.runtime.spark.driver.graph_batch.GraphBatch`, the record every job's
+batches have.
 """
 
 from __future__ import annotations
@@ -33,9 +34,10 @@ import pandas as pd
 from streamscale.errors import StreamscaleError
 from streamscale.runtime.spark.compat.group_state import from_group_state
 from streamscale.runtime.spark.driver.drive import drive_query
+from streamscale.runtime.spark.driver.graph_batch import GraphBatch
 from streamscale.runtime.spark.driver.history import RunHistory
 from streamscale.runtime.spark.driver.job import Job
-from streamscale.runtime.spark.driver.metrics import BatchRecord, MetricsWriter, imbalance
+from streamscale.runtime.spark.driver.metrics import MetricsWriter, imbalance
 from streamscale.runtime.spark.driver.runner import RunResult, summarize_run
 from streamscale.runtime.spark.sources.sources import register_sources
 
@@ -117,7 +119,7 @@ def run_native(
     checkpoint: Path,
     out: Path | None = None,
     params: Mapping[str, Any] | None = None,
-    on_batch: Callable[[BatchRecord], None] | None = None,
+    on_batch: Callable[[GraphBatch], None] | None = None,
     max_batches: int | None = None,
     seed: int | None = None,
     on_state: Callable[[dict[str, Any]], None] | None = None,
@@ -178,27 +180,30 @@ def run_native(
             busy = res.groupby("pid")["busy_s"].sum()
             loads = [float(busy.get(p, 0.0)) for p in range(partitions)]
             rows = int(res["rows"].sum())
-            dead_total[0] += int(res["dead"].sum())
-            rec = BatchRecord(
+            dead = int(res["dead"].sum())
+            dead_total[0] += dead
+            rec = GraphBatch(
                 batch_id=batch_id,
+                duration_s=duration,
+                keyed_rows={job.keyed: rows},
+                sinks={},
+                dead_letters=dead,
+                cores={job.keyed: cores},
+                tasks={job.keyed: partitions},
+                extra={
+                    "per_task": {str(p): {"busy_s": round(x, 6)} for p, x in enumerate(loads)},
+                    "out_rows": {job.keyed: int(res["out_rows"].sum())},
+                    "keys": len(res),
+                },
                 time=now,
                 rows=rows,
-                duration_s=duration,
                 input_rate=rows / (now - last_end[0]) if now > last_end[0] else math.nan,
                 processing_rate=rows / duration if duration > 0 else math.nan,
                 latency_p50_ms=float(np.percentile(lat, 50)) if len(lat) else math.nan,
                 latency_p99_ms=float(np.percentile(lat, 99)) if len(lat) else math.nan,
                 delta=imbalance(loads),
-                tasks=partitions,
-                cores=cores,
                 busy_s=float(res["busy_s"].sum()),
                 policy=NATIVE_POLICY,
-                extra={
-                    "per_task": {str(p): {"busy_s": round(x, 6)} for p, x in enumerate(loads)},
-                    "dead_letters": int(res["dead"].sum()),
-                    "out_rows": int(res["out_rows"].sum()),
-                    "keys": len(res),
-                },
             )
             last_end[0] = now
             history.add(rec, lat)

@@ -10,25 +10,29 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from streamscale.errors import StreamscaleError
 from streamscale.runtime.spark.driver.exporter import MetricsExporter
-from streamscale.runtime.spark.driver.metrics import BatchRecord
+from streamscale.runtime.spark.driver.graph import SinkOut
+from streamscale.runtime.spark.driver.graph_batch import GraphBatch
 
 
-def _rec(batch: int, units: list[str], **extra: object) -> BatchRecord:
-    return BatchRecord(
+def _rec(batch: int, cores: dict[str, int], **extra: object) -> GraphBatch:
+    return GraphBatch(
         batch_id=batch,
+        duration_s=0.5,
+        keyed_rows={op: 100 * (batch + 1) for op in cores},
+        sinks={},
+        dead_letters=0,
+        cores=cores,
+        tasks=cores,
+        extra=extra,
         time=float(batch),
         rows=100 * (batch + 1),
-        duration_s=0.5,
         input_rate=200.0,
         processing_rate=180.0,
         latency_p50_ms=12.0,
         latency_p99_ms=90.0 + batch,
         delta=0.25,
-        tasks=len(units),
-        cores=len(units),
         busy_s=0.4,
         policy="elastic",
-        extra={"units": units, **extra},
     )
 
 
@@ -47,12 +51,12 @@ def test_metrics_follow_the_batches() -> None:
     try:
         assert ex.host == "127.0.0.1"
         ex.observe(
-            _rec(0, ["calc[0]#0", "calc[0]#1", "calc[1]#0", "sink[0]#0"],
+            _rec(0, {"calc": 3, "sink": 1},
                  backlog=40, executors_alive=3, executors_requested=4,
                  executors_added=["1", "2", "3"], applied=["scale-out"])
         )  # fmt: skip
         ex.observe(
-            _rec(1, ["calc[0]#0", "calc[1]#0"], backlog=5, executors_alive=2,
+            _rec(1, {"calc": 2}, backlog=5, executors_alive=2,
                  executors_requested=2, executors_added=[], executors_released=["3"],
                  applied=["scale-in", "scale-out"])
         )  # fmt: skip
@@ -65,7 +69,7 @@ def test_metrics_follow_the_batches() -> None:
     assert m[("streamscale_executors_requested", ())] == 2
     assert m[("streamscale_backlog_rows", ())] == 5
     assert m[("streamscale_latency_ms", (("quantile", "0.99"),))] == 91.0
-    assert m[("streamscale_rows_total", ())] == 100 + 200
+    assert m[("streamscale_rows_total", ())] == (100 + 100) + 200  # rows into every keyed operator
     assert m[("streamscale_batches_total", ())] == 2
     assert m[("streamscale_decisions_total", (("reason", "scale-out"),))] == 2
     assert m[("streamscale_decisions_total", (("reason", "scale-in"),))] == 1
@@ -84,9 +88,6 @@ def test_port_in_use_is_one_line_error() -> None:
 
 
 def test_a_graph_batch_serves_the_jobs_figures() -> None:
-    from streamscale.runtime.spark.driver.graph import SinkOut
-    from streamscale.runtime.spark.driver.graph_batch import GraphBatch
-
     def batch(i: int, cores: dict[str, int], **extra: object) -> GraphBatch:
         return GraphBatch(
             batch_id=i, duration_s=0.5 + i, keyed_rows={"a": 10 * (i + 1), "b": 3},
@@ -98,8 +99,8 @@ def test_a_graph_batch_serves_the_jobs_figures() -> None:
 
     ex = MetricsExporter(0, job="g")
     try:
-        ex.observe_graph(batch(0, {"a": 2, "b": 1}, applied=["scale-out"]))
-        ex.observe_graph(batch(1, {"a": 3}))
+        ex.observe(batch(0, {"a": 2, "b": 1}, applied=["scale-out"]))
+        ex.observe(batch(1, {"a": 3}))
         m = _scrape(ex.url)
     finally:
         ex.close()

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from streamscale.runtime.spark.driver.graph_batch import GraphBatch
 from streamscale.runtime.spark.driver.history import RECENT_BATCHES, LatencySketch, RunHistory
-from streamscale.runtime.spark.driver.metrics import BatchRecord
 
 
 @given(
@@ -41,8 +41,11 @@ def test_heavy_tails_and_edges() -> None:
     assert empty.count == 3 and empty.quantile(0.5) == 0.0
 
 
-def _rec(i: int, rows: int) -> BatchRecord:
-    return BatchRecord(i, float(i), rows, 0.5, 0.0, 0.0, 0.0, 0.0, 1.0, 2, 2, 0.25, "static")
+def _rec(i: int, rows: int) -> GraphBatch:
+    return GraphBatch(
+        i, 0.5, {"op": rows}, {}, 0, cores={"op": 2}, tasks={"op": 2}, time=float(i), rows=rows,
+        busy_s=0.25, cpu_s=0.125, policy="static",
+    )  # fmt: skip
 
 
 def test_run_history_is_bounded_and_its_totals_exact() -> None:
@@ -52,7 +55,8 @@ def test_run_history_is_bounded_and_its_totals_exact() -> None:
         h.add(_rec(i, r), np.full(r, float(i + 1)))
     assert len(h) == len(rows) and len(h.recent) == RECENT_BATCHES
     assert h.recent[0].batch_id == 50 and h.rows == sum(rows)
-    assert h.busy_s == pytest.approx(0.25 * len(rows))
+    assert h.busy_s == pytest.approx(0.25 * len(rows)) and h.cpu_s == pytest.approx(h.busy_s / 2)
+    assert h.max_tasks == 2
     # throughput excludes the warm-up batch: rows after it over the time since it ended
     assert h.throughput() == pytest.approx(sum(rows[1:]) / (len(rows) - 1))
     steady = np.concatenate([np.full(r, float(i + 1)) for i, r in enumerate(rows) if i > 0])

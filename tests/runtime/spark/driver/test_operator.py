@@ -74,7 +74,7 @@ def test_counts_match_pandas_and_tasks_get_exactly_their_shards(spark, tmp_path:
         # Partitions are numbered by load each batch; the unit -> shards grouping is the plan's.
         assert sorted(units) == sorted(pmap.units)
         seen_plans.add(len(units))
-        assert rec.tasks == len(units)
+        assert rec.tasks["count"] == len(units)
         for unit, task in rec.extra["per_task"].items():
             assert set(task["shards"]) <= set(pmap.shards_of(pmap.units.index(unit)))
     assert seen_plans == {2, 4}
@@ -83,7 +83,7 @@ def test_counts_match_pandas_and_tasks_get_exactly_their_shards(spark, tmp_path:
     assert [json.loads(x)["batch_id"] for x in lines] == [r.batch_id for r in res.records]
     sink = tmp_path / "out" / "sink"  # one layout for every job: batch_id=<b>/part-<p>.json
     out_rows = sum(1 for f in sink.glob("batch_id=*/part-*.json") for _ in f.open())
-    assert out_rows == sum(r.extra["out_rows"] for r in res.records)
+    assert out_rows == sum(r.extra["out_rows"]["count"] for r in res.records)
     letter = json.loads(next((tmp_path / "out" / "dead_letters").glob("*.jsonl")).open().readline())
     assert letter["reason"] == "missing key 'key'"
 
@@ -141,7 +141,7 @@ def test_stateless_operators_around_the_keyed_one_and_file_sinks(spark, tmp_path
     for sink, read in (("pq", pd.read_parquet), ("js", lambda p: pd.read_json(p, lines=True))):
         files = sorted((tmp_path / "out" / sink).glob("batch_id=*/part-*"))
         out = pd.concat([read(f) for f in files], ignore_index=True)
-        assert len(out) == sum(r.extra["out_rows"] for r in res.records)
+        assert len(out) == sum(r.extra["out_rows"]["count"] for r in res.records)
         assert (out["tag"] == out["key"] + "!").all()
         # the last count each key emitted is its committed count
         assert out.groupby("key")["count"].max().to_dict() == counts

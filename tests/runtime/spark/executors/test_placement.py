@@ -99,7 +99,7 @@ lin = []
 run_job(spark, job, policy=Alternate(), plan=SPREAD, duration_s=400, checkpoint=work / "ck2",
         max_batches=4, resources=res,
         on_batch=lambda r: lin.append({"batch": r.batch_id, "slots": dict(res.slots),
-                                       "placement": r.extra.get("placement")}),
+                                       "placement": r.extra.get("placement", {}).get("where")}),
         params={"interval_s": 0, "stabilization_s": 0, "scale_down_delay_s": 0})
 print("RESULT " + json.dumps({"seen": seen, "linear": lin,
                               "plans": {"spread": SPREAD.placement.nodes,

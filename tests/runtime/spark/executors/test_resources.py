@@ -94,7 +94,7 @@ def on_batch(rec):
         res.wait_for(4, 60)
     apps = [a for a in master_json(webui)["activeapps"] if a["name"] == "streamscale-resources-test"]
     seen.append({"t": time.monotonic(), "alive": len(res.alive()), "ids": res.alive(),
-                 "ran_on": rec.extra.get("task_executors"), "extra": {k: rec.extra.get(k) for k in
+                 "ran_on": rec.extra.get("task_executors", {}).get("calc"), "extra": {k: rec.extra.get(k) for k in
                  ("executors_alive", "executors_wanted", "executors_released",
                   "executors_missing")},
                  "master_cores": apps[0]["cores"] if apps else None, "rows": rec.rows})

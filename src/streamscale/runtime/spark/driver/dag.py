@@ -127,7 +127,10 @@ def run_graph(
     checkpoint
         Spark's offsets (``spark/``) and every keyed operator's state (``state/``).
     out
-        Base of relative sink paths and of ``dead_letters/`` (default: ``checkpoint``).
+        Base of relative sink paths and of ``dead_letters/`` (default: ``checkpoint``);
+        when given, each batch's line (:meth:`GraphBatch.to_json
+        <streamscale.runtime.spark.driver.graph_batch.GraphBatch.to_json>`) goes to
+        ``out/metrics.jsonl`` (rotated as the output settings say).
     max_batches
         Stop once this many batches committed (a batch Spark already started when the
         limit is reached completes and commits too).
@@ -274,12 +277,23 @@ def run_graph(
         # worker): warmed here, the query's first batch does not carry it
         warm_keyed_path(sc, physical)
     history = RunHistory()
+    kept = run_params.output
+    log = None if out is None else MetricsWriter(
+        Path(out) / "metrics.jsonl", max_mb=kept["metrics_max_mb"], keep=kept["metrics_keep"]
+    )  # fmt: skip
+
+    def each(b: GraphBatch) -> None:  # the line is written before the caller sees the batch
+        if log is not None:
+            log.write(b)
+        if on_batch is not None:
+            on_batch(b)
+
     body = GraphBatchBody(
         spark=spark, graph=graph, specs=specs, indexes=indexes, realizers=realizers,
         realizer=realizer, collector=collector, controller=controller, inputs=inputs,
         backend=backend, resources=resources, watch=watch, clock_=clock_, base=base,
         dead_dir=dead_dir, dead_letters_max_mb=run_params.output["dead_letters_max_mb"],
-        history=history, totals=GraphTotals(), on_batch=on_batch, max_batches=max_batches,
+        history=history, totals=GraphTotals(), on_batch=each, max_batches=max_batches,
         start=time.monotonic(), policy=getattr(pol, "name", str(policy)),
         stage=None if linear is None else linear_stage(linear, backend, base),
         console=_console(graph, linear),
@@ -363,10 +377,9 @@ def run_graph_command(
     without a cluster file the plan's cores become executors; ``config.cluster`` is the
     cluster file to plan for; ``config.metrics_port`` serves Prometheus ``/metrics``;
     ``config.spark_ui`` turns Spark's UI on or off. With ``out_dir``, one JSON line per
-    batch goes to ``metrics.jsonl`` (rows per keyed operator, cores per keyed operator,
-    sink rows, the controller's decision and the executors' figures).
+    batch goes to ``metrics.jsonl`` (:meth:`GraphBatch.to_json
+    <streamscale.runtime.spark.driver.graph_batch.GraphBatch.to_json>`).
     """
-    import json
     import tempfile
 
     from streamscale.model.io import load_cluster
@@ -407,22 +420,10 @@ def run_graph_command(
             max_executors=config.max_executors,
         )
         resources.wait_for(config.min_executors, 120.0)
-    kept = parse_params(config.policy, config.params).output
-    log = (
-        MetricsWriter(out_dir / "metrics.jsonl", max_mb=kept["metrics_max_mb"],
-                      keep=kept["metrics_keep"])
-        if out_dir
-        else None
-    )  # fmt: skip
 
     def on_batch(b: GraphBatch) -> None:
         if exporter is not None:
-            exporter.observe_graph(b)
-        if log is not None:
-            sinks = {k: v.rows for k, v in b.sinks.items()}
-            row = {"batch": b.batch_id, "duration_s": b.duration_s, "keyed_rows": b.keyed_rows,
-                   "cores": b.cores, "sinks": sinks, "dead_letters": b.dead_letters, **b.extra}  # fmt: skip
-            log.write(json.dumps(row, default=str))
+            exporter.observe(b)
 
     t0 = time.monotonic()
     try:

@@ -9,14 +9,11 @@ percentiles, rates, and control decisions counted by reason.
 from __future__ import annotations
 
 import contextlib
-from collections import Counter as _Counter
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, start_http_server
 
 from streamscale.errors import StreamscaleError
-from streamscale.model.ids import operator_of
-from streamscale.runtime.spark.driver.metrics import BatchRecord
 
 __all__ = ["MetricsExporter"]
 
@@ -84,30 +81,8 @@ class MetricsExporter:
     def url(self) -> str:
         return f"http://{self.host}:{self.port}/metrics"
 
-    def observe(self, rec: BatchRecord) -> None:
-        """Update every series from one batch record."""
-        j = self.job
-        ex = rec.extra or {}
-        values: dict[str, Any] = {
-            "cores": rec.cores,
-            "delta": rec.delta,
-            "backlog_rows": ex.get("backlog"),
-            "input_rate": rec.input_rate,
-            "processing_rate": rec.processing_rate,
-            "batch_duration_seconds": rec.duration_s,
-            "executors_alive": ex.get("executors_alive"),
-            "executors_requested": ex.get("executors_requested"),
-            "executors_missing": ex.get(
-                "executors_missing", 0 if "executors_alive" in ex else None
-            ),
-        }
-        self._set(values, rec.rows, ex)
-        self._latency.labels(j, "0.5").set(rec.latency_p50_ms)
-        self._latency.labels(j, "0.99").set(rec.latency_p99_ms)
-        self._set_cores(_Counter(operator_of(str(u)) for u in ex.get("units", ())))
-
-    def observe_graph(self, batch: Any) -> None:
-        """Update every series from one DAG batch
+    def observe(self, batch: Any) -> None:
+        """Update every series from one batch
         (:class:`~streamscale.runtime.spark.driver.graph_batch.GraphBatch`): cores per keyed
         operator, the job's δ (its most imbalanced keyed operator's), backlog, rates,
         latency percentiles and duration, rows into the keyed operators, decisions,

@@ -32,7 +32,7 @@ from streamscale.runtime.spark.driver.drive import control_step
 from streamscale.runtime.spark.driver.graph import JobGraph, SinkOut, run_graph_batch
 from streamscale.runtime.spark.driver.graph_control import GraphCollector, GraphRealizer
 from streamscale.runtime.spark.driver.history import RunHistory
-from streamscale.runtime.spark.driver.metrics import imbalance
+from streamscale.runtime.spark.driver.metrics import imbalance, json_safe
 from streamscale.runtime.spark.driver.operator import LinearStage, percentile, run_batch
 from streamscale.runtime.spark.driver.watch import SourceWatch
 from streamscale.runtime.spark.executors.resources import Resources
@@ -41,12 +41,16 @@ from streamscale.runtime.spark.routing.realizer import SparkRealizer
 from streamscale.runtime.spark.state.retention import prune_dead_letters
 from streamscale.runtime.spark.state.state import StateBackend, VersionIndex
 
-__all__ = ["GraphBatch", "GraphBatchBody", "GraphTotals", "batch_figures", "op_cores"]
+__all__ = [
+    "LINE_FIELDS", "GraphBatch", "GraphBatchBody", "GraphTotals", "batch_figures", "op_cores",
+]  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
 class GraphBatch:
-    """One committed batch: per keyed operator its input rows, and what each sink got.
+    """One committed batch of any job (one keyed operator or many): the one record type,
+    handed to ``on_batch``, kept in a run's history and written as ``metrics.jsonl``'s line
+    (:meth:`to_json`). Per keyed operator its input rows, and what each sink got.
 
     ``cores``: cores per keyed operator in the plan for the next batch; ``tasks``: the
     units that ran reduce tasks this batch, per keyed operator; ``extra``: the control
@@ -79,6 +83,21 @@ class GraphBatch:
     busy_s: float = 0.0
     cpu_s: float = 0.0
     policy: str = ""
+
+    def to_json(self) -> str:
+        """The batch's line in ``metrics.jsonl`` (docs/metrics.md): every field, a sink as
+        its rows, non-finite numbers as ``null``."""
+        line = {f: getattr(self, f) for f in LINE_FIELDS}
+        line["sinks"] = {k: v.rows for k, v in self.sinks.items()}
+        return json.dumps(json_safe(line), default=str)
+
+
+#: A batch line's fields, in the order written (every field of :class:`GraphBatch`).
+LINE_FIELDS = (
+    "batch_id", "time", "rows", "duration_s", "input_rate", "processing_rate",
+    "latency_p50_ms", "latency_p99_ms", "delta", "busy_s", "cpu_s", "policy", "keyed_rows",
+    "cores", "tasks", "sinks", "dead_letters", "extra",
+)  # fmt: skip
 
 
 def batch_figures(observed: Mapping[str, Any]) -> tuple[dict[str, Any], np.ndarray]:

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -126,9 +126,8 @@ class RunHistory:
     max_tasks: int = 0
 
     def add(self, record: Any, latencies: np.ndarray | Iterable[float] = ()) -> None:
-        """Count one batch record (a :class:`~streamscale.runtime.spark.driver.metrics.BatchRecord`
-        or a :class:`~streamscale.runtime.spark.driver.graph_batch.GraphBatch`: its ``tasks`` per
-        keyed operator are summed, its ``cpu_s`` is a field)."""
+        """Count one batch's record (a :class:`~streamscale.runtime.spark.driver.graph_batch.GraphBatch`:
+        its ``tasks`` per keyed operator are summed) and its latency sample (ms)."""
         if self.batches == 0:
             self.first = record
             self.first_latency.add(latencies)
@@ -138,11 +137,8 @@ class RunHistory:
         self.batches += 1
         self.rows += int(record.rows)
         self.busy_s += float(record.busy_s)
-        cpu = getattr(record, "cpu_s", None)
-        self.cpu_s += float(record.extra.get("cpu_s", 0.0) if cpu is None else cpu)
-        tasks = record.tasks
-        n = sum(tasks.values()) if isinstance(tasks, Mapping) else int(tasks)
-        self.max_tasks = max(self.max_tasks, n)
+        self.cpu_s += float(record.cpu_s)
+        self.max_tasks = max(self.max_tasks, sum(record.tasks.values()))
         self.last = record
         self.recent.append(record)
 

@@ -9,16 +9,15 @@ driver feeds the batch to the collector and runs one control step with the wall 
 so a policy's plan takes effect from the next batch (paper 000, §3.2: the boundary is
 the consistency point). State and Spark's offsets live under ``checkpoint``; running
 again on the same checkpoint resumes exactly where the last committed batch ended.
-Each batch's :class:`~streamscale.runtime.spark.driver.metrics.BatchRecord` is the graph
-batch's figures for the keyed operator (:func:`linear_record`).
+Each batch's record is the driver's :class:`~streamscale.runtime.spark.driver.graph_batch.GraphBatch`,
+as for every job.
 """
 
 from __future__ import annotations
 
 import math
-from collections import deque
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -32,15 +31,14 @@ from streamscale.runtime.spark.driver.drive import (
     share_by_default,
 )
 from streamscale.runtime.spark.driver.graph_batch import GraphBatch
-from streamscale.runtime.spark.driver.history import RECENT_BATCHES, RunHistory
+from streamscale.runtime.spark.driver.history import RunHistory
 from streamscale.runtime.spark.driver.job import Job
-from streamscale.runtime.spark.driver.metrics import BatchRecord, MetricsWriter
 from streamscale.runtime.spark.executors.resources import Resources
 from streamscale.runtime.spark.executors.session import require_classic
 from streamscale.runtime.spark.routing.realizer import default_plan
 
 __all__ = [
-    "BatchRecord",
+    "GraphBatch",
     "RunResult",
     "drive_query",
     "run_job",
@@ -70,7 +68,7 @@ class RunResult:
     (or a resumed run) would take, even when the run stopped before it took effect.
     """
 
-    records: list[BatchRecord]
+    records: list[GraphBatch]
     throughput: float
     p50_ms: float
     p99_ms: float
@@ -95,7 +93,7 @@ def run_job(
     checkpoint: Path,
     out: Path | None = None,
     params: Mapping[str, Any] | RunParams | None = None,
-    on_batch: Callable[[BatchRecord], None] | None = None,
+    on_batch: Callable[[GraphBatch], None] | None = None,
     max_batches: int | None = None,
     seed: int | None = None,
     cluster: Cluster | None = None,
@@ -125,7 +123,8 @@ def run_job(
         :class:`~streamscale.runtime.run_config.RunParams` (from the edge), or a mapping the
         one parse (:func:`~streamscale.runtime.run_config.parse_params`) reads here.
     on_batch
-        Called with each batch's record (in the driver, at the batch boundary).
+        Called with each batch's :class:`~streamscale.runtime.spark.driver.graph_batch.GraphBatch`
+        (in the driver, at the batch boundary).
     max_batches
         Stop after this many batches.
     seed
@@ -173,25 +172,15 @@ def run_job(
             plan = initial_plan(policy, job.topology, cluster, params=pol_params)
         else:
             plan = default_plan(job.topology, job.keyed, cluster)
-    kept = run_params.output
-    records = _LinearRecords(
-        job.keyed,
-        cores,
-        writer=None
-        if out is None
-        else MetricsWriter(Path(out) / "metrics.jsonl", max_mb=kept["metrics_max_mb"],
-                           keep=kept["metrics_keep"]),
-        on_batch=on_batch,
-    )  # fmt: skip
     res = run_graph(
         spark, job.graph(), duration_s=duration_s, checkpoint=checkpoint, out=out,
-        max_batches=max_batches, plan=plan, on_batch=records.add, policy=policy,
+        max_batches=max_batches, plan=plan, on_batch=on_batch, policy=policy,
         params=run_params, seed=run_seed(seed), cluster=cluster, resources=resources,
         state_url=state_url, linear=job,
     )  # fmt: skip
     limit = physical_limit(job, cores)
     return RunResult(
-        records=list(records.recent),
+        records=list(res.batches),
         throughput=res.throughput,
         p50_ms=res.p50_ms,
         p99_ms=res.p99_ms,
@@ -204,75 +193,8 @@ def run_job(
         cpu_s=res.cpu_s,
         batches=res.count,
         rows=res.keyed_rows.get(job.keyed, 0),
-        max_tasks=records.max_tasks,
+        max_tasks=res.max_tasks,
     )
-
-
-# a graph batch's per-keyed-operator figures, which a linear job's line holds as values
-_PER_OP = ("per_shard", "out_rows", "partitions", "stage_s", "state_read_bytes", "task_runs",
-           "placement", "task_executors", "cost_kind", "late_rows")  # fmt: skip
-
-
-def linear_record(batch: GraphBatch, operator: str, cores: int) -> BatchRecord:
-    """A linear job's record of one graph batch of its one keyed ``operator``
-    (``metrics.jsonl``'s line as :class:`~streamscale.runtime.spark.driver.metrics.BatchRecord`
-    writes it): the per-operator figures as that operator's values, ``duration_s`` the
-    keyed stage's, ``tasks`` its reduce tasks, ``cores`` the run's."""
-    ex = dict(batch.extra)
-    ex.pop("delta", None)
-    for key in _PER_OP:
-        if key in ex:
-            v = ex.pop(key)
-            if isinstance(v, Mapping) and operator in v:
-                ex[key] = v[operator]
-    stage_s = float(ex.pop("stage_s", batch.duration_s))
-    tasks = int(ex.pop("partitions", 0))
-    detail: dict[str, Any] = {
-        "per_task": ex.pop("per_task", {}),
-        "per_shard": ex.pop("per_shard", {}),
-        "dead_letters": batch.dead_letters,
-        "cpu_s": round(batch.cpu_s, 6),
-        "out_rows": ex.pop("out_rows", 0),
-        **ex,
-    }
-    return BatchRecord(
-        batch_id=batch.batch_id,
-        time=batch.time,
-        rows=batch.rows,
-        duration_s=stage_s,
-        input_rate=batch.input_rate,
-        processing_rate=batch.rows / stage_s if stage_s > 0 else math.nan,
-        latency_p50_ms=batch.latency_p50_ms,
-        latency_p99_ms=batch.latency_p99_ms,
-        delta=batch.delta,
-        tasks=tasks,
-        cores=cores,
-        busy_s=batch.busy_s,
-        policy=batch.policy,
-        extra=detail,
-    )
-
-
-@dataclass
-class _LinearRecords:
-    """A linear run's records: the recent ones, the most tasks of any batch, each written
-    to ``metrics.jsonl`` and handed to the caller's ``on_batch``."""
-
-    operator: str
-    cores: int
-    writer: MetricsWriter | None = None
-    on_batch: Callable[[BatchRecord], None] | None = None
-    recent: deque[BatchRecord] = field(default_factory=lambda: deque(maxlen=RECENT_BATCHES))
-    max_tasks: int = 0
-
-    def add(self, batch: GraphBatch) -> None:
-        rec = linear_record(batch, self.operator, self.cores)
-        self.recent.append(rec)
-        self.max_tasks = max(self.max_tasks, rec.tasks)
-        if self.writer is not None:
-            self.writer.write(rec)
-        if self.on_batch is not None:
-            self.on_batch(rec)
 
 
 def physical_limit(job: Job, cores: int) -> float:
