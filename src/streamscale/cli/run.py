@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import tempfile
 from collections import deque
 from pathlib import Path
 
@@ -124,18 +123,6 @@ def run(
     # relative path against their own working directory
     out_dir = None if out_dir is None else out_dir.absolute()
     checkpoint = None if checkpoint is None else checkpoint.absolute()
-    from streamscale.model.io import load_cluster
-    from streamscale.runtime.spark.driver.graph_batch import GraphBatch
-    from streamscale.runtime.spark.driver.job import Job
-    from streamscale.runtime.spark.driver.metrics import live_table
-    from streamscale.runtime.spark.driver.runner import run_job
-    from streamscale.runtime.spark.executors.resources import (
-        ExecutorResources,
-        executor_conf,
-        is_cluster_master,
-    )
-    from streamscale.runtime.spark.executors.session import build_session
-
     given = {
         "policy": policy, "master": master, "duration_s": duration, "max_batches": max_batches,
         "seed": seed, "cluster": None if cluster_file is None else str(cluster_file),
@@ -144,133 +131,64 @@ def run(
         "min_executors": min_executors, "max_executors": max_executors,
     }  # fmt: skip
     cfg = run_config({k: v for k, v in given.items() if v is not None}, param)
-    from streamscale.model.io import load_topology
-    from streamscale.runtime.spark.driver.dag import run_graph_command
-    from streamscale.runtime.spark.driver.job import linear_shape
+    from streamscale.model.io import load_cluster
+    from streamscale.runtime.spark.driver.command import load_job, run_command
+    from streamscale.runtime.spark.driver.graph_batch import GraphBatch
+    from streamscale.runtime.spark.driver.metrics import live_table
 
-    # a DAG, or a bounded run: every operator in one batch
-    if cfg.available_now or not linear_shape(load_topology(job_file)):
-        from streamscale.runtime.spark.driver.graph import JobGraph
-
-        JobGraph.from_yaml(job_file)  # names what cannot run before Spark starts
-        if cfg.cluster is not None:
-            load_cluster(Path(cfg.cluster))
-        for path, option in ((out_dir, "--out"), (checkpoint, "--checkpoint")):
-            if path is not None:
-                ensure_dir(path, option)
-        summary = run_graph_command(job_file, cfg, checkpoint=checkpoint, out_dir=out_dir)
-        if out.json:
-            out.emit(summary)
-        else:
-            out.line(" · ".join(f"{k}: {v}" for k, v in summary.items()))
-        return
-    job = Job.from_yaml(job_file)
-    cluster = load_cluster(Path(cfg.cluster)) if cfg.cluster else None
+    # what cannot run is named before Spark starts
+    graph, linear = load_job(job_file, cfg)
+    if cfg.cluster is not None:
+        load_cluster(Path(cfg.cluster))
     for path, option in ((out_dir, "--out"), (checkpoint, "--checkpoint")):
         if path is not None:
             ensure_dir(path, option)
-    ckpt = checkpoint or (
-        out_dir / "checkpoint" if out_dir else Path(tempfile.mkdtemp(prefix="streamscale-ckpt-"))
-    )
-    from pyspark.sql import SparkSession
-
-    exporter = None
-    if cfg.metrics_port is not None:
-        from streamscale.runtime.spark.driver.exporter import MetricsExporter
-
-        exporter = MetricsExporter(cfg.metrics_port, job=job.topology.name)
-
-    owned = SparkSession.getActiveSession() is None
-    elastic = is_cluster_master(cfg.master) and cluster is None
-    conf = executor_conf(cfg.executor_cores, cfg.max_executors) if elastic else None
-    spark = build_session(
-        cfg.master, app_name=f"streamscale-{job.topology.name}", conf=conf, ui=cfg.spark_ui
-    )
-    resources = None
-    if elastic:
-        resources = ExecutorResources(
-            spark.sparkContext,
-            cores_per_executor=cfg.executor_cores,
-            max_executors=cfg.max_executors,
-            min_executors=cfg.min_executors,
-        )
-        resources.wait_for(cfg.min_executors, 120.0)
+    title = f"{graph.topology.name} · {cfg.policy}"
     # the live table shows the last 10 batches: keep no more (a run lasts weeks)
     records: deque[GraphBatch] = deque(maxlen=10)
     live = None
     if not out.json:
         from rich.live import Live
 
-        live = Live(
-            live_table([], title=f"{job.topology.name} · {cfg.policy}"), console=out.console
-        )
+        live = Live(live_table([], title=title), console=out.console)
         live.start()
 
     def on_batch(rec: GraphBatch) -> None:
         records.append(rec)
-        if exporter is not None:
-            exporter.observe(rec)
         if live is not None:
-            live.update(live_table(records, title=f"{job.topology.name} · {cfg.policy}"))
+            live.update(live_table(records, title=title))
 
     try:
-        res = run_job(
-            spark,
-            job,
-            policy=cfg.policy,
-            duration_s=cfg.duration_s,
-            checkpoint=ckpt,
-            out=out_dir,
-            params=cfg.params,
-            on_batch=on_batch,
-            max_batches=cfg.max_batches,
-            seed=cfg.seed,
-            cluster=cluster,
-            resources=resources,
-            state_url=cfg.state_url,
+        summary = run_command(
+            graph, linear, cfg, checkpoint=checkpoint, out_dir=out_dir, on_batch=on_batch
         )
     finally:
-        if exporter is not None:
-            exporter.close()
         if live is not None:
             live.stop()
-        if owned:
-            spark.stop()
-    summary = {
-        "job": job.topology.name,
-        "policy": cfg.policy,
-        "batches": res.batches,
-        "rows": res.rows,
-        "throughput": res.throughput,
-        "physical_limit": res.physical_limit,
-        "efficiency": res.efficiency,
-        "p50_ms": res.p50_ms,
-        "p99_ms": res.p99_ms,
-        "dead_letters": res.dead_letters,
-        "busy_s": res.busy_s,
-        "cpu_s": res.cpu_s,
-        "checkpoint": str(ckpt),
-        "state_url": cfg.state_url or str(ckpt / "state"),
-        "out": str(out_dir) if out_dir else None,
-    }
     if out.json:
         out.emit(summary)
         return
+    eff = summary["efficiency"]
     out.table(
-        f"{job.topology.name} under {cfg.policy}",
+        f"{graph.topology.name} under {cfg.policy}",
         ["batches", "rows", "tuples/s", "efficiency", "p50 ms", "p99 ms", "dead letters"],
         [
             [
                 summary["batches"],
                 summary["rows"],
-                res.throughput,
-                "-" if math.isnan(res.efficiency) else f"{100 * res.efficiency:.1f} %",
-                res.p50_ms,
-                res.p99_ms,
-                res.dead_letters,
+                summary["throughput"],
+                "-" if math.isnan(eff) else f"{100 * eff:.1f} %",
+                summary["p50_ms"],
+                summary["p99_ms"],
+                summary["dead_letters"],
             ]
         ],
     )
+    if len(summary["keyed_rows"]) > 1 or summary["sink_rows"]:
+        out.line(
+            f"rows per keyed operator: {summary['keyed_rows']} · per sink: {summary['sink_rows']}"
+        )
     out.line(
-        f"checkpoint: {ckpt}" + (f" · metrics: {out_dir / 'metrics.jsonl'}" if out_dir else "")
+        f"checkpoint: {summary['checkpoint']}"
+        + (f" · metrics: {out_dir / 'metrics.jsonl'}" if out_dir else "")
     )

@@ -40,7 +40,7 @@ from streamscale.control.policies import initial_plan, make_policy
 from streamscale.control.stimulus import InputLog
 from streamscale.errors import StreamscaleError
 from streamscale.model import Cluster, Node, Plan
-from streamscale.runtime.run_config import RUN_SETTINGS, RunConfig, RunParams, parse_params
+from streamscale.runtime.run_config import RUN_SETTINGS, RunParams, parse_params
 from streamscale.runtime.spark.compat.event_time import QueryClock
 from streamscale.runtime.spark.driver.drive import (
     backlog_of,
@@ -362,104 +362,3 @@ def _console(graph: JobGraph, linear: Job | None) -> dict[str, int]:
     if linear is None or not any(s.format == "console" for s in linear.sinks):
         return {}
     return {linear.keyed: max(s.rows for s in linear.sinks if s.format == "console")}
-
-
-def run_graph_command(
-    job_file: Path,
-    config: RunConfig,
-    *,
-    checkpoint: Path | None,
-    out_dir: Path | None,
-) -> dict[str, Any]:
-    """``streamscale run`` on a DAG topology; a summary dict.
-
-    Every option of ``config`` is honoured as on the linear path: on a cluster master
-    without a cluster file the plan's cores become executors; ``config.cluster`` is the
-    cluster file to plan for; ``config.metrics_port`` serves Prometheus ``/metrics``;
-    ``config.spark_ui`` turns Spark's UI on or off. With ``out_dir``, one JSON line per
-    batch goes to ``metrics.jsonl`` (:meth:`GraphBatch.to_json
-    <streamscale.runtime.spark.driver.graph_batch.GraphBatch.to_json>`).
-    """
-    import tempfile
-
-    from streamscale.model.io import load_cluster
-    from streamscale.runtime.spark.executors.resources import (
-        ExecutorResources,
-        executor_conf,
-        is_cluster_master,
-    )
-    from streamscale.runtime.spark.executors.session import build_session
-
-    graph = JobGraph.from_yaml(job_file)
-    cluster = load_cluster(Path(config.cluster)) if config.cluster else None
-    ckpt = checkpoint or (
-        out_dir / "checkpoint" if out_dir else Path(tempfile.mkdtemp(prefix="streamscale-ckpt-"))
-    )
-    elastic = is_cluster_master(config.master) and cluster is None
-    conf = executor_conf(config.executor_cores, config.max_executors) if elastic else None
-    exporter = None
-    if config.metrics_port is not None:
-        from streamscale.runtime.spark.driver.exporter import MetricsExporter
-
-        exporter = MetricsExporter(config.metrics_port, job=graph.topology.name)
-    from pyspark.sql import SparkSession
-
-    owned = SparkSession.getActiveSession() is None
-    spark = build_session(
-        config.master,
-        app_name=f"streamscale-{graph.topology.name}",
-        conf=conf,
-        ui=config.spark_ui,
-    )
-    resources = None
-    if elastic:
-        resources = ExecutorResources(
-            spark.sparkContext,
-            cores_per_executor=config.executor_cores,
-            min_executors=config.min_executors,
-            max_executors=config.max_executors,
-        )
-        resources.wait_for(config.min_executors, 120.0)
-
-    def on_batch(b: GraphBatch) -> None:
-        if exporter is not None:
-            exporter.observe(b)
-
-    t0 = time.monotonic()
-    try:
-        res = run_graph(
-            spark,
-            graph,
-            duration_s=config.duration_s,
-            checkpoint=ckpt,
-            out=out_dir,
-            max_batches=config.max_batches,
-            policy=config.policy,
-            params=config.params,
-            seed=config.seed,
-            cluster=cluster,
-            resources=resources,
-            on_batch=on_batch,
-            state_url=config.state_url,
-            available_now=config.available_now,
-        )
-    finally:
-        if exporter is not None:
-            exporter.close()
-        if owned:
-            spark.stop()
-    last = res.batches[-1].cores if res.batches else {}
-    return {
-        "job": graph.topology.name,
-        "policy": config.policy,
-        "batches": res.count,
-        "keyed_rows": {k: res.keyed_rows.get(k, 0) for k in graph.keyed},
-        "cores_last": dict(last),
-        "sink_rows": {s: res.sink_rows.get(s, 0) for s in graph.sinks},
-        "wall_s": time.monotonic() - t0,
-        "dead_letters": res.dead_letters,
-        "checkpoint": str(ckpt),
-        "state_url": config.state_url or str(ckpt / "state"),
-        "out": str(out_dir) if out_dir else None,
-        **({"metrics_url": exporter.url} if exporter is not None else {}),
-    }

@@ -41,6 +41,8 @@ __all__ = [
     "GraphBatch",
     "RunResult",
     "drive_query",
+    "linear_setup",
+    "physical_limit",
     "run_job",
     "share_by_default",
     "summarize_run",
@@ -155,23 +157,9 @@ def run_job(
     from streamscale.runtime.spark.driver.dag import run_graph
 
     require_classic(spark)
-    physical = int(spark.sparkContext.defaultParallelism)
-    if resources is not None:
-        cluster = resources.cluster()
-        cores = cluster.total_cores
-    elif cluster is None:
-        slots = max(physical, job.operator.instances) * _SLOTS_PER_CORE
-        cluster = Cluster.build([Node("local", cores=slots)])
-        cores = physical
-    else:
-        cores = cluster.total_cores
-    run_params = parse_params(policy if isinstance(policy, str) else None, params)
-    if plan is None:
-        if isinstance(policy, str):
-            pol_params = share_by_default(policy, run_params.policy, resources)
-            plan = initial_plan(policy, job.topology, cluster, params=pol_params)
-        else:
-            plan = default_plan(job.topology, job.keyed, cluster)
+    cluster, plan, cores, run_params = linear_setup(
+        spark, job, policy, params, cluster=cluster, resources=resources, plan=plan
+    )
     res = run_graph(
         spark, job.graph(), duration_s=duration_s, checkpoint=checkpoint, out=out,
         max_batches=max_batches, plan=plan, on_batch=on_batch, policy=policy,
@@ -195,6 +183,43 @@ def run_job(
         rows=res.keyed_rows.get(job.keyed, 0),
         max_tasks=res.max_tasks,
     )
+
+
+def linear_setup(
+    spark: Any,
+    job: Job,
+    policy: str | Policy,
+    params: Mapping[str, Any] | RunParams | None,
+    *,
+    cluster: Cluster | None = None,
+    resources: Resources | None = None,
+    plan: Plan | None = None,
+) -> tuple[Cluster, Plan, int, RunParams]:
+    """What a linear job runs with under the one driver: the cluster planned for, the
+    first plan, the cores its physical limit counts and the parsed settings.
+
+    Default cluster: the executors' capacity with ``resources``, else one node ``local``
+    with ``max(parallelism, instances) × 2`` slots (units are Spark tasks that queue on
+    the cores) and Spark's parallelism as the cores; default plan: the policy's initial
+    plan (a policy object: one unit per executor)."""
+    physical = int(spark.sparkContext.defaultParallelism)
+    if resources is not None:
+        cluster = resources.cluster()
+        cores = cluster.total_cores
+    elif cluster is None:
+        slots = max(physical, job.operator.instances) * _SLOTS_PER_CORE
+        cluster = Cluster.build([Node("local", cores=slots)])
+        cores = physical
+    else:
+        cores = cluster.total_cores
+    run_params = parse_params(policy if isinstance(policy, str) else None, params)
+    if plan is None:
+        if isinstance(policy, str):
+            pol_params = share_by_default(policy, run_params.policy, resources)
+            plan = initial_plan(policy, job.topology, cluster, params=pol_params)
+        else:
+            plan = default_plan(job.topology, job.keyed, cluster)
+    return cluster, plan, cores, run_params
 
 
 def physical_limit(job: Job, cores: int) -> float:
