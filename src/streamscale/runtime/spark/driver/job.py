@@ -39,7 +39,10 @@ from streamscale.runtime.spark.sources.sources import check_source_options
 
 __all__ = ["Job", "SinkSpec", "linear_shape", "resolve_function"]
 
-SINK_FORMATS: tuple[str, ...] = ("jsonl", "parquet", "console", "none")
+#: The sinks the fused linear data path writes inside its keyed tasks: a subset of the
+#: one sink vocabulary (:data:`~streamscale.runtime.spark.driver.graph.SINK_FORMATS`); a job
+#: with any other sink runs as a graph, operator by operator.
+FUSED_SINK_FORMATS: tuple[str, ...] = ("jsonl", "parquet", "console", "none")
 _SOURCE_KEYS = ("format", "trigger_s")
 
 
@@ -235,9 +238,11 @@ def _sink_problem(op: Operator) -> StreamscaleError | None:
         return StreamscaleError(f"unknown sink parameter {sorted(unknown)[0]!r}", item=item)
     path = op.params.get("path")
     fmt = str(op.params.get("format", "jsonl" if path else "none"))
-    if fmt not in SINK_FORMATS:
+    if fmt not in FUSED_SINK_FORMATS:
         return StreamscaleError(
-            f"sink format {fmt!r} is not one of {', '.join(SINK_FORMATS)}", item=item
+            f"sink format {fmt!r}: a linear Job writes only {', '.join(FUSED_SINK_FORMATS)} "
+            "(run the file with streamscale run, or build it with stream(), for any sink)",
+            item=item,
         )
     if fmt in ("jsonl", "parquet") and not path:
         return StreamscaleError(f"a {fmt} sink needs a 'path'", item=item)
@@ -261,7 +266,7 @@ def _sink(op: Operator) -> SinkSpec:
 def linear_shape(topology: Topology) -> bool:
     """Whether ``topology`` has a linear job's shape, which :meth:`Job.build` takes: one
     source, a chain of single-input operators with exactly one keyed operator, and sinks
-    after the last one in the linear job's vocabulary (:data:`SINK_FORMATS`). Decided
+    after the last one that the fused path writes (:data:`FUSED_SINK_FORMATS`). Decided
     from the topology alone (functions and source options are checked when the job is
     built)."""
     if len(topology.sources) != 1:
