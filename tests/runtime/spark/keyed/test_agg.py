@@ -148,10 +148,29 @@ def test_update_mode_equals_spark_sql_across_shard_moves_and_a_restart(spark, tm
     rest = _run(spark, job, tmp_path / "ck", policy=Flip(job.topology(), "agg", k=3))
     assert len(first.batches) + len(rest.batches) >= BATCHES
     assert {b.tasks["agg"] for b in (*first.batches, *rest.batches)} == {2, 4}
-    assert sorted(got) == list(range(BATCHES))
-    for b in range(BATCHES):
-        assert got[b] == want[b], f"batch {b}"
-    assert sum(x.keyed_rows["agg"] for x in (*first.batches, *rest.batches)) >= BATCHES * ROWS
+    # rows per batch id (a batch Spark replays after the restart counts once)
+    sizes = {x.batch_id: x.keyed_rows["agg"] for x in (*first.batches, *rest.batches)}
+    assert sum(sizes.values()) == BATCHES * ROWS and sorted(got) == sorted(sizes)
+    assert _last_per_key(got) == _last_per_key(want)  # the aggregates each key ends with
+    if set(sizes.values()) == {ROWS}:  # one file a batch, as Spark's run: equal batch by batch
+        assert sorted(got) == list(range(BATCHES))
+        for b in range(BATCHES):
+            assert got[b] == want[b], f"batch {b}"
+    else:
+        # The first run was stopped while Spark planned its next batch: the file source
+        # had logged that batch's file but not the offsets, so after the restart Spark's
+        # next batch reads two files (its maxFilesPerTrigger counts new files only), as a
+        # query of its own stopped at that moment would; the boundaries then differ.
+        assert sorted(sizes.values()) == [*[ROWS] * (BATCHES - 2), 2 * ROWS], sizes
+
+
+def _last_per_key(out: dict[int, Any]) -> dict[Any, tuple[Any, ...]]:
+    """Each key's last emitted row over the batches in order (update mode's result)."""
+    last: dict[Any, tuple[Any, ...]] = {}
+    for b in sorted(out):
+        for row in out[b][1]:
+            last[row[0]] = row
+    return last
 
 
 @pytest.mark.spark
