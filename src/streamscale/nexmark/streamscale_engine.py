@@ -61,6 +61,7 @@ from __future__ import annotations
 import math
 import shutil
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -214,17 +215,22 @@ def build_job(
     available_now: bool = False,
     wait_ms: float = 0.0,
     trigger_s: float = 0.0,
+    source: tuple[str, Mapping[str, Any]] | None = None,
 ) -> Any:
     """The query's operators on ``df`` (:func:`source`); returns the output stream.
     ``available_now``: a run processes what the files hold, then stops; ``wait_ms``:
     an emulated cost per input row of Q5's and Q8's windowed aggregation, waited
-    (the surge scenario's per-tuple cost)."""
+    (the surge scenario's per-tuple cost); ``source``: the registered source ``df``
+    reads, ``(format, options)`` (:func:`~streamscale.runtime.spark.api.stream`), for
+    its backlog and offered rate."""
     q = check_query(q)
     from pyspark.sql import functions as F
 
     from streamscale.runtime.spark.api import stream
 
-    s = stream(df, name=f"nexmark-{q}", available_now=available_now, trigger_s=trigger_s)
+    s = stream(
+        df, name=f"nexmark-{q}", available_now=available_now, trigger_s=trigger_s, source=source
+    )
     kw = {"executors": executors, "shards": shards}
     if q == "q0":
         return s.map_batches(ops.q0_project, name="q0")

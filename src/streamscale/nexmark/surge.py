@@ -159,6 +159,7 @@ def run_nexmark_job(
         return build_job(
             live_input(spark, job.query, cfg), job.query, executors=instances,
             shards=cfg.shards, wait_ms=wait_ms(cfg, job.query), trigger_s=cfg.trigger_s,
+            source=("streamscale_nexmark", nexmark_options(cfg, job.query)),
         ).to("none", name="out")  # fmt: skip
 
     s = build(job.instances)

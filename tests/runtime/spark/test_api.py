@@ -53,3 +53,20 @@ def test_api_dag_equals_yaml_graph_and_pandas(spark, tmp_path, monkeypatch) -> N
 def test_stream_refuses_a_batch_dataframe(spark) -> None:
     with pytest.raises(StreamscaleError, match="streaming DataFrame"):
         stream(spark.range(3))
+
+
+@pytest.mark.spark
+def test_a_declared_source_is_checked_before_the_query(spark) -> None:
+    from streamscale.nexmark.source import register
+
+    register(spark)
+    df = spark.readStream.format("streamscale_nexmark").option("rate", "50").load()
+    s = stream(df, name="declared", source=("streamscale_nexmark", {"rate": "50"}))
+    src = s.to("none", name="out").topology().operator("source")
+    assert src.params["format"] == "streamscale_nexmark" and src.params["rate"] == "50"
+    with pytest.raises(StreamscaleError, match="'ratee': unknown streamscale_nexmark option"):
+        stream(df, name="x", source=("streamscale_nexmark", {"ratee": "50"}))
+    with pytest.raises(StreamscaleError, match="source 'parquet': not a registered source"):
+        stream(df, name="x", source=("parquet", {}))
+    with pytest.raises(StreamscaleError, match="source must be"):
+        stream(df, name="x", source="streamscale_nexmark")

@@ -20,7 +20,7 @@ those operators and edges builds, and runs it with
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -516,8 +516,18 @@ def stream(
     name: str = "job",
     trigger_s: float | None = None,
     available_now: bool = RUN_SETTINGS["available_now"].default,
+    source: tuple[str, Mapping[str, Any]] | None = None,
 ) -> Stream:
     """A job over ``df``, any streaming DataFrame (``spark.readStream…load()``).
+
+    ``source``: the registered source ``df`` reads, as ``(format, options)`` — the same
+    format and options its reader was given (``df`` may be derived from it: filtered,
+    projected). The run then reads that source's backlog and offered rate as for a job's
+    own source (:mod:`~streamscale.runtime.spark.sources.source_registry`: the bundled
+    generator, trace replay, Nexmark, or any registered one), so the controller and the
+    mid-batch watch see a surge as it arrives; without it a Python source's backlog is
+    unknown (Spark's offsets tell it for Kafka and files). A format nobody registered
+    with an offered schedule is refused, naming it.
 
     ``withWatermark`` on ``df`` is the query's watermark, as in Spark (see
     :mod:`~streamscale.runtime.spark.compat.event_time`). ``available_now``: a run processes
@@ -530,6 +540,26 @@ def stream(
             "stream() needs a streaming DataFrame (spark.readStream...)", item=name
         )
     b = _Builder(name, df, available_now=bool(available_now))
-    src = {} if trigger_s is None else {"trigger_s": trigger_s}
+    src: dict[str, Any] = {} if trigger_s is None else {"trigger_s": trigger_s}
+    if source is not None:
+        src.update(_declared_source(source, item=name))
     b.add(Operator(name="source", kind="source", params=src), ())
     return Stream(b, ("source",))
+
+
+def _declared_source(source: Any, *, item: str) -> dict[str, Any]:
+    """The source operator's ``format`` and options for ``stream(df, source=...)``:
+    a registered source that knows what it offered, with options it accepts."""
+    from streamscale.runtime.spark.sources.source_registry import check_options, source_offered
+
+    try:
+        fmt, options = source
+        options = dict(options)
+    except (TypeError, ValueError):
+        raise StreamscaleError("source must be (format, options)", item=item) from None
+    check_options(str(fmt), options, item=f"{item}: source")
+    if source_offered(str(fmt), options) is None:
+        raise StreamscaleError(
+            "not a registered source that knows what it offered", item=f"{item}: source {fmt!r}"
+        )
+    return {"format": str(fmt), **options}

@@ -62,6 +62,7 @@ from streamscale.runtime.spark.executors.session import require_classic
 from streamscale.runtime.spark.executors.warm import warm_up
 from streamscale.runtime.spark.keyed.keyed import KeyedSpec, count_dead_letters
 from streamscale.runtime.spark.routing.realizer import SparkRealizer
+from streamscale.runtime.spark.sources.source_registry import source_offered
 from streamscale.runtime.spark.state.state import VersionIndex, check_layout, state_backend
 
 __all__ = ["GraphBatch", "GraphResult", "run_graph"]
@@ -226,15 +227,21 @@ def run_graph(
         check_layout(backend, name, op.instances, op.shards)
         indexes[name] = VersionIndex(backend, name, op.instances * op.shards)
         realizers[name] = SparkRealizer(graph.topology, name, plan)
-    watch, watch_options = None, {}
     own_source = source_df is None  # else the caller's DataFrame, not graph.source_format
+    # what the source offered so far: the job's own registered source, or the one a
+    # caller's DataFrame declared it reads (stream(df, source=...))
+    declared = own_source or "format" in graph.topology.operator(graph.source).params
+    offered = source_offered(graph.source_format, graph.source_options) if declared else None
     if own_source:
         register_source(spark, graph)
-        # the watch reads the source while batches run: once per job (the source's)
+    # the watch reads the source while batches run: once per job (the source's); its
+    # admission limit needs the reader's option, so only on the job's own source
+    watch, watch_options = None, {}
+    if declared:
         watch, watch_options = make_watch(
             run_params.watch, policy=pol, policy_params=pol_params, resources=resources,
             source_format=graph.source_format, source_options=graph.source_options,
-            checkpoint=checkpoint, trigger_s=graph.trigger_s,
+            checkpoint=checkpoint, trigger_s=graph.trigger_s, admit=own_source,
         )  # fmt: skip
     query_ref: list[Any] = []
     realizer = GraphRealizer(realizers)
@@ -246,9 +253,7 @@ def run_graph(
         realizers,
         start=0.0,
         backlog=lambda: (
-            backlog_of(query_ref[0], graph, body.taken, own_source=own_source)
-            if query_ref and body
-            else 0.0
+            backlog_of(query_ref[0], body.taken, offered=offered) if query_ref and body else 0.0
         ),
         interval_s=graph.trigger_s,
         offered=None if watch is None else (lambda: watch.rate),

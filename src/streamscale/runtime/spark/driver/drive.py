@@ -109,16 +109,18 @@ def failure_message(exc: BaseException) -> str:
     return text.strip().splitlines()[0] if text.strip() else type(exc).__name__
 
 
-def backlog_of(query: Any, job: Any, taken: int, *, own_source: bool = True) -> float:
-    """Tuples waiting at the source of ``job`` (a job graph) once the running batch's ``taken`` tuples are out.
+def backlog_of(query: Any, taken: int, *, offered: Callable[[float], float] | None = None) -> float:
+    """Tuples waiting at the query's source once the running batch's ``taken`` tuples are out.
 
-    Inside ``foreachBatch`` the last progress is the previous batch's, whose
-    end offset is this batch's start. Python sources report no latest offset
-    to Spark, so for the generator the backlog comes from its own pure
-    arrival schedule (tuples available ``now − t0`` after its start) — only when
-    the query reads ``job``'s own source (``own_source``): a caller's DataFrame is not
-    the generator of ``job``'s options, and only Spark's offsets tell its backlog
-    (none when its source reports no latest offset).
+    Inside ``foreachBatch`` the last progress is the previous batch's, whose end offset
+    is this batch's start. A source that reports its latest offset to Spark (Kafka, the
+    files) tells the backlog through Spark's progress. Python sources report none, so
+    for a registered source that knows what it offered (``offered(elapsed_s)``, from
+    :meth:`SourceEntry.offered
+    <streamscale.runtime.spark.sources.source_registry.SourceEntry.offered>`: the
+    generator's arrival schedule, trace replay, Nexmark) the backlog is what it offered
+    ``now − t0`` after its start beyond the batch's start offset ``seq``. Otherwise
+    (no offered schedule: a caller's DataFrame that declared none) it is 0.
     """
     try:
         src = query.lastProgress["sources"][0]
@@ -131,13 +133,9 @@ def backlog_of(query: Any, job: Any, taken: int, *, own_source: bool = True) -> 
         return float(
             sum(float(latest[k]) - float(end.get(k, 0)) for k in latest if _num(latest[k]))
         )
-    generated = own_source and job.source_format == "streamscale_generator"
-    if generated and isinstance(end, dict) and "seq" in end:
-        from streamscale.runtime.spark.sources.sources import GeneratorSpec
-
-        spec = GeneratorSpec.from_options(job.source_options)
-        available = spec.available(time.time() - float(end.get("t0", 0.0)))
-        return float(max(0, available - int(end["seq"]) - taken))
+    if offered is not None and isinstance(end, dict) and "seq" in end:
+        available = offered(time.time() - float(end.get("t0", 0.0)))
+        return float(max(0, int(available) - int(end["seq"]) - taken))
     return 0.0
 
 

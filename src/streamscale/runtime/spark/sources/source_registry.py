@@ -39,7 +39,10 @@ from typing import Any
 
 from streamscale.errors import StreamscaleError
 
-__all__ = ["SourceEntry", "check_options", "register_all", "register_source", "source", "sources"]
+__all__ = [
+    "SourceEntry", "check_options", "register_all", "register_source", "source",
+    "source_offered", "sources",
+]  # fmt: skip
 
 #: modules whose import registers a bundled source (imported on first lookup)
 BUNDLED = (
@@ -102,6 +105,13 @@ def source(name: str) -> SourceEntry | None:
     """The entry registered for format ``name`` (``None``: one of Spark's own sources)."""
     _load_bundled()
     return _SOURCES.get(name)
+
+
+def source_offered(fmt: str, options: Mapping[str, Any]) -> Callable[[float], float] | None:
+    """What the source registered as ``fmt`` has offered ``elapsed_s`` into the stream
+    with ``options`` (``None``: not registered, or it does not know)."""
+    entry = source(fmt)
+    return None if entry is None else entry.offered(options)
 
 
 def sources() -> tuple[str, ...]:

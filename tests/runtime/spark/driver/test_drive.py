@@ -1,0 +1,51 @@
+"""``backlog_of``: the tuples waiting at a query's source, from Spark's progress or from
+what a registered source offered (hand-checked progress entries, no Spark)."""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from streamscale.runtime.spark.driver.drive import backlog_of
+from streamscale.runtime.spark.sources.source_registry import source_offered
+
+
+@dataclass
+class _Query:
+    """What backlog_of reads of a StreamingQuery: its last progress."""
+
+    lastProgress: Any
+
+
+def _progress(end: dict[str, Any], latest: dict[str, Any] | None = None) -> _Query:
+    src = {
+        "endOffset": json.dumps(end),
+        "latestOffset": None if latest is None else json.dumps(latest),
+    }
+    return _Query({"sources": [src]})
+
+
+def test_spark_latest_offsets_are_the_backlog() -> None:
+    q = _progress({"0": 120, "1": 80}, {"0": 150, "1": 100})
+    assert backlog_of(q, 999, offered=lambda s: 1e9) == 50.0  # Spark's own count wins
+
+
+def test_a_registered_sources_schedule_is_the_backlog() -> None:
+    # the generator at 200 tuples/s, started 10 s ago: 2,000 offered; the running batch
+    # starts at seq 1,500 and took 300 of them
+    offered = source_offered("streamscale_generator", {"rate": "200"})
+    assert offered is not None
+    q = _progress({"seq": 1500, "t0": time.time() - 10.0})
+    got = backlog_of(q, 300, offered=offered)
+    assert got == pytest.approx(2000 - 1500 - 300, abs=2)  # the clock moved a little
+    assert backlog_of(q, 300) == 0.0  # nothing declared: unknown, not guessed
+    assert backlog_of(_progress({"seq": 1500, "t0": time.time()}), 300, offered=offered) == 0.0
+
+
+def test_no_progress_yet_is_no_backlog() -> None:
+    assert backlog_of(_Query(None), 0, offered=lambda s: 5.0) == 0.0
+    assert source_offered("parquet", {}) is None
