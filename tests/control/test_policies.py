@@ -200,3 +200,19 @@ def test_controller_loop_scales_up_then_down(topo: Topology, cluster: Cluster) -
         totals.append(real.current().allocation.total)
     assert max(totals) > 4 and totals[-1] == 4
     _check_plan(real.current(), cluster, topo)
+
+
+def test_more_elastic_executors_than_cores_is_refused_at_once(topo: Topology) -> None:
+    # the microbenchmark's 4 elastic executors each hold a core: on 3 cores every core
+    # assignment would be infeasible, so the policy is refused when it is made
+    from streamscale.model import Node
+
+    small = Cluster.build([Node("a", cores=2), Node("b", cores=1)])
+    for name in ("elastic", "naive-ec"):
+        with pytest.raises(StreamscaleError) as err:
+            make_policy(name, topo, small, seed=0)
+        assert err.value.item == f"policy {name}"
+        assert "4 elastic executors need a core each, the cluster has 3" in str(err.value)
+    enough = Cluster.build([Node("a", cores=2), Node("b", cores=2)])
+    assert make_policy("elastic", topo, enough, seed=0).name == "elastic"
+    make_policy("static", topo, small, seed=0)  # one fixed plan: not sized, not refused

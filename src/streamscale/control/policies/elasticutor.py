@@ -31,6 +31,7 @@ from streamscale.control.controller import Decision
 from streamscale.control.policies.base import PolicyBase, decision, static_plan
 from streamscale.control.policies.spec import policy
 from streamscale.control.sharing import held_cores, shared_slots, unit_demand, with_slots
+from streamscale.errors import StreamscaleError
 from streamscale.model import (
     Allocation,
     Cluster,
@@ -162,6 +163,25 @@ class ElasticPolicy(QueueingSized):
     core assignment and intra-executor shard balancing, composed from the registry."""
 
     placer = "elasticutor"
+
+    def __init__(
+        self,
+        topology: Topology,
+        cluster: Cluster,
+        params: Mapping[str, Any],
+        seed: int | None,
+        models: Mapping[str, PerformanceModel] | None = None,
+    ) -> None:
+        super().__init__(topology, cluster, params, seed, models)
+        # an elastic executor holds at least one core (paper 000, §4.1): with more of
+        # them than the cluster's cores every assignment is infeasible, and a run would
+        # keep its first plan with a control error at every batch
+        if len(self.execs) > cluster.total_cores:
+            raise StreamscaleError(
+                f"{len(self.execs)} elastic executors need a core each, the cluster has "
+                f"{cluster.total_cores}: fewer executors per keyed operator, or more cores",
+                item=f"policy {self.name}",
+            )
 
     def decide(self, snapshot: Snapshot, current: Plan, now: float) -> Decision:
         context = self.context(snapshot, now)

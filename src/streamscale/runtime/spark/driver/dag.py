@@ -56,7 +56,7 @@ from streamscale.runtime.spark.driver.history import RunHistory
 from streamscale.runtime.spark.driver.job import Job
 from streamscale.runtime.spark.driver.metrics import MetricsWriter
 from streamscale.runtime.spark.driver.operator import linear_stage
-from streamscale.runtime.spark.driver.watch import make_watch, warm_keyed_path
+from streamscale.runtime.spark.driver.watch import admitted_offset, make_watch, warm_keyed_path
 from streamscale.runtime.spark.executors.resources import Resources, is_cluster_master
 from streamscale.runtime.spark.executors.session import require_classic
 from streamscale.runtime.spark.executors.warm import warm_up
@@ -153,7 +153,8 @@ def run_graph(
         Seed of randomized policies.
     cluster
         Nodes to plan for (``--cluster``); default: the executors' capacity with
-        ``resources``, else one node ``local`` with twice Spark's parallelism in slots.
+        ``resources``, else one node ``local`` with ``max(2, parallelism, keyed
+        instances) × 2`` slots.
     resources
         Executors to size from the plan (a cluster master), else the local cores.
     state_url
@@ -187,8 +188,10 @@ def run_graph(
     physical = int(sc.defaultParallelism)
     if resources is not None:
         cluster = resources.cluster()
-    elif cluster is None:
-        slots = max(2, physical) * 2
+    elif cluster is None:  # units are tasks that queue on the cores: twice as many slots,
+        # and at least one per keyed instance (an elastic executor holds a core)
+        instances = sum(graph.topology.operator(n).instances for n in graph.keyed)
+        slots = max(2, physical, instances) * 2
         cluster = Cluster.build([Node("local", cores=slots)])
     run_params = parse_params(policy if isinstance(policy, str) else None, params)
     ctl_cfg = run_params.controller
@@ -246,15 +249,20 @@ def run_graph(
     query_ref: list[Any] = []
     realizer = GraphRealizer(realizers)
     body: GraphBatchBody | None = None
+
+    def backlog() -> float:  # tuples waiting at the source beyond the running batch
+        if not query_ref or body is None:
+            return 0.0
+        admitted = admitted_offset(checkpoint / "spark") if offered else None
+        return backlog_of(query_ref[0], body.taken, offered=offered, admitted=admitted)
+
     collector = GraphCollector(
         graph.topology,
         graph.keyed,
         cluster,
         realizers,
         start=0.0,
-        backlog=lambda: (
-            backlog_of(query_ref[0], body.taken, offered=offered) if query_ref and body else 0.0
-        ),
+        backlog=backlog,
         interval_s=graph.trigger_s,
         offered=None if watch is None else (lambda: watch.rate),
         linear=linear is not None,

@@ -10,7 +10,7 @@ import re
 import secrets
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from streamscale.control import Controller, Policy
@@ -109,8 +109,14 @@ def failure_message(exc: BaseException) -> str:
     return text.strip().splitlines()[0] if text.strip() else type(exc).__name__
 
 
-def backlog_of(query: Any, taken: int, *, offered: Callable[[float], float] | None = None) -> float:
-    """Tuples waiting at the query's source once the running batch's ``taken`` tuples are out.
+def backlog_of(
+    query: Any,
+    taken: int,
+    *,
+    offered: Callable[[float], float] | None = None,
+    admitted: Mapping[str, Any] | None = None,
+) -> float:
+    """Tuples waiting at the query's source beyond the running batch.
 
     Inside ``foreachBatch`` the last progress is the previous batch's, whose end offset
     is this batch's start. A source that reports its latest offset to Spark (Kafka, the
@@ -119,8 +125,11 @@ def backlog_of(query: Any, taken: int, *, offered: Callable[[float], float] | No
     :meth:`SourceEntry.offered
     <streamscale.runtime.spark.sources.source_registry.SourceEntry.offered>`: the
     generator's arrival schedule, trace replay, Nexmark) the backlog is what it offered
-    ``now − t0`` after its start beyond the batch's start offset ``seq``. Otherwise
-    (no offered schedule: a caller's DataFrame that declared none) it is 0.
+    ``now − t0`` after its start beyond the running batch's end offset ``seq``:
+    ``admitted`` (Spark's offset log), else the previous batch's end plus the ``taken``
+    tuples (the source's, which a query that fans events out into several rows per
+    event must not count in rows). Otherwise (no offered schedule: a caller's DataFrame
+    that declared none) it is 0.
     """
     try:
         src = query.lastProgress["sources"][0]
@@ -128,15 +137,20 @@ def backlog_of(query: Any, taken: int, *, offered: Callable[[float], float] | No
         raw = src.get("latestOffset")
         latest = json.loads(raw) if isinstance(raw, str) else None
     except (TypeError, ValueError, KeyError, IndexError, AttributeError):
-        return 0.0
+        end = latest = None
     if isinstance(latest, dict) and isinstance(end, dict):
         return float(
             sum(float(latest[k]) - float(end.get(k, 0)) for k in latest if _num(latest[k]))
         )
-    if offered is not None and isinstance(end, dict) and "seq" in end:
-        available = offered(time.time() - float(end.get("t0", 0.0)))
-        return float(max(0, int(available) - int(end["seq"]) - taken))
-    return 0.0
+    if offered is None:
+        return 0.0
+    if isinstance(admitted, Mapping) and "seq" in admitted:
+        start, seq = float(admitted.get("t0", 0.0)), int(admitted["seq"])
+    elif isinstance(end, dict) and "seq" in end:
+        start, seq = float(end.get("t0", 0.0)), int(end["seq"]) + taken
+    else:
+        return 0.0
+    return float(max(0, int(offered(time.time() - start)) - seq))
 
 
 def _num(v: Any) -> bool:
