@@ -110,6 +110,7 @@ class QueueingSized(PolicyBase):
     the cluster's cores); shared by every policy that sizes with the queueing model."""
 
     mid_batch = True
+    core_each = False  # whether every executor's cores are assigned one by one (>= 1 each)
 
     def __init__(
         self,
@@ -125,6 +126,15 @@ class QueueingSized(PolicyBase):
                 params.derive(**derived) if isinstance(params, Frozen) else {**params, **derived}
             )
         super().__init__(topology, cluster, params, seed, models)
+        # an elastic executor holds at least one core (paper 000, §4.1): with more of
+        # them than the cluster's cores every assignment is infeasible, and a run would
+        # keep its first plan with a control error at every batch
+        if self.core_each and len(self.execs) > cluster.total_cores:
+            raise StreamscaleError(
+                f"{len(self.execs)} elastic executors need a core each, the cluster has "
+                f"{cluster.total_cores}: fewer executors per keyed operator, or more cores",
+                item=f"policy {self.name}",
+            )
 
     def shared(
         self, context: PlanningContext, current: Plan, plan: Plan, figures: dict[str, Any]
@@ -164,24 +174,7 @@ class ElasticPolicy(QueueingSized):
 
     placer = "elasticutor"
 
-    def __init__(
-        self,
-        topology: Topology,
-        cluster: Cluster,
-        params: Mapping[str, Any],
-        seed: int | None,
-        models: Mapping[str, PerformanceModel] | None = None,
-    ) -> None:
-        super().__init__(topology, cluster, params, seed, models)
-        # an elastic executor holds at least one core (paper 000, §4.1): with more of
-        # them than the cluster's cores every assignment is infeasible, and a run would
-        # keep its first plan with a control error at every batch
-        if len(self.execs) > cluster.total_cores:
-            raise StreamscaleError(
-                f"{len(self.execs)} elastic executors need a core each, the cluster has "
-                f"{cluster.total_cores}: fewer executors per keyed operator, or more cores",
-                item=f"policy {self.name}",
-            )
+    core_each = True
 
     def decide(self, snapshot: Snapshot, current: Plan, now: float) -> Decision:
         context = self.context(snapshot, now)

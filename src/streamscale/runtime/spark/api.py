@@ -522,12 +522,13 @@ def stream(
 
     ``source``: the registered source ``df`` reads, as ``(format, options)`` — the same
     format and options its reader was given (``df`` may be derived from it: filtered,
-    projected). The run then reads that source's backlog and offered rate as for a job's
-    own source (:mod:`~streamscale.runtime.spark.sources.source_registry`: the bundled
-    generator, trace replay, Nexmark, or any registered one), so the controller and the
-    mid-batch watch see a surge as it arrives; without it a Python source's backlog is
-    unknown (Spark's offsets tell it for Kafka and files). A format nobody registered
-    with an offered schedule is refused, naming it.
+    projected). At every batch boundary the controller then sees what that source
+    offered beyond the running batch (:mod:`~streamscale.runtime.spark.sources.source_registry`:
+    the bundled generator, trace replay, Nexmark, or any registered one) as a backlog in
+    the first keyed operator's rows (the batch's rows per source tuple); without it a
+    Python source's backlog is unknown (Spark's offsets tell it for Kafka and files). The
+    mid-batch watch stays with a job's own source, whose reader takes its admission
+    limit. A format nobody registered with an offered schedule is refused, naming it.
 
     ``withWatermark`` on ``df`` is the query's watermark, as in Spark (see
     :mod:`~streamscale.runtime.spark.compat.event_time`). ``available_now``: a run processes

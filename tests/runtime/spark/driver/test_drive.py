@@ -43,10 +43,14 @@ def test_a_registered_sources_schedule_is_the_backlog() -> None:
     got = backlog_of(q, 300, offered=offered)
     assert got == pytest.approx(2000 - 1500 - 300, abs=2)  # the clock moved a little
     assert backlog_of(q, 300) == 0.0  # nothing declared: unknown, not guessed
-    # the running batch's end in Spark's offset log counts the source's tuples (events),
-    # not the keyed rows taken (Q5 fans a bid out into 5 windows' rows)
+    # the running batch's end in Spark's offset log: 400 tuples wait beyond it; the batch
+    # took 100 of the source's tuples as 460 keyed rows (Q5 fans a bid out into hop
+    # windows), so 400 waiting tuples are 1,840 rows of the keyed operator
     admitted = {"seq": 1600, "t0": time.time() - 10.0}
-    assert backlog_of(q, 5 * 300, offered=offered, admitted=admitted) == pytest.approx(400, abs=2)
+    got = backlog_of(q, 460, offered=offered, admitted=admitted)
+    assert got == pytest.approx(400 * 4.6, abs=2 * 4.6)
+    # one row a tuple (the generator's own source): tuples and rows alike
+    assert backlog_of(q, 100, offered=offered, admitted=admitted) == pytest.approx(400, abs=2)
     assert backlog_of(_progress({"seq": 1500, "t0": time.time()}), 300, offered=offered) == 0.0
 
 

@@ -237,14 +237,16 @@ def run_graph(
     offered = source_offered(graph.source_format, graph.source_options) if declared else None
     if own_source:
         register_source(spark, graph)
-    # the watch reads the source while batches run: once per job (the source's); its
-    # admission limit needs the reader's option, so only on the job's own source
+    # the watch reads the source while batches run: once per job (the source's). Only
+    # on the job's own source: its admission limit needs the reader's option, and its
+    # rates are the source's tuples, which a caller's query may turn into more or fewer
+    # keyed rows (a declared source feeds the boundary's backlog, in rows, only)
     watch, watch_options = None, {}
-    if declared:
+    if own_source:
         watch, watch_options = make_watch(
             run_params.watch, policy=pol, policy_params=pol_params, resources=resources,
             source_format=graph.source_format, source_options=graph.source_options,
-            checkpoint=checkpoint, trigger_s=graph.trigger_s, admit=own_source,
+            checkpoint=checkpoint, trigger_s=graph.trigger_s,
         )  # fmt: skip
     query_ref: list[Any] = []
     realizer = GraphRealizer(realizers)

@@ -126,10 +126,11 @@ def backlog_of(
     <streamscale.runtime.spark.sources.source_registry.SourceEntry.offered>`: the
     generator's arrival schedule, trace replay, Nexmark) the backlog is what it offered
     ``now − t0`` after its start beyond the running batch's end offset ``seq``:
-    ``admitted`` (Spark's offset log), else the previous batch's end plus the ``taken``
-    tuples (the source's, which a query that fans events out into several rows per
-    event must not count in rows). Otherwise (no offered schedule: a caller's DataFrame
-    that declared none) it is 0.
+    ``admitted`` (Spark's offset log), counted in the first keyed operator's rows: the
+    running batch's ``taken`` rows per source tuple it admitted (a query may fan an
+    event out into several rows, as Q5's hop windows, or filter most out, as Q8);
+    without ``admitted``, the previous batch's end plus ``taken`` (one row a tuple).
+    Otherwise (no offered schedule: a caller's DataFrame that declared none) it is 0.
     """
     try:
         src = query.lastProgress["sources"][0]
@@ -144,13 +145,17 @@ def backlog_of(
         )
     if offered is None:
         return 0.0
+    per_tuple = 1.0
     if isinstance(admitted, Mapping) and "seq" in admitted:
         start, seq = float(admitted.get("t0", 0.0)), int(admitted["seq"])
+        tuples = seq - int(end["seq"]) if isinstance(end, dict) and "seq" in end else 0
+        if tuples > 0 and taken > 0:
+            per_tuple = taken / tuples
     elif isinstance(end, dict) and "seq" in end:
         start, seq = float(end.get("t0", 0.0)), int(end["seq"]) + taken
     else:
         return 0.0
-    return float(max(0, int(offered(time.time() - start)) - seq))
+    return float(max(0, int(offered(time.time() - start)) - seq)) * per_tuple
 
 
 def _num(v: Any) -> bool:

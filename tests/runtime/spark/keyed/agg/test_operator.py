@@ -20,7 +20,7 @@ from streamscale.runtime.spark.keyed.agg.kernels import to_ipc
 from streamscale.runtime.spark.state.state import LocalStateBackend
 from streamscale.runtime.spark.state.state_log import is_log
 from tests.runtime.spark._policies import Flip
-from tests.runtime.spark.keyed.test_agg import _rows, _run
+from tests.runtime.spark.keyed.test_agg import _last_per_key, _rows, _run
 
 SCHEMA = "k string, i long, x double, s string"
 GROUPS, BATCHES = 24_000, 6
@@ -117,15 +117,6 @@ def _every_batch_equals(got: dict[int, Any], want: dict[int, Any]) -> None:
     assert sorted(got) == list(range(BATCHES))
     for b in range(BATCHES):
         assert got[b] == want[b], f"batch {b}"
-
-
-def _last_per_key(out: dict[int, Any]) -> dict[Any, tuple[Any, ...]]:
-    """Each key's last emitted row over the batches in order (update mode's result)."""
-    last: dict[Any, tuple[Any, ...]] = {}
-    for b in sorted(out):
-        for row in out[b][1]:
-            last[row[0]] = row
-    return last
 
 
 @pytest.mark.spark
