@@ -146,7 +146,6 @@ def test_update_mode_equals_spark_sql_across_shard_moves_and_a_restart(spark, tm
     first = _run(spark, job, tmp_path / "ck", policy=flip, batches=2)
     assert len(first.batches) >= 2
     rest = _run(spark, job, tmp_path / "ck", policy=Flip(job.topology(), "agg", k=3))
-    assert len(first.batches) + len(rest.batches) >= BATCHES
     assert {b.tasks["agg"] for b in (*first.batches, *rest.batches)} == {2, 4}
     # rows per batch id (a batch Spark replays after the restart counts once)
     sizes = {x.batch_id: x.keyed_rows["agg"] for x in (*first.batches, *rest.batches)}
