@@ -237,3 +237,12 @@ def test_reproduce_bad_arguments(
         value = "/proc/streamscale/" + value
     code = main(["reproduce", name, option, value])
     _check(code, capsys.readouterr().err, allowed=(2,))
+
+
+def test_a_value_with_line_breaks_is_named_on_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    # found by test_plan_bad_options: \r and NEL in a bad value split the error line
+    args = [str(EXAMPLES / "microbench.yaml"), "--cluster", str(EXAMPLES / "cluster.yaml")]
+    code = main(["plan", *args, "--allocator", "\x1e0\r0\x85"])
+    err = capsys.readouterr().err
+    _check(code, err)
+    assert err.count("\n") == 1 and "\\r" in err and "unknown allocator" in err

@@ -63,11 +63,17 @@ for _m in _COMMAND_MODULES:
     importlib.import_module(f"streamscale.cli.{_m}").register(app)
 
 
+def _one_line(text: str) -> str:
+    """``text`` on one line: a character that is not printable (a line break, a control
+    character drawn from a bad value) is written as its escape (``\\r``, ``\\x85``)."""
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode() for c in text)
+
+
 def _usage_line(exc: typer.TyperException) -> str:
     ctx = getattr(exc, "ctx", None)
     where = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
     msg = " ".join(exc.format_message().split())
-    return f"streamscale: error: {msg}{where}"
+    return _one_line(f"streamscale: error: {msg}{where}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -83,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
         if isinstance(rc, int) and not isinstance(rc, bool):  # typer.Exit(code), caught inside
             return rc
     except StreamscaleError as exc:
-        print(f"streamscale: error: {exc}", file=sys.stderr)
+        print(_one_line(f"streamscale: error: {exc}"), file=sys.stderr)
         return exc.exit_code
     except typer.Exit as exc:
         return exc.exit_code
@@ -104,7 +110,9 @@ def main(argv: list[str] | None = None) -> int:
             raise
         name = getattr(exc, "filename", None)
         what = getattr(exc, "strerror", None) or str(exc)
-        print(f"streamscale: error: {name + ': ' if name else ''}{what}", file=sys.stderr)
+        print(
+            _one_line(f"streamscale: error: {name + ': ' if name else ''}{what}"), file=sys.stderr
+        )
         return 2
     except Exception as exc:
         if debug:
