@@ -138,8 +138,7 @@ def run(
 
     # what cannot run is named before Spark starts
     graph, linear = load_job(job_file, cfg)
-    if cfg.cluster is not None:
-        load_cluster(Path(cfg.cluster))
+    cluster = load_cluster(Path(cfg.cluster)) if cfg.cluster is not None else None
     for path, option in ((out_dir, "--out"), (checkpoint, "--checkpoint")):
         if path is not None:
             ensure_dir(path, option)
@@ -160,7 +159,13 @@ def run(
 
     try:
         summary = run_command(
-            graph, linear, cfg, checkpoint=checkpoint, out_dir=out_dir, on_batch=on_batch
+            graph,
+            linear,
+            cfg,
+            cluster=cluster,
+            checkpoint=checkpoint,
+            out_dir=out_dir,
+            on_batch=on_batch,
         )
     finally:
         if live is not None:

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from streamscale.model import Cluster
 from streamscale.runtime.run_config import RunConfig, parse_params
 from streamscale.runtime.spark.driver.dag import run_graph
 from streamscale.runtime.spark.driver.graph import JobGraph
@@ -47,6 +48,7 @@ def run_command(
     linear: Job | None,
     config: RunConfig,
     *,
+    cluster: Cluster | None = None,
     checkpoint: Path | None,
     out_dir: Path | None,
     on_batch: Callable[[GraphBatch], None] | None = None,
@@ -54,12 +56,12 @@ def run_command(
     """Run the job (:func:`load_job`'s ``graph`` and ``linear``) as ``config`` says; the
     run's summary.
 
-    ``checkpoint`` defaults to ``out_dir/checkpoint`` (a new temporary directory without
+    ``cluster``: the nodes of ``config.cluster``, read by the caller (None: the executors'
+    capacity on a cluster master, else the local cores). ``checkpoint`` defaults to ``out_dir/checkpoint`` (a new temporary directory without
     ``out_dir``); with ``out_dir`` each batch's line goes to ``out_dir/metrics.jsonl``.
     ``on_batch`` sees every committed batch (after the exporter)."""
     from pyspark.sql import SparkSession
 
-    from streamscale.model.io import load_cluster
     from streamscale.runtime.spark.executors.resources import (
         ExecutorResources,
         executor_conf,
@@ -67,7 +69,6 @@ def run_command(
     )
     from streamscale.runtime.spark.executors.session import build_session
 
-    cluster = load_cluster(Path(config.cluster)) if config.cluster else None
     ckpt = checkpoint or (
         out_dir / "checkpoint" if out_dir else Path(tempfile.mkdtemp(prefix="streamscale-ckpt-"))
     )

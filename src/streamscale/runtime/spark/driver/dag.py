@@ -235,14 +235,13 @@ def run_graph(
     # caller's DataFrame declared it reads (stream(df, source=...))
     declared = own_source or "format" in graph.topology.operator(graph.source).params
     offered = source_offered(graph.source_format, graph.source_options) if declared else None
-    if own_source:
-        register_source(spark, graph)
     # the watch reads the source while batches run: once per job (the source's). Only
     # on the job's own source: its admission limit needs the reader's option, and its
     # rates are the source's tuples, which a caller's query may turn into more or fewer
     # keyed rows (a declared source feeds the boundary's backlog, in rows, only)
     watch, watch_options = None, {}
     if own_source:
+        register_source(spark, graph)
         watch, watch_options = make_watch(
             run_params.watch, policy=pol, policy_params=pol_params, resources=resources,
             source_format=graph.source_format, source_options=graph.source_options,

@@ -26,13 +26,14 @@ import numpy as np
 
 from streamscale.control import Controller
 from streamscale.control.stimulus import InputLog
+from streamscale.formatting import jsonable
 from streamscale.model import Plan
 from streamscale.runtime.spark.compat.event_time import QueryClock
 from streamscale.runtime.spark.driver.drive import control_step
 from streamscale.runtime.spark.driver.graph import JobGraph, SinkOut, run_graph_batch
 from streamscale.runtime.spark.driver.graph_control import GraphCollector, GraphRealizer
 from streamscale.runtime.spark.driver.history import RunHistory
-from streamscale.runtime.spark.driver.metrics import imbalance, json_safe
+from streamscale.runtime.spark.driver.metrics import imbalance
 from streamscale.runtime.spark.driver.operator import LinearStage, percentile, run_batch
 from streamscale.runtime.spark.driver.watch import SourceWatch
 from streamscale.runtime.spark.executors.resources import Resources
@@ -89,7 +90,7 @@ class GraphBatch:
         its rows, non-finite numbers as ``null``."""
         line = {f: getattr(self, f) for f in LINE_FIELDS}
         line["sinks"] = {k: v.rows for k, v in self.sinks.items()}
-        return json.dumps(json_safe(line), default=str)
+        return json.dumps(jsonable(line), default=str)
 
 
 #: A batch line's fields, in the order written (every field of :class:`GraphBatch`).

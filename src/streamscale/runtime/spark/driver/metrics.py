@@ -14,7 +14,6 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Protocol
 
-import numpy as np
 from rich.table import Table
 
 from streamscale.runtime.spark.state.retention import (
@@ -30,7 +29,6 @@ __all__ = [
     "OUTPUT_SETTINGS",
     "MetricsWriter",
     "imbalance",
-    "json_safe",
     "live_table",
     "metrics_files",
     "read_metrics",
@@ -40,20 +38,6 @@ __all__ = [
 
 class _Line(Protocol):
     def to_json(self) -> str: ...
-
-
-def json_safe(obj: Any) -> Any:
-    """``obj`` with string keys, numpy scalars as Python ones and non-finite floats as
-    ``None`` (JSON has no NaN)."""
-    if isinstance(obj, float):
-        return obj if math.isfinite(obj) else None
-    if isinstance(obj, dict):
-        return {str(k): json_safe(v) for k, v in obj.items()}
-    if isinstance(obj, list | tuple):
-        return [json_safe(v) for v in obj]
-    if isinstance(obj, np.generic):
-        return json_safe(obj.item())
-    return obj
 
 
 def imbalance(loads: Iterable[float]) -> float:
