@@ -10,6 +10,7 @@ import pytest
 from streamscale.control.policies import initial_plan, make_policy
 from streamscale.control.policies.base import scale
 from streamscale.control.sharing import (
+    batch_headroom,
     held_cores,
     pack_units,
     shared_slots,
@@ -99,13 +100,17 @@ def _job(instances: int = 8, shards: int = 4) -> Topology:
     return Topology.build("surge", ops, [Edge("gen", "calc", "key"), Edge("calc", "out")])
 
 
-def _observed(rate: float, shards: int = 32) -> Snapshot:
+def _observed(
+    rate: float, shards: int = 32, *, overhead_s: float = 0.0, cycle_s: float = 0.0
+) -> Snapshot:
     # μ = 50 tuples/s per core (20 ms each): rate / 50 cores of work, even over the shards
     work = rate / 50.0
     return Snapshot.build(
         time=10.0,
         operators={"gen": OperatorStats(0.0, rate), "calc": OperatorStats(rate, rate, 50.0)},
         shards=[ShardStats("calc", g, work / shards, 10, 1000) for g in range(shards)],
+        batch_overhead_s=overhead_s,
+        cycle_target_s=cycle_s,
     )
 
 
@@ -141,3 +146,32 @@ def test_policy_holds_the_work_not_one_core_per_instance(name: str) -> None:
     d = plain.decide(_observed(100.0), p0, 10.0)
     held = held_cores((d.plan or p0).allocation)
     assert held == (d.plan or p0).allocation.total >= 8
+
+
+def test_batch_headroom_hand_checked() -> None:
+    # a cycle of F / (1 - u) is the target T at u = 1 - F/T
+    for f, t in ((0.5, 2.0), (0.6, 2.0), (0.2, 1.0)):
+        u = batch_headroom(f, t)
+        assert f / (1.0 - u) == pytest.approx(t)
+    # an overhead of half the target or more: a cycle of 2F, half of it work
+    assert batch_headroom(1.0, 2.0) == batch_headroom(5.0, 2.0) == 0.5
+    assert batch_headroom(0.0, 2.0) == batch_headroom(0.7, 0.0) == 1.0
+
+
+@pytest.mark.parametrize("name", ["elastic", "proportional"])
+def test_policy_leaves_each_batch_its_fixed_cost(name: str) -> None:
+    """At 100 t/s the eight units carry 0.25 cores each. With no batch overhead they pack
+    three to a core at 0.9 (3 cores). A 0.5 s fixed cost per batch against a 2 s trigger
+    leaves 0.75 of every cycle to work: the bound is 0.9 × 0.75 = 0.675, two units per
+    core, 4 cores; at 1.2 s (above half the trigger) the bound is 0.45, one unit per core."""
+    topo, cluster = _job(), capacity_cluster(8, 2)
+    params = {"latency_target_ms": 2000.0, "share_cores": True}
+    p0 = initial_plan(name, topo, cluster, params=params)
+
+    def held(overhead: float) -> int:
+        pol = make_policy(name, topo, cluster, params=params, seed=1)
+        d = pol.decide(_observed(100.0, overhead_s=overhead, cycle_s=2.0), p0, 10.0)
+        assert d.figures["batch_headroom"] == pytest.approx(batch_headroom(overhead, 2.0), 1e-3)
+        return held_cores((d.plan or p0).allocation)
+
+    assert [held(0.0), held(0.5), held(1.2)] == [3, 4, 8]

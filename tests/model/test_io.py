@@ -47,6 +47,8 @@ def test_snapshot_plan_models_round_trip(tmp_path: Path) -> None:
         operators={"calc": OperatorStats(100, 90, 1000)},
         shards=[ShardStats("calc", 0, 0.25, 10, 32768)],
         nodes={"n1": NodeStats(150, 20, True)},
+        batch_overhead_s=0.4,
+        cycle_target_s=2.0,
     )
     plan = Plan(
         Allocation({"calc[0]": 2}),
@@ -60,6 +62,11 @@ def test_snapshot_plan_models_round_trip(tmp_path: Path) -> None:
         save(obj, tmp_path / name)
         assert load(tmp_path / name) == obj
     assert snap.marked_for_removal == {"n1"}
+    # the batch figures are optional (0: unknown), and never negative
+    (tmp_path / "old.yaml").write_text("time: 1.0\noperators: {}\n")
+    assert load(tmp_path / "old.yaml").batch_overhead_s == 0.0
+    with pytest.raises(ModelError, match="batch figures must be >= 0"):
+        Snapshot.build(batch_overhead_s=-0.1)
 
 
 @pytest.mark.parametrize(

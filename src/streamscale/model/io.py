@@ -71,7 +71,10 @@ TOP_LEVEL_KEYS: dict[str, frozenset[str]] = {
     "topology": frozenset({"kind", "name", "operators", "edges", "description"}),
     "cluster": frozenset({"kind", "name", "nodes", "vm_types", "description"}),
     "models": frozenset({"kind", "models", "task", "points", "approximate", "source"}),
-    "snapshot": frozenset({"kind", "time", "operators", "shards", "edges", "traffic", "nodes"}),
+    "snapshot": frozenset(
+        {"kind", "time", "operators", "shards", "edges", "traffic", "nodes"}
+        | {"batch_overhead_s", "cycle_target_s"}
+    ),
     "plan": frozenset({"kind", "allocation", "placement", "routing"}),
 }
 _ARTICLE = {
@@ -254,6 +257,10 @@ def snapshot_from_dict(doc: Mapping[str, Any], *, where: str = "snapshot") -> Sn
                 for i, t in enumerate(_list(doc, "traffic", where))
             ],
             nodes={k: _make(NodeStats, v, f"{where}: node {k}") for k, v in nodes.items()},
+            batch_overhead_s=_number(
+                doc.get("batch_overhead_s", 0.0), f"{where}: batch_overhead_s"
+            ),
+            cycle_target_s=_number(doc.get("cycle_target_s", 0.0), f"{where}: cycle_target_s"),
         )
     except ModelError as exc:
         raise ModelError(str(exc), item=where) from None

@@ -62,7 +62,14 @@ class NodeStats:
 
 @dataclass(frozen=True, slots=True)
 class Snapshot:
-    """Observed statistics at ``time`` (seconds, from the collector's clock)."""
+    """Observed statistics at ``time`` (seconds, from the collector's clock).
+
+    A micro-batch runtime also reports ``batch_overhead_s``, the part of a batch's wall
+    time that more cores do not shorten (the batch minus, per keyed stage, its longest
+    task: Spark's job and stage scheduling, exchanges, the driver's round trips), and
+    ``cycle_target_s``, the batch cycle it aims at (the trigger interval); both 0 where
+    unknown or not micro-batched.
+    """
 
     time: float = 0.0
     operators: Mapping[str, OperatorStats] = field(default_factory=dict)
@@ -70,6 +77,8 @@ class Snapshot:
     edges: Mapping[str, float] = field(default_factory=dict)
     traffic: tuple[Traffic, ...] = ()
     nodes: Mapping[str, NodeStats] = field(default_factory=dict)
+    batch_overhead_s: float = 0.0
+    cycle_target_s: float = 0.0
 
     @classmethod
     def build(
@@ -81,6 +90,8 @@ class Snapshot:
         edges: Mapping[str, float] | None = None,
         traffic: Iterable[Traffic] = (),
         nodes: Mapping[str, NodeStats] | None = None,
+        batch_overhead_s: float = 0.0,
+        cycle_target_s: float = 0.0,
     ) -> Snapshot:
         """Validate and build; raises :class:`ModelError` naming the offending item.
 
@@ -103,11 +114,15 @@ class Snapshot:
             dict(edges or {}),
             tuple(traffic),
             dict(nodes or {}),
+            float(batch_overhead_s),
+            float(cycle_target_s),
         )
         snap.validate()
         return snap
 
     def validate(self) -> None:
+        if not (self.batch_overhead_s >= 0 and self.cycle_target_s >= 0):
+            raise ModelError("batch figures must be >= 0", item="snapshot")
         for name, o in self.operators.items():
             if o.input_rate < 0 or o.output_rate < 0 or o.backlog < 0:
                 raise ModelError("rates must be >= 0", item=f"operator {name}")

@@ -30,7 +30,13 @@ import numpy as np
 from streamscale.control.controller import Decision
 from streamscale.control.policies.base import PolicyBase, decision, static_plan
 from streamscale.control.policies.spec import policy
-from streamscale.control.sharing import held_cores, shared_slots, unit_demand, with_slots
+from streamscale.control.sharing import (
+    batch_headroom,
+    held_cores,
+    shared_slots,
+    unit_demand,
+    with_slots,
+)
 from streamscale.errors import StreamscaleError
 from streamscale.model import (
     Allocation,
@@ -141,7 +147,8 @@ class QueueingSized(PolicyBase):
     ) -> Plan:
         """``plan`` holding only the cores its units' work needs when ``share_cores`` is on
         (:mod:`streamscale.control.sharing`): each instance's λ/μ (the backlog's catch-up
-        included) split over its units by shard load, packed at ``max_utilization``."""
+        included) split over its units by shard load, packed at ``max_utilization`` ×
+        the share of a batch cycle its fixed cost leaves (:func:`batch_headroom`)."""
         if not self.params.get("share_cores"):
             return plan
         loads = self.loads(context)
@@ -154,8 +161,13 @@ class QueueingSized(PolicyBase):
             demand.extend(unit_demand(plan, ex.instance, work, ld.shard_load).values())
         if not sum(demand) > 0:  # no work measured (an empty first batch): hold what is held
             return with_slots(plan, held_cores(current.allocation))
-        capacity = self.params["max_utilization"]
+        snap = context.snapshot
+        headroom = (
+            1.0 if snap is None else batch_headroom(snap.batch_overhead_s, snap.cycle_target_s)
+        )
+        capacity = self.params["max_utilization"] * headroom
         slots = shared_slots(demand, capacity=capacity, current=current.allocation.slots)
+        figures["batch_headroom"] = round(headroom, 3)
         figures["held_cores"] = slots
         figures["work_cores"] = round(sum(demand), 3)
         return with_slots(plan, slots)

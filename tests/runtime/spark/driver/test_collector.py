@@ -135,3 +135,30 @@ def test_what_arrived_during_a_long_batch_is_the_next_batch_not_a_backlog() -> N
     # arrivals over 3 s: 600 taken + 300 of growth = 300 t/s; 900 - 3 s x 300 t/s = 0
     assert snap.operators["op"].input_rate == pytest.approx(300.0)
     assert snap.operators["op"].backlog == pytest.approx(0.0)
+
+
+def test_graph_snapshot_carries_the_median_fixed_cost_of_recent_batches() -> None:
+    """A batch's fixed cost is its wall time minus each keyed stage's longest task; the
+    snapshot has the median of the last five with the trigger as the cycle aimed at."""
+    from streamscale.runtime.spark.driver.graph_control import OVERHEAD_BATCHES, GraphCollector
+
+    topo = _topo()
+    cluster = Cluster.build([Node("a", cores=2), Node("b", cores=2)])
+    realizer = SparkRealizer(topo, "op", default_plan(topo, "op", cluster))
+    col = GraphCollector(topo, ("op",), cluster, {"op": realizer}, start=0.0, interval_s=2.0)
+    assert col.collect(1.0).batch_overhead_s == 0.0  # no batch yet: unknown
+    tasks = (
+        _task(0, "op[0]#0", {0: (30, 0.3, 100, 30), 1: (10, 0.1, 50, 10)}),  # 0.4 s
+        _task(1, "op[1]#0", {3: (20, 0.7, 80, 20)}),  # the longest: 0.7 s
+    )
+    stats = BatchStats(0, 1.0, tasks, dead_letters=0, partitions=2)
+    # 1.5 s of wall time, 0.7 s of it the longest task: 0.8 s that more cores keep
+    assert col.batch(1.5, {"op": stats}) == pytest.approx(0.8)
+    assert col.batch(0.5, {"op": stats}) == 0.0  # never below 0
+    assert col.batch(5.0, {"op": stats}) == pytest.approx(4.3)  # a cold batch
+    snap = col.collect(2.0)
+    assert snap.batch_overhead_s == pytest.approx(0.8) and snap.cycle_target_s == 2.0
+    for wall in (1.0, 1.1, 1.2, 1.3, 1.4):  # five more: the first three drop out
+        col.batch(wall, {"op": stats})
+    assert OVERHEAD_BATCHES == 5
+    assert col.collect(3.0).batch_overhead_s == pytest.approx(0.5)

@@ -316,6 +316,9 @@ class GraphBatchBody:
         late = {n: st.late_rows for n, st in observed.items() if st.late_rows}
         if late:
             extra["late_rows"] = late
+        extra["batch_overhead_s"] = round(
+            self.collector.batch(time.perf_counter() - t0, observed), 6
+        )
         applied = control_step(
             self.controller, self.collector, self.realizer, self.resources, now, extra,
             log=self.inputs,

@@ -16,6 +16,9 @@ module presents them as one collector and one realizer:
   upstream feeds shard ``g`` of the downstream alone, so the traffic is the
   downstream shard's arrival rate (:func:`aligned_traffic`); other keyed edges are
   all-to-all and no placement changes them, so none is reported;
+* the batch's fixed cost — its wall time minus, per keyed stage, the longest task — as
+  the median of the last :data:`OVERHEAD_BATCHES` batches, with the trigger interval as
+  the cycle the batches aim at (:attr:`Snapshot.batch_overhead_s`, ``cycle_target_s``);
 * :class:`GraphRealizer` hands every applied plan to each operator's realizer
   (each validates and takes its own operator's part at the next batch boundary).
 
@@ -23,7 +26,10 @@ module presents them as one collector and one realizer:
 
 from __future__ import annotations
 
+import statistics
+from collections import deque
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import Any
 
 from streamscale.model import (
@@ -39,7 +45,11 @@ from streamscale.model import (
 from streamscale.runtime.spark.driver.collector import SparkCollector
 from streamscale.runtime.spark.routing.realizer import SparkRealizer
 
-__all__ = ["GraphCollector", "GraphRealizer"]
+__all__ = ["OVERHEAD_BATCHES", "GraphCollector", "GraphRealizer"]
+
+#: Batches whose fixed cost the snapshot's ``batch_overhead_s`` is the median of (a cold
+#: first batch or one slow stage does not move it alone).
+OVERHEAD_BATCHES = 5
 
 
 class GraphRealizer:
@@ -102,6 +112,8 @@ class GraphCollector:
         self.topology = topology
         self.keyed = keyed
         self.linear = linear
+        self.interval_s = max(0.0, float(interval_s))
+        self._overheads: deque[float] = deque(maxlen=OVERHEAD_BATCHES)
         self.collectors = {
             name: SparkCollector(
                 topology,
@@ -125,7 +137,23 @@ class GraphCollector:
         (``now``: the clock when the batch ended)."""
         self.collectors[operator].observe(stats, now=now)
 
+    def batch(self, wall_s: float, stages: Mapping[str, Any]) -> float:
+        """Add one batch's fixed cost: ``wall_s`` (its wall time so far) minus the longest
+        task of each keyed stage in ``stages`` (operator → its batch statistics); the
+        cost, which is never below 0."""
+        longest = sum(max((t.busy_s for t in st.tasks), default=0.0) for st in stages.values())
+        cost = max(0.0, float(wall_s) - longest)
+        self._overheads.append(cost)
+        return cost
+
     def collect(self, now: float) -> Snapshot:
+        return replace(
+            self._collect(now),
+            batch_overhead_s=statistics.median(self._overheads) if self._overheads else 0.0,
+            cycle_target_s=self.interval_s,
+        )
+
+    def _collect(self, now: float) -> Snapshot:
         if self.linear:
             return self.collectors[self.keyed[0]].collect(now)
         snaps = {name: c.collect(now) for name, c in self.collectors.items()}
