@@ -142,6 +142,7 @@ def surge(args: argparse.Namespace, argv: list[str]) -> None:
         for q in queries:
             outcomes = run_surge(
                 info.master_url, cfg, policies, job=nexmark_job(q),
+                metrics_dir=None if args.metrics is None else args.metrics / q,
                 on_batch=lambda row: print(json.dumps(row, default=str), file=sys.stderr,
                                            flush=True),
             )  # fmt: skip
@@ -172,6 +173,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--policy", default="static", help="streamscale's policy")
     ap.add_argument("--quick", action="store_true", help="200,000 events, 4 files")
     ap.add_argument("--surge", action="store_true", help="the surge scenario on Q5 and Q8")
+    ap.add_argument("--metrics", type=Path, default=None,
+                    help="--surge: keep each run's metrics.jsonl in METRICS/QUERY/POLICY "
+                         "(for streamscale replay)")  # fmt: skip
     ap.add_argument("--policies", default="elastic,static-peak,spark-dynamic",
                     help="--surge: the policies")  # fmt: skip
     ap.add_argument("--phase", type=float, default=30.0, help="--surge: seconds per phase")

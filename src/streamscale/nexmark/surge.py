@@ -146,6 +146,7 @@ def run_nexmark_job(
     on_batch: Callable[[Any], None] | None = None,
     seed: int | None = None,
     resources: Any | None = None,
+    out: Path | None = None,
     **_: Any,
 ) -> Any:
     """Run ``job`` on ``spark`` for ``duration_s`` under ``policy`` (``run_job``'s
@@ -172,7 +173,7 @@ def run_nexmark_job(
     # operator, and the progress line reads its time, duration, latency and extra
     return s.run(
         checkpoint=checkpoint, duration_s=duration_s, spark=spark, policy=policy,
-        params=params, seed=seed, on_batch=on_batch, resources=resources,
+        params=params, seed=seed, on_batch=on_batch, resources=resources, out=out,
     )  # fmt: skip
 
 

@@ -274,9 +274,12 @@ def run_policy(
     *,
     on_batch: Callable[[dict[str, Any]], None],
     job: SurgeJob | None = None,
+    metrics_dir: Path | None = None,
 ) -> SurgeOutcome:
     """One policy through the scenario in a fresh SparkSession on ``master``; ``job``
-    builds and runs the job (default: :func:`micro_benchmark_job`)."""
+    builds and runs the job (default: :func:`micro_benchmark_job`); with ``metrics_dir``
+    the run's ``metrics.jsonl`` (every batch and the controller's inputs, for
+    ``streamscale replay``) is kept in ``metrics_dir/POLICY``."""
     if policy == "restart-ds2":
         from streamscale.scenarios.restart import run_restart_ds2
 
@@ -336,6 +339,7 @@ def run_policy(
                 policy=base_policy if base_policy in ADAPTIVE else "static",
                 duration_s=cfg.duration_s,
                 checkpoint=scratch / "ckpt",
+                out=None if metrics_dir is None else Path(metrics_dir) / policy,
                 # the backlog a surge leaves must drain well within the SLO (DS2's catch-up)
                 params={
                     "latency_target_ms": cfg.trigger_s * 1000.0,
@@ -385,6 +389,7 @@ def run_surge(
     *,
     on_batch: Callable[[dict[str, Any]], None] = lambda row: None,
     job: SurgeJob | None = None,
+    metrics_dir: Path | None = None,
 ) -> list[SurgeOutcome]:
     """Every policy in turn on the same cluster (``job``: see :func:`run_policy`); a
     policy whose run fails is reported with its error (one line) and the others still
@@ -395,7 +400,9 @@ def run_surge(
     out = []
     for p in policies:
         try:
-            out.append(run_policy(master, cfg, p, on_batch=on_batch, job=job))
+            out.append(
+                run_policy(master, cfg, p, on_batch=on_batch, job=job, metrics_dir=metrics_dir)
+            )
         except Exception as exc:  # Spark refused a setting, the session died: say which
             failed = SurgeOutcome(p)
             failed.error = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
