@@ -57,3 +57,15 @@ def test_a_registered_sources_schedule_is_the_backlog() -> None:
 def test_no_progress_yet_is_no_backlog() -> None:
     assert backlog_of(_Query(None), 0, offered=lambda s: 5.0) == 0.0
     assert source_offered("parquet", {}) is None
+
+
+def test_admitted_tuples_is_the_running_batchs_span_of_the_source() -> None:
+    from streamscale.runtime.spark.driver.drive import admitted_tuples
+
+    q = _progress({"seq": 1500, "t0": 1.0})  # the previous batch ended at seq 1,500
+    assert admitted_tuples(q, {"seq": 1800, "t0": 1.0}) == 300
+    assert admitted_tuples(q, {"seq": 1500, "t0": 1.0}) == 0
+    assert admitted_tuples(q, None) is None  # no offset log entry yet
+    assert admitted_tuples(q, {"0": 12}) is None  # offsets without a seq (a file source)
+    assert admitted_tuples(_Query(None), {"seq": 10}) is None  # a first batch: no progress
+    assert admitted_tuples(_progress({"0": 5}), {"seq": 10}) is None

@@ -43,6 +43,7 @@ from streamscale.model import Cluster, Node, Plan
 from streamscale.runtime.run_config import RUN_SETTINGS, RunParams, parse_params
 from streamscale.runtime.spark.compat.event_time import QueryClock
 from streamscale.runtime.spark.driver.drive import (
+    admitted_tuples,
     backlog_of,
     drive_query,
     register_source,
@@ -235,17 +236,18 @@ def run_graph(
     # caller's DataFrame declared it reads (stream(df, source=...))
     declared = own_source or "format" in graph.topology.operator(graph.source).params
     offered = source_offered(graph.source_format, graph.source_options) if declared else None
-    # the watch reads the source while batches run: once per job (the source's). Only
-    # on the job's own source: its admission limit needs the reader's option, and its
-    # rates are the source's tuples, which a caller's query may turn into more or fewer
-    # keyed rows (a declared source feeds the boundary's backlog, in rows, only)
+    # the watch reads the source while batches run: once per job (the source's), in
+    # the source's tuples (a query may turn a tuple into more or fewer keyed rows, so
+    # the batch thread tells it the tuples each batch admitted). The admission limit
+    # needs the reader's option: the job's own source only, not a caller's DataFrame
     watch, watch_options = None, {}
     if own_source:
         register_source(spark, graph)
+    if declared:
         watch, watch_options = make_watch(
             run_params.watch, policy=pol, policy_params=pol_params, resources=resources,
             source_format=graph.source_format, source_options=graph.source_options,
-            checkpoint=checkpoint, trigger_s=graph.trigger_s,
+            checkpoint=checkpoint, trigger_s=graph.trigger_s, admission=own_source,
         )  # fmt: skip
     query_ref: list[Any] = []
     realizer = GraphRealizer(realizers)
@@ -257,6 +259,15 @@ def run_graph(
         admitted = admitted_offset(checkpoint / "spark") if offered else None
         return backlog_of(query_ref[0], body.taken, offered=offered, admitted=admitted)
 
+    def offered_rows() -> float | None:  # the watch's offered rate, in keyed rows
+        rate = None if watch is None else watch.rate
+        return None if rate is None or body is None else rate * body.rows_per_tuple
+
+    def batch_tuples() -> int | None:  # source tuples the running batch admitted
+        if not query_ref or offered is None:
+            return None
+        return admitted_tuples(query_ref[0], admitted_offset(checkpoint / "spark"))
+
     collector = GraphCollector(
         graph.topology,
         graph.keyed,
@@ -265,7 +276,7 @@ def run_graph(
         start=0.0,
         backlog=backlog,
         interval_s=graph.trigger_s,
-        offered=None if watch is None else (lambda: watch.rate),
+        offered=None if watch is None else offered_rows,
         linear=linear is not None,
     )
     controller = Controller(pol, ctl_cfg)
@@ -310,7 +321,7 @@ def run_graph(
         history=history, totals=GraphTotals(), on_batch=each, max_batches=max_batches,
         start=time.monotonic(), policy=getattr(pol, "name", str(policy)),
         stage=None if linear is None else linear_stage(linear, backend, base),
-        console=_console(graph, linear),
+        console=_console(graph, linear), batch_tuples=batch_tuples,
     )  # fmt: skip
     stop_at = time.monotonic() + duration_s
     if watch is not None:

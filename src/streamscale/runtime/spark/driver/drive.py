@@ -158,6 +158,22 @@ def backlog_of(
     return float(max(0, int(offered(time.time() - start)) - seq)) * per_tuple
 
 
+def admitted_tuples(query: Any, admitted: Mapping[str, Any] | None) -> int | None:
+    """Source tuples the running batch admitted: its end ``seq`` in Spark's offset log
+    (``admitted``) minus the previous batch's end (inside ``foreachBatch`` the last
+    progress is the previous batch's); ``None`` when either is unknown (a first batch,
+    a source whose offsets carry no ``seq``)."""
+    try:
+        end = json.loads(query.lastProgress["sources"][0]["endOffset"])
+    except (TypeError, ValueError, KeyError, IndexError, AttributeError):
+        return None
+    if not (isinstance(end, dict) and isinstance(admitted, Mapping)):
+        return None
+    if not (_num(end.get("seq")) and _num(admitted.get("seq"))):
+        return None
+    return max(0, int(admitted["seq"]) - int(end["seq"]))
+
+
 def _num(v: Any) -> bool:
     return isinstance(v, int | float) and not isinstance(v, bool)
 

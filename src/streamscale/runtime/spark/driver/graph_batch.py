@@ -203,6 +203,12 @@ class GraphBatchBody:
     schemas: dict[str, Any] = field(default_factory=dict)
     #: each keyed operator's routing columns by input schema and plan (built once)
     routes: dict[str, dict[tuple[Any, ...], tuple[Any, ...]]] = field(default_factory=dict)
+    #: source tuples the running batch admitted (``None``: unknown; the watch then
+    #: counts the first keyed operator's rows)
+    batch_tuples: Callable[[], int | None] | None = None
+    #: the first keyed operator's rows per source tuple in the last batch that admitted
+    #: any (the watch's rates are the source's tuples; the collector plans in rows)
+    rows_per_tuple: float = 1.0
     taken: int = 0
     last_end: float = 0.0
     seen_requests: int = 0
@@ -419,8 +425,13 @@ class GraphBatchBody:
         if watch is None:
             return
         tasks = [t for st in observed.values() for t in st.tasks]
+        # the watch counts the source's tuples (what it offers), not the keyed rows
+        tuples = None if self.batch_tuples is None else self.batch_tuples()
+        if tuples:
+            self.rows_per_tuple = rows / tuples
         watch.live.observe(
-            rows=rows, busy_s=sum(t.busy_s for t in tasks), cycle_s=now - self.last_end,
+            rows=rows if tuples is None else tuples, busy_s=sum(t.busy_s for t in tasks),
+            cycle_s=now - self.last_end,
             planned_cores=self.realizer.current().allocation.total,
             longest_s=max((t.busy_s for t in tasks), default=0.0),
         )  # fmt: skip

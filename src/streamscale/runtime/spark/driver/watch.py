@@ -469,10 +469,13 @@ def make_watch(
     source_options: Mapping[str, Any],
     checkpoint: Path,
     trigger_s: float,
+    admission: bool = True,
 ) -> tuple[SourceWatch | None, dict[str, str]]:
     """The watch for a run, and the source options it adds (the admission file); ``None``
     when the run has nothing to watch: no executors to request (a fixed cluster), a
-    policy that does not size cores from load, or a source with no :class:`Offered`."""
+    policy that does not size cores from load, or a source with no :class:`Offered`.
+    ``admission=False``: no admission limit (the source is read by a caller's
+    DataFrame, which takes no option of the run's)."""
     from streamscale.planning.adapters.elasticutor import SETTINGS
     from streamscale.runtime.spark.executors.resources import ExecutorResources
 
@@ -488,7 +491,7 @@ def make_watch(
     resources.warm_new = False  # the watch warms arrivals while the batch runs instead
     resources.ready_when_warmed = warm
     s = SETTINGS.read(policy_params)
-    admission = checkpoint / "admission" if config.admission > 0 else None
+    admission = checkpoint / "admission" if admission and config.admission > 0 else None
     watch = SourceWatch(
         offered=offered,
         spark_checkpoint=checkpoint / "spark",
