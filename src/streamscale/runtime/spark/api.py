@@ -527,8 +527,9 @@ def stream(
     the bundled generator, trace replay, Nexmark, or any registered one) as a backlog in
     the first keyed operator's rows (the batch's rows per source tuple); without it a
     Python source's backlog is unknown (Spark's offsets tell it for Kafka and files). The
-    mid-batch watch stays with a job's own source, whose reader takes its admission
-    limit. A format nobody registered with an offered schedule is refused, naming it.
+    mid-batch watch reads it too, in the source's tuples; the admission limit stays with
+    a job's own source, whose reader takes it as an option. A format nobody registered
+    with an offered schedule is refused, naming it.
 
     ``withWatermark`` on ``df`` is the query's watermark, as in Spark (see
     :mod:`~streamscale.runtime.spark.compat.event_time`). ``available_now``: a run processes

@@ -321,7 +321,7 @@ def run_graph(
         history=history, totals=GraphTotals(), on_batch=each, max_batches=max_batches,
         start=time.monotonic(), policy=getattr(pol, "name", str(policy)),
         stage=None if linear is None else linear_stage(linear, backend, base),
-        console=_console(graph, linear), batch_tuples=batch_tuples,
+        console=_console(graph, linear), batch_tuples=batch_tuples, own_source=own_source,
     )  # fmt: skip
     stop_at = time.monotonic() + duration_s
     if watch is not None:

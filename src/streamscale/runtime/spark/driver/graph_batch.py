@@ -204,8 +204,9 @@ class GraphBatchBody:
     #: each keyed operator's routing columns by input schema and plan (built once)
     routes: dict[str, dict[tuple[Any, ...], tuple[Any, ...]]] = field(default_factory=dict)
     #: source tuples the running batch admitted (``None``: unknown; the watch then
-    #: counts the first keyed operator's rows)
+    #: counts the first keyed operator's rows on the job's own source, nothing else)
     batch_tuples: Callable[[], int | None] | None = None
+    own_source: bool = True
     #: the first keyed operator's rows per source tuple in the last batch that admitted
     #: any (the watch's rates are the source's tuples; the collector plans in rows)
     rows_per_tuple: float = 1.0
@@ -429,8 +430,9 @@ class GraphBatchBody:
         tuples = None if self.batch_tuples is None else self.batch_tuples()
         if tuples:
             self.rows_per_tuple = rows / tuples
+        count = tuples if tuples is not None else rows if self.own_source else 0
         watch.live.observe(
-            rows=rows if tuples is None else tuples, busy_s=sum(t.busy_s for t in tasks),
+            rows=count, busy_s=sum(t.busy_s for t in tasks),
             cycle_s=now - self.last_end,
             planned_cores=self.realizer.current().allocation.total,
             longest_s=max((t.busy_s for t in tasks), default=0.0),
