@@ -10,7 +10,6 @@ import pytest
 from streamscale.control.policies import initial_plan, make_policy
 from streamscale.control.policies.base import scale
 from streamscale.control.sharing import (
-    batch_headroom,
     held_cores,
     pack_units,
     shared_slots,
@@ -29,6 +28,7 @@ from streamscale.model import (
     Snapshot,
     Topology,
 )
+from streamscale.model.snapshot import batch_headroom
 from streamscale.runtime.spark.executors.resources import capacity_cluster
 
 
@@ -161,9 +161,8 @@ def test_batch_headroom_hand_checked() -> None:
 @pytest.mark.parametrize("name", ["elastic", "proportional"])
 def test_policy_leaves_each_batch_its_fixed_cost(name: str) -> None:
     """At 100 t/s the eight units carry 0.25 cores each. With no batch overhead they pack
-    three to a core at 0.9 (3 cores). A 0.5 s fixed cost per batch against a 2 s trigger
-    leaves 0.75 of every cycle to work: the bound is 0.9 × 0.75 = 0.675, two units per
-    core, 4 cores; at 1.2 s (above half the trigger) the bound is 0.45, one unit per core."""
+    three to a core at 0.9 (3 cores). A 0.8 s fixed cost per batch against a 2 s trigger
+    leaves 0.6 of every cycle to work, less than 0.9: two units per core, 4 cores."""
     topo, cluster = _job(), capacity_cluster(8, 2)
     params = {"latency_target_ms": 2000.0, "share_cores": True}
     p0 = initial_plan(name, topo, cluster, params=params)
@@ -174,4 +173,26 @@ def test_policy_leaves_each_batch_its_fixed_cost(name: str) -> None:
         assert d.figures["batch_headroom"] == pytest.approx(batch_headroom(overhead, 2.0), 1e-3)
         return held_cores((d.plan or p0).allocation)
 
-    assert [held(0.0), held(0.5), held(1.2)] == [3, 4, 8]
+    assert [held(0.0), held(0.8)] == [3, 4]
+
+
+def test_elastic_splits_an_executor_whose_core_would_stretch_every_batch() -> None:
+    """At 300 t/s each instance carries 0.75 cores. A 1.2 s overhead on a 2 s trigger
+    aims at a 2.4 s cycle with half of it work: one core at 0.75 would settle at
+    1.2 / (1 − 0.75) = 4.8 s, so every executor gets ⌈0.75 / 0.5⌉ = 2 cores (eight more
+    than the queueing model's one each), and its units, 0.375 each, hold a core each."""
+    topo, cluster = _job(), capacity_cluster(8, 2)
+    params = {"latency_target_ms": 2000.0, "share_cores": True}
+    p0 = initial_plan("elastic", topo, cluster, params=params)
+    pol = make_policy("elastic", topo, cluster, params=params, seed=1)
+    d = pol.decide(_observed(300.0, overhead_s=1.2, cycle_s=2.0), p0, 10.0)
+    assert d.plan is not None
+    assert all(d.plan.allocation.cores[f"calc[{e}]"] == 2 for e in range(8))
+    assert d.figures["allocator:queueing.cycle_floor_cores"] == 8
+    assert held_cores(d.plan.allocation) == 16
+    # without batch figures (a simulator's snapshot) one core each is enough for the model
+    same = make_policy("elastic", topo, cluster, params=params, seed=1).decide(
+        _observed(300.0), p0, 10.0
+    )
+    plan = same.plan or p0
+    assert all(plan.allocation.cores[f"calc[{e}]"] == 1 for e in range(8))

@@ -18,7 +18,7 @@ Scale-in is damped: fewer cores are held only when the units also fit at
 ``down_margin`` × the bound, so a load at a packing edge does not flap.
 
 On a micro-batch runtime the bound is also shared with each batch's fixed cost
-(:func:`batch_headroom`): a batch lasts its overhead ``F`` plus its busiest core's work,
+(:func:`~streamscale.model.snapshot.batch_headroom`): a batch lasts its overhead ``F`` plus its busiest core's work,
 so a core loaded at ``u`` of every cycle settles at a cycle of ``F / (1 − u)``; at
 ``u`` = 0.9 and a 0.6 s overhead that is 6 s against a 2 s trigger, and every tuple
 waits for it.
@@ -36,7 +36,6 @@ import numpy as np
 from streamscale.model import Allocation, Plan
 
 __all__ = [
-    "batch_headroom",
     "held_cores",
     "pack_units",
     "shared_slots",
@@ -129,26 +128,6 @@ def shared_slots(
         return up
     down = pack_units(demand, capacity=capacity * down_margin)
     return min(current, max(up, down))
-
-
-def batch_headroom(overhead_s: float, cycle_s: float) -> float:
-    """The share of a micro-batch cycle a core's work may take so that batches keep the
-    cycle: ``1 − F / max(T, 2F)`` for a fixed cost ``F`` per batch and a target cycle ``T``
-    (a batch of overhead ``F`` whose busiest core works ``u`` of the cycle settles at a
-    cycle of ``F / (1 − u)``, which is ``T`` at ``u = 1 − F/T``). An overhead of half the
-    target or more aims at a cycle of ``2F`` instead (cores beyond that only shorten the
-    part that shrinks, so the share never falls below one half); 1 when either is unknown.
-
-    >>> batch_headroom(0.5, 2.0)
-    0.75
-    >>> batch_headroom(3.0, 2.0)  # overhead above the trigger: a 6 s cycle, half of it work
-    0.5
-    >>> batch_headroom(0.0, 2.0), batch_headroom(0.5, 0.0)
-    (1.0, 1.0)
-    """
-    if not (overhead_s > 0 and cycle_s > 0):
-        return 1.0
-    return 1.0 - overhead_s / max(cycle_s, 2.0 * overhead_s)
 
 
 def held_cores(allocation: Allocation) -> int:

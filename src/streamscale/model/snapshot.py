@@ -13,7 +13,27 @@ from dataclasses import dataclass, field
 
 from streamscale.errors import ModelError
 
-__all__ = ["NodeStats", "OperatorStats", "ShardStats", "Snapshot", "Traffic"]
+__all__ = ["NodeStats", "OperatorStats", "ShardStats", "Snapshot", "Traffic", "batch_headroom"]
+
+
+def batch_headroom(overhead_s: float, cycle_s: float) -> float:
+    """The share of a micro-batch cycle a core's work may take so that batches keep the
+    cycle: ``1 − F / max(T, 2F)`` for a fixed cost ``F`` per batch and a target cycle ``T``
+    (a batch of overhead ``F`` whose busiest core works ``u`` of the cycle settles at a
+    cycle of ``F / (1 − u)``, which is ``T`` at ``u = 1 − F/T``). An overhead of half the
+    target or more aims at a cycle of ``2F`` instead (cores beyond that only shorten the
+    part that shrinks, so the share never falls below one half); 1 when either is unknown.
+
+    >>> batch_headroom(0.5, 2.0)
+    0.75
+    >>> batch_headroom(3.0, 2.0)  # overhead above the trigger: a 6 s cycle, half of it work
+    0.5
+    >>> batch_headroom(0.0, 2.0), batch_headroom(0.5, 0.0)
+    (1.0, 1.0)
+    """
+    if not (overhead_s > 0 and cycle_s > 0):
+        return 1.0
+    return 1.0 - overhead_s / max(cycle_s, 2.0 * overhead_s)
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,6 +165,12 @@ class Snapshot:
         for name, rate in self.edges.items():
             if rate < 0:
                 raise ModelError("rate must be >= 0", item=f"edge {name}")
+
+    @property
+    def batch_headroom(self) -> float:
+        """:func:`batch_headroom` of this snapshot's batch figures (1: not micro-batched
+        or unknown)."""
+        return batch_headroom(self.batch_overhead_s, self.cycle_target_s)
 
     def shards_of(self, operator: str) -> tuple[ShardStats, ...]:
         return tuple(s for s in self.shards if s.operator == operator)

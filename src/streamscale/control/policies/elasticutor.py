@@ -31,7 +31,6 @@ from streamscale.control.controller import Decision
 from streamscale.control.policies.base import PolicyBase, decision, static_plan
 from streamscale.control.policies.spec import policy
 from streamscale.control.sharing import (
-    batch_headroom,
     held_cores,
     shared_slots,
     unit_demand,
@@ -147,8 +146,9 @@ class QueueingSized(PolicyBase):
     ) -> Plan:
         """``plan`` holding only the cores its units' work needs when ``share_cores`` is on
         (:mod:`streamscale.control.sharing`): each instance's λ/μ (the backlog's catch-up
-        included) split over its units by shard load, packed at ``max_utilization`` ×
-        the share of a batch cycle its fixed cost leaves (:func:`batch_headroom`)."""
+        included) split over its units by shard load, packed at ``max_utilization`` or
+        the share of a batch cycle its fixed cost leaves, whichever is less
+        (:func:`~streamscale.model.snapshot.batch_headroom`)."""
         if not self.params.get("share_cores"):
             return plan
         loads = self.loads(context)
@@ -161,11 +161,8 @@ class QueueingSized(PolicyBase):
             demand.extend(unit_demand(plan, ex.instance, work, ld.shard_load).values())
         if not sum(demand) > 0:  # no work measured (an empty first batch): hold what is held
             return with_slots(plan, held_cores(current.allocation))
-        snap = context.snapshot
-        headroom = (
-            1.0 if snap is None else batch_headroom(snap.batch_overhead_s, snap.cycle_target_s)
-        )
-        capacity = self.params["max_utilization"] * headroom
+        headroom = 1.0 if context.snapshot is None else context.snapshot.batch_headroom
+        capacity = min(self.params["max_utilization"], headroom)
         slots = shared_slots(demand, capacity=capacity, current=current.allocation.slots)
         figures["batch_headroom"] = round(headroom, 3)
         figures["held_cores"] = slots

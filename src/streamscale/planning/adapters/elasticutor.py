@@ -213,7 +213,11 @@ def queueing_allocation(
 ) -> tuple[list[int], dict[str, Any]]:
     """Run §4.1's greedy; an unstable result is trimmed to the cores available.
 
-    Entries flagged ``backlogged`` (their operator has a backlog) get at least
+    On a micro-batch runtime (the snapshot's ``cycle_target_s``), every entry gets at
+    least ``⌈λ/μ / h⌉`` cores for the batch headroom ``h``
+    (:func:`~streamscale.model.snapshot.batch_headroom`): one core loaded above ``h``
+    stretches every batch past its cycle. Entries flagged ``backlogged`` (their
+    operator has a backlog) get at least
     ``⌈θ · λ/μ / max_utilization⌉`` cores: under back-pressure the observed λ is
     capped by the bottleneck, and the latency model, which averages over all
     executors and pools each executor's cores, happily leaves a task at ρ → 1
@@ -231,12 +235,23 @@ def queueing_allocation(
     res = allocate(problem)
     k = list(res.cores)
     need = [a / s if math.isfinite(s) else 0.0 for a, s in zip(arrival, service, strict=True)]
-    floored = 0
+    floored = cycle_floored = 0
     for j, flag in enumerate(backlogged or ()):
         low = math.ceil(need[j] / u_max - 1e-9) if flag else 0
         if low > k[j]:
             floored += low - k[j]
             k[j] = low
+    # a micro-batch lasts its fixed cost plus its busiest core's work: a unit loaded above
+    # the cycle's headroom stretches every batch, so an executor gets the cores that keep
+    # each of its units within it (its shards are then spread over them)
+    headroom = 1.0 if context.snapshot is None else context.snapshot.batch_headroom
+    if headroom < 1.0:
+        for j in range(len(k)):
+            low = math.ceil(need[j] / headroom - 1e-9)
+            if low > k[j]:
+                cycle_floored += low - k[j]
+                k[j] = low
+    floored += cycle_floored
     if not res.stable or floored:
         k = trim_cores(k, need, max_cores, queued_s)
     figures: dict[str, Any] = {
@@ -247,6 +262,8 @@ def queueing_allocation(
         "cores_available": max_cores,
         "shortfall": res.shortfall,
         "utilization_floor_cores": floored,
+        "batch_headroom": round(headroom, 3),
+        "cycle_floor_cores": cycle_floored,
         "cores": dict(zip(names, k, strict=True)),
     }
     return k, figures
