@@ -272,6 +272,52 @@ def nexmark() -> str:
     )
 
 
+def nexmark_surge() -> str:
+    """Per surge query (Q5, Q8) its newest whole run: every policy's line of that run."""
+    path = RESULTS / "nexmark.jsonl"
+    lines = [json.loads(x) for x in path.read_text().splitlines() if x.strip()] if (
+        path.exists()
+    ) else []  # fmt: skip
+    surge = [x for x in lines if x.get("bench") == "nexmark-surge"]
+    newest = {x["query"]: x.get("run") for x in surge if x.get("figure") == "ratios"}
+    if not newest:
+        return _missing("nexmark-surge", "python benchmarks/bench_nexmark.py --surge")
+    rows, used = [], []
+    for q in sorted(newest, key=lambda q: int(q.lstrip("q"))):
+        run = [x for x in surge if x["query"] == q and x.get("run") == newest[q]]
+        pol = [x for x in run if "policy" in x]
+        peak = next((x["core_seconds"] for x in pol if x["policy"] == "static-peak"), None)
+        used.append(run[-1])
+        rows += [
+            [q.upper(), x["policy"], _pct(x.get("slo_tuples")), _fmt(x.get("core_seconds")),
+             _fmt(x["core_seconds"] / peak, 3) if peak else "–", _fmt(x.get("peak_executors")),
+             _fmt(x.get("p99_ms"))]
+            for x in pol
+        ]  # fmt: skip
+    cfg = used[0].get("config", {})
+    head = (
+        f"Surge {cfg.get('base_rate')} → {cfg.get('base_rate', 0) * cfg.get('peak_factor', 0):g}"
+        f" → {cfg.get('base_rate')} events/s, {cfg.get('phase_s')} s phases after a "
+        f"{cfg.get('warmup_s')} s warm-up, {cfg.get('cost_ms')} ms per event *waited* "
+        f"({used[0].get('emulated_cores')} task slots emulate cores on this machine), "
+        f"{cfg.get('executor_cores')}-core executors, latency target "
+        f"{cfg.get('latency_target_ms')} ms."
+    )
+    table = _table(["query", "policy", "slo tuples", "core-seconds", "÷ static-peak",
+                    "peak executors", "p99 ms"], rows)  # fmt: skip
+    srcs = "; ".join(
+        f"{x['query'].upper()}: run {x.get('run')} at commit `{x.get('commit')}`, load "
+        f"{x['load_avg'][0]:.1f}"
+        if isinstance(x.get("load_avg"), list)
+        else x["query"]
+        for x in used
+    )
+    return (
+        f"{head}\n\n{table}\n\n*From `benchmarks/results/nexmark.jsonl` on "
+        f"{used[0].get('cores')} cores ({srcs}): `{used[-1].get('command')}`.*"
+    )
+
+
 #: The other Spark benchmarks: their lines' figures as they are, one row per line.
 COLUMNS: dict[str, tuple[str, ...]] = {
     "skew": ("bench", "policy", "alpha", "emulated_cores", "throughput", "elastic_vs_static"),
@@ -304,6 +350,7 @@ TABLES: dict[str, Callable[[], str]] = {
     "datapath_agg": datapath_agg,
     "planner_scale": planner_scale,
     "nexmark": nexmark,
+    "nexmark_surge": nexmark_surge,
     **{name: generic(name) for name in COLUMNS},
 }
 
