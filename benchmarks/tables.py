@@ -121,6 +121,20 @@ def _cpu(x: Line) -> str:
     return f"{_pct(x.get('host_cpu_base'))} / {_pct(x.get('host_cpu_surge'))}"
 
 
+def _surge_head(line: Line, unit: str, *, warmup: bool = False) -> str:
+    """The surge scenario of a run (its ``config`` and emulated cores), in ``unit``."""
+    cfg = line.get("config", {})
+    base = cfg.get("base_rate")
+    after = f" after a {cfg.get('warmup_s')} s warm-up" if warmup else ""
+    return (
+        f"Surge {base} → {cfg.get('base_rate', 0) * cfg.get('peak_factor', 0):g} → {base} "
+        f"{unit}/s, {cfg.get('phase_s')} s phases{after}, {cfg.get('cost_ms')} ms per "
+        f"{unit.rstrip('s')} *waited* (cost_kind wall: {line.get('emulated_cores')} task "
+        f"slots emulate cores on this machine), {cfg.get('executor_cores')}-core executors, "
+        f"latency target {cfg.get('latency_target_ms')} ms."
+    )
+
+
 def _autoscale(lines: list[Line], name: str) -> str:
     pol = [x for x in lines if "policy" in x]
     ratio = next((x for x in lines if x.get("figure") == "ratios"), {})
@@ -142,16 +156,7 @@ def _autoscale(lines: list[Line], name: str) -> str:
         ]
         for x in pol
     ]
-    cfg = pol[0].get("config", {})
-    head = (
-        f"**{name}.** Surge {cfg.get('base_rate')} → "
-        f"{cfg.get('base_rate', 0) * cfg.get('peak_factor', 0):g}"
-        f" → {cfg.get('base_rate')} tuples/s, {cfg.get('phase_s')} s phases, "
-        f"{cfg.get('cost_ms')} ms per tuple *waited* (cost_kind wall: "
-        f"{pol[0].get('emulated_cores')} task slots emulate cores on this machine), "
-        f"{cfg.get('executor_cores')}-core executors, latency target "
-        f"{cfg.get('latency_target_ms')} ms."
-    )
+    head = f"**{name}.** " + _surge_head(pol[0], "tuples")
     floor = ratio.get("oracle_core_seconds_vs_static_peak")
     tail = f"\n\nOracle core-seconds ÷ static-peak's, by executor size: {floor}." if floor else ""
     table = _table(
@@ -294,15 +299,7 @@ def nexmark_surge() -> str:
              _fmt(x.get("p99_ms"))]
             for x in pol
         ]  # fmt: skip
-    cfg = used[0].get("config", {})
-    head = (
-        f"Surge {cfg.get('base_rate')} → {cfg.get('base_rate', 0) * cfg.get('peak_factor', 0):g}"
-        f" → {cfg.get('base_rate')} events/s, {cfg.get('phase_s')} s phases after a "
-        f"{cfg.get('warmup_s')} s warm-up, {cfg.get('cost_ms')} ms per event *waited* "
-        f"({used[0].get('emulated_cores')} task slots emulate cores on this machine), "
-        f"{cfg.get('executor_cores')}-core executors, latency target "
-        f"{cfg.get('latency_target_ms')} ms."
-    )
+    head = _surge_head(used[0], "events", warmup=True)
     table = _table(["query", "policy", "slo tuples", "core-seconds", "÷ static-peak",
                     "peak executors", "p99 ms"], rows)  # fmt: skip
     srcs = "; ".join(
