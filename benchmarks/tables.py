@@ -28,13 +28,17 @@ DOCS = (ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md")))
 Line = dict[str, Any]
 
 
-def latest_run(bench: str, where: Callable[[Line], bool] = lambda _: True) -> list[Line]:
-    """The lines of the newest run in ``results/<bench>.jsonl`` that satisfy ``where``."""
+def _lines(bench: str) -> list[Line]:
+    """Every line of ``results/<bench>.jsonl`` (none when there is no file)."""
     path = RESULTS / f"{bench}.jsonl"
     if not path.exists():
         return []
-    lines = [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
-    lines = [x for x in lines if where(x)]
+    return [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+
+
+def latest_run(bench: str, where: Callable[[Line], bool] = lambda _: True) -> list[Line]:
+    """The lines of the newest run in ``results/<bench>.jsonl`` that satisfy ``where``."""
+    lines = [x for x in _lines(bench) if where(x)]
     if not lines:
         return []
     run = lines[-1].get("run", lines[-1].get("utc"))
@@ -170,10 +174,7 @@ def _autoscale(lines: list[Line], name: str) -> str:
 
 def _run_with(bench: str, figure: str) -> list[Line]:
     """The lines of the newest run of ``bench`` that recorded a ``figure`` line."""
-    path = RESULTS / f"{bench}.jsonl"
-    if not path.exists():
-        return []
-    lines = [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+    lines = _lines(bench)
     runs = [x.get("run", x.get("utc")) for x in lines if x.get("figure") == figure]
     if not runs:
         return []
@@ -244,15 +245,11 @@ def planner_scale() -> str:
 
 def nexmark() -> str:
     """Per query and engine the newest line (queries may be rerun alone: ``--queries``)."""
-    path = RESULTS / "nexmark.jsonl"
-    if not path.exists():
+    newest = {
+        (x["query"], x["engine"]): x for x in _lines("nexmark") if "query" in x and "engine" in x
+    }
+    if not newest:
         return _missing("nexmark", "python benchmarks/bench_nexmark.py")
-    newest: dict[tuple[str, str], Line] = {}
-    for raw in path.read_text().splitlines():
-        if raw.strip():
-            x = json.loads(raw)
-            if "query" in x and "engine" in x:
-                newest[(x["query"], x["engine"])] = x
     queries = sorted({q for q, _ in newest}, key=lambda q: int(q.lstrip("q")))
     engines = ("spark-sql", "streamscale", "streamscale-1batch")
 
@@ -279,11 +276,7 @@ def nexmark() -> str:
 
 def nexmark_surge() -> str:
     """Per surge query (Q5, Q8) its newest whole run: every policy's line of that run."""
-    path = RESULTS / "nexmark.jsonl"
-    lines = [json.loads(x) for x in path.read_text().splitlines() if x.strip()] if (
-        path.exists()
-    ) else []  # fmt: skip
-    surge = [x for x in lines if x.get("bench") == "nexmark-surge"]
+    surge = [x for x in _lines("nexmark") if x.get("bench") == "nexmark-surge"]
     newest = {x["query"]: x.get("run") for x in surge if x.get("figure") == "ratios"}
     if not newest:
         return _missing("nexmark-surge", "python benchmarks/bench_nexmark.py --surge")

@@ -18,10 +18,10 @@ Scale-in is damped: fewer cores are held only when the units also fit at
 ``down_margin`` × the bound, so a load at a packing edge does not flap.
 
 On a micro-batch runtime the bound is also shared with each batch's fixed cost
-(:func:`~streamscale.model.snapshot.batch_headroom`): a batch lasts its overhead ``F`` plus its busiest core's work,
-so a core loaded at ``u`` of every cycle settles at a cycle of ``F / (1 − u)``; at
-``u`` = 0.9 and a 0.6 s overhead that is 6 s against a 2 s trigger, and every tuple
-waits for it.
+(:func:`~streamscale.model.snapshot.batch_headroom`): a batch lasts its overhead ``F``
+plus its busiest core's work, so a core loaded at ``u`` of every cycle settles at a
+cycle of ``F / (1 − u)``; at ``u`` = 0.9 and a 0.6 s overhead that is 6 s against a 2 s
+trigger, and every tuple waits for it.
 
 Pure: no clock, no I/O.
 """
@@ -35,13 +35,7 @@ import numpy as np
 
 from streamscale.model import Allocation, Plan
 
-__all__ = [
-    "held_cores",
-    "pack_units",
-    "shared_slots",
-    "unit_demand",
-    "with_slots",
-]
+__all__ = ["held_cores", "pack_units", "shared_slots", "unit_demand", "with_slots"]
 
 
 def pack_units(demand: Sequence[float], *, capacity: float) -> int:

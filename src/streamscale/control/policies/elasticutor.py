@@ -30,12 +30,7 @@ import numpy as np
 from streamscale.control.controller import Decision
 from streamscale.control.policies.base import PolicyBase, decision, static_plan
 from streamscale.control.policies.spec import policy
-from streamscale.control.sharing import (
-    held_cores,
-    shared_slots,
-    unit_demand,
-    with_slots,
-)
+from streamscale.control.sharing import held_cores, shared_slots, unit_demand, with_slots
 from streamscale.errors import StreamscaleError
 from streamscale.model import (
     Allocation,

@@ -57,8 +57,9 @@ def run_command(
     run's summary.
 
     ``cluster``: the nodes of ``config.cluster``, read by the caller (None: the executors'
-    capacity on a cluster master, else the local cores). ``checkpoint`` defaults to ``out_dir/checkpoint`` (a new temporary directory without
-    ``out_dir``); with ``out_dir`` each batch's line goes to ``out_dir/metrics.jsonl``.
+    capacity on a cluster master, else the local cores). ``checkpoint`` defaults to
+    ``out_dir/checkpoint`` (a new temporary directory without ``out_dir``); with
+    ``out_dir`` each batch's line goes to ``out_dir/metrics.jsonl``.
     ``on_batch`` sees every committed batch (after the exporter)."""
     from pyspark.sql import SparkSession
 

@@ -148,7 +148,7 @@ def backlog_of(
     per_tuple = 1.0
     if isinstance(admitted, Mapping) and "seq" in admitted:
         start, seq = float(admitted.get("t0", 0.0)), int(admitted["seq"])
-        tuples = seq - int(end["seq"]) if isinstance(end, dict) and "seq" in end else 0
+        tuples = admitted_tuples(query, admitted) or 0
         if tuples > 0 and taken > 0:
             per_tuple = taken / tuples
     elif isinstance(end, dict) and "seq" in end:
