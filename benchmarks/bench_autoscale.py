@@ -95,6 +95,9 @@ def main(argv: list[str] | None = None) -> int:
     )  # fmt: skip
     ap.add_argument("--out", type=Path,
                     default=Path(tempfile.gettempdir()) / "streamscale-autoscale")  # fmt: skip
+    ap.add_argument("--metrics", type=Path, default=None,
+                    help="Keep each run's metrics.jsonl in METRICS/POLICY (for `streamscale "
+                    "replay`).")  # fmt: skip
     args = ap.parse_args(argv)
     slots = args.workers * args.worker_cores
     max_ex = args.workers * (args.worker_cores // args.executor_cores)
@@ -115,6 +118,7 @@ def main(argv: list[str] | None = None) -> int:
             cfg,
             policies,
             on_batch=lambda row: print(json.dumps(row, default=str), file=sys.stderr, flush=True),
+            metrics_dir=args.metrics,
         )
     finally:
         cluster_down(d)

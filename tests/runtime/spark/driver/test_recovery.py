@@ -68,7 +68,10 @@ def test_sigkilled_driver_resumes_with_exact_state(spark, tmp_path: Path) -> Non
     run(spark, ckpt, out2, 2)  # the restarted driver (in this process, on the same checkpoint)
     second = _batches(out2 / "metrics.jsonl")
     assert len(second) >= 2
-    assert second[0] in (first[-1] + 1, first[-1] + 2)  # resumed, nothing skipped or redone
+    # resumed, nothing skipped: a kill between the last metrics line and Spark's commit of
+    # that batch has Spark run it again (its state, already committed, is not applied twice:
+    # the exact check below), so the restart may begin with the last batch written
+    assert second[0] in (first[-1], first[-1] + 1, first[-1] + 2)
     n = _check_exact(ckpt / "state", OPTS)
     assert n >= 150 * (len(first) + len(second))
 

@@ -110,10 +110,12 @@ mid = [r.extra.get("mid_batch_requests") for r in records]
 # where the warm-up jobs' last stages ran, read from Spark's own status store
 store = sc._jsc.sc().statusStore()
 jobs = store.jobsList(None)
-warm_ran = []
+warm_ran, warm_done = [], []
 for i in range(jobs.size()):
     job = jobs.apply(i)
     if job.description().isDefined() and job.description().get() == "streamscale warm-up":
+        if job.completionTime().isDefined():
+            warm_done.append(job.completionTime().get().getTime() / 1000.0)
         ids = job.stageIds()
         stage = max(ids.apply(k) for k in range(ids.size()))
         tasks = store.taskList(stage, store.lastStageAttempt(stage).attemptId(), 1 << 20)
@@ -121,6 +123,8 @@ for i in range(jobs.size()):
 print("RESULT " + json.dumps({"mid_batch": res.mid_batch, "spans": spans, "mid": mid,
                               "initial": initial, "warmed": sorted(res.warmed),
                               "arrived": [e for _, e in res.arrivals], "warm_ran": warm_ran,
+                              "warm_done": warm_done, "requests": res.requests,
+                              "startups": list(res.startups),
                               "rows": sum(r.rows for r in records) // fan,
                               "limits": [r.extra.get("admission_limit") for r in records],
                               "state": {k: list(v) for k, v in state.items()}}))
@@ -178,6 +182,12 @@ def test_a_surge_gets_executors_while_a_batch_runs_and_state_stays_exact(
     # runs elsewhere after the locality wait, and that executor is not counted)
     assert got["warmed"] and set(got["warmed"]) <= set(got["arrived"]) - set(got["initial"])
     assert set(got["warmed"]) <= set(got["warm_ran"]), got
+    # an arrival's start-up time runs from a request to the end of its warm-up (Spark's
+    # own job end time), not to its registration: nothing runs on it before
+    assert got["startups"], got
+    for s in got["startups"]:
+        ends = [done - t for t, _ in got["requests"] for done in got["warm_done"]]
+        assert any(s - 2.0 <= e <= s + 0.05 for e in ends), (s, got["requests"], got["warm_done"])
     replayed = replay_watch(watch_inputs(tmp_path / "out" / "metrics.jsonl"))
     asked = [r for r in replayed if r.run is not None]
     assert asked and all(r.match for r in replayed)

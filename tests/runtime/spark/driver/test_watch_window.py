@@ -100,3 +100,20 @@ def test_two_threads_rewrite_the_admission_file(tmp_path: Path) -> None:
     assert errors == []
     assert path.read_text() in {"7", "11", "13"}
     assert sorted(p.name for p in tmp_path.iterdir()) == ["admission"]
+
+
+def test_the_live_service_rate_is_the_median_of_the_last_five_batches() -> None:
+    from streamscale.runtime.spark.driver.watch import Live
+
+    live = Live()
+    for rows, busy in ((72, 2.0), (70, 2.0), (42, 2.0)):  # 36, 35, then 21 t/s (one slow batch)
+        live.observe(rows=rows, busy_s=busy, cycle_s=2.0, longest_s=1.0, planned_cores=4)
+    assert live.service_rate == 35.0  # the middle of 21, 35, 36
+    live.observe(rows=0, busy_s=0.0, cycle_s=2.0, longest_s=0.0, planned_cores=4)  # empty
+    assert live.service_rate == 35.0
+    for _ in range(2):
+        live.observe(rows=40, busy_s=2.0, cycle_s=2.0, longest_s=1.0, planned_cores=4)
+    assert live.service_rate == 21.0  # 20, 20, 21, 35, 36: a lasting change is followed
+    for _ in range(3):
+        live.observe(rows=100, busy_s=2.0, cycle_s=2.0, longest_s=1.0, planned_cores=4)
+    assert live.service_rate == 50.0  # only the last five count
