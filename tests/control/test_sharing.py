@@ -196,3 +196,22 @@ def test_elastic_splits_an_executor_whose_core_would_stretch_every_batch() -> No
     )
     plan = same.plan or p0
     assert all(plan.allocation.cores[f"calc[{e}]"] == 1 for e in range(8))
+
+
+@pytest.mark.parametrize("name", ["elastic", "proportional"])
+def test_a_batch_that_processed_nothing_keeps_the_cores_held(name: str) -> None:
+    """A query's first batch often admits no tuple while the source already offers 100 t/s
+    and a few wait: no service rate is measured, and the cores of no work measured
+    (planned from the topology's nominal cost, 0.07 cores in a surge run) released three
+    of four executors just before the first batches of tuples ran on cold executors."""
+    topo, cluster = _job(), capacity_cluster(8, 2)
+    params = {"latency_target_ms": 2000.0, "share_cores": True}
+    p0 = initial_plan(name, topo, cluster, params=params)
+    pol = make_policy(name, topo, cluster, params=params, seed=1)
+    empty = Snapshot.build(
+        time=3.4,
+        operators={"gen": OperatorStats(0.0, 100.0), "calc": OperatorStats(100.0, 0.0, None, 17.0)},
+        shards=[ShardStats("calc", g, 0.0, 0, 0) for g in range(32)],
+    )
+    d = pol.decide(empty, p0, 3.4)
+    assert held_cores((d.plan or p0).allocation) == held_cores(p0.allocation) == 8

@@ -146,6 +146,8 @@ class QueueingSized(PolicyBase):
         (:func:`~streamscale.model.snapshot.batch_headroom`)."""
         if not self.params.get("share_cores"):
             return plan
+        if not self._measured(context.snapshot):  # a batch that processed nothing: hold
+            return with_slots(plan, held_cores(current.allocation))
         loads = self.loads(context)
         demand: list[float] = []
         for ex in self.execs:
@@ -163,6 +165,20 @@ class QueueingSized(PolicyBase):
         figures["held_cores"] = slots
         figures["work_cores"] = round(sum(demand), 3)
         return with_slots(plan, slots)
+
+
+    def _measured(self, snapshot: Snapshot | None) -> bool:
+        """Whether a keyed operator measured its service rate (it processed tuples): a
+        query's first batch often admits none while the source already offers, and the
+        work planned from the backlog alone (0.07 cores in a surge run) released three of
+        four executors before the first batches of tuples ran on cold ones."""
+        if snapshot is None:
+            return True
+        ops = {ex.operator for ex in self.execs}
+        return any(
+            (st := snapshot.operators.get(op)) is not None and st.service_rate is not None
+            for op in ops
+        )
 
 
 @policy(
