@@ -166,7 +166,6 @@ class QueueingSized(PolicyBase):
         figures["work_cores"] = round(sum(demand), 3)
         return with_slots(plan, slots)
 
-
     def _measured(self, snapshot: Snapshot | None) -> bool:
         """Whether a keyed operator measured its service rate (it processed tuples): a
         query's first batch often admits none while the source already offers, and the
