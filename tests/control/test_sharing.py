@@ -215,3 +215,26 @@ def test_a_batch_that_processed_nothing_keeps_the_cores_held(name: str) -> None:
     )
     d = pol.decide(empty, p0, 3.4)
     assert held_cores((d.plan or p0).allocation) == held_cores(p0.allocation) == 8
+
+
+@pytest.mark.parametrize("name", ["elastic", "proportional"])
+def test_units_are_sized_for_the_offered_rate_not_the_processed_one(name: str) -> None:
+    """300 t/s offered while the batch processed only 150 (its shards' load: 3 cores of
+    20 ms tuples). Sized from the processed load, eight units of 0.375 cores pack two to
+    a core at 0.9: 4 cores, and the backlog grows. Sized for the offered 6 cores, each
+    unit carries 0.75 and no two fit one core: 8 (first-fit decreasing by hand)."""
+    topo, cluster = _job(), capacity_cluster(8, 2)
+    params = {"latency_target_ms": 2000.0, "share_cores": True}
+    p0 = initial_plan(name, topo, cluster, params=params)
+    pol = make_policy(name, topo, cluster, params=params, seed=1)
+    lagging = Snapshot.build(
+        time=10.0,
+        operators={"gen": OperatorStats(0.0, 300.0), "calc": OperatorStats(300.0, 150.0, 50.0)},
+        shards=[ShardStats("calc", g, 3.0 / 32, 10, 1000) for g in range(32)],
+    )
+    d = pol.decide(lagging, p0, 10.0)
+    assert held_cores((d.plan or p0).allocation) == 8
+    assert d.figures["offered_work_cores"] == {"calc": 6.0}
+    # what the processed load alone gave: the same snapshot with 150 t/s offered
+    steady = pol.decide(_observed(150.0), p0, 10.0)
+    assert held_cores((steady.plan or p0).allocation) == 4

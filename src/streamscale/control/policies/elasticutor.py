@@ -78,6 +78,39 @@ ELASTIC_SETTINGS = RC_SETTINGS.merged(
 )
 
 
+def _offered_floor(snapshot: Snapshot | None, by_op: dict[str, list[float]]) -> dict[str, float]:
+    """Scale each operator's unit demands (in place) up to the work its input rate
+    offers, ``λ / μ``, where they add up to less; returns the operators scaled, with
+    that work in cores.
+
+    The units' demands come from the shards' processed load (paper 000, §3), which lags
+    what arrives while a batch cannot take it all: after a surge's backlog drained,
+    a 2.5 s batch processed 560 of the 750 tuples offered, its shards' load said 4.5
+    cores of the ~9 offered, and the plan packed the units onto 8 cores with 12 held,
+    so the backlog grew again through the rest of the surge. The input rate (taken
+    tuples plus the backlog's growth, at least the rate the watch reads at the source)
+    does not lag. The shards' proportions stay, so skew still decides the packing.
+
+    >>> from streamscale.model import OperatorStats, Snapshot
+    >>> snap = Snapshot.build(time=1.0, operators={"calc": OperatorStats(300.0, 300.0, 50.0)})
+    >>> demand = {"calc": [1.0, 1.0, 2.0]}  # 4 cores processed, 6 offered
+    >>> _offered_floor(snap, demand), demand
+    ({'calc': 6.0}, {'calc': [1.5, 1.5, 3.0]})
+    """
+    scaled: dict[str, float] = {}
+    if snapshot is None:
+        return scaled
+    for op, ds in by_op.items():
+        st = snapshot.operators.get(op)
+        if st is None or not st.service_rate or not st.input_rate > 0:
+            continue
+        offered, total = st.input_rate / st.service_rate, sum(ds)
+        if total > 0 and offered > total:
+            ds[:] = [d * offered / total for d in ds]
+            scaled[op] = round(offered, 3)
+    return scaled
+
+
 def _elastic_initial(
     topology: Topology,
     cluster: Cluster,
@@ -149,13 +182,19 @@ class QueueingSized(PolicyBase):
         if not self._measured(context.snapshot):  # a batch that processed nothing: hold
             return with_slots(plan, held_cores(current.allocation))
         loads = self.loads(context)
-        demand: list[float] = []
+        by_op: dict[str, list[float]] = {}
         for ex in self.execs:
             ld = loads.get(ex.instance)
             if ld is None:
                 continue
             work = ld.arrival / ld.service if 0 < ld.service < math.inf else ld.load
-            demand.extend(unit_demand(plan, ex.instance, work, ld.shard_load).values())
+            by_op.setdefault(ex.operator, []).extend(
+                unit_demand(plan, ex.instance, work, ld.shard_load).values()
+            )
+        offered = _offered_floor(context.snapshot, by_op)
+        if offered:
+            figures["offered_work_cores"] = offered
+        demand = [d for ds in by_op.values() for d in ds]
         if not sum(demand) > 0:  # no work measured (an empty first batch): hold what is held
             return with_slots(plan, held_cores(current.allocation))
         headroom = 1.0 if context.snapshot is None else context.snapshot.batch_headroom
