@@ -4,6 +4,7 @@ damped scale-in, and the elastic policy holding only the cores its work needs.""
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import pytest
 
@@ -198,16 +199,22 @@ def test_elastic_splits_an_executor_whose_core_would_stretch_every_batch() -> No
     assert all(plan.allocation.cores[f"calc[{e}]"] == 1 for e in range(8))
 
 
+def _shared_policy(name: str) -> tuple[Plan, Any]:
+    """The initial plan and a fresh policy with shared cores on 8 executors × 2 cores."""
+    topo, cluster = _job(), capacity_cluster(8, 2)
+    params = {"latency_target_ms": 2000.0, "share_cores": True}
+    return initial_plan(name, topo, cluster, params=params), make_policy(
+        name, topo, cluster, params=params, seed=1
+    )
+
+
 @pytest.mark.parametrize("name", ["elastic", "proportional"])
 def test_a_batch_that_processed_nothing_keeps_the_cores_held(name: str) -> None:
     """A query's first batch often admits no tuple while the source already offers 100 t/s
     and a few wait: no service rate is measured, and the cores of no work measured
     (planned from the topology's nominal cost, 0.07 cores in a surge run) released three
     of four executors just before the first batches of tuples ran on cold executors."""
-    topo, cluster = _job(), capacity_cluster(8, 2)
-    params = {"latency_target_ms": 2000.0, "share_cores": True}
-    p0 = initial_plan(name, topo, cluster, params=params)
-    pol = make_policy(name, topo, cluster, params=params, seed=1)
+    p0, pol = _shared_policy(name)
     empty = Snapshot.build(
         time=3.4,
         operators={"gen": OperatorStats(0.0, 100.0), "calc": OperatorStats(100.0, 0.0, None, 17.0)},
@@ -223,10 +230,7 @@ def test_units_are_sized_for_the_offered_rate_not_the_processed_one(name: str) -
     20 ms tuples). Sized from the processed load, eight units of 0.375 cores pack two to
     a core at 0.9: 4 cores, and the backlog grows. Sized for the offered 6 cores, each
     unit carries 0.75 and no two fit one core: 8 (first-fit decreasing by hand)."""
-    topo, cluster = _job(), capacity_cluster(8, 2)
-    params = {"latency_target_ms": 2000.0, "share_cores": True}
-    p0 = initial_plan(name, topo, cluster, params=params)
-    pol = make_policy(name, topo, cluster, params=params, seed=1)
+    p0, pol = _shared_policy(name)
     lagging = Snapshot.build(
         time=10.0,
         operators={"gen": OperatorStats(0.0, 300.0), "calc": OperatorStats(300.0, 150.0, 50.0)},
