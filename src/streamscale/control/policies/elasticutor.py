@@ -78,10 +78,12 @@ ELASTIC_SETTINGS = RC_SETTINGS.merged(
 )
 
 
-def _offered_floor(snapshot: Snapshot | None, by_op: dict[str, list[float]]) -> dict[str, float]:
-    """Scale each operator's unit demands (in place) up to the work its input rate
-    offers, ``λ / μ``, where they add up to less; returns the operators scaled, with
-    that work in cores.
+def _offered_floor(
+    snapshot: Snapshot | None, by_op: Mapping[str, list[float]]
+) -> tuple[dict[str, list[float]], dict[str, float]]:
+    """Each operator's unit demands scaled up to the work its input rate offers,
+    ``λ / μ``, where they add up to less; and the operators scaled, with that work in
+    cores.
 
     The units' demands come from the shards' processed load (paper 000, §3), which lags
     what arrives while a batch cannot take it all: after a surge's backlog drained,
@@ -93,22 +95,20 @@ def _offered_floor(snapshot: Snapshot | None, by_op: dict[str, list[float]]) -> 
 
     >>> from streamscale.model import OperatorStats, Snapshot
     >>> snap = Snapshot.build(time=1.0, operators={"calc": OperatorStats(300.0, 300.0, 50.0)})
-    >>> demand = {"calc": [1.0, 1.0, 2.0]}  # 4 cores processed, 6 offered
-    >>> _offered_floor(snap, demand), demand
-    ({'calc': 6.0}, {'calc': [1.5, 1.5, 3.0]})
+    >>> _offered_floor(snap, {"calc": [1.0, 1.0, 2.0]})  # 4 cores processed, 6 offered
+    ({'calc': [1.5, 1.5, 3.0]}, {'calc': 6.0})
     """
+    out = {op: list(ds) for op, ds in by_op.items()}
     scaled: dict[str, float] = {}
-    if snapshot is None:
-        return scaled
-    for op, ds in by_op.items():
-        st = snapshot.operators.get(op)
+    for op, ds in out.items():
+        st = snapshot.operators.get(op) if snapshot is not None else None
         if st is None or not st.service_rate or not st.input_rate > 0:
             continue
         offered, total = st.input_rate / st.service_rate, sum(ds)
         if total > 0 and offered > total:
-            ds[:] = [d * offered / total for d in ds]
+            out[op] = [d * offered / total for d in ds]
             scaled[op] = round(offered, 3)
-    return scaled
+    return out, scaled
 
 
 def _elastic_initial(
@@ -191,11 +191,11 @@ class QueueingSized(PolicyBase):
             by_op.setdefault(ex.operator, []).extend(
                 unit_demand(plan, ex.instance, work, ld.shard_load).values()
             )
-        offered = _offered_floor(context.snapshot, by_op)
+        by_op, offered = _offered_floor(context.snapshot, by_op)
         if offered:
             figures["offered_work_cores"] = offered
         demand = [d for ds in by_op.values() for d in ds]
-        if not sum(demand) > 0:  # no work measured (an empty first batch): hold what is held
+        if not sum(demand) > 0:  # no work to size on: hold what is held
             return with_slots(plan, held_cores(current.allocation))
         headroom = 1.0 if context.snapshot is None else context.snapshot.batch_headroom
         capacity = min(self.params["max_utilization"], headroom)

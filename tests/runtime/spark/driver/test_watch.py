@@ -185,8 +185,8 @@ def test_a_surge_gets_executors_while_a_batch_runs_and_state_stays_exact(
     # an arrival's start-up time runs from a request to the end of its warm-up (Spark's
     # own job end time), not to its registration: nothing runs on it before
     assert got["startups"], got
+    ends = [done - t for t, _ in got["requests"] for done in got["warm_done"]]
     for s in got["startups"]:
-        ends = [done - t for t, _ in got["requests"] for done in got["warm_done"]]
         assert any(s - 2.0 <= e <= s + 0.05 for e in ends), (s, got["requests"], got["warm_done"])
     replayed = replay_watch(watch_inputs(tmp_path / "out" / "metrics.jsonl"))
     asked = [r for r in replayed if r.run is not None]
