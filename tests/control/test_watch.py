@@ -145,3 +145,26 @@ def test_a_steady_load_within_the_requested_capacity_is_left_to_the_boundary() -
     # a backlog their 4 t/s of spare capacity would not drain in 5 s is asked for too
     asked = _run(lambda t: 100 * t + 300, lambda t: 100 * (2 * (t // 2)), view=view)
     assert asked and asked[0][0] == 1.0
+
+
+def test_the_start_up_sized_with_is_the_longest_observed() -> None:
+    from streamscale.control.watch import learned_startup_s
+
+    assert learned_startup_s([], 20.0) == 20.0
+    assert learned_startup_s([3.6], 20.0) == 3.6  # observed beats the prior, either way
+    # four started together took longer than one alone: the surge is sized for the four
+    assert learned_startup_s([3.6, 10.6, 9.2, 4.0], 20.0) == 10.6
+
+
+def test_a_longer_start_up_asks_for_more_in_the_one_request() -> None:
+    # 300 t/s on 4 cores of 36 t/s: 156 t/s pile up while executors start. Latency form,
+    # catch-up 5 s: with 10 s to start, 1,560 queue ⇒ λ = max(300, 312) = 312 ⇒
+    # ⌈1.2 · 312 / 36 / 0.9⌉ = 12 cores; with 20 s, 3,120 ⇒ λ = 624 ⇒ capped at 16
+    from streamscale.planning.allocation.surge import surge_cores
+
+    def cores(startup: float) -> int:
+        return surge_cores(300.0, 0.0, 36.0, latency_target_s=2.0, catch_up_s=5.0,
+                           startup_s=startup, current_cores=4, max_cores=16, theta=1.2,
+                           form="latency")  # fmt: skip
+
+    assert (cores(10.0), cores(20.0)) == (12, 16)

@@ -32,7 +32,6 @@ task to (:mod:`~streamscale.runtime.spark.executors.pinning`).
 from __future__ import annotations
 
 import math
-import statistics
 import threading
 import time
 from collections import deque
@@ -41,6 +40,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from streamscale.control.sharing import held_cores
+from streamscale.control.watch import learned_startup_s
 from streamscale.errors import StreamscaleError
 from streamscale.model import Cluster, Node, Plan
 from streamscale.model.ids import executor_node
@@ -185,7 +185,7 @@ class ExecutorResources:
     standby: int = 0
     floor: int = 0
     floor_until: float = 0.0
-    #: observed request-to-arrival seconds of executors (the latest 32)
+    #: observed start-up seconds of executors, request to ready (the latest 32)
     startups: deque[float] = field(default_factory=lambda: deque(maxlen=32))
     #: executors that arrived: ``(epoch seconds, executor id)``, for the timeline
     arrivals: list[tuple[float, str]] = field(default_factory=list)
@@ -369,9 +369,10 @@ class ExecutorResources:
             return new
 
     def startup_s(self, default: float) -> float:
-        """The median observed executor start-up time (``default`` before any)."""
+        """The start-up time to size with (:func:`~streamscale.control.watch.learned_startup_s`
+        of the latest observed; ``default`` before any)."""
         with self._lock:
-            return statistics.median(self.startups) if self.startups else default
+            return learned_startup_s(self.startups, default)
 
     def scale_to(self, n: int) -> list[str]:
         """Hold ``n`` executors (within the bounds) while no batch runs: request more, or
