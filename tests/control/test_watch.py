@@ -168,3 +168,21 @@ def test_a_longer_start_up_asks_for_more_in_the_one_request() -> None:
                            form="latency")  # fmt: skip
 
     assert (cores(10.0), cores(20.0)) == (12, 16)
+
+
+def test_a_request_is_held_however_the_samples_after_it_size_the_load() -> None:
+    from streamscale.control.watch import Floors
+
+    # the watch asks for 8 at t = 76 (held 25 s: catch-up 5 s + start-up 20 s); the next
+    # samples size 8 (held 1.5 s each), then 6 once the rate read jitters: the boundary
+    # at t = 80 keeps the 8 asked for, and at t = 102 only the latest sizing
+    f = Floors().request(8, until=101.0)
+    for t in (76.5, 77.0):
+        f = f.need(8, until=t + 1.5)
+    f = f.need(6, until=79.0 + 1.5)
+    assert [f.at(t) for t in (77.5, 80.0, 100.9, 101.0)] == [8, 8, 8, 0]
+    f = f.need(3, until=101.5)
+    assert (f.at(100.0), f.at(101.2), f.at(101.6)) == (8, 3, 0)
+    # a later, larger request replaces the first one's count and hold
+    f = f.request(10, until=120.0)
+    assert (f.at(110.0), f.at(121.0)) == (10, 0)

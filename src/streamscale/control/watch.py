@@ -26,6 +26,7 @@ from streamscale.settings import Schema, Setting
 
 __all__ = [
     "WATCH_SETTINGS",
+    "Floors",
     "Request",
     "Sample",
     "WatchConfig",
@@ -162,6 +163,40 @@ class WatchState:
     #: executors the latest sample sized for (0: not sized): the shell holds at least
     #: these at the boundary, so scale-in waits until the offered load no longer needs them
     need: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Floors:
+    """Executors the boundary keeps whatever its plan says: a mid-batch request's count
+    until its hold ends (the catch-up time plus the start-up time, so the executors serve
+    the backlog they were asked for), and the watch's latest sizing of the offered load,
+    refreshed at every sample for a few samples. Two floors, not one: when the two were
+    one, a sample sizing the same count as the request replaced the request's 25 s hold
+    with its own 1.5 s, and the next boundary released two of the eight executors the
+    watch had asked for a second earlier (asked again 15 s later).
+
+    >>> f = Floors().request(8, until=25.0).need(8, until=1.5).need(6, until=3.0)
+    >>> f.at(2.0), f.at(10.0), f.at(26.0)
+    (8, 8, 0)
+    """
+
+    requested: int = 0
+    requested_until: float = 0.0
+    needed: int = 0
+    needed_until: float = 0.0
+
+    def request(self, n: int, *, until: float) -> Floors:
+        """A mid-batch request for ``n`` executors, held until ``until``."""
+        return Floors(max(0, int(n)), until, self.needed, self.needed_until)
+
+    def need(self, n: int, *, until: float) -> Floors:
+        """The watch's current sizing, ``n`` executors, held until ``until``."""
+        return Floors(self.requested, self.requested_until, max(0, int(n)), until)
+
+    def at(self, now: float) -> int:
+        """The executors to keep at ``now`` (0: no floor holds)."""
+        r = self.requested if now < self.requested_until else 0
+        return max(r, self.needed if now < self.needed_until else 0)
 
 
 def learned_startup_s(observed: Sequence[float], default: float) -> float:

@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from streamscale.control.sharing import held_cores
-from streamscale.control.watch import learned_startup_s
+from streamscale.control.watch import Floors, learned_startup_s
 from streamscale.errors import StreamscaleError
 from streamscale.model import Cluster, Node, Plan
 from streamscale.model.ids import executor_node
@@ -181,10 +181,9 @@ class ExecutorResources:
     added: int = 0
     released: int = 0
     slots: dict[str, str] = field(default_factory=dict)
-    #: executors held beyond the plan (warm capacity), and a floor a mid-batch request set
+    #: executors held beyond the plan (warm capacity), and the watch's floors
     standby: int = 0
-    floor: int = 0
-    floor_until: float = 0.0
+    floors: Floors = field(default_factory=Floors)
     #: observed start-up seconds of executors, request to ready (the latest 32)
     startups: deque[float] = field(default_factory=lambda: deque(maxlen=32))
     #: executors that arrived: ``(epoch seconds, executor id)``, for the timeline
@@ -297,12 +296,11 @@ class ExecutorResources:
     def wanted(self, plan: Plan) -> int:
         """Executors for the cores ``plan`` holds (its shared slots, else one per unit:
         :func:`~streamscale.control.sharing.held_cores`), plus :attr:`standby`, and at
-        least a mid-batch request's :attr:`floor` while it holds."""
+        least the watch's :attr:`floors` while they hold."""
         cores = held_cores(plan.allocation)
         n = math.ceil(cores / self.cores_per_executor) if cores > 0 else self.min_executors
         n += self.standby
-        if self.clock() < self.floor_until:
-            n = max(n, self.floor)
+        n = max(n, self.floors.at(self.clock()))
         return max(self.min_executors, min(self.max_executors, n))
 
     def _set(self, n: int) -> None:
@@ -331,7 +329,7 @@ class ExecutorResources:
             n = max(self.min_executors, min(self.max_executors, n))
             if n <= self.target:
                 return False
-            self.floor, self.floor_until = n, self.clock() + hold_s
+            self.floors = self.floors.request(n, until=self.clock() + hold_s)
             self._set(n)
             self.mid_batch.append((time.time(), n))
             return True
@@ -341,12 +339,10 @@ class ExecutorResources:
         current sizing of the offered load, refreshed at every sample, so scale-in waits
         until the load no longer needs them (the boundary plan, sized from the finished
         batches' busy time alone, released executors the watch asked for again seconds
-        later). A higher floor a mid-batch request set stands until it expires."""
+        later). A mid-batch request's own floor stands beside it until its hold ends
+        (:class:`~streamscale.control.watch.Floors`)."""
         with self._lock:
-            now = self.clock()
-            if now < self.floor_until and self.floor > n:
-                return
-            self.floor, self.floor_until = max(0, int(n)), now + hold_s
+            self.floors = self.floors.need(n, until=self.clock() + hold_s)
 
     def observe_arrivals(self) -> list[str]:
         """Record executors that arrived since the last call, each with its start-up time
