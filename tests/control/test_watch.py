@@ -93,6 +93,18 @@ def test_a_single_late_read_buys_nothing() -> None:
 
     asked = _run(offered, lambda t: 100 * (2 * (t // 2)))
     assert asked == []
+    # ... nor does the boundary get more through the watch's hold: a need one sample shows
+    # is held at the request (2), not at its own size (a read 0.5 s late, then 400 t/s
+    # over 0.5 s, which the sizing answers with 7 executors)
+    s, needs, sized = WatchState(), [], []
+    for t, avail in ((5.0, 500.0), (5.5, 500.0), (6.0, 700.0), (6.5, 750.0)):
+        s, r = watch_step(s, Sample(t, avail, 400.0), VIEW, config=DEFAULT,
+                          latency_target_s=2.0, catch_up_s=5.0)  # fmt: skip
+        assert r is None
+        needs.append(s.need)
+        sized.append(s.pending)
+    assert max(sized) > VIEW.executors_requested  # it did size a need at 6.0 s ...
+    assert max(needs) == VIEW.executors_requested  # ... and held no more than the request
 
 
 def test_the_watch_only_asks_for_more_and_stops_at_the_cluster() -> None:

@@ -340,7 +340,10 @@ def watch_step(
     if executors <= view.executors_requested:
         return new, None
     if state.pending <= view.executors_requested:  # first sample showing the need
-        return WatchState(new.samples, executors, executors), None
+        # not confirmed: the boundary holds the request, no more — a need above it made
+        # the boundary scale up on one sample, with the need's 1.5 s hold instead of a
+        # request's, and the next boundary released two of the eight it had asked for
+        return WatchState(new.samples, executors, view.executors_requested), None
     figures = {"offered_rate": rate, "offered_rate_window": offered_rate(new.samples),
                "backlog": backlog, "cores": cores, "startup_s": view.startup_s,
                "sized_rate": sized}  # fmt: skip
