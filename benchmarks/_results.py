@@ -37,6 +37,11 @@ def _commit() -> str:
         return "unknown"
 
 
+#: The commit the process runs, read when it starts: a run that spans later commits (the
+#: docs written while it ran) still names the code it measured, once.
+COMMIT = _commit()
+
+
 def _script() -> str:
     try:
         return str(Path(sys.argv[0]).resolve().relative_to(RESULTS.parents[1]))
@@ -52,7 +57,7 @@ def record(bench: str, line: dict[str, Any], *, argv: list[str]) -> dict[str, An
     full = {
         **line,
         "run": RUN,
-        "commit": _commit(),
+        "commit": COMMIT,
         "cores": os.cpu_count(),
         "load_avg": [round(x, 2) for x in os.getloadavg()],
         "command": " ".join(shlex.quote(a) for a in ["python", _script(), *argv]),
