@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from streamscale.planning.allocation.surge import surge_cores
@@ -187,11 +187,11 @@ class Floors:
 
     def request(self, n: int, *, until: float) -> Floors:
         """A mid-batch request for ``n`` executors, held until ``until``."""
-        return Floors(max(0, int(n)), until, self.needed, self.needed_until)
+        return replace(self, requested=max(0, int(n)), requested_until=until)
 
     def need(self, n: int, *, until: float) -> Floors:
         """The watch's current sizing, ``n`` executors, held until ``until``."""
-        return Floors(self.requested, self.requested_until, max(0, int(n)), until)
+        return replace(self, needed=max(0, int(n)), needed_until=until)
 
     def at(self, now: float) -> int:
         """The executors to keep at ``now`` (0: no floor holds)."""

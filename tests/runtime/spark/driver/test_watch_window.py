@@ -6,6 +6,7 @@ already exceeds it."""
 from __future__ import annotations
 
 import math
+from collections import deque
 from pathlib import Path
 
 from hypothesis import given
@@ -63,7 +64,7 @@ def test_a_batch_admits_at_least_one_trigger_of_the_offered_load(tmp_path: Path)
 
     watch = SourceWatch(
         offered=None, spark_checkpoint=tmp_path, resources=_Ready(2),
-        live=Live(service_rate=20.0), config=WatchConfig(), trigger_s=2.0,
+        live=Live(rates=deque([20.0])), config=WatchConfig(), trigger_s=2.0,
         latency_target_s=2.0, catch_up_s=5.0, admission_file=tmp_path / "admission",
     )  # fmt: skip
     # 2 cores x 20 t/s (a rate measured on tiny batches) x 2 s = 80; nothing offered known

@@ -170,7 +170,6 @@ class Live:
     asked for 8 executors where 6 served), the cores of the plan in force and the
     batches' overhead (read by the watch thread)."""
 
-    service_rate: float | None = None
     planned_cores: int = 0
     overheads: deque[float] = field(default_factory=lambda: deque(maxlen=5))
     rates: deque[float] = field(default_factory=lambda: deque(maxlen=5))
@@ -182,9 +181,13 @@ class Live:
         besides that task is the overhead: a skewed task's work is not overhead)."""
         if rows > 0 and busy_s > 0:
             self.rates.append(rows / busy_s)
-            self.service_rate = statistics.median(self.rates)
             self.overheads.append(max(0.0, cycle_s - longest_s))
         self.planned_cores = planned_cores
+
+    @property
+    def service_rate(self) -> float | None:
+        """Tuples per second per core: the median of the last batches' (``None``: none)."""
+        return statistics.median(self.rates) if self.rates else None
 
     @property
     def overhead_s(self) -> float:
