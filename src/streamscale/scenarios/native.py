@@ -170,6 +170,8 @@ def run_native(
     last_end = [0.0]
 
     def on_micro_batch(batch_df: Any, batch_id: int) -> None:
+        if done.is_set():  # past max_batches: Spark started it before the query stopped
+            return
         in_batch.set()
         try:
             t0 = time.perf_counter()
