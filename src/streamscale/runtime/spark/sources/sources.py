@@ -22,6 +22,12 @@ tuples), ``max_rows_per_batch`` (admission limit per micro-batch),
 ``admission_file`` (a file holding a live admission limit: the driver rewrites it as the
 cores alive change, the reader reads it at each batch's start; absent or empty: no
 limit) and ``start_time`` (epoch seconds used as ``t0`` instead of the clock).
+
+Offered load from a real trace (:mod:`~streamscale.runtime.spark.sources.rate_trace`):
+``trace`` (a ``timestamp,value`` CSV) replaces ``rate`` and ``schedule``; its window
+``trace_window`` (``"START,HOURS"``, default the first 24 h) is replayed in
+``trace_minutes`` (10) with the window's 99th percentile at ``peak_rate`` tuples/s
+(required with ``trace``), after ``trace_delay_s`` (0) seconds at its first rate.
 """
 
 from __future__ import annotations
@@ -132,6 +138,11 @@ class GeneratorSpec:
     max_rows_per_batch: int | None = None
     start_time: float | None = None
     admission_file: str | None = None
+    trace: str | None = None
+    trace_window: str | None = None
+    trace_minutes: float = 10.0
+    peak_rate: float | None = None
+    trace_delay_s: float = 0.0
     # Rate segments: start times, rates and cumulative counts at each start.
     _seg_t: np.ndarray = field(init=False, repr=False, compare=False)
     _seg_r: np.ndarray = field(init=False, repr=False, compare=False)
@@ -155,6 +166,8 @@ class GeneratorSpec:
                 raise StreamscaleError(
                     f"invalid value {getattr(self, name)!r}", item=f"option '{name}'"
                 )
+        if self.trace is not None:
+            object.__setattr__(self, "schedule", self._trace_schedule())
         for t, r in self.schedule:
             if t < 0 or r < 0 or not (math.isfinite(t) and math.isfinite(r)):
                 raise StreamscaleError(f"invalid point {t}:{r}", item="option 'schedule'")
@@ -168,6 +181,25 @@ class GeneratorSpec:
         object.__setattr__(self, "_seg_t", ts)
         object.__setattr__(self, "_seg_r", rs)
         object.__setattr__(self, "_seg_c", cs)
+
+    def _trace_schedule(self) -> tuple[tuple[float, float], ...]:
+        from streamscale.runtime.spark.sources.rate_trace import read_rate_trace
+
+        if self.peak_rate is None:
+            raise StreamscaleError("required with option 'trace'", item="option 'peak_rate'")
+        if self.schedule:
+            raise StreamscaleError("give 'trace' or 'schedule', not both", item="option 'trace'")
+        if not (self.trace_delay_s >= 0 and math.isfinite(self.trace_delay_s)):
+            raise StreamscaleError(
+                f"invalid value {self.trace_delay_s!r}", item="option 'trace_delay_s'"
+            )
+        trace = read_rate_trace(
+            self.trace,
+            window=self.trace_window,
+            minutes=self.trace_minutes,
+            peak_rate=self.peak_rate,
+        )
+        return trace.schedule(delay_s=self.trace_delay_s)
 
     @classmethod
     def from_options(cls, options: Mapping[str, Any]) -> GeneratorSpec:
@@ -187,6 +219,11 @@ class GeneratorSpec:
             max_rows_per_batch=_opt(options, "max_rows_per_batch", int, None),
             start_time=_opt(options, "start_time", float, None),
             admission_file=_opt(options, "admission_file", str, None),
+            trace=_opt(options, "trace", str, None),
+            trace_window=_opt(options, "trace_window", str, None),
+            trace_minutes=_opt(options, "trace_minutes", float, d.trace_minutes),
+            peak_rate=_opt(options, "peak_rate", float, None),
+            trace_delay_s=_opt(options, "trace_delay_s", float, d.trace_delay_s),
         )
 
     def to_options(self) -> dict[str, str]:
@@ -201,7 +238,16 @@ class GeneratorSpec:
             "seed": str(self.seed),
             "partitions": str(self.partitions),
         }
-        if self.schedule:
+        if self.trace is not None:  # the schedule is derived from it
+            out.update(
+                trace=self.trace,
+                trace_minutes=repr(self.trace_minutes),
+                trace_delay_s=repr(self.trace_delay_s),
+                peak_rate=repr(self.peak_rate),
+            )
+            if self.trace_window is not None:
+                out["trace_window"] = self.trace_window
+        elif self.schedule:
             out["schedule"] = ",".join(f"{t!r}:{r!r}" for t, r in self.schedule)
         for name in ("total", "max_rows_per_batch", "start_time"):
             v = getattr(self, name)
