@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from streamscale.errors import StreamscaleError
-from streamscale.scenarios.scoring import Request
+from streamscale.scenarios.scoring import ExecutorSpan, Request
 from streamscale.scenarios.surge_outcome import ExecutorSampler, SurgeOutcome
 
 __all__ = [
@@ -57,6 +57,9 @@ __all__ = [
     "run_surge",
 ]
 
+#: how executors start: on this host when requested, or started beforehand with the
+#: request usable after a stated delay (:mod:`~streamscale.runtime.spark.executors.emulated`)
+STARTUP_MODES = ("real", "emulated")
 SURGE_POLICIES = (
     "elastic",
     "elastic-standby",
@@ -131,6 +134,23 @@ class SurgeConfig:
     #: executors start with the client compiler and the serial collector, for every
     #: policy alike (:data:`~streamscale.runtime.spark.executors.resources.QUICK_START_JVM`)
     quick_start: bool = True
+    #: executor start-up: ``real`` (executors start when requested, on this host) or
+    #: ``emulated`` (every executor started before the run; a request is usable
+    #: ``startup_delay_s`` later and billed from the request:
+    #: :mod:`~streamscale.runtime.spark.executors.emulated`)
+    startup: str = "real"
+    startup_delay_s: float = 20.0
+
+    def __post_init__(self) -> None:
+        if self.startup not in STARTUP_MODES:
+            raise StreamscaleError(
+                f"unknown start-up mode (known: {', '.join(STARTUP_MODES)})",
+                item=f"startup {self.startup}",
+            )
+        if not (math.isfinite(self.startup_delay_s) and self.startup_delay_s >= 0):
+            raise StreamscaleError(
+                f"must be >= 0, got {self.startup_delay_s}", item="startup delay"
+            )
 
     @property
     def tail_s(self) -> float:
@@ -185,6 +205,18 @@ class SurgeConfig:
         peak = self.executors_for(self.base_rate * self.peak_factor, c)
         static = self.static_executors(self.base_rate * self.peak_factor, c)
         return (3 * base + peak) / (4 * static)
+
+    def offered_points(self) -> tuple[list[float], list[float]]:
+        """The offered rate as steps over the generator's clock: ``(times, rates)``."""
+        p, w, base = self.phase_s, self.warmup_s, self.base_rate
+        peak = base * self.peak_factor
+        return [0, w + p, w + p, w + 2 * p, w + 2 * p, w + 4 * p], [
+            base, base, peak, peak, base, base]  # fmt: skip
+
+    def describe(self) -> str:
+        """The load in a few words, for titles."""
+        b = self.base_rate
+        return f"surge {b:g} → {b * self.peak_factor:g} → {b:g} t/s, {self.phase_s:g} s each"
 
     def schedule(self) -> str:
         p, w = self.phase_s, self.warmup_s
@@ -285,7 +317,6 @@ def run_policy(
 
         return run_restart_ds2(master, cfg, on_batch=on_batch)
     from streamscale.runtime.spark.executors.resources import (
-        ExecutorResources,
         capacity_cluster,
         executor_conf,
     )
@@ -324,13 +355,7 @@ def run_policy(
     resources = None
     try:
         if dynamic is None:
-            resources = ExecutorResources(
-                sc,
-                pin=cfg.pin,
-                cores_per_executor=cfg.executor_cores,
-                max_executors=cfg.max_executors,
-                initial_executors=max(1, math.ceil(instances / cfg.executor_cores)),
-            )
+            resources = _resources(cfg, sc, instances)
             resources.settle(120.0)
         with sampler:
             res = work.run(
@@ -358,6 +383,10 @@ def run_policy(
             )
         del res
         _record(outcome, spark, log, sampler)
+        spans = getattr(resources, "spans", None)
+        if spans is not None:  # emulated start-up: the usable executors are billed
+            outcome.executors = [ExecutorSpan(s.executor, s.cores, s.added_s, s.removed_s)
+                                 for s in spans]  # fmt: skip
         if resources is not None:
             outcome.requests = [Request(t, n) for t, n in resources.requests]
             outcome.mid_batch = [t for t, _ in resources.mid_batch]
@@ -368,6 +397,19 @@ def run_policy(
         spark.stop()
         shutil.rmtree(scratch, ignore_errors=True)
     return outcome
+
+
+def _resources(cfg: SurgeConfig, sc: Any, instances: int) -> Any:
+    """The executors a policy's run sizes: started on request, or emulated (``cfg.startup``)."""
+    from streamscale.runtime.spark.executors.emulated import EmulatedStartupResources
+    from streamscale.runtime.spark.executors.resources import ExecutorResources
+
+    kw = {"pin": cfg.pin, "cores_per_executor": cfg.executor_cores,
+          "max_executors": cfg.max_executors,
+          "initial_executors": max(1, math.ceil(instances / cfg.executor_cores))}  # fmt: skip
+    if cfg.startup == "emulated":
+        return EmulatedStartupResources(sc, delay_s=cfg.startup_delay_s, **kw)
+    return ExecutorResources(sc, **kw)
 
 
 def _row(policy: str, rec: Any, sc: Any) -> dict[str, Any]:

@@ -11,7 +11,7 @@ from streamscale.scenarios.surge_score import reaction, timeline, up_requests
 __all__ = ["markdown", "plot_surge"]
 
 
-def plot_surge(path: Path, outcomes: Sequence[Any], cfg: Any) -> None:
+def plot_surge(path: Path, outcomes: Sequence[Any], cfg: Any, *, oracle: Any = None) -> None:
     """Executors, offered vs committed rate and p99 over the generator's clock, one line
     per policy; the surge's start, and for each policy every request for more executors
     during the surge (▲; filled when made while a batch ran — the decision and the
@@ -43,25 +43,30 @@ def plot_surge(path: Path, outcomes: Sequence[Any], cfg: Any) -> None:
                 x = cfg.surge_at + marks[key]
                 axes[0].plot([x], [max(r["executors"] for r in rows) + 0.3], marker=marker,
                              color=line.get_color(), linestyle="none")  # fmt: skip
-    p, base, w = cfg.phase_s, cfg.base_rate, cfg.warmup_s
-    offered = ([0, w + p, w + p, w + 2 * p, w + 2 * p, w + 4 * p], [base, base,
-               base * cfg.peak_factor, base * cfg.peak_factor, base, base])  # fmt: skip
+    w = cfg.warmup_s
+    offered = cfg.offered_points()
+    if oracle is not None:  # the floor: perfect foresight, whole executors
+        xs = [w + t for t in oracle.times] + [cfg.window[1]]
+        ys = [*oracle.executors, oracle.executors[-1]]
+        axes[0].step(xs, ys, where="post", color="black", linestyle="--", linewidth=0.8,
+                     label="oracle")  # fmt: skip
     for ax in axes:
         ax.axvspan(0, w, color="grey", alpha=0.12,
                    label="warm-up (not scored)" if ax is axes[0] else None)  # fmt: skip
         ax.axvline(cfg.surge_at, color="black", linestyle=":", linewidth=0.8)
-    axes[1].plot(*offered, color="grey", linestyle="--", label="offered")
+    axes[1].step(*offered, where="post", color="grey", linestyle="--", label="offered")
     axes[2].axhline(cfg.latency_target_ms, color="red", linestyle=":", label="latency target")
     axes[0].set_ylabel("executors alive")
     axes[1].set_ylabel("tuples/s committed")
     axes[2].set_ylabel("batch p99 latency (ms)")
     axes[2].set_yscale("log")
-    axes[2].set_xlabel("seconds since the generator started (surge at the dotted line)")
+    axes[2].set_xlabel("seconds since the generator started (steepest rise at the dotted line)")
     axes[0].set_title(
-        f"surge {base:g} → {base * cfg.peak_factor:g} → {base:g} t/s, "
-        f"{cfg.cost_ms:g} ms per tuple waited (cost_kind wall: emulated cores); "
-        "▲ request (filled: while a batch ran) ● arrival ■ tasks",
+        f"{cfg.describe()}; {cfg.cost_ms:g} ms per tuple waited (cost_kind wall: emulated "
+        f"cores); start-up {cfg.startup}; ▲ request (filled: while a batch ran) ● arrival "
+        "■ tasks",
         fontsize="small",
+        wrap=True,
     )
     for ax in axes:
         ax.legend(loc="best", fontsize="small")
@@ -77,14 +82,15 @@ def _f(v: Any, fmt: str) -> str:
 def markdown(figures: Mapping[str, Mapping[str, Any]], cfg: Any) -> str:
     """The summary table, tuple-weighted SLO first."""
     head = (
-        f"# streamscale surge: {cfg.base_rate:g} → {cfg.base_rate * cfg.peak_factor:g} → "
-        f"{cfg.base_rate:g} tuples/s, {cfg.phase_s:g} s each after a {cfg.warmup_s:g} s "
-        "warm-up (not scored)\n\n"
+        f"# streamscale: {cfg.describe()}, after a {cfg.warmup_s:g} s warm-up (not scored)\n\n"
         f"{cfg.cost_ms:g} ms per tuple *waited* (cost_kind wall: up to {cfg.max_executors} "
         f"executors × {cfg.executor_cores} task slots emulate cores). SLO: a tuple's "
         f"end-to-end latency ≤ {cfg.latency_target_ms:g} ms; `slo tuples` is the fraction of "
         "the tuples emitted in the scored window that met it, `slo batches` the fraction of "
-        "batches whose p99 met it. Core-seconds are billed from each executor's request.\n\n"
+        "batches whose p99 met it. Core-seconds are billed from each executor's request "
+        f"(executor start-up: {cfg.startup}"
+        f"{f', usable {cfg.startup_delay_s:g} s after the request' if cfg.startup == 'emulated' else ''}"
+        ").\n\n"
         "| policy | slo tuples | slo batches | core-seconds | mean cores | peak executors "
         "| scale-ups / downs | first tasks on added executors | p99 ms |\n"
         "|---|---|---|---|---|---|---|---|---|\n"

@@ -303,14 +303,16 @@ class ExecutorResources:
         n = max(n, self.floors.at(self.clock()))
         return max(self.min_executors, min(self.max_executors, n))
 
+    def _request_total(self, n: int) -> None:
+        """Ask the cluster manager for ``n`` executors in all."""
+        jvm = self.sc._jvm
+        empty = jvm.PythonUtils.toScalaMap(jvm.java.util.HashMap())
+        if not self.sc._jsc.sc().requestTotalExecutors(int(n), 0, empty):
+            raise StreamscaleError(f"the cluster manager refused {n} executors", item="executors")
+
     def _set(self, n: int) -> None:
         with self._lock:
-            jvm = self.sc._jvm
-            empty = jvm.PythonUtils.toScalaMap(jvm.java.util.HashMap())
-            if not self.sc._jsc.sc().requestTotalExecutors(int(n), 0, empty):
-                raise StreamscaleError(
-                    f"the cluster manager refused {n} executors", item="executors"
-                )
+            self._request_total(n)
             now = time.time()
             alive = len(self.alive())
             for _ in range(max(0, n - alive - len(self._waiting))):
