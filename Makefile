@@ -24,7 +24,7 @@ check-java:
 	@command -v java >/dev/null 2>&1 || { echo "streamscale: Java 17+ is required by Spark and was not found; install it (e.g. 'apt-get install openjdk-17-jre-headless') or set JAVA_HOME" >&2; exit 1; }
 
 demo: env check-java
-	$(VENV)/bin/streamscale surge --out report
+	$(VENV)/bin/streamscale traffic --out report
 
 demo-saturation: env check-java
 	$(VENV)/bin/streamscale demo

@@ -33,6 +33,7 @@ _COMMAND_MODULES = (
     "plan",
     "demo",
     "surge",
+    "traffic",
     "profile",
     "run",
     "cluster",

@@ -17,7 +17,7 @@ from streamscale.cli.run import ensure_dir
 from streamscale.errors import StreamscaleError
 from streamscale.scenarios.surge import SurgeConfig
 
-__all__ = ["register", "surge"]
+__all__ = ["check_cluster", "register", "surge"]
 
 
 def register(app: typer.Typer) -> None:
@@ -81,15 +81,7 @@ def surge(
     )  # fmt: skip
     if not (math.isfinite(peak_factor) and peak_factor >= 1):
         raise StreamscaleError(f"must be >= 1, got {peak_factor}", item="--peak-factor")
-    if not (1 <= workers <= 32 and 1 <= worker_cores <= 16):
-        raise StreamscaleError("need 1 <= --workers <= 32, 1 <= --worker-cores <= 16", item="surge")
-    if not 1 <= executor_cores <= worker_cores:
-        raise StreamscaleError(
-            f"must be between 1 and --worker-cores ({worker_cores})",
-            item=f"--executor-cores {executor_cores}",
-        )
-    if master is not None and not master.startswith("spark://"):
-        raise StreamscaleError("expected spark://HOST:PORT", item=f"--master {master}")
+    check_cluster(workers, worker_cores, executor_cores, master)
     ensure_dir(out_dir, "--out")
     cfg = SurgeConfig(
         base_rate=base_rate,
@@ -109,6 +101,19 @@ def surge(
         out.line(f"report written to {out_dir}/")
 
 
+def check_cluster(workers: int, worker_cores: int, executor_cores: int, master: str | None) -> None:
+    """The loopback cluster's size and a given master, checked before anything starts."""
+    if not (1 <= workers <= 32 and 1 <= worker_cores <= 16):
+        raise StreamscaleError("need 1 <= --workers <= 32, 1 <= --worker-cores <= 16", item="surge")
+    if not 1 <= executor_cores <= worker_cores:
+        raise StreamscaleError(
+            f"must be between 1 and --worker-cores ({worker_cores})",
+            item=f"--executor-cores {executor_cores}",
+        )
+    if master is not None and not master.startswith("spark://"):
+        raise StreamscaleError("expected spark://HOST:PORT", item=f"--master {master}")
+
+
 def _run(
     out: Output,
     cfg: Any,
@@ -117,7 +122,11 @@ def _run(
     workers: int,
     cores: int,
     out_dir: Path,
+    *,
+    oracle_of: Any = None,
 ) -> dict[str, Any]:
+    """Run ``names`` on ``master`` (else a loopback cluster started here) and write the
+    report; ``oracle_of(outcomes)`` gives the floor to print beside them (or ``None``)."""
     from streamscale.cli.progress import BatchProgress
     from streamscale.runtime.spark.cluster.cluster import cluster_down, cluster_up
     from streamscale.scenarios.surge import config_dict, run_surge
@@ -141,11 +150,21 @@ def _run(
         if d is not None:
             cluster_down(d)
     figures = {o.policy: summarize_surge(o, cfg) for o in outcomes}
-    summary = {"policies": figures, "config": config_dict(cfg), "master": master}
+    ora = None if oracle_of is None else oracle_of(outcomes)
+    config = {k: v for k, v in config_dict(cfg).items() if k != "load"}
+    summary = {"policies": figures, "config": config, "master": master}
+    if ora is not None:
+        summary["oracle"] = {"core_seconds": ora.core_seconds, "startup_s": ora.startup_s,
+                             "mean_executors": ora.mean_executors}  # fmt: skip
+    peak = figures.get("static-peak", {}).get("core_seconds")
+    if peak:
+        summary["core_seconds_vs_static_peak"] = {
+            n: f["core_seconds"] / peak for n, f in figures.items() if "core_seconds" in f
+        }
     (out_dir / "summary.json").write_text(json.dumps(summary, indent=2, default=str))
     (out_dir / "timeline.json").write_text(
         json.dumps({o.policy: timeline(o, cfg) for o in outcomes}, default=str)
     )
-    plot_surge(out_dir / "timeline.png", outcomes, cfg)
-    (out_dir / "summary.md").write_text(markdown(figures, cfg))
+    plot_surge(out_dir / "timeline.png", outcomes, cfg, oracle=ora)
+    (out_dir / "summary.md").write_text(markdown(figures, cfg, oracle=ora))
     return summary

@@ -79,8 +79,10 @@ def _f(v: Any, fmt: str) -> str:
     return "–" if v is None else format(v, fmt)
 
 
-def markdown(figures: Mapping[str, Mapping[str, Any]], cfg: Any) -> str:
-    """The summary table, tuple-weighted SLO first."""
+def markdown(figures: Mapping[str, Mapping[str, Any]], cfg: Any, *, oracle: Any = None) -> str:
+    """The summary table, tuple-weighted SLO first; core-seconds beside ``static-peak``'s
+    where it ran, and the ``oracle``'s floor (:func:`~streamscale.scenarios.traffic.oracle`)
+    as a last row when given."""
     head = (
         f"# streamscale: {cfg.describe()}, after a {cfg.warmup_s:g} s warm-up (not scored)\n\n"
         f"{cfg.cost_ms:g} ms per tuple *waited* (cost_kind wall: up to {cfg.max_executors} "
@@ -91,21 +93,34 @@ def markdown(figures: Mapping[str, Mapping[str, Any]], cfg: Any) -> str:
         f"(executor start-up: {cfg.startup}"
         f"{f', usable {cfg.startup_delay_s:g} s after the request' if cfg.startup == 'emulated' else ''}"
         ").\n\n"
-        "| policy | slo tuples | slo batches | core-seconds | mean cores | peak executors "
-        "| scale-ups / downs | first tasks on added executors | p99 ms |\n"
-        "|---|---|---|---|---|---|---|---|---|\n"
+        "| policy | slo tuples | slo batches | core-seconds | ÷ static-peak | mean cores "
+        "| peak executors | scale-ups / downs | first tasks on added executors | p99 ms |\n"
+        "|---|---|---|---|---|---|---|---|---|---|\n"
     )
+    peak = figures.get("static-peak", {}).get("core_seconds")
+
+    def share(cs: float) -> str:
+        return "–" if not peak else f"{cs / peak:.2f}"
+
     rows = []
     for name, f in figures.items():
         if "error" in f:
-            rows.append(f"| {name} | failed: {f['error']} | | | | | | | |")
+            rows.append(f"| {name} | failed: {f['error']} | | | | | | | | |")
             continue
         react = f.get("reaction_tasks_s")
         rows.append(
             f"| {name} | {100 * f['slo_tuples']:.0f} % | {100 * f['slo_batches']:.0f} % | "
-            f"{f['core_seconds']:.0f} | {f['mean_cores']:.2f} | {f['peak_executors']} | "
+            f"{f['core_seconds']:.0f} | {share(f['core_seconds'])} | {f['mean_cores']:.2f} | "
+            f"{f['peak_executors']} | "
             f"{f['scale_ups']} / {f['scale_downs']} | "
             f"{'–' if react is None else f'{react:.1f} s after the surge'} | "
             f"{_f(f['p99_ms'], '.0f')} |"
+        )
+    if oracle is not None:
+        window = cfg.window[1] - cfg.window[0]
+        rows.append(
+            f"| oracle (floor: perfect foresight, {oracle.startup_s:.0f} s start-up) | – | – | "
+            f"{oracle.core_seconds:.0f} | {share(oracle.core_seconds)} | "
+            f"{oracle.core_seconds / window:.2f} | {max(oracle.executors)} | – | – | – |"
         )
     return head + "\n".join(rows) + "\n\n![executors, rate and p99 over time](timeline.png)\n"

@@ -26,7 +26,7 @@ import numpy as np
 from streamscale.runtime.spark.sources.rate_trace import RateTrace, TraceWindow, read_rate_trace
 from streamscale.scenarios.surge import SurgeConfig
 
-__all__ = ["Oracle", "TrafficConfig", "measure_startup", "oracle"]
+__all__ = ["Oracle", "TrafficConfig", "measure_startup", "observed_startup", "oracle"]
 
 
 @dataclass(frozen=True)
@@ -209,3 +209,26 @@ def measure_startup(master: str, cfg: SurgeConfig, *, timeout_s: float = 120.0) 
         return time.time() - t
     finally:
         spark.stop()
+
+
+def observed_startup(outcome: Any, default: float) -> float:
+    """The longest start-up a run observed: each request for more executors matched, in
+    order, to the executors that arrived after it (request to registration); ``default``
+    when the run added none."""
+    pending: list[float] = []
+    prev = 0
+    for r in sorted(outcome.requests, key=lambda r: r.t_s):
+        if r.total > prev:
+            pending += [r.t_s] * (r.total - prev)
+        else:  # a lower total withdraws the newest requests not yet served
+            pending = pending[: max(0, len(pending) - (prev - r.total))]
+        prev = r.total
+    first = min((r.t_s for r in outcome.requests), default=math.inf)
+    arrivals = sorted(e.added_s for e in outcome.executors if e.added_s > first)
+    waits = []
+    for t in arrivals:
+        asked = [p for p in pending if p <= t]
+        if asked:
+            pending.remove(asked[0])
+            waits.append(t - asked[0])
+    return max(waits, default=default)
