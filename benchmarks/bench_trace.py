@@ -94,7 +94,8 @@ def _args(argv: list[str]) -> argparse.Namespace:
     ap.add_argument("--policies", default=DEFAULT_POLICIES)
     ap.add_argument("--startup", default="real", help="real, emulated or real,emulated.")
     ap.add_argument("--startup-delay", type=float, default=None,
-                    help="Emulated start-up seconds (default: measured for one executor).")  # fmt: skip
+                    help="Start-up seconds of the emulation and the oracle (default: measured "
+                    "for one executor at the start).")  # fmt: skip
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--worker-cores", type=int, default=8)
     ap.add_argument("--executor-cores", type=int, default=2)
@@ -111,6 +112,8 @@ def _config(args: argparse.Namespace) -> TrafficConfig:
     max_ex = args.workers * (args.worker_cores // args.executor_cores)
     if max_ex < 1:
         raise StreamscaleError("no executor fits a worker", item="--executor-cores")
+    if args.startup_delay is not None and not args.startup_delay >= 0:
+        raise StreamscaleError(f"must be >= 0, got {args.startup_delay}", item="--startup-delay")
     minutes = args.minutes if args.minutes is not None else (4.0 if args.quick else 10.0)
     warmup = args.warmup if args.warmup is not None else (30.0 if args.quick else 45.0)
     return TrafficConfig.from_trace(
@@ -155,7 +158,7 @@ def run_mode(
     figures = {o.policy: summarize_surge(o, run_cfg) for o in outcomes}
     common = {"cost_kind": "wall", "emulated_cores": cfg.max_executors * cfg.executor_cores,
               "startup": mode, "startup_delay_s": run_cfg.startup_delay_s,
-              "measured_startup_s": startup_s, "quick": args.quick, **cfg.trace_fields(),
+              "measured_startup_s": startup_s if args.startup_delay is None else None, "quick": args.quick, **cfg.trace_fields(),
               "config": {k: v for k, v in config_dict(run_cfg).items() if k != "load"}}  # fmt: skip
     for o in outcomes:
         _emit({"bench": "trace", **figures[o.policy], "settings": o.settings, **common}, argv)
@@ -184,7 +187,10 @@ def main(argv: list[str] | None = None) -> int:
     d = Path(tempfile.mkdtemp(prefix="streamscale-trace-"))
     info = cluster_up(args.workers, args.worker_cores, memory=f"{args.worker_cores}g", directory=d)
     try:
-        startup_s = measure_startup(info.master_url, cfg)
+        # a stated delay is the start-up of both the emulation and the oracle; else measured
+        startup_s = args.startup_delay
+        if startup_s is None:
+            startup_s = measure_startup(info.master_url, cfg)
         if not math.isfinite(startup_s):
             startup_s = cfg.startup_delay_s
         for mode in modes:

@@ -172,6 +172,81 @@ def _autoscale(lines: list[Line], name: str) -> str:
     return f"{head}\n\n{table}{tail}\n\n{_source('autoscale', lines)}"
 
 
+def _trace_runs() -> list[list[Line]]:
+    """Per trace file, the lines of its newest run of ``bench_trace``, by trace name."""
+    names = sorted({x["trace"] for x in _lines("trace") if "trace" in x})
+    runs = [latest_run("trace", lambda x, n=n: x.get("trace") == n) for n in names]
+    return [r for r in runs if r]
+
+
+def _trace_rows(lines: list[Line], *, full: bool) -> list[list[str]]:
+    rows = []
+    for mode in dict.fromkeys(x.get("startup", "real") for x in lines):
+        of = [x for x in lines if x.get("startup", "real") == mode and "policy" in x]
+        peak = next((x["core_seconds"] for x in of if x["policy"] == "static-peak"), None)
+        ora = next((x["core_seconds"] for x in of if x["policy"] == "oracle"), None)
+        delay = of[0].get("startup_delay_s") if of else None
+        start = f"emulated, {_fmt(delay)} s" if mode == "emulated" else "real"
+        for x in of:
+            if "error" in x:
+                rows.append([x["trace"], start, x["policy"], f"failed: {x['error']}"]
+                            + [""] * (8 if full else 3))  # fmt: skip
+                continue
+            cs = x.get("core_seconds")
+            row = [x["trace"], start, x["policy"], _pct(x.get("slo_tuples")),
+                   _fmt(cs / peak, 3) if peak and cs else "–",
+                   _fmt(cs / ora, 3) if ora and cs else "–",
+                   _fmt(x.get("peak_executors", round(x.get("mean_executors", 0), 1)))]  # fmt: skip
+            if full:
+                row += [_pct(x.get("slo_batches")), _fmt(cs), _fmt(x.get("mean_cores")),
+                        f"{x.get('scale_ups', 0)} / {x.get('scale_downs', 0)}",
+                        _fmt(x.get("p99_ms"))]  # fmt: skip
+            rows.append(row)
+    return rows
+
+
+def _trace_head(line: Line) -> str:
+    cfg = line.get("config", {})
+    return (
+        f"`{line['trace']}`, window `{line.get('window')}` replayed in {line.get('minutes')} "
+        f"min (99th percentile at {line.get('peak_rate')} tuples/s, largest "
+        f"{_fmt(line.get('max_rate'))}, mean {_fmt(line.get('mean_rate'))}) after a "
+        f"{cfg.get('warmup_s')} s warm-up; {cfg.get('cost_ms')} ms per tuple *waited* "
+        f"(cost_kind wall: {line.get('emulated_cores')} task slots emulate cores), "
+        f"{cfg.get('executor_cores')}-core executors, latency target "
+        f"{_fmt(cfg.get('latency_target_ms'))} ms; start-up measured for one executor: "
+        f"{_fmt(line.get('measured_startup_s'))} s."
+    )
+
+
+HEAD_TRACE = ["trace", "start-up", "policy", "tuples within target", "core-s ÷ static-peak",
+              "core-s ÷ oracle", "peak executors"]  # fmt: skip
+
+
+def trace_headline() -> str:
+    """The README's real-traffic table: per trace its newest run, every policy and mode."""
+    runs = _trace_runs()
+    if not runs:
+        return _missing("trace", "python benchmarks/bench_trace.py --trace FILE")
+    rows = [r for lines in runs for r in _trace_rows(lines, full=False)]
+    sources = "\n".join(_source("trace", lines) for lines in runs)
+    return f"{_table(HEAD_TRACE, rows)}\n\n{sources}"
+
+
+def trace() -> str:
+    """Per trace its newest run in full, with the scenario it ran."""
+    runs = _trace_runs()
+    if not runs:
+        return _missing("trace", "python benchmarks/bench_trace.py --trace FILE")
+    head = [*HEAD_TRACE, "slo batches", "core-seconds", "mean cores", "ups / downs", "p99 ms"]
+    parts = []
+    for lines in runs:
+        first = next(x for x in lines if "policy" in x)
+        table = _table(head, _trace_rows(lines, full=True))
+        parts.append(f"{_trace_head(first)}\n\n{table}\n\n{_source('trace', lines)}")
+    return "\n\n".join(parts)
+
+
 def _run_with(bench: str, figure: str) -> list[Line]:
     """The lines of the newest run of ``bench`` that recorded a ``figure`` line."""
     lines = _lines(bench)
@@ -334,6 +409,8 @@ def generic(bench: str) -> Callable[[], str]:
 
 
 TABLES: dict[str, Callable[[], str]] = {
+    "trace": trace,
+    "trace_headline": trace_headline,
     "autoscale": autoscale,
     "autoscale_headline": autoscale_headline,
     "datapath": datapath,
