@@ -159,7 +159,8 @@ def run_mode(
     common = {"cost_kind": "wall", "emulated_cores": cfg.max_executors * cfg.executor_cores,
               "startup": mode, "startup_delay_s": run_cfg.startup_delay_s,
               "measured_startup_s": startup_s if args.startup_delay is None else None, "quick": args.quick, **cfg.trace_fields(),
-              "config": {k: v for k, v in config_dict(run_cfg).items() if k != "load"}}  # fmt: skip
+              "config": {k: v for k, v in config_dict(run_cfg).items()
+                         if k not in ("load", "schedule")}}  # fmt: skip
     for o in outcomes:
         _emit({"bench": "trace", **figures[o.policy], "settings": o.settings, **common}, argv)
     _emit({"bench": "trace", "policy": "oracle", "core_seconds": ora.core_seconds,
@@ -169,6 +170,10 @@ def run_mode(
     (args.out / f"timeline-{mode}.json").write_text(
         json.dumps({o.policy: timeline(o, run_cfg) for o in outcomes}, indent=1, default=str)
     )
+    (args.out / f"executors-{mode}.json").write_text(json.dumps(
+        {o.policy: {"t0": o.t0, "requests": o.requests, "executors": o.executors}
+         for o in outcomes}, default=lambda x: x.__dict__ if hasattr(x, "__dict__") else
+        [getattr(x, f) for f in x.__slots__]))  # fmt: skip
     plot_surge(args.out / f"timeline-{mode}.png", outcomes, run_cfg, oracle=ora)
 
 
