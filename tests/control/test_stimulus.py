@@ -182,7 +182,7 @@ def test_inputs_without_a_header_name_the_line() -> None:
     assert _read([json.dumps({"batch_id": 0, "rows": 3})]) == []
 
 
-def _logged_surge(catch_up_form: str = "drain") -> list[dict[str, Any]]:
+def _logged_surge(catch_up_form: str = "drain", horizon: str = "startup") -> list[dict[str, Any]]:
     """watch_step's own example, logged: 100 t/s, then 300 t/s from t = 2 s, 50 t/s per
     core; requests are carried out (the view's request grows)."""
     from dataclasses import replace as with_
@@ -190,7 +190,8 @@ def _logged_surge(catch_up_form: str = "drain") -> list[dict[str, Any]]:
     from streamscale.control.stimulus import watch_input
     from streamscale.control.watch import Sample, WatchConfig, WatchState, WatchView, watch_step
 
-    cfg, view = WatchConfig(rate_window_s=1.0), WatchView(50.0, 4, 2, 2, 8, 4.0, 2.0)
+    cfg = WatchConfig(rate_window_s=1.0, growth_horizon=horizon)
+    view = WatchView(50.0, 4, 2, 2, 8, 4.0, 2.0)
     knobs = {"latency_target_s": 2.0, "catch_up_s": 5.0, "max_utilization": 0.9, "theta": 1.0}
     state, logged = WatchState(), []
     for i in range(17):
@@ -214,6 +215,15 @@ def test_watch_samples_replay_to_the_same_requests() -> None:
     assert len(got) == 17 and all(r.match for r in got)
     # λ = 300 + (300 − 200) × 4 / 5 = 380 t/s ⇒ ⌈380 / 50 / 0.9⌉ = 9 cores ⇒ 5 executors
     assert [(r.now, r.replay["executors"]) for r in got if r.replay] == [(2.5, 5)]
+    # a log written before the growth horizon was a setting replays with the whole
+    # start-up, as it ran; the same samples logged under "persisted" replay with it: the
+    # excess has lasted 0.5 s at 2.5 s, λ = 300 + 100 × 0.5 / 5 = 310 ⇒ 7 cores ⇒ 4
+    old = [{**d, "config": {k: v for k, v in d["config"].items() if k != "growth_horizon"}}
+           for d in logged]  # fmt: skip
+    assert all(r.match for r in replay_watch(old))
+    persisted = replay_watch(_logged_surge(horizon="persisted"))
+    assert all(r.match for r in persisted)
+    assert [(r.now, r.replay["executors"]) for r in persisted if r.replay] == [(2.5, 4)]
     # the same samples with the watch switched off: the one request is the one difference
     off = [{**d, "config": {**d["config"], "mid_batch": False}} for d in logged]
     assert [r.now for r in replay_watch(off) if not r.match] == [2.5]

@@ -78,12 +78,43 @@ def test_a_step_surge_gets_one_request_of_the_needed_size() -> None:
     def offered(t: float) -> float:
         return 100 * t if t <= 4 else 400 + 300 * (t - 4)
 
-    asked = _run(offered, lambda t: min(offered(t), 400))
+    whole = WatchConfig(growth_horizon="startup")
+    asked = _run(offered, lambda t: min(offered(t), 400), config=whole)
     # two samples show the step (4.5 s, 5.0 s); the backlog beyond one trigger at 5.0 s is
     # 700 - 400 - 600 = 0, so λ = 300 + (300 - 200) x 4 / 5 = 380 -> 9 cores -> 5 executors;
     # the backlog then grows (the batch admits nothing): later samples ask for more once
     assert asked[0] == (5.0, 5)
     assert [n for _, n in asked] == sorted({n for _, n in asked})  # only ever more
+
+
+def test_an_excess_is_expected_to_last_as_long_as_it_has() -> None:
+    # the same step, with the growth over the start-up taken for as long as the excess has
+    # lasted: at 5.0 s (over since 4.0 s, the sample before the first to show it) 1 s,
+    # λ = 300 + 100 x 1 / 5 = 320 -> ⌈320 / 50 / 0.9⌉ = 8 cores -> 4 executors, whose
+    # 400 t/s cover the step: no more requests while the backlog beyond a trigger is nil
+    def step(t: float) -> float:
+        return 100 * t if t <= 4 else 400 + 300 * (t - 4)
+
+    def admitted(t: float) -> float:  # batches of 2 s admit what arrived before them
+        return step(2 * (t // 2))
+
+    assert _run(step, admitted) == [(5.0, 4)]
+    assert _run(step, admitted, config=WatchConfig(growth_horizon="startup"))[0] == (5.0, 5)
+
+    # a 1 s burst to 345 t/s above a base of 100 on 2 executors of a 20 s start-up, seen
+    # at 4.5 s and confirmed at 5.0 s: the whole start-up's growth, (345 - 200) x 20 / 5 s
+    # = 580 t/s more, asks for all 8 executors; as long as it has lasted (1 s), λ = 345 +
+    # 145 x 1 / 5 = 374 -> ⌈374 / 50 / 0.9⌉ = 9 cores -> 5 executors
+    def burst(t: float) -> float:
+        return 100 * t + (245 * min(max(t - 4, 0.0), 1.0))
+
+    def admitted_b(t: float) -> float:
+        return burst(2 * (t // 2))
+
+    slow = replace(VIEW, startup_s=20.0)
+    whole = _run(burst, admitted_b, view=slow, config=WatchConfig(growth_horizon="startup"))
+    assert [n for _, n in whole] == [8]
+    assert [n for _, n in _run(burst, admitted_b, view=slow)] == [5]
 
 
 def test_a_single_late_read_buys_nothing() -> None:

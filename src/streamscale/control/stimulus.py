@@ -432,7 +432,10 @@ def replay_watch(inputs: Iterable[Mapping[str, Any]], *, where: str = "watch") -
         at = f"{where}: watch input {i}"
         sample = _typed(Sample, d.get("sample"), f"{at}: sample")
         view = _typed(WatchView, d.get("view"), f"{at}: view")
-        config = WatchConfig.from_params(d.get("config"))
+        raw = d.get("config")
+        if isinstance(raw, Mapping) and "growth_horizon" not in raw:
+            raw = {**raw, "growth_horizon": "startup"}  # logs written before the setting
+        config = WatchConfig.from_params(raw)
         knobs = {
             k: d.get(k) for k in ("latency_target_s", "catch_up_s", "max_utilization", "theta")
         }
