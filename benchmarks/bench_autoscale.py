@@ -23,15 +23,23 @@ import argparse
 import json
 import sys
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from _results import record
 
 from streamscale.runtime.spark.cluster.cluster import cluster_down, cluster_up
-from streamscale.scenarios.surge import SURGE_POLICIES, SurgeConfig, config_dict, run_surge
+from streamscale.scenarios.surge import (
+    STARTUP_MODES,
+    SURGE_POLICIES,
+    SurgeConfig,
+    config_dict,
+    run_surge,
+)
 from streamscale.scenarios.surge_report import plot_surge
 from streamscale.scenarios.surge_score import summarize_surge, timeline
+from streamscale.scenarios.traffic import measure_startup
 
 TARGETS = "elastic slo_tuples>=0.90 with <=0.75x static-peak core-seconds; ahead of " \
     "spark-dynamic(-tuned) and restart-ds2 on both"  # fmt: skip
@@ -95,6 +103,12 @@ def main(argv: list[str] | None = None) -> int:
     )  # fmt: skip
     ap.add_argument("--out", type=Path,
                     default=Path(tempfile.gettempdir()) / "streamscale-autoscale")  # fmt: skip
+    ap.add_argument("--startup", default="real",
+                    help="Executor start-up: real, emulated (every executor started before the "
+                    "run, a request usable after --startup-delay, billed from it) or "
+                    "real,emulated.")  # fmt: skip
+    ap.add_argument("--startup-delay", type=float, default=None,
+                    help="Emulated start-up seconds (default: measured for one executor).")  # fmt: skip
     ap.add_argument("--metrics", type=Path, default=None,
                     help="Keep each run's metrics.jsonl in METRICS/POLICY (for `streamscale "
                     "replay`).")  # fmt: skip
@@ -109,30 +123,56 @@ def main(argv: list[str] | None = None) -> int:
         pin=args.pin,
     )
     policies = [p.strip() for p in args.policies.split(",") if p.strip()]
+    modes = [m.strip() for m in args.startup.split(",") if m.strip()]
+    for m in modes:
+        if m not in STARTUP_MODES:
+            print(f"bench_autoscale: {m}: unknown mode (known: {', '.join(STARTUP_MODES)})",
+                  file=sys.stderr)  # fmt: skip
+            return 2
     args.out.mkdir(parents=True, exist_ok=True)
     d = Path(tempfile.mkdtemp(prefix="streamscale-autoscale-"))
     info = cluster_up(args.workers, args.worker_cores, memory=f"{args.worker_cores}g", directory=d)
     try:
-        outcomes = run_surge(
-            info.master_url,
-            cfg,
-            policies,
-            on_batch=lambda row: print(json.dumps(row, default=str), file=sys.stderr, flush=True),
-            metrics_dir=args.metrics,
-        )
+        delay = args.startup_delay
+        if delay is None and "emulated" in modes:
+            delay = measure_startup(info.master_url, cfg)
+        for mode in modes:
+            run_cfg = replace(cfg, startup=mode, startup_delay_s=delay or 0.0)
+            # Spark's own dynamic allocation and restarts start executors through Spark
+            names = [p for p in policies if mode == "real" or p in EMULABLE]
+            _mode(info.master_url, run_cfg, names, args, slots, argv)
     finally:
         cluster_down(d)
+    return 0
+
+
+#: the policies whose executors streamscale requests (the emulated start-up applies)
+EMULABLE = ("elastic", "elastic-standby", "elastic-proactive", "proportional",
+            "static-peak", "static-base")  # fmt: skip
+
+
+def _mode(
+    master: str, cfg: SurgeConfig, policies: list[str], args: argparse.Namespace, slots: int,
+    argv: list[str],
+) -> None:  # fmt: skip
+    """The policies under one start-up mode: their lines, the ratios, the timeline."""
+    metrics = None if args.metrics is None else args.metrics / cfg.startup
+    outcomes = run_surge(
+        master, cfg, policies, metrics_dir=metrics,
+        on_batch=lambda row: print(json.dumps(row, default=str), file=sys.stderr, flush=True),
+    )  # fmt: skip
     figures = {o.policy: summarize_surge(o, cfg) for o in outcomes}
     common = {"cost_kind": "wall", "emulated_cores": slots, "quick": args.quick,
+              "startup": cfg.startup, "startup_delay_s": cfg.startup_delay_s,
               "config": config_dict(cfg)}  # fmt: skip
     for o in outcomes:
         _emit({"bench": "autoscale", **figures[o.policy], "settings": o.settings, **common}, argv)
-    (args.out / "timeline.json").write_text(
+    suffix = "" if cfg.startup == "real" else f"-{cfg.startup}"
+    (args.out / f"timeline{suffix}.json").write_text(
         json.dumps({o.policy: timeline(o, cfg) for o in outcomes}, indent=1, default=str)
     )
-    plot_surge(args.out / "timeline.png", outcomes, cfg)
+    plot_surge(args.out / f"timeline{suffix}.png", outcomes, cfg)
     _emit({"bench": "autoscale", **ratios(figures, cfg), **common}, argv)
-    return 0
 
 
 if __name__ == "__main__":

@@ -99,11 +99,12 @@ def autoscale_headline() -> str:
     pol = [x for x in lines if "policy" in x]
     if not pol:
         return _missing("autoscale", "python benchmarks/bench_autoscale.py")
-    peak = next((x["core_seconds"] for x in pol if x["policy"] == "static-peak"), None)
+    peak = next((x["core_seconds"] for x in pol if x["policy"] == "static-peak"
+                 and x.get("startup", "real") == "real"), None)  # fmt: skip
     target = pol[0].get("config", {}).get("latency_target_ms")
     rows = [
         [
-            x["policy"],
+            _policy(x),
             _pct(x.get("slo_tuples")),
             _fmt(x["core_seconds"] / peak, 3) if peak else "–",
             f"{x.get('scale_ups', 0)} / {x.get('scale_downs', 0)}",
@@ -117,6 +118,13 @@ def autoscale_headline() -> str:
         rows,
     )  # fmt: skip
     return f"{table}\n\n{_source('autoscale', lines)}"
+
+
+def _policy(x: Line) -> str:
+    """A surge line's policy, with its start-up mode when emulated."""
+    if x.get("startup", "real") == "emulated":
+        return f"{x['policy']} (start-up emulated, {_fmt(x.get('startup_delay_s'))} s)"
+    return x["policy"]
 
 
 def _cpu(x: Line) -> str:
@@ -142,10 +150,11 @@ def _surge_head(line: Line, unit: str, *, warmup: bool = False) -> str:
 def _autoscale(lines: list[Line], name: str) -> str:
     pol = [x for x in lines if "policy" in x]
     ratio = next((x for x in lines if x.get("figure") == "ratios"), {})
-    peak = next((x["core_seconds"] for x in pol if x["policy"] == "static-peak"), None)
+    peak = next((x["core_seconds"] for x in pol if x["policy"] == "static-peak"
+                 and x.get("startup", "real") == "real"), None)  # fmt: skip
     rows = [
         [
-            x["policy"],
+            _policy(x),
             _pct(x.get("slo_tuples")),
             _pct(x.get("slo_batches")),
             _fmt(x.get("core_seconds")),
