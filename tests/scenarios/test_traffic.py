@@ -79,3 +79,42 @@ def test_the_bundled_trace_reads() -> None:
     assert cfg.trace.length_s == 180.0
     assert len(cfg.trace.starts) == 157  # its first day: 5 minutes a row, with gaps
     assert max(cfg.trace.rates) <= 1.25 * 300.0
+
+
+def test_the_start_up_a_run_observed_matches_requests_to_arrivals_in_order() -> None:
+    from types import SimpleNamespace
+
+    from streamscale.scenarios.scoring import ExecutorSpan, Request
+    from streamscale.scenarios.traffic import observed_startup
+
+    run = SimpleNamespace(
+        # 2 at the start (arrived 3 s and 4 s later), 4 at 100 s (arrived 112 s, 118 s),
+        # back to 2 at 150 s (two released), 3 at 200 s (arrived 209 s)
+        requests=[Request(0.0, 2), Request(100.0, 4), Request(150.0, 2), Request(200.0, 3)],
+        executors=[ExecutorSpan("1", 2, 3.0, None), ExecutorSpan("2", 2, 4.0, None),
+                   ExecutorSpan("3", 2, 112.0, 150.0), ExecutorSpan("4", 2, 118.0, 150.0),
+                   ExecutorSpan("5", 2, 209.0, None)],
+    )  # fmt: skip
+    assert observed_startup(run, 20.0) == 18.0  # the longest: 100 s -> 118 s
+    assert observed_startup(SimpleNamespace(requests=[], executors=[]), 20.0) == 20.0
+
+
+def test_the_summary_says_what_elastic_saved_against_static_peak_and_the_floor() -> None:
+    from streamscale.scenarios.surge_report import markdown
+
+    cfg = TrafficConfig.from_trace(str(TRACES / "occupancy_6005.csv"), minutes=3.0)
+    base = {"slo_batches": 1.0, "mean_cores": 0.0, "peak_executors": 1, "scale_ups": 0,
+            "scale_downs": 0, "reaction_tasks_s": None, "p99_ms": 1.0}  # fmt: skip
+    figures = {
+        "elastic": {**base, "slo_tuples": 0.991, "core_seconds": 600.0},
+        "static-peak": {**base, "slo_tuples": 1.0, "core_seconds": 1000.0},
+    }
+    ora = oracle(cfg.trace, cost_ms=20.0, executor_cores=2, startup_s=10.0)
+    md = markdown(figures, cfg, oracle=ora)
+    assert "| elastic | 99 % | 100 % | 600 | 0.60 |" in md
+    assert (
+        "**elastic** kept 99.1 % of the tuples within the target for 600 core-seconds: 40 % "
+        "less than static-peak's 1000 (which kept 100.0 %), "
+        f"{600 / ora.core_seconds:.2f}× the oracle's floor."
+    ) in md
+    assert f"| {ora.core_seconds:.0f} | {ora.core_seconds / 1000:.2f} |" in md

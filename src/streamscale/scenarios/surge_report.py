@@ -123,4 +123,29 @@ def markdown(figures: Mapping[str, Mapping[str, Any]], cfg: Any, *, oracle: Any 
             f"{oracle.core_seconds:.0f} | {share(oracle.core_seconds)} | "
             f"{oracle.core_seconds / window:.2f} | {max(oracle.executors)} | – | – | – |"
         )
-    return head + "\n".join(rows) + "\n\n![executors, rate and p99 over time](timeline.png)\n"
+    saving = _saving(figures, oracle)
+    return (head + "\n".join(rows) + "\n\n" + saving
+            + "![executors, rate and p99 over time](timeline.png)\n")  # fmt: skip
+
+
+def _saving(figures: Mapping[str, Mapping[str, Any]], oracle: Any) -> str:
+    """One sentence: what ``elastic`` kept and spent against ``static-peak`` (and the floor)."""
+    el, peak = figures.get("elastic", {}), figures.get("static-peak", {})
+    if "core_seconds" not in el or "core_seconds" not in peak:
+        return ""
+    share = el["core_seconds"] / peak["core_seconds"]
+    word = (
+        f"{100 * (1 - share):.0f} % less than"
+        if share <= 1
+        else f"{100 * (share - 1):.0f} % more than"
+    )
+    floor = (
+        ""
+        if oracle is None
+        else (f", {el['core_seconds'] / oracle.core_seconds:.2f}× the oracle's floor")
+    )
+    return (
+        f"**elastic** kept {100 * el['slo_tuples']:.1f} % of the tuples within the target "
+        f"for {el['core_seconds']:.0f} core-seconds: {word} static-peak's "
+        f"{peak['core_seconds']:.0f} (which kept {100 * peak['slo_tuples']:.1f} %){floor}.\n\n"
+    )

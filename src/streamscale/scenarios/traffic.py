@@ -212,23 +212,13 @@ def measure_startup(master: str, cfg: SurgeConfig, *, timeout_s: float = 120.0) 
 
 
 def observed_startup(outcome: Any, default: float) -> float:
-    """The longest start-up a run observed: each request for more executors matched, in
-    order, to the executors that arrived after it (request to registration); ``default``
-    when the run added none."""
-    pending: list[float] = []
-    prev = 0
-    for r in sorted(outcome.requests, key=lambda r: r.t_s):
-        if r.total > prev:
-            pending += [r.t_s] * (r.total - prev)
-        else:  # a lower total withdraws the newest requests not yet served
-            pending = pending[: max(0, len(pending) - (prev - r.total))]
-        prev = r.total
-    first = min((r.t_s for r in outcome.requests), default=math.inf)
-    arrivals = sorted(e.added_s for e in outcome.executors if e.added_s > first)
-    waits = []
-    for t in arrivals:
-        asked = [p for p in pending if p <= t]
-        if asked:
-            pending.remove(asked[0])
-            waits.append(t - asked[0])
+    """The longest start-up a run observed: each executor from the request it was billed
+    from (:func:`~streamscale.scenarios.scoring.bill`: requests matched to arrivals in
+    order, withdrawn ones dropped) to its registration; ``default`` when none was added
+    after a request."""
+    from streamscale.scenarios.scoring import bill
+
+    spans = sorted(outcome.executors, key=lambda e: (e.added_s, e.executor))
+    starts = bill(spans, outcome.requests, window=(0.0, math.inf)).starts
+    waits = [e.added_s - t for e, (_, t) in zip(spans, starts, strict=True) if t < e.added_s]
     return max(waits, default=default)
