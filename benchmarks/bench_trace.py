@@ -156,6 +156,7 @@ def run_mode(
     ora = oracle(cfg.trace, cost_ms=cfg.cost_ms, executor_cores=cfg.executor_cores,
                  startup_s=ora_startup)  # fmt: skip
     figures = {o.policy: summarize_surge(o, run_cfg) for o in outcomes}
+    ora_window = cfg.trace.length_s
     common = {"cost_kind": "wall", "emulated_cores": cfg.max_executors * cfg.executor_cores,
               "startup": mode, "startup_delay_s": run_cfg.startup_delay_s,
               "measured_startup_s": startup_s if args.startup_delay is None else None, "quick": args.quick, **cfg.trace_fields(),
@@ -164,7 +165,8 @@ def run_mode(
     for o in outcomes:
         _emit({"bench": "trace", **figures[o.policy], "settings": o.settings, **common}, argv)
     _emit({"bench": "trace", "policy": "oracle", "core_seconds": ora.core_seconds,
-           "mean_executors": ora.mean_executors, "oracle_startup_s": ora.startup_s,
+           "mean_executors": ora.mean_executors,
+           "peak_executors": max(ora.executors), "mean_cores": ora.core_seconds / ora_window, "oracle_startup_s": ora.startup_s,
            **common}, argv)  # fmt: skip
     _emit({"bench": "trace", **ratios(figures, ora.core_seconds), **common}, argv)
     (args.out / f"timeline-{mode}.json").write_text(

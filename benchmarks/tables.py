@@ -205,11 +205,11 @@ def _trace_rows(lines: list[Line], *, full: bool) -> list[list[str]]:
             row = [x["trace"], start, x["policy"], _pct(x.get("slo_tuples")),
                    _fmt(cs / peak, 3) if peak and cs else "–",
                    _fmt(cs / ora, 3) if ora and cs else "–",
-                   _fmt(x.get("peak_executors", round(x.get("mean_executors", 0), 1)))]  # fmt: skip
+                   _fmt(x.get("peak_executors"))]  # fmt: skip
             if full:
-                row += [_pct(x.get("slo_batches")), _fmt(cs), _fmt(x.get("mean_cores")),
-                        f"{x.get('scale_ups', 0)} / {x.get('scale_downs', 0)}",
-                        _fmt(x.get("p99_ms"))]  # fmt: skip
+                ups = f"{x['scale_ups']} / {x['scale_downs']}" if "scale_ups" in x else "–"
+                row += [_pct(x.get("slo_batches")), f"{cs:,.0f}" if cs else "–",
+                        _fmt(x.get("mean_cores")), ups, _fmt(x.get("p99_ms"))]  # fmt: skip
             rows.append(row)
     return rows
 
