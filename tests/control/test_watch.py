@@ -23,6 +23,8 @@ VIEW = WatchView(service_rate=50.0, cores_alive=4, executors_requested=2,
 
 
 DEFAULT = WatchConfig()
+#: the sizing's floor as the examples derive it: θ = 1 (no margin), 90 % utilization
+FLOOR = {"max_utilization": 0.9, "theta": 1.0, "catch_up_form": "drain"}
 Rate = Callable[[float], float]
 
 
@@ -35,7 +37,7 @@ def _run(
     t = 0.0
     while t <= until + 1e-9:
         s, r = watch_step(s, Sample(t, offered(t), admitted(t)), view, config=config,
-                          latency_target_s=2.0, catch_up_s=5.0)  # fmt: skip
+                          latency_target_s=2.0, catch_up_s=5.0, **FLOOR)  # fmt: skip
         if r is not None:
             asked.append((t, r.executors))
             view = replace(view, executors_requested=r.executors)
@@ -61,7 +63,7 @@ def test_what_arrives_during_a_long_batch_is_not_a_backlog() -> None:
         for i in range(60):
             t = 6.0 + i * 0.25
             s, r = watch_step(s, sample(t, known=known), VIEW, config=DEFAULT,
-                              latency_target_s=2.0, catch_up_s=2.0)  # fmt: skip
+                              latency_target_s=2.0, catch_up_s=2.0, **FLOOR)  # fmt: skip
             if r is not None:
                 out.append(t)
         return out
@@ -130,7 +132,7 @@ def test_a_single_late_read_buys_nothing() -> None:
     s, needs, sized = WatchState(), [], []
     for t, avail in ((5.0, 500.0), (5.5, 500.0), (6.0, 700.0), (6.5, 750.0)):
         s, r = watch_step(s, Sample(t, avail, 400.0), VIEW, config=DEFAULT,
-                          latency_target_s=2.0, catch_up_s=5.0)  # fmt: skip
+                          latency_target_s=2.0, catch_up_s=5.0, **FLOOR)  # fmt: skip
         assert r is None
         needs.append(s.need)
         sized.append(s.pending)
@@ -180,7 +182,7 @@ def test_a_steady_load_within_the_requested_capacity_is_left_to_the_boundary() -
     s = WatchState()
     for t in (0.0, 0.5, 1.0, 1.5):
         s, r = watch_step(s, Sample(t, 100 * t, 100 * t), view, config=DEFAULT,
-                          latency_target_s=2.0, catch_up_s=5.0)  # fmt: skip
+                          latency_target_s=2.0, catch_up_s=5.0, **FLOOR)  # fmt: skip
         assert r is None
     assert s.need == 2
     # the same executors at 110 t/s cannot keep up: asked at the second sample showing it
@@ -208,7 +210,7 @@ def test_a_longer_start_up_asks_for_more_in_the_one_request() -> None:
     def cores(startup: float) -> int:
         return surge_cores(300.0, 0.0, 36.0, latency_target_s=2.0, catch_up_s=5.0,
                            startup_s=startup, current_cores=4, max_cores=16, theta=1.2,
-                           form="latency")  # fmt: skip
+                           form="latency", max_utilization=0.9)  # fmt: skip
 
     assert (cores(10.0), cores(20.0)) == (12, 16)
 

@@ -11,6 +11,10 @@ from hypothesis import strategies as st
 from streamscale.planning.allocation.queueing import mmk_latency
 from streamscale.planning.allocation.surge import surge_cores
 
+#: the utilization floor as the figures below derive it: θ = 1 (no margin), 90 %
+FLOOR = {"max_utilization": 0.9, "theta": 1.0}
+DRAIN = {**FLOOR, "form": "drain"}
+
 
 def _brute(lam: float, mu: float, t: float, max_cores: int, floor: int) -> int:
     """The fewest cores whose M/M/k latency meets ``t`` and that reach ``floor``."""
@@ -24,13 +28,13 @@ def test_a_step_surge_is_sized_in_one_step_by_hand() -> None:
     # 300 t/s offered on 4 cores of 50 t/s, 200 waiting, 4 s to start: by then
     # 200 + (300 - 200) x 4 = 600 wait, drained in 5 s: 300 + 120 = 420 t/s -> 420 / 45 = 9.33
     assert surge_cores(300.0, 200.0, 50.0, latency_target_s=2.0, catch_up_s=5.0,
-                       startup_s=4.0, current_cores=4, max_cores=16) == 10  # fmt: skip
+                       startup_s=4.0, current_cores=4, max_cores=16, **DRAIN) == 10  # fmt: skip
     # the same surge with cores that already serve it: no start-up growth term
     assert surge_cores(300.0, 200.0, 50.0, latency_target_s=2.0, catch_up_s=5.0,
-                       startup_s=4.0, current_cores=8, max_cores=16) == 8  # fmt: skip
+                       startup_s=4.0, current_cores=8, max_cores=16, **DRAIN) == 8  # fmt: skip
     # more than the cluster: its cores
     assert surge_cores(3000.0, 0.0, 50.0, latency_target_s=2.0, catch_up_s=5.0,
-                       startup_s=4.0, current_cores=4, max_cores=16) == 16  # fmt: skip
+                       startup_s=4.0, current_cores=4, max_cores=16, **DRAIN) == 16  # fmt: skip
 
 
 @settings(max_examples=200, deadline=None)
@@ -56,7 +60,7 @@ def test_sizing_is_the_fewest_cores_meeting_the_target(
     startup: float, current: int, max_cores: int,
 ) -> None:  # fmt: skip
     got = surge_cores(rate, backlog, mu, latency_target_s=target, catch_up_s=catch_up,
-                      startup_s=startup, current_cores=current, max_cores=max_cores)  # fmt: skip
+                      startup_s=startup, current_cores=current, max_cores=max_cores, **DRAIN)  # fmt: skip
     lam = rate + (backlog + max(0.0, rate - current * mu) * startup) / catch_up
     floor = math.ceil(lam / mu / 0.9 - 1e-9)
     assert 1 <= got <= max_cores
@@ -74,13 +78,13 @@ def test_the_latency_form_bounds_the_wait_not_the_drain_by_hand() -> None:
     # 600 / 5 = 120 t/s of capacity, less than the offered 300: the rate decides,
     # 300 / 45 = 6.67 -> 7 cores (draining them within 5 s as well needed 10)
     assert surge_cores(300.0, 200.0, 50.0, latency_target_s=2.0, catch_up_s=5.0,
-                       startup_s=4.0, current_cores=4, max_cores=16, form="latency") == 7  # fmt: skip
+                       startup_s=4.0, current_cores=4, max_cores=16, form="latency", **FLOOR) == 7  # fmt: skip
     # a backlog far above the rate: 5,000 waiting at a 100 t/s offer, 5 s -> 1,000 t/s
     assert surge_cores(100.0, 5000.0, 50.0, latency_target_s=2.0, catch_up_s=5.0,
-                       startup_s=0.0, current_cores=4, max_cores=64, form="latency") == 23  # fmt: skip
+                       startup_s=0.0, current_cores=4, max_cores=64, form="latency", **FLOOR) == 23  # fmt: skip
     with pytest.raises(ValueError, match="form"):
         surge_cores(1.0, 0.0, 1.0, latency_target_s=1.0, catch_up_s=1.0, startup_s=0.0,
-                    current_cores=1, max_cores=2, form="fast")  # fmt: skip
+                    current_cores=1, max_cores=2, form="fast", **FLOOR)  # fmt: skip
 
 
 def _fifo_finish(
@@ -125,9 +129,9 @@ def test_the_latency_form_keeps_every_tuple_within_the_catch_up_after_start(
     # new cores' start — checked on a fluid queue simulated independently
     got = surge_cores(rate, backlog, mu, latency_target_s=1e9, catch_up_s=catch_up,
                       startup_s=startup, current_cores=current, max_cores=10**6,
-                      form="latency")  # fmt: skip
+                      form="latency", **FLOOR)  # fmt: skip
     drain = surge_cores(rate, backlog, mu, latency_target_s=1e9, catch_up_s=catch_up,
-                        startup_s=startup, current_cores=current, max_cores=10**6)  # fmt: skip
+                        startup_s=startup, current_cores=current, max_cores=10**6, **DRAIN)  # fmt: skip
     assert got <= drain  # the wait bound never asks for more than draining
     assert got * mu > rate  # stable
     horizon = startup + catch_up * 4 + 10.0

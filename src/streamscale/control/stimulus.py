@@ -392,7 +392,7 @@ def watch_input(
     catch_up_s: float,
     max_utilization: float,
     theta: float,
-    catch_up_form: str = "drain",
+    catch_up_form: str,
 ) -> dict[str, Any]:
     """One call of :func:`~streamscale.control.watch.watch_step` as a ``watch_input``
     object: its sample, the view and settings passed in, and the request it returned."""

@@ -106,16 +106,17 @@ WATCH_SETTINGS = Schema(
 
 @dataclass(frozen=True, slots=True)
 class WatchConfig:
-    """Parsed :data:`WATCH_SETTINGS` (see each setting's description)."""
+    """Parsed :data:`WATCH_SETTINGS` (see each setting's description); each field's
+    default is the setting's."""
 
-    mid_batch: bool = True
-    watch_period_s: float | None = None
-    rate_window_s: float = 2.0
-    admission: float = 1.0
-    standby_executors: int = 0
-    proactive: bool = False
-    growth_horizon: str = "persisted"
-    startup_s: float = 20.0
+    mid_batch: bool = WATCH_SETTINGS["mid_batch"].default
+    watch_period_s: float | None = WATCH_SETTINGS["watch_period_s"].default
+    rate_window_s: float = WATCH_SETTINGS["rate_window_s"].default
+    admission: float = WATCH_SETTINGS["admission"].default
+    standby_executors: int = WATCH_SETTINGS["standby_executors"].default
+    proactive: bool = WATCH_SETTINGS["proactive"].default
+    growth_horizon: str = WATCH_SETTINGS["growth_horizon"].default
+    startup_s: float = WATCH_SETTINGS["startup_s"].default
 
     @classmethod
     def from_params(cls, params: dict[str, Any] | None) -> WatchConfig:
@@ -316,9 +317,9 @@ def watch_step(
     config: WatchConfig,
     latency_target_s: float,
     catch_up_s: float,
-    max_utilization: float = 0.9,
-    theta: float = 1.0,
-    catch_up_form: str = "drain",
+    max_utilization: float,
+    theta: float,
+    catch_up_form: str,
 ) -> tuple[WatchState, Request | None]:
     """One sample: the new state and a request for more executors, if the load needs one.
 
@@ -327,6 +328,9 @@ def watch_step(
     batch runs is the next batch, not a backlog: with 6 s batches at a steady base load
     counting only one interval of it as the next batch's asked for 8 executors where 2
     were needed), as the boundary collector counts it. ``proactive`` sizes for ``rate + trend × startup_s``.
+    ``latency_target_s``, ``catch_up_s``, ``max_utilization``, ``theta`` and
+    ``catch_up_form`` are the boundary planner's settings (``latency_target_ms`` / 1000 and
+    the others of :data:`streamscale.planning.adapters.elasticutor.SETTINGS`), passed in.
 
     Examples
     --------
@@ -334,7 +338,8 @@ def watch_step(
     start an executor); at t = 2 s the rate steps to 300 tuples/s while the running batch
     admitted 150. Two samples show the step (2.25 s, 2.5 s), and one request follows,
     straight to the size that also drains what piles up while executors start, for the
-    whole start-up (``growth_horizon="startup"``):
+    whole start-up (``growth_horizon="startup"``), with θ = 1 (no margin) and a 90 %
+    utilization floor:
     λ = 300 + (300 − 4 × 50) × 4 s / 5 s = 380 ⇒ ⌈380 / 50 / 0.9⌉ = 9 cores ⇒ 5 executors;
     for as long as the excess has lasted (``"persisted"``, 0.5 s at 2.5 s):
     λ = 300 + 100 × 0.5 / 5 = 310 ⇒ 7 cores ⇒ 4 executors, whose 400 t/s cover the step.
@@ -346,7 +351,8 @@ def watch_step(
     ...         t = i * 0.25
     ...         offered = 100 * t if t <= 2 else 200 + 300 * (t - 2)
     ...         s, r = watch_step(s, Sample(t, offered, min(offered, 150)), view, config=cfg,
-    ...                           latency_target_s=2.0, catch_up_s=5.0)
+    ...                           latency_target_s=2.0, catch_up_s=5.0, max_utilization=0.9,
+    ...                           theta=1.0, catch_up_form="drain")
     ...         if r is not None:
     ...             out.append((t, r.executors, r.reason))
     ...             view = replace(view, executors_requested=r.executors)

@@ -39,9 +39,9 @@ def surge_cores(
     startup_s: float,
     current_cores: int,
     max_cores: int,
-    max_utilization: float = 0.9,
-    theta: float = 1.0,
-    form: str = "drain",
+    max_utilization: float,
+    theta: float,
+    form: str,
 ) -> int:
     """Cores that serve ``offered_rate`` and drain ``backlog`` within ``catch_up_s`` of the
     new cores' start.
@@ -65,9 +65,10 @@ def surge_cores(
     max_cores
         Upper bound (the cluster's cores).
     max_utilization, theta
-        The utilization floor ``⌈θ · λ / μ / max_utilization⌉`` (the boundary planner's).
+        The utilization floor ``⌈θ · λ / μ / max_utilization⌉`` (the boundary planner's
+        settings, passed in).
     form
-        ``"drain"``: λ = offered + backlog / catch-up (DS2: the backlog is gone within
+        The setting ``catch_up_form``. ``"drain"``: λ = offered + backlog / catch-up (DS2: the backlog is gone within
         ``catch_up_s``). ``"latency"``: λ = max(offered, backlog / catch-up): served first
         in, first out at that capacity the backlog's last tuple waits at most
         ``catch_up_s``, and later tuples less, since the queue shrinks.
@@ -79,21 +80,22 @@ def surge_cores(
 
     Examples
     --------
-    A surge to 300 tuples/s on 4 cores of 50 tuples/s each, 200 tuples waiting, 4 s to
+    With θ = 1 (no margin) and a 90 % utilization floor, a surge to 300 tuples/s on 4 cores of 50 tuples/s each, 200 tuples waiting, 4 s to
     start a core: the backlog is 200 + (300 − 200) × 4 = 600 tuples by then, drained in
     5 s ⇒ λ = 300 + 120 = 420 ⇒ at least ⌈420 / 50 / 0.9⌉ = 10 cores. A steady 100
     tuples/s with nothing waiting needs ⌈100 / 50 / 0.9⌉ = 3 (the queueing model's 3
     cores meet a 2 s target too). Bounding the backlog's wait instead of draining it:
     λ = max(300, 600 / 5) = 300 ⇒ ⌈300 / 50 / 0.9⌉ = 7 cores.
 
+    >>> floor = {"max_utilization": 0.9, "theta": 1.0}
     >>> surge_cores(300.0, 200.0, 50.0, latency_target_s=2.0, catch_up_s=5.0,
-    ...             startup_s=4.0, current_cores=4, max_cores=16)
+    ...             startup_s=4.0, current_cores=4, max_cores=16, **floor, form="drain")
     10
     >>> surge_cores(100.0, 0.0, 50.0, latency_target_s=2.0, catch_up_s=5.0,
-    ...             startup_s=4.0, current_cores=4, max_cores=16)
+    ...             startup_s=4.0, current_cores=4, max_cores=16, **floor, form="drain")
     3
     >>> surge_cores(300.0, 200.0, 50.0, latency_target_s=2.0, catch_up_s=5.0,
-    ...             startup_s=4.0, current_cores=4, max_cores=16, form="latency")
+    ...             startup_s=4.0, current_cores=4, max_cores=16, **floor, form="latency")
     7
     """
     if not service_rate > 0 or not math.isfinite(service_rate):
