@@ -61,8 +61,8 @@ from streamscale.model import (
     Topology,
 )
 from streamscale.model.ids import instance_id, parse_unit, unit_id
-from streamscale.planning.allocation.surge import CATCH_UP_FORMS
-from streamscale.planning.balancing.shard_balance import BalanceResult, balance_shards
+from streamscale.planning.allocation.surge import CATCH_UP_FORM, CATCH_UP_FORMS
+from streamscale.planning.balancing.shard_balance import THETA, BalanceResult, balance_shards
 
 __all__ = [
     "ExecutorInfo",
@@ -205,7 +205,7 @@ def executor_loads(
     *,
     rate: float | None = None,
     catch_up_s: float | None = None,
-    catch_up_form: str = "drain",
+    catch_up_form: str = CATCH_UP_FORM.default,
 ) -> dict[str, ExecutorLoad]:
     """Per-executor demand from a snapshot, falling back to the topology's model.
 
@@ -485,7 +485,7 @@ def route(
     cores: Mapping[str, int],
     renames: Mapping[str, Sequence[int | None]] | None = None,
     *,
-    theta: float = 1.2,
+    theta: float = THETA.default,
     known: Mapping[str, tuple[list[int | None], float | None]] | None = None,
 ) -> tuple[dict[str, tuple[str, ...]], dict[str, BalanceResult]]:
     """Routing tables for every executor after a change of ``k`` (paper 000, §3.1).

@@ -28,7 +28,8 @@ import numpy as np
 from streamscale.errors import StreamscaleError
 from streamscale.model import Allocation, Plan, instance_of, operator_of
 from streamscale.planning.allocation.queueing import QueueingProblem, allocate
-from streamscale.planning.allocation.surge import CATCH_UP_FORMS
+from streamscale.planning.allocation.surge import CATCH_UP_FORM
+from streamscale.planning.balancing.shard_balance import THETA
 from streamscale.planning.elastic_plan import (
     ExecutorInfo,
     ExecutorLoad,
@@ -79,7 +80,7 @@ SETTINGS = Schema(
         low=0.0,
         low_open=True,
     ),
-    Setting("theta", float, 1.2, "shard-balancing threshold on δ = max/mean task load", low=1.0),
+    THETA,
     Setting(
         "max_cores",
         int,
@@ -104,15 +105,7 @@ SETTINGS = Schema(
         low=0.0,
         low_open=True,
     ),
-    Setting(
-        "catch_up_form",
-        str,
-        "drain",
-        "how a backlog adds to demand: drain = rate + backlog / catch_up_s (DS2: the "
-        "backlog is gone within catch_up_s); latency = max(rate, backlog / catch_up_s) "
-        "(first in, first out: its last tuple waits at most catch_up_s)",
-        choices=CATCH_UP_FORMS,
-    ),
+    CATCH_UP_FORM,
     Setting(
         "phi0_kbps",
         float,

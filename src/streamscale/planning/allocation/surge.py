@@ -21,12 +21,24 @@ from __future__ import annotations
 import math
 
 from streamscale.planning.allocation.queueing import QueueingProblem, allocate
+from streamscale.settings import Setting
 
-__all__ = ["CATCH_UP_FORMS", "surge_cores"]
+__all__ = ["CATCH_UP_FORM", "CATCH_UP_FORMS", "surge_cores"]
 
 # how a backlog adds to demand (the setting ``catch_up_form``): ``drain`` adds its catch-up
 # rate to the arrival rate, ``latency`` takes the larger of the two
 CATCH_UP_FORMS: tuple[str, ...] = ("drain", "latency")
+
+#: The setting, declared once: the Elasticutor steps' and :func:`executor_loads`' default.
+CATCH_UP_FORM = Setting(
+    "catch_up_form",
+    str,
+    "drain",
+    "how a backlog adds to demand: drain = rate + backlog / catch_up_s (DS2: the "
+    "backlog is gone within catch_up_s); latency = max(rate, backlog / catch_up_s) "
+    "(first in, first out: its last tuple waits at most catch_up_s)",
+    choices=CATCH_UP_FORMS,
+)
 
 
 def surge_cores(

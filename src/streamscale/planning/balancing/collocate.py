@@ -14,6 +14,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from streamscale.planning.balancing.shard_balance import THETA
+
 __all__ = ["PoolRouting", "route_pool"]
 
 
@@ -33,7 +35,7 @@ def route_pool(
     *,
     preferred: Sequence[str | None],
     current: Sequence[str | None],
-    theta: float = 1.2,
+    theta: float = THETA.default,
 ) -> PoolRouting:
     """Route every shard of a pool to one of ``units``, preferring its partner's node.
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from streamscale.errors import ModelError
-from streamscale.planning.balancing.shard_balance import balance_shards
+from streamscale.planning.balancing.shard_balance import THETA, balance_shards
 
 __all__ = ["RcResult", "place_units", "rc_rebalance"]
 
@@ -82,7 +82,7 @@ def rc_rebalance(
     old_nodes: Sequence[str | None],
     unit_nodes: Mapping[int, str],
     shard_bytes: Sequence[int] | np.ndarray,
-    theta: float = 1.2,
+    theta: float = THETA.default,
 ) -> RcResult:
     """Repartition an operator's shards over its ``k`` units (paper 000, §5 RC baseline).
 

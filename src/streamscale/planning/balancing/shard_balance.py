@@ -22,8 +22,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from streamscale.errors import ModelError
+from streamscale.settings import Setting
 
-__all__ = ["BalanceResult", "balance_shards", "imbalance", "task_loads"]
+__all__ = ["THETA", "BalanceResult", "balance_shards", "imbalance", "task_loads"]
+
+#: θ, declared once: the Elasticutor steps' setting and every balancer's default.
+THETA = Setting("theta", float, 1.2, "shard-balancing threshold on δ = max/mean task load", low=1.0)
 
 _EPS = 1e-12
 
@@ -74,7 +78,7 @@ def balance_shards(
     current: Sequence[int | None],
     k: int,
     *,
-    theta: float = 1.2,
+    theta: float = THETA.default,
     max_rounds: int | None = None,
 ) -> BalanceResult:
     """Rebalance one executor's shards over ``k`` tasks (paper 000, §3.1).
