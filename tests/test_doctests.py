@@ -41,7 +41,6 @@ PLANNERS: tuple[str, ...] = (
     "streamscale.planning.balancing.cola:cola",
     "streamscale.planning.balancing.flux:flux",
     "streamscale.planning.balancing.potc:potc",
-    "streamscale.planning.balancing.adaptation:adapt",
     "streamscale.planning.balancing.shard_balance:balance_shards",
     "streamscale.planning.balancing.rc:rc_rebalance",
     "streamscale.planning.balancing.collocate:route_pool",

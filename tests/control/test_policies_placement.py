@@ -110,6 +110,60 @@ def test_albic_scales_out_onto_the_next_nodes_when_load_grows() -> None:
     assert _local_share(plan, topo, 32) == 1.0
 
 
+def test_albic_drains_marked_nodes_within_the_budget_and_releases_them() -> None:
+    # ALBIC's adaptation loop (paper 003, §4.1) as the live policy runs it. Pair loads
+    # (a/g + b/g) 0.1, 0.3, 0.2, 0.2, 0.24, 0.16, 0.2, 0.2: 1.6 cores (and 160 queued
+    # tuples / 30 s / 1000 t/s per core = 0.005) -> ⌈1.605 / 0.7⌉ = 3 cores -> two 2-core
+    # nodes kept, executor-2 and executor-3 drained, two key groups moved a decision.
+    topo, cluster = chain(instances=1, shards=8, nodes=4, cores=2)
+    half = [0.05, 0.15, 0.1, 0.1, 0.12, 0.08, 0.1, 0.1]
+    snap = snapshot(half, half)
+    start = _spread_plan(topo, list(cluster.names), lambda op, g: g % 4)
+    params = {"max_migrations": 2, "time_limit_s": 5.0, "deterministic_limit": 0.5}
+    pol = make_policy("albic", topo, cluster, params=params)
+    plan, draining = start, {"executor-2", "executor-3"}
+    for t in range(20):
+        d = pol.decide(snap, plan, float(t))
+        if d.plan is None:
+            break
+        moves = [
+            (shard_node(plan, topo, op, g), shard_node(d.plan, topo, op, g))
+            for op in ("a", "b")
+            for g in range(8)
+        ]
+        moved = [(old, new) for old, new in moves if old != new]
+        assert len(moved) <= 2  # the per-decision budget
+        assert not [new for _, new in moved if new in draining]  # nothing moves in
+        plan = d.plan
+    used = {shard_node(plan, topo, op, g) for op in ("a", "b") for g in range(8)}
+    assert used == {"executor-0", "executor-1"}  # drained ...
+    assert set(plan.placement.nodes.values()) == used  # ... and released
+    # the two nodes split the 1.6 cores within ALBIC's 5 % load distance of the mean 0.8
+    loads = _node_loads(plan, topo, {"a": half, "b": half})
+    assert max(loads.values()) <= 0.8 * 1.05 + 1e-9
+
+
+def test_albic_adds_a_node_only_when_the_kept_nodes_cannot_carry_the_load() -> None:
+    # Everything starts on executor-0 of three 2-core nodes. 0.2 a shard: 1.6 cores (and
+    # 0.005 of backlog) -> ⌈1.605 / 0.7⌉ = 3 cores: two nodes, balanced, executor-2 idle.
+    # 0.4 a shard: 3.2 cores -> ⌈3.205 / 0.7⌉ = 5 cores: all three nodes.
+    topo, cluster = chain(instances=1, shards=4, nodes=3, cores=2)
+    start = _spread_plan(topo, list(cluster.names), lambda op, g: 0)
+    params = {"max_migrations": 0, "time_limit_s": 5.0}
+    pol = make_policy("albic", topo, cluster, params=params)
+    plan, _ = settle(pol, snapshot([0.2] * 4, [0.2] * 4), start)
+    used = {shard_node(plan, topo, op, g) for op in ("a", "b") for g in range(4)}
+    assert used == {"executor-0", "executor-1"}
+    assert sorted(_node_loads(plan, topo, {"a": [0.2] * 4, "b": [0.2] * 4}).values()) == [
+        pytest.approx(0.8),
+        pytest.approx(0.8),
+    ]
+    pol = make_policy("albic", topo, cluster, params=params)
+    plan, _ = settle(pol, snapshot([0.4] * 4, [0.4] * 4), start)
+    used = {shard_node(plan, topo, op, g) for op in ("a", "b") for g in range(4)}
+    assert used == set(cluster.names)
+
+
 # -- td / tl -------------------------------------------------------------------------
 
 

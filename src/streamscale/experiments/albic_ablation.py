@@ -38,7 +38,11 @@ _TUN = VARIANTS["tuned"]
 ROWS: tuple[tuple[str, dict[str, Any], dict[str, Any]], ...] = (
     ("literal (§4.3.2: one pair a period)", _LIT, {}),
     ("literal + protect_existing", {**_LIT, "protect_existing": True}, {}),
-    ("literal, new_pairs=None (pairs in half the budget)", {**_LIT, "new_pairs": None}, {}),
+    (
+        "literal, new_pairs=None (pairs in half the budget)",
+        {**_LIT, "new_pairs": None, "pair_share": 0.5},
+        {},
+    ),
     ("tuned (new_pairs=None, share 0.5, protect_existing)", _TUN, {}),
     ("tuned, pair_share 0.25", {**_TUN, "pair_share": 0.25}, {}),
     ("tuned, pair_share 0.75", {**_TUN, "pair_share": 0.75}, {}),

@@ -1,6 +1,8 @@
 """``albic``: ALBIC (paper 003) as a live policy — key groups to nodes, collocated.
 
-At each decision:
+Each decision is one period of ALBIC's adaptation loop (§4.1, Algorithm 1), the one
+implementation of it; it decides the node count from the demand before balancing
+(docs/algorithms.md, "003 — ALBIC"). At each decision:
 
 1. **How many nodes.** The demand ``D`` (cores) is the keyed operators' shard
    load plus the cores that drain their backlog within ``catch_up_s``; the job

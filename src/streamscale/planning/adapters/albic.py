@@ -32,6 +32,16 @@ from streamscale.errors import StreamscaleError
 from streamscale.model import Allocation, Placement, Plan, Routing, unit_id
 from streamscale.model.ids import group_id, instance_id, operator_of
 from streamscale.planning.balancing.flux import flux
+from streamscale.planning.balancing.keygroup_settings import (
+    BUDGET,
+    MAX_PARTITION_LOAD,
+    MERGE_FACTOR,
+    PAIR_SHARE,
+    SCORE_FACTOR,
+    SOLVE,
+    SOLVER,
+    SPREAD,
+)
 from streamscale.planning.balancing.keygroups import (
     BalanceResult,
     KeyGroupProblem,
@@ -40,7 +50,7 @@ from streamscale.planning.balancing.keygroups import (
 from streamscale.planning.balancing.metrics import collocation_factor, evaluate, load_distance_pct
 from streamscale.planning.balancing.potc import potc
 from streamscale.planning.registry import PlanningContext, StepResult, register
-from streamscale.settings import Schema, Setting
+from streamscale.settings import Schema
 
 __all__ = [
     "albic_step",
@@ -86,71 +96,18 @@ def to_plan(
     return Plan(Allocation(cores, plan.allocation.slots), Placement(placement), Routing(tables))
 
 
-BUDGET = (
-    Setting("max_migrations", int, 20, "most key groups moved per round (0: no limit)", low=0),
-    Setting(
-        "max_migration_bytes",
-        float,
-        None,
-        "most state bytes moved per round (unset: no limit)",
-        low=0.0,
-    ),
-)
-SOLVE = (
-    Setting("time_limit_s", float, 2.0, "solver time limit per round (s)", low=0.0, low_open=True),
-    Setting(
-        "deterministic_limit",
-        float,
-        None,
-        "solver work limit (deterministic units; unset: none) for repeatable plans",
-        low=0.0,
-        low_open=True,
-    ),
-)
-SPREAD = Setting(
-    "max_load_distance_pct", float, 5.0, "load distance (% of mean) the result may keep", low=0.0
-)
-MILP_SETTINGS = Schema(
-    "balancer milp",
-    *BUDGET,
-    *SOLVE,
-    Setting("solver", str, "highs", "the MILP solver", choices=("highs", "cpsat")),
-)
+MILP_SETTINGS = Schema("balancer milp", *BUDGET, *SOLVE, SOLVER)
 ALBIC_SETTINGS = Schema(
     "balancer albic",
     *BUDGET,
     *SOLVE,
     SPREAD,
-    Setting("score_factor", float, 1.0, "weight of a collocation's score (§4.3.2)", low=0.0),
-    Setting(
-        "max_partition_load_pct",
-        float,
-        25.0,
-        "largest collocation set's load, % of the mean node load (maxPartitionLoad, §4.3.2)",
-        low=0.0,
-        low_open=True,
-    ),
-    Setting(
-        "pair_share",
-        float,
-        0.0,
-        "0: one new collocation pair a round (§4.3.2 as written); above 0: pairs, highest "
-        "rate first, while their moves fit this share of the budget and maxLoadDistance",
-        low=0.0,
-        high=1.0,
-    ),
+    SCORE_FACTOR,
+    MAX_PARTITION_LOAD,
+    PAIR_SHARE,
 )
 FLUX_SETTINGS = Schema("balancer flux", *BUDGET)
-POTC_SETTINGS = Schema(
-    "balancer potc",
-    Setting(
-        "merge_factor",
-        float,
-        0.1,
-        "merge overhead per split key, share of its split-off load (assumed: paper 003 gives none)",
-        low=0.0,
-    ),
-)
+POTC_SETTINGS = Schema("balancer potc", MERGE_FACTOR)
 COLA_SETTINGS = Schema("balancer cola", SPREAD)
 
 

@@ -31,6 +31,13 @@ import numpy as np
 
 from streamscale.planning.balancing.cola import metis_split
 from streamscale.planning.balancing.greedy import make_items
+from streamscale.planning.balancing.keygroup_settings import (
+    MAX_PARTITION_LOAD,
+    PAIR_SHARE,
+    SCORE_FACTOR,
+    SPREAD,
+    TIME_LIMIT,
+)
 from streamscale.planning.balancing.keygroups import BalanceResult, KeyGroupProblem
 from streamscale.planning.balancing.metrics import collocation_factor, load_distance_pct
 from streamscale.planning.balancing.milp import solve_milp
@@ -39,7 +46,7 @@ __all__ = ["albic", "collocation_candidates", "split_sets"]
 
 
 def collocation_candidates(
-    problem: KeyGroupProblem, *, score_factor: float = 1.0
+    problem: KeyGroupProblem, *, score_factor: float = SCORE_FACTOR.default
 ) -> list[tuple[float, int, int]]:
     """Qualifying pairs ``(rate, k, k')``, highest rate first (step 1)."""
     tr = problem.traffic
@@ -201,15 +208,15 @@ def albic(
     collocated: Sequence[Sequence[int]] = (),
     max_migrations: int | None = None,
     max_cost: float | None = None,
-    score_factor: float = 1.0,
-    max_load_distance_pct: float = 5.0,
-    max_partition_load_pct: float = 25.0,
+    score_factor: float = SCORE_FACTOR.default,
+    max_load_distance_pct: float = SPREAD.default,
+    max_partition_load_pct: float = MAX_PARTITION_LOAD.default,
     partition_load_step_pct: float = 5.0,
     max_resolves: int = 5,
     new_pairs: int | None = 1,
-    pair_share: float = 0.5,
+    pair_share: float = PAIR_SHARE.default,
     protect_existing: bool = True,
-    time_limit_s: float = 2.0,
+    time_limit_s: float = TIME_LIMIT.default,
     deterministic_limit: float | None = None,
     seed: int | None = None,
 ) -> BalanceResult:
@@ -239,6 +246,7 @@ def albic(
     pair_share
         With ``new_pairs=None``: the share of ``max_migrations`` (and of
         ``max_cost``) the new pairs' moves may take; the MILP balances with the rest.
+        The default is the ``albic`` balancer's setting (0: it then adds one pair).
     protect_existing
         Qualifying pairs (step 1) already on one node, by chance or from
         earlier rounds, join ``collocated`` so the round does not split them

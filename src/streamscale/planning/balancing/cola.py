@@ -16,6 +16,7 @@ from collections.abc import Sequence
 import numpy as np
 import pymetis
 
+from streamscale.planning.balancing.keygroup_settings import SPREAD
 from streamscale.planning.balancing.keygroups import BalanceResult, KeyGroupProblem
 from streamscale.planning.balancing.metrics import load_distance_pct
 
@@ -104,7 +105,7 @@ def _place(problem: KeyGroupProblem, parts: list[list[int]]) -> np.ndarray:
 def cola(
     problem: KeyGroupProblem,
     *,
-    max_load_distance_pct: float = 5.0,
+    max_load_distance_pct: float = SPREAD.default,
     seed: int | None = None,
 ) -> BalanceResult:
     """COLA from scratch: split the heaviest partition until placement is balanced enough.

@@ -71,6 +71,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from streamscale.planning.balancing.greedy import Budget, Items, greedy_balance, make_items
+from streamscale.planning.balancing.keygroup_settings import SOLVER, TIME_LIMIT
 from streamscale.planning.balancing.keygroups import BalanceResult, KeyGroupProblem
 from streamscale.planning.balancing.metrics import load_distance
 from streamscale.planning.balancing.milp_window import (
@@ -92,7 +93,7 @@ def solve_milp(
     max_cost: float | None = None,
     collocate: Sequence[Sequence[int]] = (),
     pinned: Sequence[tuple[int, int]] = (),
-    time_limit_s: float = 2.0,
+    time_limit_s: float = TIME_LIMIT.default,
     deterministic_limit: float | None = None,
     window: int = 1,
     max_window: int = 4,
@@ -101,7 +102,7 @@ def solve_milp(
     exact_up_to: int = 1500,
     weights: tuple[float, float, float] = (100.0, 1.0, 1.0),
     seed: int | None = None,
-    solver: str = "highs",
+    solver: str = SOLVER.default,
     max_steps: int = 50,
 ) -> BalanceResult:
     """Solve the key-group MILP within a migration budget (paper 003, §4.3.1).

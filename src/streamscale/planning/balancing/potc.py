@@ -21,13 +21,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from streamscale.planning.balancing.keygroup_settings import MERGE_FACTOR
 from streamscale.planning.balancing.keygroups import BalanceResult, KeyGroupProblem
 
 __all__ = ["potc", "potc_loads"]
 
 
 def potc_loads(
-    problem: KeyGroupProblem, *, merge_factor: float = 0.1, seed: int | None = None
+    problem: KeyGroupProblem, *, merge_factor: float = MERGE_FACTOR.default, seed: int | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
     """Node loads under PoTC and the secondary node of each key group.
 
@@ -58,7 +59,7 @@ def potc_loads(
 
 
 def potc(
-    problem: KeyGroupProblem, *, merge_factor: float = 0.1, seed: int | None = None
+    problem: KeyGroupProblem, *, merge_factor: float = MERGE_FACTOR.default, seed: int | None = None
 ) -> BalanceResult:
     """PoTC: no state migration, each key group split over two nodes plus a merge overhead.
 
