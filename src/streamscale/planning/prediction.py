@@ -30,8 +30,14 @@ from typing import Literal
 from streamscale.errors import ModelError
 from streamscale.model import PerformanceModel, Topology, instance_of
 from streamscale.planning.allocation.model_based import model_for
+from streamscale.settings import Setting
 
-__all__ = ["Prediction", "RoutingMode", "predict"]
+__all__ = ["RESOURCE_LIMITS", "Prediction", "RoutingMode", "predict"]
+
+#: The setting, declared once (the planner's schema takes it; defaults below read it).
+RESOURCE_LIMITS = Setting(
+    "resource_limits", bool, True, "predictions respect per-VM CPU and per-slot memory"
+)
 
 RoutingMode = Literal["shuffle", "weighted"]
 
@@ -68,7 +74,7 @@ def predict(
     slots: Sequence[str] | None = None,
     vm_slots: Mapping[str, int] | None = None,
     routing: RoutingMode = "shuffle",
-    resource_limits: bool = True,
+    resource_limits: bool = RESOURCE_LIMITS.default,
     at_rate: float | None = None,
 ) -> Prediction:
     """Predict the highest stable DAG rate of a mapping (paper 004, §8.5).

@@ -34,6 +34,8 @@ from typing import Any
 from streamscale.errors import InfeasibleError, ModelError
 from streamscale.model import Allocation, Placement, Plan, Topology, parse_instance, unit_id
 from streamscale.planning.placement.elastic_allocator import (
+    D_BW,
+    D_CPU,
     AllocatorNode,
     AllocatorOperator,
     AllocatorProblem,
@@ -42,7 +44,7 @@ from streamscale.planning.placement.elastic_allocator import (
     even_placement,
     random_placement,
 )
-from streamscale.planning.placement.gma import gma
+from streamscale.planning.placement.gma import MAX_OPERATIONS, OBJECTIVE, SEARCH, gma
 from streamscale.planning.placement.groups import modelled_rates
 from streamscale.planning.registry import PlanningContext, StepResult, register
 from streamscale.settings import Schema, Setting
@@ -102,39 +104,17 @@ PROBLEM = (
         "nodes' CPU and bandwidth already in use: declared in the cluster file or observed",
         choices=("declared", "observed"),
     ),
-    Setting(
-        "d_cpu",
-        float,
-        0.9,
-        "D_CPU: most CPU share a node may carry (§IV)",
-        low=0.0,
-        low_open=True,
-        high=1.0,
-    ),
-    Setting(
-        "d_bw",
-        float,
-        0.9,
-        "D_BW: most bandwidth share a node may carry (§IV)",
-        low=0.0,
-        low_open=True,
-        high=1.0,
-    ),
+    D_CPU,
+    D_BW,
     Setting("strict", bool, False, "fail when no placement within D_CPU and D_BW is found"),
 )
 PROBLEM_SETTINGS = Schema("placement problem", *PROBLEM)
 GMA_SETTINGS = Schema(
     "placer gma",
     *PROBLEM,
-    Setting(
-        "objective",
-        str,
-        "deviation",
-        "GMA's objective (§IV.E)",
-        choices=("deviation", "utilization"),
-    ),
-    Setting("max_operations", int, 100_000, "search budget in placement operations", low=1),
-    Setting("search", bool, True, "backtrack and repair beyond Algorithm 1 when it gets stuck"),
+    OBJECTIVE,
+    MAX_OPERATIONS,
+    SEARCH,
 )
 RANDOM_SETTINGS = Schema("placer random", *PROBLEM)
 EVEN_SETTINGS = Schema(

@@ -30,7 +30,7 @@ from streamscale.planning.allocation.model_based import (
     model_for,
 )
 from streamscale.planning.placement.slots import (
-    ACQUISITIONS,
+    ACQUISITION,
     SLOT_CHOICES,
     MappingResult,
     RsmWeights,
@@ -42,7 +42,7 @@ from streamscale.planning.placement.slots import (
     map_sam,
     vms_from_cluster,
 )
-from streamscale.planning.prediction import predict
+from streamscale.planning.prediction import RESOURCE_LIMITS, predict
 from streamscale.planning.registry import PlanningContext, StepResult, register
 from streamscale.settings import Schema, Setting
 
@@ -91,16 +91,9 @@ MAPPING_SETTINGS = Schema(
         "(default: acquire when VM types are given)",
         choices=("acquire", "nodes"),
     ),
-    Setting("resource_limits", bool, True, "predictions respect per-VM CPU and per-slot memory"),
+    RESOURCE_LIMITS,
     Setting("literal_bundles", bool, False, "SAM's bundles exactly as Algorithm 6 prints them"),
-    Setting(
-        "acquisition",
-        str,
-        "cover",
-        "VMs for ρ slots: largest first, the rest on the smallest VM covering it (§7.1), "
-        "or the rest in smaller VMs summing to ρ (§8.2)",
-        choices=ACQUISITIONS,
-    ),
+    ACQUISITION,
     Setting("rsm_weight_cpu", float, 1.0, "R-Storm distance weight w_C (§7.3)", low=0.0),
     Setting("rsm_weight_memory", float, 1.0, "R-Storm distance weight w_M (§7.3)", low=0.0),
     Setting("rsm_weight_network", float, 1.0, "R-Storm distance weight w_N (§7.3)", low=0.0),
@@ -204,7 +197,7 @@ def demands(
     threads: Mapping[str, int],
     rate: float | None,
     *,
-    literal_bundles: bool = False,
+    literal_bundles: bool = MAPPING_SETTINGS["literal_bundles"].default,
 ) -> list[TaskDemand]:
     """What the mappers need per task (topological order), resources as slot fractions.
 

@@ -45,11 +45,18 @@ from typing import Any
 
 from streamscale.errors import InfeasibleError, ModelError
 from streamscale.model import Allocation, Placement, Plan, instance_id, instance_of, parse_instance
-from streamscale.planning.placement.groups import Group, GroupEdge, GroupJob, TaskAllocation
-from streamscale.planning.placement.naive_pairs import naive_pairs
+from streamscale.planning.placement.groups import (
+    UTILIZATION,
+    Group,
+    GroupEdge,
+    GroupJob,
+    TaskAllocation,
+)
+from streamscale.planning.placement.naive_pairs import REFINE, naive_pairs
+from streamscale.planning.placement.optimal import TIME_LIMIT
 from streamscale.planning.placement.relaxations import gcd_granularity, split_skewed
-from streamscale.planning.placement.task_level import task_level
-from streamscale.planning.placement.top_down import top_down
+from streamscale.planning.placement.task_level import ORDER, task_level
+from streamscale.planning.placement.top_down import LITERAL, NO_SPLIT, SINGLES, top_down
 from streamscale.planning.registry import PlanningContext, StepResult, register
 from streamscale.settings import Schema, Setting
 
@@ -57,14 +64,7 @@ __all__ = ["allocation_figures", "build_job", "task_costs"]
 
 
 JOB = (
-    Setting(
-        "utilization",
-        float,
-        1.0,
-        "share of each node's spare capacity the job may use (§2.2)",
-        low=0.0,
-        low_open=True,
-    ),
+    UTILIZATION,
     Setting(
         "alpha",
         float,
@@ -86,49 +86,25 @@ JOB = (
         choices=("load", "core"),
     ),
 )
-ORDER = Setting(
-    "order",
-    str,
-    "diagonal",
-    "task pairing order: diagonal, storm (task-id order, the paper's) or random",
-    choices=("diagonal", "storm", "random"),
-)
 JOB_SETTINGS = Schema("task allocation", *JOB)
 PAIRS_SETTINGS = Schema("placer tl", *JOB, ORDER)
 NAIVE_SETTINGS = Schema(
     "placer naive",
     *JOB,
     ORDER,
-    Setting(
-        "refine",
-        bool,
-        True,
-        "a pair with one task placed puts the other beside it (§3.1's refinement)",
-    ),
+    REFINE,
 )
 TD_SETTINGS = Schema(
     "placer td",
     *JOB,
-    Setting(
-        "singles",
-        str,
-        "least-loaded",
-        "where tasks without a partner go",
-        choices=("least-loaded", "affinity"),
-    ),
-    Setting("literal", bool, False, "Algorithm 5 exactly as printed (no extra fills)"),
-    Setting(
-        "no_split",
-        str,
-        "partial",
-        "a node that takes no balanced split: part of one split, or the pair to R",
-        choices=("partial", "to-r"),
-    ),
+    SINGLES,
+    LITERAL,
+    NO_SPLIT,
 )
 OPTIMAL_SETTINGS = Schema(
     "placer optimal",
     *JOB,
-    Setting("time_limit_s", float, 10.0, "CP-SAT time limit (s)", low=0.0, low_open=True),
+    TIME_LIMIT,
     Setting(
         "work_limit",
         float,

@@ -54,8 +54,11 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from streamscale.errors import ModelError
+from streamscale.settings import Setting
 
 __all__ = [
+    "D_BW",
+    "D_CPU",
     "LEVELS",
     "AllocatorNode",
     "AllocatorOperator",
@@ -70,6 +73,28 @@ __all__ = [
     "node_levels",
     "random_placement",
 ]
+
+#: The setting, declared once (the planner's schema takes it; defaults below read it).
+D_BW = Setting(
+    "d_bw",
+    float,
+    0.9,
+    "D_BW: most bandwidth share a node may carry (§IV)",
+    low=0.0,
+    low_open=True,
+    high=1.0,
+)
+
+#: The setting, declared once (the planner's schema takes it; defaults below read it).
+D_CPU = Setting(
+    "d_cpu",
+    float,
+    0.9,
+    "D_CPU: most CPU share a node may carry (§IV)",
+    low=0.0,
+    low_open=True,
+    high=1.0,
+)
 
 LEVELS: tuple[str, str, str] = ("light", "moderate", "heavy")
 _EPS = 1e-9
@@ -122,8 +147,8 @@ class AllocatorProblem:
     nodes: tuple[AllocatorNode, ...]
     operators: tuple[AllocatorOperator, ...]
     flows: tuple[Flow, ...] = ()
-    d_cpu: float = 0.9
-    d_bw: float = 0.9
+    d_cpu: float = D_CPU.default
+    d_bw: float = D_BW.default
     _index: Mapping[str, int] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:

@@ -48,8 +48,26 @@ from streamscale.planning.placement.elastic_allocator import (
     level_of,
 )
 from streamscale.planning.placement.gma_state import EPS, Objective, SearchState
+from streamscale.settings import Setting
 
-__all__ = ["Objective", "gma"]
+__all__ = ["MAX_OPERATIONS", "OBJECTIVE", "SEARCH", "Objective", "gma"]
+
+#: The setting, declared once (the planner's schema takes it; defaults below read it).
+SEARCH = Setting("search", bool, True, "backtrack and repair beyond Algorithm 1 when it gets stuck")
+
+#: The setting, declared once (the planner's schema takes it; defaults below read it).
+MAX_OPERATIONS = Setting(
+    "max_operations", int, 100_000, "search budget in placement operations", low=1
+)
+
+#: The setting, declared once (the planner's schema takes it; defaults below read it).
+OBJECTIVE = Setting(
+    "objective",
+    str,
+    "deviation",
+    "GMA's objective (§IV.E)",
+    choices=("deviation", "utilization"),
+)
 
 # Cumulative budget shares at which the two greedy passes stop; the repair gets the rest.
 _PASS_SHARES = (0.3, 0.45)
@@ -58,12 +76,12 @@ _PASS_SHARES = (0.3, 0.45)
 def gma(
     problem: AllocatorProblem,
     *,
-    objective: Objective = "deviation",
-    max_operations: int = 100_000,
+    objective: Objective = OBJECTIVE.default,
+    max_operations: int = MAX_OPERATIONS.default,
     time_budget_s: float | None = None,
     clock: Callable[[], float] | None = None,
     thresholds: tuple[float, float] = (0.4, 0.8),
-    search: bool = True,
+    search: bool = SEARCH.default,
 ) -> AllocatorResult:
     """Place every operator of ``problem`` with GMA (paper 002, §IV.E, Algorithm 1).
 

@@ -19,9 +19,11 @@ from itertools import repeat
 
 from streamscale.errors import ModelError
 from streamscale.model import Cluster, Snapshot, Topology, unit_id
+from streamscale.settings import Setting
 
 __all__ = [
     "EPS",
+    "UTILIZATION",
     "Group",
     "GroupEdge",
     "GroupJob",
@@ -29,6 +31,16 @@ __all__ = [
     "imc_gain",
     "modelled_rates",
 ]
+
+#: The setting, declared once (the planner's schema takes it; defaults below read it).
+UTILIZATION = Setting(
+    "utilization",
+    float,
+    1.0,
+    "share of each node's spare capacity the job may use (§2.2)",
+    low=0.0,
+    low_open=True,
+)
 
 EPS = 1e-9
 """Slack on capacity comparisons, so float sums of task costs equal to μ still fit.
@@ -178,7 +190,7 @@ class GroupJob:
         rate: float | Mapping[str, float] | None = None,
         snapshot: Snapshot | None = None,
         tasks: Mapping[str, int] | None = None,
-        utilization: float = 1.0,
+        utilization: float = UTILIZATION.default,
         alpha: float | None = None,
     ) -> GroupJob:
         """The group job of a topology on a cluster (paper 001, §2).

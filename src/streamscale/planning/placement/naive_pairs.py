@@ -27,20 +27,30 @@ import numpy as np
 from streamscale.planning.placement.backtrack import backtrack as backtrack_search
 from streamscale.planning.placement.groups import EPS, GroupJob, TaskAllocation
 from streamscale.planning.placement.task_level import (
+    ORDER,
     PairOrder,
     allocate_single_tasks,
     group_pair_order,
     task_pairs,
 )
+from streamscale.settings import Setting
 
-__all__ = ["naive_pairs"]
+__all__ = ["REFINE", "naive_pairs"]
+
+#: The setting, declared once (the planner's schema takes it; defaults below read it).
+REFINE = Setting(
+    "refine",
+    bool,
+    True,
+    "a pair with one task placed puts the other beside it (§3.1's refinement)",
+)
 
 
 def naive_pairs(
     job: GroupJob,
     *,
-    order: PairOrder = "diagonal",
-    refine: bool = True,
+    order: PairOrder = ORDER.default,
+    refine: bool = REFINE.default,
     seed: int | None = None,
     backtrack: bool = True,
 ) -> TaskAllocation:

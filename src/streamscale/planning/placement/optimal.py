@@ -32,8 +32,12 @@ from ortools.sat.python import cp_model
 
 from streamscale.planning.placement.groups import EPS, GroupJob, TaskAllocation
 from streamscale.planning.placement.top_down import top_down
+from streamscale.settings import Setting
 
-__all__ = ["Method", "OptimalResult", "node_patterns", "optimal"]
+__all__ = ["TIME_LIMIT", "Method", "OptimalResult", "node_patterns", "optimal"]
+
+#: The setting, declared once (the planner's schema takes it; defaults below read it).
+TIME_LIMIT = Setting("time_limit_s", float, 10.0, "CP-SAT time limit (s)", low=0.0, low_open=True)
 
 Method = Literal["auto", "patterns", "counts"]
 
@@ -88,7 +92,7 @@ class _TooMany(Exception):
 def optimal(
     job: GroupJob,
     *,
-    time_limit_s: float = 10.0,
+    time_limit_s: float = TIME_LIMIT.default,
     work_limit: float | None = None,
     method: Method = "auto",
     max_patterns: int = 50_000,

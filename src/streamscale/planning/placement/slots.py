@@ -27,8 +27,10 @@ from typing import Literal
 from streamscale.errors import InfeasibleError, ModelError
 from streamscale.model import Cluster, VmType, instance_of, unit_id
 from streamscale.model.ids import slot_id
+from streamscale.settings import Setting
 
 __all__ = [
+    "ACQUISITION",
     "ACQUISITIONS",
     "SLOT_CHOICES",
     "Acquisition",
@@ -46,10 +48,21 @@ __all__ = [
     "vms_from_cluster",
 ]
 
+
 _EPS = 1e-9
 
 Acquisition = Literal["cover", "exact"]
 ACQUISITIONS: tuple[Acquisition, ...] = ("cover", "exact")
+
+#: The setting, declared once (the planner's schema takes it; defaults below read it).
+ACQUISITION = Setting(
+    "acquisition",
+    str,
+    "cover",
+    "VMs for ρ slots: largest first, the rest on the smallest VM covering it (§7.1), "
+    "or the rest in smaller VMs summing to ρ (§8.2)",
+    choices=ACQUISITIONS,
+)
 SlotChoice = Literal["best-fit", "first-fit", "worst-fit"]
 SLOT_CHOICES: tuple[SlotChoice, ...] = ("best-fit", "first-fit", "worst-fit")
 
@@ -426,7 +439,7 @@ def map_adding_slots(
     vm_types: Sequence[VmType],
     *,
     max_extra: int | None = None,
-    acquisition: Acquisition = "cover",
+    acquisition: Acquisition = ACQUISITION.default,
 ) -> MappingResult:
     """Acquire VMs for ``slots`` and map; on failure add one slot at a time (paper 004, §8.4).
 

@@ -18,8 +18,10 @@ import numpy as np
 
 from streamscale.planning.placement.backtrack import backtrack as backtrack_search
 from streamscale.planning.placement.groups import EPS, GroupJob, TaskAllocation
+from streamscale.settings import Setting
 
 __all__ = [
+    "ORDER",
     "PairOrder",
     "Priority",
     "allocate_single_tasks",
@@ -29,6 +31,15 @@ __all__ = [
     "task_pairs",
     "top_node",
 ]
+
+#: The setting, declared once (the planner's schema takes it; defaults below read it).
+ORDER = Setting(
+    "order",
+    str,
+    "diagonal",
+    "task pairing order: diagonal, storm (task-id order, the paper's) or random",
+    choices=("diagonal", "storm", "random"),
+)
 
 Priority = Literal["significance", "imc"]
 PairOrder = Literal["diagonal", "storm", "random"]
@@ -141,7 +152,7 @@ def task_level(
     job: GroupJob,
     *,
     priority: Priority = "significance",
-    order: PairOrder = "diagonal",
+    order: PairOrder = ORDER.default,
     seed: int | None = None,
     backtrack: bool = True,
 ) -> TaskAllocation:

@@ -24,8 +24,30 @@ from streamscale.planning.placement.task_level import (
     group_pair_order,
     top_node,
 )
+from streamscale.settings import Setting
 
-__all__ = ["NoSplit", "Partners", "Singles", "Split", "top_down"]
+__all__ = ["LITERAL", "NO_SPLIT", "SINGLES", "NoSplit", "Partners", "Singles", "Split", "top_down"]
+
+#: The setting, declared once (the planner's schema takes it; defaults below read it).
+NO_SPLIT = Setting(
+    "no_split",
+    str,
+    "partial",
+    "a node that takes no balanced split: part of one split, or the pair to R",
+    choices=("partial", "to-r"),
+)
+
+#: The setting, declared once (the planner's schema takes it; defaults below read it).
+LITERAL = Setting("literal", bool, False, "Algorithm 5 exactly as printed (no extra fills)")
+
+#: The setting, declared once (the planner's schema takes it; defaults below read it).
+SINGLES = Setting(
+    "singles",
+    str,
+    "least-loaded",
+    "where tasks without a partner go",
+    choices=("least-loaded", "affinity"),
+)
 
 Singles = Literal["least-loaded", "affinity"]
 Split = Literal["balanced", "max-links"]
@@ -56,8 +78,8 @@ class _TopDown:
         job: GroupJob,
         split: Split = "balanced",
         *,
-        literal: bool = False,
-        no_split: NoSplit = "partial",
+        literal: bool = LITERAL.default,
+        no_split: NoSplit = NO_SPLIT.default,
         partners: Partners | None = None,
         spare: bool | None = None,
     ) -> None:
@@ -240,10 +262,10 @@ def top_down(
     job: GroupJob,
     *,
     priority: Priority = "significance",
-    singles: Singles = "least-loaded",
+    singles: Singles = SINGLES.default,
     split: Split = "balanced",
-    literal: bool = False,
-    no_split: NoSplit = "partial",
+    literal: bool = LITERAL.default,
+    no_split: NoSplit = NO_SPLIT.default,
     partners: Partners | None = None,
     spare: bool | None = None,
     backtrack: bool = True,
