@@ -55,6 +55,7 @@ from pyspark.sql.types import (
 from streamscale.errors import StreamscaleError
 from streamscale.nexmark import generator as gen
 from streamscale.nexmark.files import SPARK_SCHEMAS
+from streamscale.runtime.spark.sources.seq_reader import READER_SETTINGS, reader_options
 from streamscale.runtime.spark.sources.source_registry import SourceEntry, register_source
 from streamscale.runtime.spark.sources.sources import SeqRange, SeqStreamReader, _opt
 
@@ -102,10 +103,10 @@ class NexmarkSpec:
     rate: float = 10_000.0
     schedule: tuple[tuple[float, float], ...] = ()
     total: int | None = None
-    partitions: int = 2
-    max_rows_per_batch: int | None = None
-    admission_file: str | None = None
-    start_time: float | None = None
+    partitions: int = READER_SETTINGS["partitions"].default
+    max_rows_per_batch: int | None = READER_SETTINGS["max_rows_per_batch"].default
+    admission_file: str | None = READER_SETTINGS["admission_file"].default
+    start_time: float | None = READER_SETTINGS["start_time"].default
     micros: bool = False
     # The generator's config and its schedule's steps: start (s), first event, events, rate.
     _config: gen.GeneratorConfig = field(init=False, repr=False, compare=False)
@@ -151,10 +152,7 @@ class NexmarkSpec:
             rate=_opt(options, "rate", float, d.rate),
             schedule=_opt(options, "schedule", _schedule, ()),
             total=_opt(options, "total", int, None),
-            partitions=_opt(options, "partitions", int, d.partitions),
-            max_rows_per_batch=_opt(options, "max_rows_per_batch", int, None),
-            admission_file=_opt(options, "admission_file", str, None),
-            start_time=_opt(options, "start_time", float, None),
+            **reader_options(options),
             micros=_opt(options, "micros", _bool, False),
         )
 

@@ -24,8 +24,27 @@ from pyspark.sql.streaming.datasource import (
 )
 
 from streamscale.errors import StreamscaleError
+from streamscale.settings import Schema, Setting
 
-__all__ = ["SeqRange", "SeqStreamReader"]
+__all__ = ["READER_SETTINGS", "SeqRange", "SeqStreamReader", "reader_options"]
+
+#: The options every paced reader takes, declared once: the generator's, the trace
+#: replay's and the NEXMark source's specs default to them and read them with
+#: :func:`reader_options`.
+READER_SETTINGS = Schema(
+    "reader",
+    Setting("partitions", int, 2, "source tasks per micro-batch", low=1),
+    Setting(
+        "max_rows_per_batch", int, None, "most rows a micro-batch admits (unset: no limit)", low=1
+    ),
+    Setting("start_time", float, None, "the stream's start t0, epoch seconds (unset: the clock)"),
+    Setting(
+        "admission_file",
+        str,
+        None,
+        "a file holding a live admission limit, which the driver rewrites (unset: none)",
+    ),
+)
 
 
 def _opt(options: Mapping[str, Any], name: str, conv: Callable[[str], Any], default: Any) -> Any:
@@ -37,6 +56,24 @@ def _opt(options: Mapping[str, Any], name: str, conv: Callable[[str], Any], defa
         return conv(str(raw).strip())
     except ValueError:
         raise StreamscaleError(f"cannot parse {raw!r}", item=f"option '{name}'") from None
+
+
+def reader_options(options: Mapping[str, Any]) -> dict[str, Any]:
+    """:data:`READER_SETTINGS` read from Spark's string options (defaults filled), as
+    keyword arguments of a source's spec; its own checks follow in the spec.
+
+    >>> reader_options({"partitions": "4"})
+    {'partitions': 4, 'max_rows_per_batch': None, 'start_time': None, 'admission_file': None}
+    """
+    convs: dict[str, Callable[[str], Any]] = {
+        "partitions": int,
+        "max_rows_per_batch": int,
+        "start_time": float,
+        "admission_file": str,
+    }
+    return {
+        s.name: _opt(options, s.name, convs[s.name], s.default) for s in READER_SETTINGS.settings
+    }
 
 
 class SeqRange(InputPartition):

@@ -52,7 +52,13 @@ from pyspark.sql.types import (
 )
 
 from streamscale.errors import StreamscaleError
-from streamscale.runtime.spark.sources.seq_reader import SeqRange, SeqStreamReader, _opt
+from streamscale.runtime.spark.sources.seq_reader import (
+    READER_SETTINGS,
+    SeqRange,
+    SeqStreamReader,
+    _opt,
+    reader_options,
+)
 from streamscale.runtime.spark.sources.source_registry import (
     SourceEntry,
     check_options,
@@ -133,11 +139,11 @@ class GeneratorSpec:
     rate: float = 1000.0
     schedule: tuple[tuple[float, float], ...] = ()
     seed: int = 0
-    partitions: int = 2
+    partitions: int = READER_SETTINGS["partitions"].default
     total: int | None = None
-    max_rows_per_batch: int | None = None
-    start_time: float | None = None
-    admission_file: str | None = None
+    max_rows_per_batch: int | None = READER_SETTINGS["max_rows_per_batch"].default
+    start_time: float | None = READER_SETTINGS["start_time"].default
+    admission_file: str | None = READER_SETTINGS["admission_file"].default
     trace: str | None = None
     trace_window: str | None = None
     trace_minutes: float = 10.0
@@ -214,11 +220,8 @@ class GeneratorSpec:
             rate=_opt(options, "rate", float, d.rate),
             schedule=_opt(options, "schedule", _parse_schedule, ()),
             seed=_opt(options, "seed", int, d.seed),
-            partitions=_opt(options, "partitions", int, d.partitions),
             total=_opt(options, "total", int, None),
-            max_rows_per_batch=_opt(options, "max_rows_per_batch", int, None),
-            start_time=_opt(options, "start_time", float, None),
-            admission_file=_opt(options, "admission_file", str, None),
+            **reader_options(options),
             trace=_opt(options, "trace", str, None),
             trace_window=_opt(options, "trace_window", str, None),
             trace_minutes=_opt(options, "trace_minutes", float, d.trace_minutes),

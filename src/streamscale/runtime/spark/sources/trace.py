@@ -43,7 +43,13 @@ from pyspark.sql.types import (
 )
 
 from streamscale.errors import StreamscaleError
-from streamscale.runtime.spark.sources.seq_reader import SeqRange, SeqStreamReader, _opt
+from streamscale.runtime.spark.sources.seq_reader import (
+    READER_SETTINGS,
+    SeqRange,
+    SeqStreamReader,
+    _opt,
+    reader_options,
+)
 from streamscale.runtime.spark.sources.source_registry import SourceEntry, register_source
 
 __all__ = ["TraceSource", "TraceSpec", "TraceStreamReader", "load_trace", "trace_schema"]
@@ -62,10 +68,10 @@ class TraceSpec:
     time_unit: str = "s"
     speed: float = 1.0
     key_column: str = "key"
-    partitions: int = 2
-    max_rows_per_batch: int | None = None
-    start_time: float | None = None
-    admission_file: str | None = None
+    partitions: int = READER_SETTINGS["partitions"].default
+    max_rows_per_batch: int | None = READER_SETTINGS["max_rows_per_batch"].default
+    start_time: float | None = READER_SETTINGS["start_time"].default
+    admission_file: str | None = READER_SETTINGS["admission_file"].default
 
     @classmethod
     def from_options(cls, options: Mapping[str, Any]) -> TraceSpec:
@@ -84,10 +90,7 @@ class TraceSpec:
             time_unit=get("time_unit", str.lower, "s"),
             speed=get("speed", float, 1.0),
             key_column=get("key_column", str, "key"),
-            partitions=get("partitions", int, 2),
-            max_rows_per_batch=get("max_rows_per_batch", int, None),
-            start_time=get("start_time", float, None),
-            admission_file=get("admission_file", str, None),
+            **reader_options(options),
         )
         if spec.format is not None and spec.format not in set(_FORMATS.values()):
             raise StreamscaleError(f"unknown format {spec.format!r}", item="option 'format'")
