@@ -68,6 +68,7 @@ from typing import Any
 from streamscale.nexmark import streamscale_ops as ops
 from streamscale.nexmark.files import SPARK_SCHEMAS, read_meta
 from streamscale.nexmark.results import check_query, finalize
+from streamscale.runtime.run_config import RUN_SETTINGS
 
 __all__ = ["FINAL", "WATERMARK", "build_job", "prepare", "run_streamscale", "source"]
 
@@ -212,7 +213,7 @@ def build_job(
     *,
     executors: int = 2,
     shards: int = 8,
-    available_now: bool = False,
+    available_now: bool = RUN_SETTINGS["available_now"].default,
     wait_ms: float = 0.0,
     trigger_s: float = 0.0,
     source: tuple[str, Mapping[str, Any]] | None = None,

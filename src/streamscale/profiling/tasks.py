@@ -38,7 +38,7 @@ __all__ = ["TASKS", "TASK_SETTINGS", "Task", "check_task", "make_task", "viete_p
 Task = Callable[[int, float], object]
 
 
-def viete_pi(iterations: int = 15, digits: int = 400) -> decimal.Decimal:
+def viete_pi(iterations: int, digits: int) -> decimal.Decimal:
     """π from Viète's product 2/π = Π (√(2 + √(2 + …)))/2 over ``iterations`` factors."""
     ctx = decimal.Context(prec=digits)
     two = ctx.create_decimal(2)
