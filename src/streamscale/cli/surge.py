@@ -53,7 +53,8 @@ def surge(
     latency_target_ms: float = typer.Option(
         SurgeConfig.latency_target_ms,
         "--latency-target-ms",
-        help="End-to-end latency each tuple should meet (the SLO).",
+        help="End-to-end latency each tuple should meet (the SLO, scored); not the planner's "
+        "latency_target_ms, the queueing model's T_max, which the scenario sets to one trigger.",
     ),
     workers: int = typer.Option(2, "--workers", help="Loopback workers to start."),
     worker_cores: int = typer.Option(8, "--worker-cores", help="Task slots (cores) per worker."),

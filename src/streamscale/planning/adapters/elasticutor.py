@@ -76,7 +76,8 @@ SETTINGS = Schema(
         "latency_target_ms",
         float,
         10.0,
-        "latency target T_max of the queueing model (ms)",
+        "latency target T_max of the queueing model (ms): a tuple's mean wait and service "
+        "at a task, not an end-to-end SLO (the surge scenario's --latency-target-ms)",
         low=0.0,
         low_open=True,
     ),
