@@ -72,10 +72,6 @@ CHOICES: dict[tuple[str, str], str] = {
     "(default: the operator's instances), not the reader's source tasks",
     # choices
     (
-        "runtime/spark/executors/resources.py",
-        "min_executors",
-    ): "ExecutorResources' own keyword; both run paths pass the parsed value",
-    (
         "runtime/spark/driver/graph_batch.py",
         "policy",
     ): "the name of the policy a batch ran under, a "

@@ -44,6 +44,7 @@ from streamscale.control.watch import Floors, learned_startup_s
 from streamscale.errors import StreamscaleError
 from streamscale.model import Cluster, Node, Plan
 from streamscale.model.ids import executor_node
+from streamscale.runtime.run_config import RUN_SETTINGS
 from streamscale.runtime.spark.executors.slots import (
     assign_slots,
     node_demand,
@@ -163,7 +164,7 @@ class ExecutorResources:
     sc: Any
     cores_per_executor: int
     max_executors: int
-    min_executors: int = 1
+    min_executors: int = RUN_SETTINGS["min_executors"].default
     initial_executors: int | None = None
     timeout_s: float = 60.0
     warm_new: bool = True
