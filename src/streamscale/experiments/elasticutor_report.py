@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -13,7 +12,7 @@ import numpy as np
 from streamscale.experiments.report import markdown_table
 from streamscale.sim.run import Sample
 
-__all__ = ["ORDER", "PAPER", "dips", "render", "rerender"]
+__all__ = ["ORDER", "PAPER", "dips", "render"]
 
 #: The paper's reported figures (paper 000, §5).
 PAPER: dict[str, Any] = {
@@ -528,12 +527,6 @@ def _misses(results: Mapping[str, Any]) -> list[str]:
             "cores its φ doubling admits."
         )
     return out
-
-
-def rerender(out: Path) -> None:
-    """Rewrite ``results.md`` and the plots of ``out`` from its ``results.json``."""
-    results = json.loads((out / "results.json").read_text())
-    (out / "results.md").write_text(render(results, out).rstrip() + "\n")
 
 
 def _plots(results: Mapping[str, Any], out: Path) -> None:

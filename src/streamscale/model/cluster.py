@@ -49,10 +49,6 @@ class VmType:
     memory_gb: float
     price_per_hour: float
 
-    @property
-    def memory_per_slot_gb(self) -> float:
-        return self.memory_gb / self.slots
-
 
 @dataclass(frozen=True, slots=True)
 class Cluster:

@@ -231,9 +231,6 @@ class StockExchange:
     def cluster(self) -> Cluster:
         return Cluster.uniform(self.nodes, cores=self.cores, bandwidth_mbps=self.bandwidth_mbps)
 
-    def operator_names(self) -> tuple[str, ...]:
-        return ("transactor", *_STATS, *_EVENTS)
-
     def topology(self, *, executors: int | None = None, shards: int | None = None) -> Topology:
         e = executors or self.executors
         z = shards or self.shards

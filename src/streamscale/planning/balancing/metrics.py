@@ -91,15 +91,6 @@ class AllocationMetrics:
     migrations: int
     migration_cost: float
 
-    def as_dict(self) -> dict[str, float]:
-        return {
-            "load_distance": self.load_distance,
-            "load_distance_pct": self.load_distance_pct,
-            "collocation_pct": self.collocation_pct,
-            "migrations": float(self.migrations),
-            "migration_cost": self.migration_cost,
-        }
-
 
 def evaluate(problem: KeyGroupProblem, assignment: np.ndarray) -> AllocationMetrics:
     """Every metric of ``assignment`` relative to ``problem``'s current allocation."""
