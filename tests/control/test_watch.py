@@ -58,21 +58,30 @@ def test_what_arrives_during_a_long_batch_is_not_a_backlog() -> None:
         start = 6 * (t // 6)
         return Sample(t, 100 * t, 100 * start, (t - start) if known else 0.0)
 
-    def asks(*, known: bool) -> list[float]:
+    def asks(*, known: bool) -> list[tuple[float, int]]:
         s, out = WatchState(), []
         for i in range(60):
             t = 6.0 + i * 0.25
             s, r = watch_step(s, sample(t, known=known), VIEW, config=DEFAULT,
                               latency_target_s=2.0, catch_up_s=2.0, **FLOOR)  # fmt: skip
             if r is not None:
-                out.append(t)
+                out.append((t, r.executors))
         return out
 
     assert asks(known=True) == []
-    # without knowing how long the batch has run, all but one interval's arrivals look
-    # like a backlog: up to 400 waiting 6 s into a batch, λ = 100 + 400 / 2 s = 300 ->
-    # 7 cores -> 4 executors asked (the count before)
-    assert asks(known=False)
+    # Without knowing how long the batch has run, all but one interval's arrivals look
+    # like a backlog: d s into a batch, 100 x d - 100 x 2 s wait. The 2 executors
+    # requested serve 2 x 2 x 50 = 200 t/s, 100 spare, which drain 200 within the 2 s
+    # catch-up: the watch acts once d > 4 (backlog > 200). The rate is steady, so no
+    # growth while executors start; λ = 100 + backlog / 2 s and ⌈λ / 50 / 0.9⌉ cores. A
+    # need is asked for on the second sample in a row that shows it, and a request starts
+    # the count again (the view is not updated here, so the need persists):
+    # d = 4.25 (225 waiting, λ 212.5, 5 cores, 3 executors) shows it; d = 4.5 asks:
+    # λ 225 -> 5 cores -> 3 executors; d = 5.0 asks: λ 250 -> 6 cores -> 3; d = 5.5 asks:
+    # λ 275 -> 7 cores -> 4 (the count before). Batches start at 6, 12 and 18 s; the last
+    # is 2.75 s old at the end (t = 20.75).
+    per_batch = [(4.5, 3), (5.0, 3), (5.5, 4)]
+    assert asks(known=False) == [(b + d, n) for b in (6.0, 12.0) for d, n in per_batch]
 
 
 def test_a_step_surge_gets_one_request_of_the_needed_size() -> None:
