@@ -42,8 +42,10 @@ def test_compose_mba(placer: str) -> None:
     units = {f"{t}#{k}" for t, n in alloc["threads"].items() for k in range(n)}
     assert set(plan.placement.nodes) == units
     f = figs[f"placer:{placer}"]
-    assert f["slots_available"] >= 7
-    assert f["price_per_hour"] == pytest.approx(0.098 * f["slots_available"])
+    # ρ = 7 bought as §7.1 reads it: a D3 (4 slots), then the smallest VM covering the
+    # other 3, a D3: 8 slots at 2 x $0.392 = $0.784 an hour
+    assert f["slots_available"] == 8 and f["extra_slots"] == 0
+    assert f["price_per_hour"] == pytest.approx(0.784)
     assert 0 < f["predicted_rate"] <= f["predicted_rate_weighted"] + 1e-9
     assert set(f["vm_cpu_percent"]) == {v["name"] for v in f["vms"]}
     json.dumps(figs)  # figures are JSON-able
@@ -64,12 +66,14 @@ def test_acquisition_readings(placer: str) -> None:
     _, cover, _ = compose(ctx(), steps=steps)
     _, exact, _ = compose(ctx(acquisition="exact"), steps=steps)
     c, e = cover[f"placer:{placer}"], exact[f"placer:{placer}"]
-    assert sum(v["slots"] for v in e["vms"]) == 7 + e["extra_slots"]
-    assert sum(v["slots"] for v in c["vms"]) >= 7 + c["extra_slots"]
-    if not c["extra_slots"]:
-        assert [v["type"] for v in c["vms"]] == ["D3", "D3"]
-    if not e["extra_slots"]:
-        assert [v["type"] for v in e["vms"]] == ["D3", "D2", "D1"]
+    # MBA's ρ counts the slots its bundles fill, so every mapper places them in ρ slots
+    # (no extra slot): cover 4 + 4 = 8 slots at 2 x 0.392 = $0.784 an hour; exact
+    # 4 + 2 + 1 = 7 slots at 0.392 + 0.196 + 0.098 = $0.686
+    assert c["extra_slots"] == e["extra_slots"] == 0
+    assert [(v["type"], v["slots"]) for v in c["vms"]] == [("D3", 4), ("D3", 4)]
+    assert [(v["type"], v["slots"]) for v in e["vms"]] == [("D3", 4), ("D2", 2), ("D1", 1)]
+    assert c["price_per_hour"] == pytest.approx(0.784)
+    assert e["price_per_hour"] == pytest.approx(0.686)
     with pytest.raises(StreamscaleError, match="acquisition: must be one of cover, exact"):
         compose(ctx(acquisition="half"), steps=steps)
 
@@ -138,5 +142,23 @@ def test_plan_command_json(capsys: pytest.CaptureFixture[str]) -> None:
         ]
     )
     assert code == 0
-    text = capsys.readouterr().out
-    assert '"predicted_rate"' in text and '"slot_map"' in text and '"lsa"' in text
+    data = json.loads(capsys.readouterr().out)
+    assert [(st["family"], st["name"]) for st in data["steps"]] == [
+        ("allocator", "lsa"),
+        ("placer", "rsm"),
+    ]
+    # LSA at 50 t/s from the one-thread figures (rate t/s, CPU %, memory % of a slot):
+    # parse (310, 85, 22.98): one thread at 50/310 -> 13.71 % CPU, 3.706 % memory;
+    # pi (105, 90, 2): one at 50/105 -> 42.857 %, 0.952 %; blob (2, 6.74, 23.92):
+    # ⌊50/2⌋ = 25 threads -> 168.5 %, 598 %; write (60000, 30, 10): one -> 0.025 %;
+    # table (3, 1, 1.2): 16 threads and one at 2/3 -> 16.667 %, 20 %. ρ = max(⌈2.418⌉,
+    # ⌈6.227⌉) = 7 slots, bought as a D3 and a D3 covering the other 3 ($0.784 an hour).
+    alloc = data["steps"][0]["figures"]
+    assert alloc["threads"] == {"parse": 1, "pi": 1, "blob": 25, "write": 1, "table": 17}
+    assert alloc["total_cpu_percent"] == pytest.approx(241.758, abs=1e-3)
+    assert alloc["total_memory_percent"] == pytest.approx(622.667, abs=1e-3)
+    assert alloc["slots"] == 7
+    rsm = data["steps"][1]["figures"]
+    assert [v["type"] for v in rsm["vms"]] == ["D3", "D3"] and rsm["slots_available"] == 8
+    assert rsm["price_per_hour"] == pytest.approx(0.784)
+    assert "slot_map" in rsm
