@@ -38,8 +38,9 @@ import pandas as pd
 
 from streamscale.errors import StreamscaleError
 from streamscale.runtime.spark.compat import state_timers as timers
+from streamscale.runtime.spark.compat.spark_args import check_arity, check_output_mode, struct_type
 
-__all__ = ["TIMEOUTS", "from_group_state"]
+__all__ = ["TIMEOUTS", "apply_in_pandas_with_state", "from_group_state"]
 
 TIMEOUTS = {"notimeout": "NoTimeout", "processingtimetimeout": "ProcessingTimeTimeout",
             "eventtimetimeout": "EventTimeTimeout"}  # fmt: skip
@@ -163,4 +164,37 @@ def from_group_state(
         run.batch_clock = True  # type: ignore[attr-defined]
         run.time_mode = _MODE[conf]  # type: ignore[attr-defined]
         run.drops_late_rows = conf == "EventTimeTimeout"  # type: ignore[attr-defined]
+    return run
+
+
+def apply_in_pandas_with_state(
+    func: GroupFn,
+    key: str,
+    outputStructType: Any,
+    stateStructType: Any,
+    outputMode: str,
+    timeoutConf: str,
+) -> Callable[..., pd.DataFrame | None]:
+    """``groupBy(key).applyInPandasWithState(func, ...)``'s arguments, checked as Spark
+    checks them, as a keyed function (:func:`from_group_state`) whose output has
+    ``outputStructType``'s columns and types.
+
+    Raises
+    ------
+    StreamscaleError
+        ``func`` not taking ``(key, pdf_iter, state)``, an ``outputMode`` other than
+        ``append`` or ``update``, an unknown ``timeoutConf``, a schema that does not parse.
+    """
+    method = "applyInPandasWithState"
+    check_arity(func, ("key", "pdf_iter", "state"), what=f"{method}: func")
+    check_output_mode(outputMode, ("append", "update"), method=method)
+    out = struct_type(outputStructType, what="outputStructType", method=method)
+    struct_type(stateStructType, what="stateStructType", method=method)
+    if str(timeoutConf).split(".")[-1].lower() not in TIMEOUTS:
+        raise StreamscaleError(
+            f"timeoutConf must be one of {', '.join(TIMEOUTS.values())}",
+            item=f"{method}: {timeoutConf!r}",
+        )
+    run = from_group_state(func, key, timeoutConf)
+    run.output_schema = out  # type: ignore[attr-defined]
     return run

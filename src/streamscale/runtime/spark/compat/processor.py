@@ -43,9 +43,18 @@ from pyspark.sql.streaming.stateful_processor import ExpiredTimerInfo, TimerValu
 
 from streamscale.errors import StreamscaleError
 from streamscale.runtime.spark.compat.initial_state import DriverOnly, check_initial_state
+from streamscale.runtime.spark.compat.spark_args import check_arity, check_output_mode, struct_type
 from streamscale.runtime.spark.compat.state_typed import StatefulHandle
 
-__all__ = ["Clock", "column_clock", "from_processor", "is_processor", "run_batch", "wall_clock"]
+__all__ = [
+    "Clock",
+    "column_clock",
+    "from_processor",
+    "is_processor",
+    "run_batch",
+    "transform_with_state",
+    "wall_clock",
+]
 
 #: From a shard's rows: (processing time ms, watermark ms or None); None: no time known.
 Clock = Callable[[pd.DataFrame], tuple[int, int | None] | None]
@@ -53,6 +62,7 @@ Clock = Callable[[pd.DataFrame], tuple[int, int | None] | None]
 _ORDERS = ("first", "after_input")
 _APIS = ("pandas", "row")
 _OUTPUT_MODES = ("append", "update")
+_TIME_MODES = ("None", "ProcessingTime", "EventTime")
 
 
 def wall_clock(rows: pd.DataFrame) -> tuple[int, int | None]:
@@ -294,4 +304,55 @@ def from_processor(
     run.processor = processor  # type: ignore[attr-defined]
     if initialState is not None:  # the driver applies it to batch 0 (not pickled to tasks)
         run.initial_state = DriverOnly(initialState)  # type: ignore[attr-defined]
+    return run
+
+
+def transform_with_state(
+    statefulProcessor: Any,
+    key: str,
+    outputStructType: Any,
+    outputMode: str,
+    timeMode: str,
+    initialState: Any = None,
+    eventTimeColumnName: str | None = "",
+    *,
+    api: str = "pandas",
+) -> Callable[..., pd.DataFrame | None]:
+    """``groupBy(key).transformWithStateInPandas(...)``'s arguments (``api="row"``:
+    ``transformWithState``'s), checked as Spark checks them, as a keyed function
+    (:func:`from_processor`) whose output has ``outputStructType``'s columns and types.
+
+    Raises
+    ------
+    StreamscaleError
+        Not a processor, a ``handleInputRows`` not taking ``(key, rows, timerValues)``,
+        an ``outputMode`` other than ``append`` or ``update``, an unknown ``timeMode``, a
+        schema that does not parse, an ``eventTimeColumnName`` (not supported).
+    """
+    method = "transformWithState" if api == "row" else "transformWithStateInPandas"
+    if not is_processor(statefulProcessor):
+        raise StreamscaleError(
+            "statefulProcessor must be a StatefulProcessor (init and handleInputRows)",
+            item=f"{method}: {type(statefulProcessor).__name__}",
+        )
+    check_arity(
+        statefulProcessor.handleInputRows, ("key", "rows", "timerValues"),
+        what=f"{method}: {type(statefulProcessor).__name__}.handleInputRows",
+    )  # fmt: skip
+    mode = check_output_mode(outputMode, _OUTPUT_MODES, method=method)
+    if str(timeMode).lower() not in {m.lower() for m in _TIME_MODES}:
+        raise StreamscaleError(
+            f"timeMode must be one of {', '.join(_TIME_MODES)}", item=f"{method}: {timeMode!r}"
+        )
+    if eventTimeColumnName:
+        raise StreamscaleError(
+            "eventTimeColumnName (a new event time on the output) is not supported",
+            item=f"{method}: {eventTimeColumnName!r}",
+        )
+    out = struct_type(outputStructType, what="outputStructType", method=method)
+    run = from_processor(
+        statefulProcessor, key, time_mode=timeMode, api=api, output_mode=mode,
+        initialState=initialState,
+    )  # fmt: skip
+    run.output_schema = out  # type: ignore[attr-defined]
     return run
