@@ -10,7 +10,7 @@ Spark with 2 cores and 2 shuffle partitions for every path. One JSON line per pa
 ``"bench": "datapath"``, ``path``, ``alpha``, ``rows``, ``seconds``, ``rows_per_s``:
 
 * ``elastic`` / ``static``: streamscale's keyed operator through its Python API
-  (``stream(df).key_by("key", executors=2, shards=64).process(calculator)``) under the
+  (``stream(df).key_by("key", instances=2, shards=64).process(calculator)``) under the
   ``elastic`` / ``static`` policy, state kept per shard;
 * ``spark-sql``: Spark's streaming aggregation ``groupBy(key).agg(count, sum)``, update
   mode, state in Spark's default state store;
@@ -90,7 +90,7 @@ def _noop(df: Any, batch_id: int) -> None:
 def _streamscale(spark: Any, src: Path, ck: Path, policy: str, batches: int) -> None:
     from streamscale.runtime.spark.api import stream
 
-    calc = stream(file_stream(spark, src)).key_by("key", executors=E, shards=Z)
+    calc = stream(file_stream(spark, src)).key_by("key", instances=E, shards=Z)
     out = calc.process(calculator, name="calc")
     out.to(_noop, name="noop")
     out.run(checkpoint=ck, max_batches=batches, duration_s=3600, policy=policy)
@@ -110,7 +110,7 @@ def _streamscale_agg(spark: Any, src: Path, ck: Path, path: str, batches: int) -
     df = file_stream(spark, src)
     if path != "elastic-agg":
         df = df.withWatermark("event_time", WATERMARK)
-    keyed = stream(df).key_by("key", executors=E, shards=Z)
+    keyed = stream(df).key_by("key", instances=E, shards=Z)
     if path == "elastic-agg":
         out = keyed.agg(*_aggs(), name="agg")
     else:

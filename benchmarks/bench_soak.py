@@ -260,10 +260,10 @@ def soak(args: argparse.Namespace, kind: str, minutes: float, argv: list[str]) -
         df = spark.readStream.format(GeneratorSource.name()).options(**opts).load()
         s = stream(df, name="soak", trigger_s=0.0)
         e = s.map_batches(fd.enrich, name="enrich", buckets=BUCKETS)
-        ranked = e.key_by("key", executors=args.max_executors, shards=16).process(
+        ranked = e.key_by("key", instances=args.max_executors, shards=16).process(
             fd.rank_in_key_waited, name="rank", cost_ms=args.cost_ms
         )
-        totals = ranked.key_by("bucket", executors=2, shards=4).process(
+        totals = ranked.key_by("bucket", instances=2, shards=4).process(
             fd.bucket_totals, name="totals"
         )
         totals.to("none", name="out")

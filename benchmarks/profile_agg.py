@@ -92,10 +92,10 @@ def main(argv: list[str] | None = None) -> None:
         aggs = (F.count("*").alias("count"), F.sum("value").alias("sum"))
         if args.window:
             df = df.withWatermark("event_time", "10 seconds")
-            job = stream(df).key_by("key", executors=E, shards=Z)
+            job = stream(df).key_by("key", instances=E, shards=Z)
             out = job.window("event_time", args.window, args.slide).agg(*aggs, name="agg")
         else:
-            out = stream(df).key_by("key", executors=E, shards=Z).agg(*aggs, name="agg")
+            out = stream(df).key_by("key", instances=E, shards=Z).agg(*aggs, name="agg")
         out.to(lambda df, b: df.write.format("noop").mode("overwrite").save(), name="noop")
         import streamscale.runtime.spark.keyed.agg.operator as agg_op
 

@@ -70,7 +70,7 @@ def test_tws_calculator_equals_streamscale_and_pandas(rocksdb: Any, tmp_path: Pa
     elastic: list[pd.DataFrame] = []
     calc = (
         stream(file_stream(spark, tmp_path / "in"))
-        .key_by("key", executors=2, shards=4)
+        .key_by("key", instances=2, shards=4)
         .process(calculator, name="calc")
     )
     calc.to(lambda df, b: elastic.append(df.toPandas()), name="collect")

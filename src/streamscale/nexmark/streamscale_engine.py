@@ -211,7 +211,7 @@ def build_job(
     df: Any,
     q: str,
     *,
-    executors: int = 2,
+    instances: int = 2,
     shards: int = 8,
     available_now: bool = RUN_SETTINGS["available_now"].default,
     wait_ms: float = 0.0,
@@ -232,7 +232,7 @@ def build_job(
     s = stream(
         df, name=f"nexmark-{q}", available_now=available_now, trigger_s=trigger_s, source=source
     )
-    kw = {"executors": executors, "shards": shards}
+    kw = {"instances": instances, "shards": shards}
     if q == "q0":
         return s.map_batches(ops.q0_project, name="q0")
     if q == "q1":
@@ -300,7 +300,7 @@ def _with_top(
     upper: str | int,
     name: str,
     top_of: str | None = None,
-    executors: int,
+    instances: int,
     shards: int,
 ) -> Any:
     """The rows of ``rows`` (keyed by window end ``wend``) whose ``value`` equals their
@@ -315,7 +315,7 @@ def _with_top(
     mode ``top``)."""
     from pyspark.sql import functions as F
 
-    kw = {"executors": executors, "shards": shards}
+    kw = {"instances": instances, "shards": shards}
     top = rows.key_by("wend", **kw).agg(F.max(top_of or value).alias(value), name="max_per_window")
     return rows.join(
         top, on=["wend", value], within=(time_col, "wend", 0, upper), how="left_semi",
@@ -382,7 +382,7 @@ def run_streamscale(
     *,
     policy: str = "static",
     files_per_trigger: int = 1,
-    executors: int = 2,
+    instances: int = 2,
     shards: int = 8,
     sink: str = "parquet",
     fresh: bool = True,
@@ -411,7 +411,7 @@ def run_streamscale(
     # groups them into batches (a restart may take two files in its first batch: the
     # file source logs a file before the batch's offsets, and a killed driver can stop
     # between the two).
-    job = build_job(df, q, executors=executors, shards=shards, available_now=stop_after is None)
+    job = build_job(df, q, instances=instances, shards=shards, available_now=stop_after is None)
     target: Any = "none" if sink == "none" else _parquet_sink(parts)
     job = job.to(target, name="out")
     done = len(list((out / "checkpoint" / "spark" / "commits").glob("[0-9]*")))

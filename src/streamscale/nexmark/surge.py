@@ -158,7 +158,7 @@ def run_nexmark_job(
 
     def build(instances: int) -> Any:
         return build_job(
-            live_input(spark, job.query, cfg), job.query, executors=instances,
+            live_input(spark, job.query, cfg), job.query, instances=instances,
             shards=cfg.shards, wait_ms=wait_ms(cfg, job.query), trigger_s=cfg.trigger_s,
             source=("streamscale_nexmark", nexmark_options(cfg, job.query)),
         ).to("none", name="out")  # fmt: skip

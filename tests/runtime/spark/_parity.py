@@ -126,36 +126,35 @@ def _committed(ck: Path) -> int:
 
 def run_streamscale(
     df: Any,
-    fn: Any,
+    query: Callable[[Any], Any],
     cols: Sequence[str],
     ck: Path,
     *,
-    executors: int = 2,
+    instances: int = 2,
     shards: int = 4,
-    **params: Any,
 ) -> tuple[Rows, Any]:
-    """``fn`` as a streamscale keyed operator over ``df``, available_now; rows per batch."""
-    got, res = run_streamscale_many(
-        df, [(fn, cols, params)], ck, executors=executors, shards=shards
-    )
+    """``query(stream(df).key_by("k"))`` in streamscale, available_now; rows per batch."""
+    got, res = run_streamscale_many(df, [(query, cols)], ck, instances=instances, shards=shards)
     return got[0], res
 
 
 def run_streamscale_many(
     df: Any,
-    ops: Sequence[tuple[Any, Sequence[str], dict[str, Any]]],
+    queries: Sequence[tuple[Callable[[Any], Any], Sequence[str]]],
     ck: Path,
     *,
-    executors: int = 2,
+    instances: int = 2,
     shards: int = 4,
     batches: int | None = None,
     steps: Sequence[int] = (),
 ) -> tuple[list[Rows], Any]:
     """Several keyed operators on ``df`` in one streamscale run; rows per batch of each.
 
-    ``batches`` ``None``: ``available_now``; else that many batches back to back.
-    ``steps``: the units of each operator's executor 0 from batch 1 on, one entry a
-    batch (shards move between tasks at every boundary), from a scripted policy.
+    Each query is the expression Spark's side applies to ``df.groupBy("k")``, applied
+    here to ``streamscale.stream(df).key_by("k")``. ``batches`` ``None``:
+    ``available_now``; else that many batches back to back. ``steps``: the units of each
+    operator's instance 0 from batch 1 on, one entry a batch (shards move between tasks
+    at every boundary), from a scripted policy.
     """
     import streamscale
     from streamscale.runtime.spark.driver.dag import run_graph
@@ -164,11 +163,11 @@ def run_streamscale_many(
     outs: list[Rows] = []
     s = streamscale.stream(df, available_now=batches is None)
     names = []
-    for i, (fn, cols, params) in enumerate(ops):
+    for i, (query, cols) in enumerate(queries):
         got: Rows = {}
-        out = s.key_by("k", executors=executors, shards=shards).process(fn, name=f"op{i}", **params)
+        out = query(s.key_by("k", instances=instances, shards=shards))
         out.to(_collect(got, cols, batches), name=f"sink{i}")
-        names.append(f"op{i}")
+        names.append(out._from[0])
         outs.append(got)
     topo = s.topology()
     policy: Any = "static"
@@ -189,7 +188,7 @@ def run_streamscale_many(
 
 
 class Steps:
-    """A scripted policy: every keyed operator's executor 0 gets ``units[i]`` units at
+    """A scripted policy: every keyed operator's instance 0 gets ``units[i]`` units at
     decision ``i`` (the last one kept)."""
 
     name = "steps"

@@ -17,15 +17,14 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 
 import streamscale
-from streamscale.runtime.spark.executors.session import build_session
 from tests.runtime.spark._parity import source
 from tests.runtime.spark.compat.test_parity_processors import event_time_queries
 
 
 def job(spark: Any, src: Path, log: Path | None) -> Any:
     s = streamscale.stream(source(spark, src), available_now=True)
-    for i, (_, fn, params) in enumerate(event_time_queries(spark)):
-        out = s.key_by("k", executors=2, shards=4).process(fn, name=f"op{i}", **params)
+    for i, query in enumerate(event_time_queries(spark)):
+        out = query(s.key_by("k", instances=2, shards=4))
         out.to("parquet", path=f"op{i}", name=f"sink{i}")
     if log is not None:
 
@@ -41,7 +40,9 @@ def job(spark: Any, src: Path, log: Path | None) -> Any:
 def main() -> None:
     src, ckpt, out = Path(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3])
     out.mkdir(parents=True, exist_ok=True)
-    spark = build_session("local[2]", app_name="streamscale-parity-restart", shuffle_partitions=2)
+    spark = streamscale.session(
+        "local[2]", app_name="streamscale-parity-restart", shuffle_partitions=2
+    )
     job(spark, src, out / "batches.jsonl").run(checkpoint=ckpt, out=out, duration_s=600)
     spark.stop()
 

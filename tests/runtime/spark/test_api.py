@@ -14,12 +14,12 @@ from tests.runtime.spark.driver.test_graph import OPTS, check_against_pandas, da
 def _build(df):
     s = stream(df, name="dag")
     e = s.map_batches(fd.enrich, name="enrich", buckets=5)
-    ranked = e.key_by("key", executors=2, shards=4).process(fd.rank_in_key, name="rank")
+    ranked = e.key_by("key", instances=2, shards=4).process(fd.rank_in_key, name="rank")
     odd = e.map_batches(fd.odd_only, name="odd")
     ranked.to("parquet", path="ranked", name="ranked")
     totals = (
         ranked.union(odd)
-        .key_by("bucket", executors=2, shards=2)
+        .key_by("bucket", instances=2, shards=2)
         .process(fd.bucket_totals, name="totals")
     )
     totals.to("none", name="out")

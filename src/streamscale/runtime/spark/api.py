@@ -5,11 +5,15 @@
     import streamscale
     s = streamscale.stream(spark.readStream.format("rate").load())
     e = s.map_batches(enrich, buckets=5)
-    ranked = e.key_by("key", executors=2, shards=4).process(rank_in_key)
+    ranked = e.key_by("key", instances=2, shards=4).process(rank_in_key)
     totals = ranked.union(e.map_batches(odd_only)).key_by("bucket").process(bucket_totals)
     ranked.to("parquet", path="ranked")
     totals.to(lambda df, batch_id: ...)
     totals.run(checkpoint="ck", duration_s=60)
+
+``stream(df).key_by(k)`` answers Spark's own stateful methods of ``df.groupBy(k)``
+(``applyInPandasWithState``, ``transformWithStateInPandas``, ``transformWithState``)
+with Spark's signatures, so a job moves over by replacing ``df.groupBy(k)``.
 
 Every call adds an operator (or a sink) to one topology shared by the streams
 derived from the same :func:`stream`; :meth:`Stream.run` builds the same
@@ -21,95 +25,82 @@ those operators and edges builds, and runs it with
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Never
 
 from streamscale.errors import StreamscaleError
-from streamscale.model import Edge, Operator, Topology
+from streamscale.model import Operator, Topology
 from streamscale.runtime.run_config import RUN_SETTINGS
+from streamscale.runtime.spark.api_graph import (
+    Builder,
+    check_sizes,
+    declared_schema,
+    declared_source,
+    interval,
+    name_of,
+    refuse_unknown,
+)
+from streamscale.runtime.spark.api_spark import SparkStateful
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame, SparkSession
+
+    from streamscale.runtime.spark.app import Executors
+    from streamscale.runtime.spark.driver.dag import GraphResult
+    from streamscale.runtime.spark.driver.graph_batch import GraphBatch
+    from streamscale.runtime.spark.executors.resources import Resources
 
 __all__ = ["KeyedStream", "Stream", "WindowedStream", "stream"]
-
-
-@dataclass(slots=True)
-class _Builder:
-    name: str
-    source_df: Any | None
-    operators: list[Operator] = field(default_factory=list)
-    edges: list[Edge] = field(default_factory=list)
-    functions: dict[str, Callable[..., Any]] = field(default_factory=dict)
-    available_now: bool = RUN_SETTINGS["available_now"].default
-
-    def fresh(self, base: str) -> str:
-        taken = {op.name for op in self.operators}
-        if base not in taken:
-            return base
-        i = 2
-        while f"{base}_{i}" in taken:
-            i += 1
-        return f"{base}_{i}"
-
-    def add(self, op: Operator, inputs: tuple[str, ...], grouping: str = "shuffle") -> str:
-        self.operators.append(op)
-        for src in inputs:
-            self.edges.append(Edge(src, op.name, grouping=grouping))
-        return op.name
-
-    def topology(self) -> Topology:
-        return Topology.build(self.name, list(self.operators), list(self.edges))
-
-    def keyed_upstream(self, names: tuple[str, ...]) -> set[str]:
-        """The keyed operators among ``names`` and everything upstream of them."""
-        keyed = {e.dst for e in self.edges if e.grouping == "key"}
-        seen: set[str] = set()
-        todo = list(names)
-        while todo:
-            n = todo.pop()
-            if n not in seen:
-                seen.add(n)
-                todo.extend(e.src for e in self.edges if e.dst == n)
-        return seen & keyed
-
-
-def _name(fn: Any, given: str | None) -> str:
-    return given or getattr(fn, "__name__", "op").strip("<>") or "op"
 
 
 @dataclass(frozen=True, slots=True)
 class Stream:
     """A stream of rows: the output of one operator (or a union of several)."""
 
-    _b: _Builder
+    _b: Builder
     _from: tuple[str, ...]
 
     def map_batches(
-        self, fn: Callable[..., Any], *, name: str | None = None, **params: Any
+        self, fn: Callable[..., Any], *, name: str | None = None, **params: object
     ) -> Stream:
         """A stateless operator ``fn(pandas.DataFrame, **params) -> pandas.DataFrame``."""
-        n = self._b.fresh(_name(fn, name))
+        n = self._b.fresh(name_of(fn, name))
         self._b.functions[n] = fn
         self._b.add(Operator(name=n, params=dict(params)), self._from)
         return Stream(self._b, (n,))
 
     def key_by(
-        self, key: str | Sequence[str], *, executors: int = 2, shards: int = 16
+        self, key: str | Sequence[str], *, instances: int = 2, shards: int = 16, **_old: Never
     ) -> KeyedStream:
         """Group by ``key`` (a column name, or a list of names for :meth:`KeyedStream.agg`)
-        for a keyed (stateful, elastic) operator."""
+        for a keyed (stateful, elastic) operator: ``df.groupBy(key)``'s place.
+
+        Every key hashes to one of ``instances`` elastic instances of the operator and to
+        one of ``shards`` shards of that instance (the unit of state that moves); the
+        policy gives each instance its cores (Spark tasks) after every batch.
+
+        Examples
+        --------
+        >>> import streamscale  # doctest: +SKIP
+        >>> keyed = streamscale.stream(events).key_by("user", instances=2, shards=8)
+        """
+        refuse_unknown(_old, "key_by")
         keys = (key,) if isinstance(key, str) else tuple(key)
         if not keys or not all(isinstance(k, str) and k for k in keys):
             raise StreamscaleError("key_by needs column names", item=f"key_by({key!r})")
-        return KeyedStream(self, keys, executors, shards)
+        check_sizes(instances, shards, f"key_by({key!r})")
+        return KeyedStream(self, keys, instances, shards)
 
     def drop_duplicates(
         self,
         cols: str | Sequence[str],
         *,
         within: str | float | None = None,
-        executors: int = 2,
+        instances: int = 2,
         shards: int = 16,
         name: str | None = None,
+        **_old: Never,
     ) -> Stream:
         """Spark's ``dropDuplicatesWithinWatermark(cols)`` as an elastic keyed operator.
 
@@ -120,16 +111,18 @@ class Stream:
         from streamscale.runtime.spark.compat.event_time import watermark_of
         from streamscale.runtime.spark.keyed.agg.dedup import Dedup
 
+        refuse_unknown(_old, "drop_duplicates")
+        check_sizes(instances, shards, "drop_duplicates")
         keys = (cols,) if isinstance(cols, str) else tuple(cols)
         b = self._b
         n = b.fresh(name or "dedup")
         wm = watermark_of(b.source_df.schema) if b.source_df is not None else None
-        gap = None if within is None else _interval(within, "within")
+        gap = None if within is None else interval(within, "within")
         fn = Dedup.build(keys, watermark=wm, within=gap, item=f"operator {n}")
         if self._from == ("source",) and b.source_df is not None:
             fn.resolve(b.source_df, item=f"operator {n}")
         b.functions[n] = fn
-        op = Operator(name=n, key=",".join(keys), instances=executors, shards=shards)
+        op = Operator(name=n, key=",".join(keys), instances=instances, shards=shards)
         b.add(op, self._from, grouping="key")
         return Stream(b, (n,))
 
@@ -142,9 +135,10 @@ class Stream:
         *,
         within: tuple[str, str, str | float, str | float] | None = None,
         how: str = "inner",
-        executors: int = 2,
+        instances: int = 2,
         shards: int = 16,
         name: str | None = None,
+        **_old: Never,
     ) -> Stream:
         """A stream-stream join as an elastic keyed operator, with Spark's semantics.
 
@@ -176,8 +170,8 @@ class Stream:
             ``how`` but ``inner``, as by Spark (with ``withWatermark`` on the input).
         how
             ``inner``, ``left``, ``right``, ``full`` or ``left_semi``.
-        executors, shards
-            The keyed operator's executors and shards per executor.
+        instances, shards
+            The keyed operator's elastic instances and shards per instance.
         name
             Operator name (default ``join``).
 
@@ -205,6 +199,8 @@ class Stream:
         from streamscale.runtime.spark.compat.event_time import watermark_of
         from streamscale.runtime.spark.keyed.agg.join_spec import Join
 
+        refuse_unknown(_old, "join")
+        check_sizes(instances, shards, "join")
         if not isinstance(other, Stream) or other._b is not self._b:
             raise StreamscaleError("join needs a stream of the same job", item="join")
         keys = (on,) if isinstance(on, str) else tuple(on)
@@ -220,11 +216,11 @@ class Stream:
             within=within, watermark=wm, item=item, cut_lineage=bool(keyed),
         )  # fmt: skip
         for side, s in (("left", self), ("right", other)):
-            schema = _declared_schema(b, s._from)
+            schema = declared_schema(b, s._from)
             if schema is not None:
                 fn.check_side(schema, side, item=item)  # refuse before the query starts
         b.functions[n] = fn
-        op = Operator(name=n, key=",".join(keys), instances=executors, shards=shards)
+        op = Operator(name=n, key=",".join(keys), instances=instances, shards=shards)
         b.add(op, self._from + other._from, grouping="key")
         return Stream(b, (n,))
 
@@ -239,7 +235,7 @@ class Stream:
 
     def to(
         self,
-        sink: str | Callable[[Any, int], None],
+        sink: str | Callable[[DataFrame, int], None],
         *,
         path: str | None = None,
         name: str | None = None,
@@ -247,9 +243,9 @@ class Stream:
     ) -> Stream:
         """Write every batch: a format (``parquet``, ``json``, ``csv``, ``console``,
         ``none``) or a function ``fn(df, batch_id)``. Returns this stream (fan-out)."""
-        params: dict[str, Any] = {"rows": rows}
+        params: dict[str, object] = {"rows": rows}
         if callable(sink):
-            n = self._b.fresh(name or _name(sink, None) or "sink")
+            n = self._b.fresh(name or name_of(sink, None) or "sink")
             params["format"] = "function"
             self._b.functions[n] = sink
         else:
@@ -271,30 +267,65 @@ class Stream:
         duration_s: float | None = None,
         out: str | Path | None = None,
         max_batches: int | None = None,
-        spark: Any | None = None,
+        spark: SparkSession | None = None,
         policy: str | None = None,
-        params: dict[str, Any] | None = None,
+        params: Mapping[str, object] | None = None,
         seed: int | None = None,
         state_url: str | None = None,
-        on_batch: Any | None = None,
-        resources: Any | None = None,
-    ) -> Any:
-        """Run the whole job this stream belongs to; returns a
-        :class:`~streamscale.runtime.spark.driver.dag.GraphResult`.
+        on_batch: Callable[[GraphBatch], None] | None = None,
+        executors: Executors | None = None,
+        resources: Resources | None = None,
+    ) -> GraphResult:
+        """Run the whole job this stream belongs to.
 
-        ``policy`` (``elastic`` unless given, as ``streamscale run``; ``static``, …)
-        plans every keyed operator after each batch; ``params`` are its and the
-        controller's settings; ``duration_s`` defaults as ``--duration``. All are parsed
-        once, by :func:`~streamscale.runtime.run_config.parse_run`, before the query starts.
-        ``state_url`` is where keyed state lives (default ``checkpoint/state``; e.g.
-        ``s3://bucket/prefix?endpoint=…``); ``on_batch`` is called with each committed
-        batch's record; ``resources``: executors that follow the plan
-        (:mod:`~streamscale.runtime.spark.executors.resources`)."""
+        Every setting is parsed once, by :func:`~streamscale.runtime.run_config.parse_run`,
+        before the query starts; a bad one is refused in one line naming it.
+
+        Parameters
+        ----------
+        checkpoint
+            Spark's offsets and commits (``checkpoint/spark``) and, unless ``state_url``,
+            the keyed state (``checkpoint/state``); a run on it resumes.
+        duration_s, max_batches
+            When to stop (``duration_s`` defaults as ``streamscale run --duration``).
+        out
+            Where the sinks' paths and the dead letters go (default ``checkpoint``).
+        spark
+            The session (default: the source DataFrame's).
+        policy, params, seed
+            The policy (``elastic`` unless given; ``static``, …) that plans every keyed
+            operator after each batch, its and the controller's settings, its seed.
+        state_url
+            Where keyed state lives, e.g. ``s3://bucket/prefix?endpoint=…``.
+        on_batch
+            Called with each committed batch's record.
+        executors
+            The Spark executors the plan's cores become (a cluster master, the session
+            built by :func:`~streamscale.runtime.spark.app.session` with the same value);
+            requested and released at batch boundaries.
+        resources
+            Instead of ``executors``: any
+            :class:`~streamscale.runtime.spark.executors.resources.Resources`.
+
+        Returns
+        -------
+        GraphResult
+            The recent batches (:class:`~streamscale.runtime.spark.driver.graph_batch.GraphBatch`)
+            and whole-run totals.
+
+        Examples
+        --------
+        >>> result = counts.run(checkpoint="ck", max_batches=2)  # doctest: +SKIP
+        >>> [b.batch_id for b in result.batches]  # doctest: +SKIP
+        [0, 1]
+        """
         from streamscale.runtime.run_config import parse_run
 
         given = {"duration_s": duration_s, "max_batches": max_batches, "policy": policy,
                  "seed": seed, "state_url": state_url}  # fmt: skip
         cfg = parse_run({k: v for k, v in given.items() if v is not None}, params)
+        if executors is not None and resources is not None:
+            raise StreamscaleError("give executors= or resources=, not both", item="run")
         from streamscale.runtime.spark.driver.dag import run_graph
         from streamscale.runtime.spark.driver.graph import JobGraph
 
@@ -303,6 +334,8 @@ class Stream:
         session = spark if spark is not None else getattr(df, "sparkSession", None)
         if session is None:
             raise StreamscaleError("no SparkSession: pass spark=", item="run")
+        if executors is not None:
+            resources = executors.resources(session)
         # absolute: executors resolve a relative path against their own working directory
         return run_graph(
             session,
@@ -323,27 +356,45 @@ class Stream:
 
 
 @dataclass(frozen=True, slots=True)
-class KeyedStream:
-    """A stream grouped by key columns; :meth:`process` or :meth:`agg` adds the keyed
-    operator."""
+class KeyedStream(SparkStateful["Stream"]):
+    """A stream grouped by key columns, as ``df.groupBy(keys)``: Spark's stateful methods
+    (:meth:`applyInPandasWithState`, :meth:`transformWithStateInPandas`,
+    :meth:`transformWithState`), :meth:`process`, :meth:`agg` or :meth:`window` add the
+    keyed operator, elastic: ``instances`` instances of ``shards`` shards each."""
 
     _s: Stream
     keys: tuple[str, ...]
-    executors: int
+    instances: int
     shards: int
 
     @property
     def key(self) -> str:
-        """The key column (a ``process`` operator has one)."""
+        """The key column (an operator of a function or processor has one)."""
+        return self._one_key("process")
+
+    def _one_key(self, method: str) -> str:
         if len(self.keys) != 1:
             raise StreamscaleError(
-                "process() takes one key column (agg() takes several)", item=f"key_by{self.keys}"
+                f"{method}() takes one key column (agg() takes several)", item=f"key_by{self.keys}"
             )
         return self.keys[0]
 
+    def _keyed(
+        self, fn: Callable[..., object], name: str | None, params: Mapping[str, object]
+    ) -> Stream:
+        b = self._s._b
+        n = b.fresh(name_of(fn, name))
+        b.functions[n] = fn
+        op = Operator(
+            name=n, key=self.key, instances=self.instances, shards=self.shards,
+            params=dict(params),
+        )  # fmt: skip
+        b.add(op, self._s._from, grouping="key")
+        return Stream(b, (n,))
+
     def agg(
         self,
-        *aggs: Any,
+        *aggs: Column,
         mode: str = "update",
         max_collect: int | None = None,
         name: str | None = None,
@@ -392,30 +443,34 @@ class KeyedStream:
                 "window() takes a size (and a slide) or a session_gap", item=f"window {time_col}"
             )
         if session_gap is not None:
-            return WindowedStream(self, (time_col, _interval(session_gap, "gap"), None), True)
+            return WindowedStream(self, (time_col, interval(session_gap, "gap"), None), True)
         assert size is not None
-        step = None if slide is None else _interval(slide, "slide")
-        return WindowedStream(self, (time_col, _interval(size, "size"), step))
+        step = None if slide is None else interval(slide, "slide")
+        return WindowedStream(self, (time_col, interval(size, "size"), step))
 
-    def process(self, fn: Callable[..., Any], *, name: str | None = None, **params: Any) -> Stream:
+    def process(
+        self, fn: Callable[..., object], *, name: str | None = None, **params: object
+    ) -> Stream:
         """A keyed operator ``fn(rows, state: dict, **params) -> pandas.DataFrame | None``.
 
-        ``fn`` may also be a Spark 4 ``StatefulProcessor`` (``transformWithStateInPandas``);
-        ``params`` are then :func:`~streamscale.runtime.spark.compat.processor.from_processor`'s
-        options (``time_mode``, ``clock``, ``timer_order``, ``timer_bucket_ms``)."""
+        ``fn`` may also be a Spark 4 ``StatefulProcessor``; ``params`` are then
+        :func:`~streamscale.runtime.spark.compat.processor.from_processor`'s options, and
+        ``time_mode`` (Spark's ``timeMode``: ``None``, ``ProcessingTime`` or
+        ``EventTime``) is required, as Spark requires it; :meth:`transformWithStateInPandas`
+        takes Spark's own arguments instead.
+        """
         from streamscale.runtime.spark.compat.processor import from_processor, is_processor
 
         key = self.key
         if is_processor(fn):
-            fn, params = from_processor(fn, key, **params), {}
-        b = self._s._b
-        n = b.fresh(_name(fn, name))
-        b.functions[n] = fn
-        op = Operator(
-            name=n, key=key, instances=self.executors, shards=self.shards, params=dict(params)
-        )
-        b.add(op, self._s._from, grouping="key")
-        return Stream(b, (n,))
+            if "time_mode" not in params:
+                raise StreamscaleError(
+                    "a StatefulProcessor needs time_mode= (Spark's timeMode: None, "
+                    "ProcessingTime or EventTime)",
+                    item=f"process({type(fn).__name__})",
+                )
+            fn, params = from_processor(fn, key, **params), {}  # type: ignore[arg-type]
+        return self._keyed(fn, name, params)
 
 
 @dataclass(frozen=True, slots=True)
@@ -428,7 +483,7 @@ class WindowedStream:
 
     def agg(
         self,
-        *aggs: Any,
+        *aggs: Column,
         mode: str | None = None,
         max_collect: int | None = None,
         name: str | None = None,
@@ -455,34 +510,9 @@ class WindowedStream:
         )  # fmt: skip
 
 
-def _declared_schema(b: _Builder, names: tuple[str, ...]) -> Any | None:
-    """The schema of a stream when known before the query runs (the source's, or one
-    stateless operator's declared ``output_schema``)."""
-    if len(names) != 1:
-        return None
-    if names == ("source",):
-        return None if b.source_df is None else b.source_df.schema
-    declared = getattr(b.functions.get(names[0]), "output_schema", None)
-    if isinstance(declared, str):
-        from pyspark.sql import types as T
-
-        return T._parse_datatype_string(declared)
-    return declared if hasattr(declared, "fieldNames") else None
-
-
-def _interval(v: str | float, what: str) -> str:
-    if isinstance(v, str):
-        return v
-    if isinstance(v, bool) or not isinstance(v, int | float) or not v > 0:
-        raise StreamscaleError(
-            f"window {what} must be an interval string or seconds > 0", item=f"window {v!r}"
-        )
-    return f"{int(v * 1_000_000)} microseconds"
-
-
 def _add_agg(
     k: KeyedStream,
-    aggs: tuple[Any, ...],
+    aggs: tuple[Column, ...],
     mode: str,
     max_collect: int | None,
     name: str | None,
@@ -505,18 +535,18 @@ def _add_agg(
     if k._s._from == ("source",) and b.source_df is not None:
         fn.resolve(b.source_df, item=f"operator {n}")  # refuse before the query starts
     b.functions[n] = fn
-    op = Operator(name=n, key=",".join(k.keys), instances=k.executors, shards=k.shards)
+    op = Operator(name=n, key=",".join(k.keys), instances=k.instances, shards=k.shards)
     b.add(op, k._s._from, grouping="key")
     return Stream(b, (n,))
 
 
 def stream(
-    df: Any,
+    df: DataFrame,
     *,
     name: str = "job",
     trigger_s: float | None = None,
     available_now: bool = RUN_SETTINGS["available_now"].default,
-    source: tuple[str, Mapping[str, Any]] | None = None,
+    source: tuple[str, Mapping[str, object]] | None = None,
 ) -> Stream:
     """A job over ``df``, any streaming DataFrame (``spark.readStream…load()``).
 
@@ -541,27 +571,9 @@ def stream(
         raise StreamscaleError(
             "stream() needs a streaming DataFrame (spark.readStream...)", item=name
         )
-    b = _Builder(name, df, available_now=bool(available_now))
-    src: dict[str, Any] = {} if trigger_s is None else {"trigger_s": trigger_s}
+    b = Builder(name, df, available_now=bool(available_now))
+    src: dict[str, object] = {} if trigger_s is None else {"trigger_s": trigger_s}
     if source is not None:
-        src.update(_declared_source(source, item=name))
+        src.update(declared_source(source, item=name))
     b.add(Operator(name="source", kind="source", params=src), ())
     return Stream(b, ("source",))
-
-
-def _declared_source(source: Any, *, item: str) -> dict[str, Any]:
-    """The source operator's ``format`` and options for ``stream(df, source=...)``:
-    a registered source that knows what it offered, with options it accepts."""
-    from streamscale.runtime.spark.sources.source_registry import check_options, source_offered
-
-    try:
-        fmt, options = source
-        options = dict(options)
-    except (TypeError, ValueError):
-        raise StreamscaleError("source must be (format, options)", item=item) from None
-    check_options(str(fmt), options, item=f"{item}: source")
-    if source_offered(str(fmt), options) is None:
-        raise StreamscaleError(
-            "not a registered source that knows what it offered", item=f"{item}: source {fmt!r}"
-        )
-    return {"format": str(fmt), **options}

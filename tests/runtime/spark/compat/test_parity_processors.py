@@ -1,6 +1,7 @@
 """Spark's stateful APIs under streamscale against Spark's own operators, batch for batch.
 
-One Spark query per API (RocksDB provider, all started together) and one streamscale
+Each API's query is one expression, applied unchanged to Spark's ``df.groupBy("k")``
+and to streamscale's ``streamscale.stream(df).key_by("k")``. One Spark query per API (RocksDB provider, all started together) and one streamscale
 run per time domain (every operator of it in one DAG) over the same files, one per
 batch: ``transformWithStateInPandas`` and ``transformWithState`` (Row) with event-time
 timers, value, list and map state, TTL and an initial state; ``applyInPandasWithState``
@@ -51,37 +52,33 @@ def initial_state(spark: Any) -> Any:
     return spark.createDataFrame(INITIAL, "k string, n long, at long").groupBy("k")
 
 
-def event_time_queries(spark: Any) -> list[tuple[Any, Any, dict[str, Any]]]:
-    """(Spark query over a source, the streamscale operator, its options) per API."""
+def event_time_queries(spark: Any) -> list[Any]:
+    """One expression per API, applied as it is to Spark's ``df.groupBy("k")`` and to
+    streamscale's ``streamscale.stream(df).key_by("k")``."""
     return [
-        (
-            lambda df: df.groupBy("k").transformWithStateInPandas(
-                Kitchen(), OUT, "append", "EventTime", initialState=initial_state(spark)
-            ),
-            Kitchen(),
-            {"time_mode": "EventTime", "initialState": initial_state(spark)},
+        lambda g: g.transformWithStateInPandas(
+            Kitchen(), OUT, "append", "EventTime", initialState=initial_state(spark)
         ),
-        (
-            lambda df: df.groupBy("k").transformWithState(
-                RowKitchen(), OUT, "append", "EventTime", initialState=initial_state(spark)
-            ),
-            RowKitchen(),
-            {"time_mode": "EventTime", "api": "row", "initialState": initial_state(spark)},
+        lambda g: g.transformWithState(
+            RowKitchen(), OUT, "append", "EventTime", initialState=initial_state(spark)
         ),
-        (
-            lambda df: df.groupBy("k").applyInPandasWithState(
-                gs_event, GS_OUT, GS_STATE, "append", "EventTimeTimeout"
-            ),
-            _group_state(gs_event, "EventTimeTimeout"),
-            {},
+        lambda g: g.applyInPandasWithState(
+            gs_event, GS_OUT, GS_STATE, "append", "EventTimeTimeout"
         ),
     ]
 
 
-def _group_state(fn: Any, timeout: str) -> Any:
-    from streamscale.runtime.spark.compat.group_state import from_group_state
+def processing_time_queries() -> list[Any]:
+    return [
+        lambda g: g.transformWithStateInPandas(Ticker(), OUT, "append", "ProcessingTime"),
+        lambda g: g.applyInPandasWithState(
+            gs_processing, GS_OUT, GS_STATE, "append", "ProcessingTimeTimeout"
+        ),
+    ]
 
-    return from_group_state(fn, "k", timeout)
+
+def _on_spark(query: Any) -> Any:
+    return lambda df: query(df.groupBy("k"))
 
 
 @pytest.fixture(scope="module")
@@ -89,45 +86,23 @@ def runs(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]
     """Spark's and streamscale's rows per batch, for every API."""
     root = tmp_path_factory.mktemp("parity")
     src = write_batches(root, BATCHES)
-    et = event_time_queries(spark)
-    pt = [
-        (
-            lambda df: df.groupBy("k").transformWithStateInPandas(
-                Ticker(), OUT, "append", "ProcessingTime"
-            ),
-            Ticker(),
-            {"time_mode": "ProcessingTime"},
-        ),
-        (
-            lambda df: df.groupBy("k").applyInPandasWithState(
-                gs_processing, GS_OUT, GS_STATE, "append", "ProcessingTimeTimeout"
-            ),
-            _group_state(gs_processing, "ProcessingTimeTimeout"),
-            {},
-        ),
-    ]
+    et, pt = event_time_queries(spark), processing_time_queries()
     want = run_spark_many(
         spark,
         [
-            (source(spark, src), q, COLS, root / f"spark-et{i}", None)
-            for i, (q, _, _) in enumerate(et)
+            (source(spark, src), _on_spark(q), COLS, root / f"spark-et{i}", None)
+            for i, q in enumerate(et)
         ]
         + [
-            (source(spark, src), q, COLS, root / f"spark-pt{i}", PT_BATCHES)
-            for i, (q, _, _) in enumerate(pt)
+            (source(spark, src), _on_spark(q), COLS, root / f"spark-pt{i}", PT_BATCHES)
+            for i, q in enumerate(pt)
         ],
     )
     got_et, res_et = run_streamscale_many(
-        source(spark, src),
-        [(fn, COLS, params) for _, fn, params in et],
-        root / "ss-et",
-        steps=(4, 2, 5),
+        source(spark, src), [(q, COLS) for q in et], root / "ss-et", steps=(4, 2, 5)
     )
     got_pt, _ = run_streamscale_many(
-        source(spark, src),
-        [(fn, COLS, params) for _, fn, params in pt],
-        root / "ss-pt",
-        batches=PT_BATCHES,
+        source(spark, src), [(q, COLS) for q in pt], root / "ss-pt", batches=PT_BATCHES
     )
     return {"src": src, "want": want, "got": got_et + got_pt, "res_et": res_et}
 
@@ -162,7 +137,8 @@ def test_transform_with_state_in_pandas_event_time_matches_spark(runs: dict[str,
     wms = [b.extra.get("watermark_ms") for b in runs["res_et"].batches]
     assert wms == [0, 7000, 15000, 25000, 35000]
     late = [b.extra.get("late_rows", {}) for b in runs["res_et"].batches]
-    assert late[2] == {"op0": 1, "op1": 1, "op2": 1} and not any(late[:2] + late[3:])
+    assert late[2] == {"Kitchen": 1, "RowKitchen": 1, "gs_event": 1}
+    assert not any(late[:2] + late[3:])
 
 
 @pytest.mark.spark
@@ -269,3 +245,82 @@ def test_what_differs_from_spark_is_refused_before_the_query_starts() -> None:
     assert from_group_state(gs_event, "k", "GroupStateTimeout.EventTimeTimeout").time_mode == (
         "EventTime"
     )
+
+
+def _keyed(spark: Any, tmp_path: Path) -> Any:
+    import streamscale
+
+    return streamscale.stream(source(spark, write_batches(tmp_path, BATCHES[:1]))).key_by("k")
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (
+            lambda g: g.applyInPandasWithState(gs_event, GS_OUT, GS_STATE, "complete", "NoTimeout"),
+            r"^applyInPandasWithState: 'complete': outputMode must be one of append, update$",
+        ),
+        (
+            lambda g: g.applyInPandasWithState(gs_event, GS_OUT, GS_STATE, "append", "Wall"),
+            r"^applyInPandasWithState: 'Wall': timeoutConf must be one of NoTimeout, ",
+        ),
+        (
+            lambda g: g.applyInPandasWithState(
+                lambda k, rows: [], GS_OUT, GS_STATE, "append", "NoTimeout"
+            ),
+            r"^applyInPandasWithState: func: must take 3 arguments \(key, pdf_iter, state\)$",
+        ),
+        (
+            lambda g: g.applyInPandasWithState(
+                gs_event, "k strin", GS_STATE, "append", "NoTimeout"
+            ),
+            r"^applyInPandasWithState: outputStructType 'k strin' does not parse",
+        ),
+        (
+            lambda g: g.transformWithStateInPandas(Kitchen(), OUT, "complete", "EventTime"),
+            r"^transformWithStateInPandas: 'complete': outputMode must be one of append, update$",
+        ),
+        (
+            lambda g: g.transformWithStateInPandas(Kitchen(), OUT, "append", "Wall"),
+            r"^transformWithStateInPandas: 'Wall': timeMode must be one of None, ProcessingTime, ",
+        ),
+        (
+            lambda g: g.transformWithState(RowKitchen(), OUT, "append", "EventTime", None, "et"),
+            r"^transformWithState: 'et': eventTimeColumnName .* is not supported$",
+        ),
+        (
+            lambda g: g.transformWithStateInPandas(gs_event, OUT, "append", "None"),
+            r"^transformWithStateInPandas: function: statefulProcessor must be a StatefulProcessor",
+        ),
+        (
+            lambda g: g.transformWithStateInPandas(_TwoArgs(), OUT, "append", "None"),
+            r"^transformWithStateInPandas: _TwoArgs.handleInputRows: must take 3 arguments ",
+        ),
+    ],
+)
+def test_spark_named_methods_refuse_what_spark_refuses_in_one_line(
+    spark: Any, tmp_path: Path, call: Any, message: str
+) -> None:
+    from streamscale.errors import StreamscaleError
+
+    with pytest.raises(StreamscaleError, match=message) as err:
+        call(_keyed(spark, tmp_path))
+    assert "\n" not in str(err.value)
+
+
+@pytest.mark.spark
+def test_spark_named_methods_take_only_spark_arguments(spark: Any, tmp_path: Path) -> None:
+    keyed = _keyed(spark, tmp_path)
+    with pytest.raises(TypeError):  # Spark's positional arguments are required
+        keyed.applyInPandasWithState(gs_event, GS_OUT, GS_STATE, "append")
+    with pytest.raises(TypeError):
+        keyed.transformWithStateInPandas(Kitchen(), OUT, "append")
+
+
+class _TwoArgs:
+    def init(self, handle: Any) -> None:
+        pass
+
+    def handleInputRows(self, key: Any, rows: Any) -> Any:
+        return iter(())

@@ -367,7 +367,10 @@ def test_keyed_stream_process_accepts_a_processor(spark: Any) -> None:
     import streamscale
 
     s = streamscale.stream(spark.readStream.format("rate").load())
-    out = s.key_by("value", executors=1, shards=2).process(IdleCounter(), timer_order="after_input")
+    keyed = s.key_by("value", instances=1, shards=2)
+    with pytest.raises(StreamscaleError, match=r"process\(IdleCounter\): .* needs time_mode="):
+        keyed.process(IdleCounter())  # Spark requires timeMode; so does process()
+    out = keyed.process(IdleCounter(), time_mode="ProcessingTime", timer_order="after_input")
     (op,) = [o for o in out.to("none").topology().operators if o.key == "value"]
     fn = out._b.functions[op.name]
     assert op.name == "IdleCounter" and op.params == {}

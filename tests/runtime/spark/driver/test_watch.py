@@ -96,7 +96,7 @@ else:  # a caller's DataFrame that declares the generator and turns a tuple into
     df = spark.readStream.format("streamscale_generator").options(**opts).load()
     df = df.withColumn("copy", F.explode(F.array(F.lit(0), F.lit(1))))
     s = streamscale.stream(df, trigger_s=1.0, source=("streamscale_generator", opts))
-    s = s.key_by("key", executors=2, shards=8).process(calculator, name="calc",
+    s = s.key_by("key", instances=2, shards=8).process(calculator, name="calc",
                                                        cost_kind="wall")
     s.to("none", name="out")
     out = s.run(checkpoint=work / "ckpt", duration_s=float(sys.argv[4]), spark=spark,

@@ -121,7 +121,7 @@ def _job(spark: Any, src: Path, keys: list[str], mode: str, got: dict[int, Any])
         got[batch_id] = (df.columns, _rows(df.collect()))
 
     s = stream(_source(spark, src), name="aggjob")
-    out = s.key_by(keys, executors=2, shards=4).agg(*_aggs(), mode=mode, max_collect=1000)
+    out = s.key_by(keys, instances=2, shards=4).agg(*_aggs(), mode=mode, max_collect=1000)
     return out.to(collect, name="collect")
 
 

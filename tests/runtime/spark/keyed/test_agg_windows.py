@@ -78,7 +78,7 @@ def test_windows_equal_spark_sql_with_the_same_watermark(spark, tmp_path, mode, 
     def collect(df: Any, batch_id: int) -> None:
         got[batch_id] = (df.columns, _rows(df.collect()))
 
-    keyed = stream(_timed(spark, src), name="wjob").key_by("k", executors=2, shards=4)
+    keyed = stream(_timed(spark, src), name="wjob").key_by("k", instances=2, shards=4)
     out = keyed.window("t", "10 seconds", slide).agg(*_waggs(), mode=mode, name="agg")
     res = _run(spark, out.to(collect, name="collect"), tmp_path / "ck")
     assert _nonempty(got) == _nonempty(want)
@@ -112,7 +112,7 @@ def test_session_windows_equal_spark_sql(spark, tmp_path, mode) -> None:
     def collect(df: Any, batch_id: int) -> None:
         got[batch_id] = (df.columns, _rows(df.collect()))
 
-    keyed = stream(_timed(spark, src), name="sjob").key_by("k", executors=2, shards=4)
+    keyed = stream(_timed(spark, src), name="sjob").key_by("k", instances=2, shards=4)
     out = keyed.window("t", session_gap="3 seconds").agg(*aggs, mode=mode, name="agg")
     _run(spark, out.to(collect, name="collect"), tmp_path / "ck")
     assert _nonempty(got) == _nonempty(want)
@@ -155,7 +155,7 @@ def test_drop_duplicates_within_watermark_equals_spark(spark, tmp_path) -> None:
         got[batch_id] = (df.columns, sorted(r["k"] for r in df.collect()))
 
     s = stream(_timed(spark, src), name="djob")
-    out = s.dropDuplicates(["k"], executors=2, shards=4, name="dedup")
+    out = s.dropDuplicates(["k"], instances=2, shards=4, name="dedup")
     _run(spark, out.to(collect, name="collect"), tmp_path / "ck")
     assert _nonempty(got) == _nonempty(want)
     assert sum(len(v[1]) for v in want.values()) > 0

@@ -105,7 +105,7 @@ def _ours(spark: Any, src: Path, how: str, got: dict[int, Any]) -> Any:
 
     s = stream(_source(spark, src), name="joinjob")
     left, right = s.map_batches(_left, name="left"), s.map_batches(_right, name="right")
-    out = left.join(right, on="k", within=WITHIN, how=how, executors=2, shards=4, name="join")
+    out = left.join(right, on="k", within=WITHIN, how=how, instances=2, shards=4, name="join")
     return out.to(collect, name="collect")
 
 

@@ -84,7 +84,7 @@ def _job(spark: Any, src: Path, got: dict[int, Any]) -> Stream:
         got[batch_id] = (df.columns, _rows(df.collect()))
 
     s = stream(_source(spark, src), name="aggstate")
-    out = s.key_by("k", executors=2, shards=2).agg(*_aggs(), mode="update")
+    out = s.key_by("k", instances=2, shards=2).agg(*_aggs(), mode="update")
     return out.to(collect, name="collect")
 
 
