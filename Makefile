@@ -15,7 +15,7 @@ check-python:
 $(STAMP): pyproject.toml $(LOCK) | check-python
 	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet -c $(LOCK) pip
-	$(PY) -m pip install --quiet -c $(LOCK) -e '.[dev]'
+	$(PY) -m pip install --quiet -c $(LOCK) -e '.[dev,papers]'
 	touch $(STAMP)
 
 env: $(STAMP)
@@ -40,7 +40,7 @@ test-latest: check-python
 	rm -rf $(LATEST)
 	$(PYTHON) -m venv $(LATEST)
 	$(LATEST)/bin/python -m pip install --quiet --upgrade pip
-	$(LATEST)/bin/python -m pip install --quiet --upgrade --upgrade-strategy eager -e '.[dev]'
+	$(LATEST)/bin/python -m pip install --quiet --upgrade --upgrade-strategy eager -e '.[dev,papers]'
 	$(LATEST)/bin/python -m pip list --format=freeze > $(LATEST)/versions.txt
 	$(LATEST)/bin/python -m pytest -q -p no:cacheprovider -m "not spark and not slow"
 

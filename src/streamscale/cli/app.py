@@ -14,7 +14,7 @@ import typer
 
 from streamscale import __version__
 from streamscale.cli.output import Output
-from streamscale.errors import StreamscaleError
+from streamscale.errors import StreamscaleError, missing_extra
 
 __all__ = ["app", "main"]
 
@@ -118,6 +118,10 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:
         if debug:
             raise
+        extra = missing_extra(exc)  # an extra's module not installed: which extra has it
+        if extra is not None:
+            print(_one_line(f"streamscale: error: {extra}"), file=sys.stderr)
+            return extra.exit_code
         msg = " ".join(str(exc).split())[:300] or "no message"
         print(
             f"streamscale: internal error: {type(exc).__name__}: {msg} "

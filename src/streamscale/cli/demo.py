@@ -11,7 +11,7 @@ import typer
 
 from streamscale.cli.output import Output
 from streamscale.cli.run import ensure_dir
-from streamscale.errors import StreamscaleError
+from streamscale.errors import StreamscaleError, require_extra
 
 __all__ = ["check_values", "demo", "register"]
 
@@ -80,6 +80,7 @@ def demo(
     """Run the micro-benchmark and write summary.json, summary.md and timeline.png to --out."""
     from streamscale.scenarios.demo import DemoConfig
 
+    require_extra("papers")  # the timeline picture (matplotlib)
     out: Output = ctx.obj
     names = tuple(p.strip() for p in policies.split(",") if p.strip())
     _check_policies(names)

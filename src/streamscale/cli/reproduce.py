@@ -11,7 +11,7 @@ import typer
 
 from streamscale.cli.output import Output, jsonable
 from streamscale.cli.run import ensure_dir
-from streamscale.errors import StreamscaleError
+from streamscale.errors import StreamscaleError, require_extra
 from streamscale.experiments import REPRODUCTIONS
 from streamscale.experiments.report import checkout_commit, provenance, stamp_headline
 
@@ -39,6 +39,7 @@ def reproduce(
         )
     if seed < 0:
         raise StreamscaleError(f"must be >= 0, got {seed}", item="--seed")
+    require_extra("papers")  # the papers' planners and plots
     target = out_dir or Path("results") / name
     ensure_dir(target, "--out")
     module = importlib.import_module(REPRODUCTIONS[name][0])

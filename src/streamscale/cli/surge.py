@@ -14,7 +14,7 @@ import typer
 from streamscale.cli.demo import check_values
 from streamscale.cli.output import Output
 from streamscale.cli.run import ensure_dir
-from streamscale.errors import StreamscaleError
+from streamscale.errors import StreamscaleError, require_extra
 from streamscale.scenarios.surge import SurgeConfig
 
 __all__ = ["check_cluster", "register", "surge"]
@@ -68,6 +68,7 @@ def surge(
     """Start a loopback cluster, run the surge under each policy, write summary and timeline."""
     from streamscale.scenarios.surge import SURGE_POLICIES
 
+    require_extra("papers")  # the timeline picture (matplotlib)
     out: Output = ctx.obj
     names = [p.strip() for p in policies.split(",") if p.strip()]
     if not names:

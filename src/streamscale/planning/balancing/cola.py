@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-import pymetis
 
+from streamscale.errors import import_extra
 from streamscale.planning.balancing.keygroup_settings import SPREAD
 from streamscale.planning.balancing.keygroups import BalanceResult, KeyGroupProblem
 from streamscale.planning.balancing.metrics import load_distance_pct
@@ -39,6 +39,7 @@ def metis_split(
     between members (symmetrised). Falls back to alternating by weight when
     METIS cannot split (fewer members than parts).
     """
+    pymetis = import_extra("pymetis")  # METIS, of the papers extra: loaded when a split runs
     mem = [int(v) for v in members]
     w = problem.load if weights is None else weights
     if len(mem) <= nparts:

@@ -10,14 +10,25 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from types import ModuleType
+from typing import TYPE_CHECKING
 
 import numpy as np
-from ortools.sat.python import cp_model
 from scipy import sparse
 from scipy.optimize import Bounds, LinearConstraint, milp
 
+from streamscale.errors import import_extra
 from streamscale.planning.balancing.greedy import Budget, Items
 from streamscale.planning.balancing.keygroups import KeyGroupProblem
+
+if TYPE_CHECKING:
+    from ortools.sat.python import cp_model
+
+
+def _cp() -> ModuleType:
+    """OR-Tools' CP-SAT (the ``papers`` extra), imported when a model is solved."""
+    return import_extra("ortools.sat.python.cp_model")
+
 
 __all__ = [
     "Step",
@@ -127,7 +138,7 @@ def solve_window(
     ub = int(iload.sum() + target.max() + 1)
     cost_scale = _SCALE / budget.max_cost if budget.max_cost else 0.0
 
-    m = cp_model.CpModel()
+    m = _cp().CpModel()
     const = np.zeros(problem.n, dtype=np.int64)
     terms: list[list[tuple[int, cp_model.IntVar]]] = [[] for _ in range(problem.n)]
     res_terms: list[list[tuple[np.ndarray, cp_model.IntVar]]] = [[] for _ in range(problem.n)]
@@ -179,7 +190,7 @@ def solve_window(
         if node_of[i] >= 0:
             for n, v in xs:
                 m.add_hint(v, n == node_of[i])
-    solver = cp_model.CpSolver()
+    solver = _cp().CpSolver()
     p = solver.parameters
     p.max_time_in_seconds = max(0.05, time_limit)
     if math.isfinite(det_limit):
@@ -189,7 +200,7 @@ def solve_window(
     status = solver.solve(m)
     name, wall = solver.status_name(status), float(solver.wall_time)
     det = float(solver.deterministic_time)
-    if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+    if status not in (_cp().OPTIMAL, _cp().FEASIBLE):
         return Step(None, name, wall, det)
     new = np.array(
         [

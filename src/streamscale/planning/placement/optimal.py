@@ -26,18 +26,26 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Literal
+from types import ModuleType
+from typing import TYPE_CHECKING, Literal
 
-from ortools.sat.python import cp_model
-
+from streamscale.errors import import_extra
 from streamscale.planning.placement.groups import EPS, GroupJob, TaskAllocation
 from streamscale.planning.placement.top_down import top_down
 from streamscale.settings import Setting
+
+if TYPE_CHECKING:
+    from ortools.sat.python import cp_model
 
 __all__ = ["TIME_LIMIT", "Method", "OptimalResult", "node_patterns", "optimal"]
 
 #: The setting, declared once (the planner's schema takes it; defaults below read it).
 TIME_LIMIT = Setting("time_limit_s", float, 10.0, "CP-SAT time limit (s)", low=0.0, low_open=True)
+
+
+def _cp() -> ModuleType:
+    """OR-Tools' CP-SAT (the ``papers`` extra), imported when a model is solved."""
+    return import_extra("ortools.sat.python.cp_model")
 
 Method = Literal["auto", "patterns", "counts"]
 
@@ -146,7 +154,7 @@ def optimal(
     >>> r.status, r.proven_optimal, r.allocation.gain  # several optima: only the gain is shown
     ('OPTIMAL', True, 7.0)
     """
-    solver = cp_model.CpSolver()
+    solver = _cp().CpSolver()
     solver.parameters.max_time_in_seconds = float(time_limit_s)
     solver.parameters.num_workers = int(workers)
     solver.parameters.random_seed = int(seed or 0)
@@ -205,7 +213,7 @@ def _solve_patterns(
     solver: cp_model.CpSolver,
 ) -> OptimalResult:
     ng, nn = len(job.groups), len(job.nodes)
-    m = cp_model.CpModel()
+    m = _cp().CpModel()
     uses: list[tuple[float, tuple[int, ...], cp_model.IntVar]] = []
     for c, nodes in classes.items():
         ys = []
@@ -219,7 +227,7 @@ def _solve_patterns(
     m.maximize(sum(_value(job, p) * y for _, p, y in uses))
     status = solver.solve(m)
     counts = [[0] * nn for _ in range(ng)]
-    if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+    if status in (_cp().OPTIMAL, _cp().FEASIBLE):
         slots = {c: iter(nodes) for c, nodes in classes.items()}
         for c, p, y in uses:
             for _ in range(int(solver.value(y))):
@@ -245,7 +253,7 @@ def _solve_counts(
     cost = [math.ceil(c * scale) for c in job.task_cost]
     cap = [math.floor((c + 2.0 * EPS * max(1.0, c)) * scale) for c in caps]
 
-    m = cp_model.CpModel()
+    m = _cp().CpModel()
     x = [[m.new_int_var(0, job.tasks[g], f"x{g}_{n}") for n in range(nn)] for g in range(ng)]
     for g in range(ng):
         m.add(sum(x[g]) == job.tasks[g])
@@ -281,7 +289,7 @@ def _solve_counts(
                 m.add_hint(x[g][n], start.counts[g][n])
     status = solver.solve(m)
     counts = [[0] * nn for _ in range(ng)]
-    if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+    if status in (_cp().OPTIMAL, _cp().FEASIBLE):
         counts = [[int(solver.value(x[g][n])) for n in range(nn)] for g in range(ng)]
     return _result(job, counts, status, solver, "counts")
 
@@ -289,8 +297,8 @@ def _solve_counts(
 def _result(
     job: GroupJob, counts: list[list[int]], status: int, solver: cp_model.CpSolver, method: str
 ) -> OptimalResult:
-    found = status in (cp_model.OPTIMAL, cp_model.FEASIBLE)
-    proven = status == cp_model.OPTIMAL
+    found = status in (_cp().OPTIMAL, _cp().FEASIBLE)
+    proven = status == _cp().OPTIMAL
     alloc = TaskAllocation.of(job, counts, "optimal", proven_optimal=proven)
     bound = float(solver.best_objective_bound) if found else 0.0
     return OptimalResult(alloc, solver.status_name(status), proven, bound, method)
