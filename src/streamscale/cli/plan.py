@@ -32,7 +32,7 @@ from streamscale.model.ids import parse_instance
 from streamscale.model.io import dump
 from streamscale.planning.registry import Family, PlanningContext, check_params, compose, entries
 
-__all__ = ["parse_params", "plan", "register", "shard_sizes"]
+__all__ = ["parse_param_items", "plan", "register", "shard_sizes"]
 
 DEFAULT_STEPS: tuple[tuple[Family, str], ...] = (
     ("allocator", "queueing"),
@@ -45,7 +45,7 @@ def register(app: typer.Typer) -> None:
     app.command("plan")(plan)
 
 
-def parse_params(items: list[str]) -> dict[str, Any]:
+def parse_param_items(items: list[str]) -> dict[str, Any]:
     """``key=value`` pairs; values are read as YAML scalars (numbers, booleans, strings)."""
     out: dict[str, Any] = {}
     for item in items:
@@ -161,7 +161,7 @@ def plan(
     if rate is not None and not (rate > 0 and math.isfinite(rate)):
         raise StreamscaleError(f"must be a finite number > 0, got {rate}", item="--rate")
     steps = _steps(allocator, placer, balancer)
-    params = check_params(steps, parse_params(param))
+    params = check_params(steps, parse_param_items(param))
     if save_to is not None and not save_to.parent.is_dir():
         raise StreamscaleError("its directory does not exist", item=f"--save {save_to}")
     topo = load_topology(topology)

@@ -46,7 +46,7 @@ from streamscale.runtime.spark.driver.drive import (
     admitted_tuples,
     backlog_of,
     drive_query,
-    register_source,
+    register_graph_source,
     run_seed,
     share_by_default,
 )
@@ -242,7 +242,7 @@ def run_graph(
     # needs the reader's option: the job's own source only, not a caller's DataFrame
     watch, watch_options = None, {}
     if own_source:
-        register_source(spark, graph)
+        register_graph_source(spark, graph)
     if declared:
         watch, watch_options = make_watch(
             run_params.watch, policy=pol, policy_params=pol_params, resources=resources,

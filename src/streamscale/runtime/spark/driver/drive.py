@@ -26,13 +26,15 @@ __all__ = [
     "control_step",
     "drive_query",
     "failure_message",
-    "register_source",
+    "register_graph_source",
     "run_seed",
     "share_by_default",
 ]
 
 
-def register_source(spark: Any, job: Any) -> None:
+def register_graph_source(spark: Any, job: Any) -> None:
+    """Register with ``spark`` the Python source a job's graph reads (its own class, or
+    a registered format's, :mod:`~streamscale.runtime.spark.sources.source_registry`)."""
     if job.source_class is not None:
         spark.dataSource.register(job.source_class)
     else:  # a registered source; anything else is one of Spark's own
