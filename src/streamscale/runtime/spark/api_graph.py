@@ -3,12 +3,13 @@ functions, and the checks of what a stream is given before a query starts."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from streamscale.errors import StreamscaleError
 from streamscale.model import Edge, Operator, Topology
+from streamscale.model.topology import Grouping
 from streamscale.runtime.run_config import RUN_SETTINGS
 
 __all__ = [
@@ -31,7 +32,7 @@ class Builder:
     source_df: Any | None
     operators: list[Operator] = field(default_factory=list)
     edges: list[Edge] = field(default_factory=list)
-    functions: dict[str, Callable[..., Any]] = field(default_factory=dict)
+    functions: dict[str, Any] = field(default_factory=dict)  # a function or an operator spec
     available_now: bool = RUN_SETTINGS["available_now"].default
 
     def fresh(self, base: str) -> str:
@@ -43,7 +44,7 @@ class Builder:
             i += 1
         return f"{base}_{i}"
 
-    def add(self, op: Operator, inputs: tuple[str, ...], grouping: str = "shuffle") -> str:
+    def add(self, op: Operator, inputs: tuple[str, ...], grouping: Grouping = "shuffle") -> str:
         self.operators.append(op)
         for src in inputs:
             self.edges.append(Edge(src, op.name, grouping=grouping))

@@ -10,7 +10,7 @@ and types.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 if TYPE_CHECKING:
@@ -40,7 +40,7 @@ class SparkStateful(Generic[S]):
 
     def applyInPandasWithState(
         self,
-        func: Callable[[tuple[Any, ...], Iterable[pd.DataFrame], Any], Iterable[pd.DataFrame]],
+        func: Callable[[tuple[Any, ...], Iterator[pd.DataFrame], Any], Iterable[pd.DataFrame]],
         outputStructType: StructType | str,
         stateStructType: StructType | str,
         outputMode: str,

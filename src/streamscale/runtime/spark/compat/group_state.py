@@ -31,7 +31,7 @@ finding the timed-out keys of a shard reads only the buckets due.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import pandas as pd
@@ -48,7 +48,7 @@ _MODE = {"ProcessingTimeTimeout": "ProcessingTime", "EventTimeTimeout": "EventTi
 _NO = -1
 _WIDTH = 1000
 
-GroupFn = Callable[[tuple[Any, ...], Iterator[pd.DataFrame], Any], Iterator[pd.DataFrame]]
+GroupFn = Callable[[tuple[Any, ...], Iterator[pd.DataFrame], Any], Iterable[pd.DataFrame]]
 
 
 def _call(
