@@ -53,8 +53,8 @@ class Executors:
     Examples
     --------
     >>> import streamscale
-    >>> streamscale.Executors(cores=2, max=4).conf()["spark.cores.max"]
-    '8'
+    >>> streamscale.Executors(cores=2, max=4)
+    Executors(cores=2, max=4, min=1, ready_s=120.0)
     >>> streamscale.Executors(cores=0)
     Traceback (most recent call last):
     ...
