@@ -109,9 +109,9 @@ spark.stop()
 
 
 def _unit_of_key(key: object) -> str:
-    from streamscale.runtime.spark.routing.routing import executor_of, shard_of
+    from streamscale.runtime.spark.routing.routing import instance_of, shard_of
 
-    e, s = executor_of(key, 2), shard_of(key, 4)
+    e, s = instance_of(key, 2), shard_of(key, 4)
     return f"where[{e}]#{s % 2}"
 
 

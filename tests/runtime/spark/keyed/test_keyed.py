@@ -50,7 +50,7 @@ def _spec(backend: LocalStateBackend, fn: Any, schema: Any = None) -> KeyedSpec:
     return KeyedSpec(
         operator="op",
         key="key",
-        executors=E,
+        instances=E,
         shards=Z,
         fn=fn,
         fn_params={},
@@ -240,7 +240,7 @@ def test_spark_dead_letter_rules_agree_with_the_pandas_reading(spark) -> None:
     df = df.withColumn("row", F.monotonically_increasing_id())
     pmap = PartitionMap("op", 2, 2, ("u0", "u1"), (0, 1, 1, 0))
     for key, req in (("key", ("f", "i", "t")), ("key", ("t", "gone", "f")), ("nokey", ("f",))):
-        routed, _ = route(df, key=key, required=req, executors=2, shards=2, pmap=pmap)
+        routed, _ = route(df, key=key, required=req, instances=2, shards=2, pmap=pmap)
         got = routed.orderBy("row").select(DEAD).toPandas()[DEAD].tolist()
         want = dead_letter_reasons(pdf, key, req).tolist()
         assert got == [w if isinstance(w, str) else None for w in want], (key, req)
@@ -257,7 +257,7 @@ def test_every_row_of_a_large_layout_reaches_its_shards_partition(spark) -> None
     pmap = PartitionMap("op", e, z, tuple(f"u{p}" for p in range(n)), parts)
     keys = [f"key-{i}" for i in range(3000)]
     df = spark.createDataFrame([(k, i) for i, k in enumerate(keys)], "key string, seq long")
-    routed, _ = route(df, key="key", required=(), executors=e, shards=z, pmap=pmap)
+    routed, _ = route(df, key="key", required=(), instances=e, shards=z, pmap=pmap)
     rows = (
         routed.repartition(n, "__ss_pk")
         .select(

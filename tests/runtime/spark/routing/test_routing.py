@@ -18,9 +18,9 @@ from streamscale.model import Allocation, Edge, Operator, Placement, Plan, Routi
 from streamscale.runtime.spark.routing.hashing import murmur3_bytes, xxhash64_bytes
 from streamscale.runtime.spark.routing.routing import (
     PartitionMap,
-    executor_of,
     global_shard_column,
     global_shards,
+    instance_of,
     shard_of,
 )
 
@@ -39,10 +39,10 @@ def _topo(instances: int = 2, shards: int = 4) -> Topology:
 
 def test_hashes_are_stable_across_processes() -> None:
     keys = [f"key-{i}" for i in range(50)]
-    here = [(executor_of(k, 7), shard_of(k, 64)) for k in keys]
+    here = [(instance_of(k, 7), shard_of(k, 64)) for k in keys]
     code = (
-        "from streamscale.runtime.spark.routing.routing import executor_of, shard_of\n"
-        f"print([(executor_of(k, 7), shard_of(k, 64)) for k in {keys!r}])"
+        "from streamscale.runtime.spark.routing.routing import instance_of, shard_of\n"
+        f"print([(instance_of(k, 7), shard_of(k, 64)) for k in {keys!r}])"
     )
     env = {**os.environ, "PYTHONHASHSEED": "12345"}
     out = subprocess.run(
@@ -57,7 +57,7 @@ def test_shard_hash_is_independent_of_executor_hash() -> None:
     assert set(g.tolist()) == set(range(256))  # every executor uses every one of its shards
     per_exec = [int(((g // 64) == e).sum()) for e in range(4)]
     assert min(per_exec) > 0.2 * len(keys)
-    assert g.tolist() == [executor_of(k, 4) * 64 + shard_of(k, 64) for k in keys]
+    assert g.tolist() == [instance_of(k, 4) * 64 + shard_of(k, 64) for k in keys]
 
 
 def _odd_keys() -> list[str]:
@@ -114,7 +114,7 @@ def test_global_shards_of_ten_thousand_keys_is_fast() -> None:
     g = global_shards(keys, 32, 256)
     assert time.perf_counter() - t0 < 1.0
     assert g.min() >= 0 and g.max() < 32 * 256
-    assert g[:50].tolist() == [executor_of(k, 32) * 256 + shard_of(k, 256) for k in keys[:50]]
+    assert g[:50].tolist() == [instance_of(k, 32) * 256 + shard_of(k, 256) for k in keys[:50]]
 
 
 def test_partition_map_follows_the_routing_tables() -> None:

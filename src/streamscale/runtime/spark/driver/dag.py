@@ -220,7 +220,7 @@ def run_graph(
         specs[name] = KeyedSpec(
             operator=name,
             key=node.key,
-            executors=op.instances,
+            instances=op.instances,
             shards=op.shards,
             fn=node.fn,
             fn_params=dict(node.params),

@@ -197,7 +197,7 @@ def linear_stage(job: Any, backend: Any, base: Path) -> LinearStage:
     spec = KeyedSpec(
         operator=job.keyed,
         key=str(op.key),
-        executors=op.instances,
+        instances=op.instances,
         shards=op.shards,
         fn=job.functions[job.keyed],
         fn_params=dict(op.params),

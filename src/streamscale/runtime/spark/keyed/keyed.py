@@ -91,7 +91,7 @@ class KeyedSpec:
 
     operator: str
     key: str
-    executors: int
+    instances: int
     shards: int
     fn: Callable[..., Any]
     fn_params: Mapping[str, Any]
@@ -521,7 +521,7 @@ def run_keyed(
     )
     reduced_schema = T.StructType([*out_fields, T.StructField(_STATS, T.BinaryType())])
     mapped, parsed = route(
-        df, key=spec.key, required=spec.required, executors=spec.executors,
+        df, key=spec.key, required=spec.required, instances=spec.instances,
         shards=spec.shards, pmap=pmap, cache=routes,
     )  # fmt: skip
     shuffled = mapped.repartition(pmap.partitions, F.col(PK))

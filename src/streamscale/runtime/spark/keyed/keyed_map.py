@@ -195,7 +195,7 @@ def _lookup(values: Iterable[int], index: Any, kind: str) -> Any:
 
 
 def route(
-    df: Any, *, key: str, required: tuple[str, ...], executors: int, shards: int,
+    df: Any, *, key: str, required: tuple[str, ...], instances: int, shards: int,
     pmap: PartitionMap, cache: dict[tuple[Any, ...], tuple[Any, ...]] | None = None,
 ) -> tuple[Any, dict[str, str]]:  # fmt: skip
     """The input of one batch with its routing columns (see the module docstring).
@@ -204,7 +204,7 @@ def route(
     ----------
     df
         The operator's input (a Spark DataFrame).
-    key, required, executors, shards
+    key, required, instances, shards
         The keyed operator: key column, required numeric fields, ``E`` and ``Z``.
     pmap
         The partition of every global shard this batch.
@@ -221,14 +221,14 @@ def route(
     # The routing columns depend on the input's types, the operator and the plan only:
     # built once and reused by every batch with the same (a batch builds none, each
     # costs py4j round trips).
-    sig = (key, required, executors, shards, pmap.partitions, tuple(pmap.shard_partition),
+    sig = (key, required, instances, shards, pmap.partitions, tuple(pmap.shard_partition),
            tuple((c, t.simpleString()) for c, t in types.items()))  # fmt: skip
     routes = {} if cache is None else cache  # the run's (KeyedSpec.routes), or none
     cols = routes.get(sig)
     if cols is None:
         if len(routes) >= _ROUTES_KEPT:  # plans and inputs change: keep the recent ones
             routes.clear()
-        cols = routes[sig] = _route_columns(types, key, required, executors, shards, pmap)
+        cols = routes[sig] = _route_columns(types, key, required, instances, shards, pmap)
     shard, seq, reason, parsed, part, pk = cols
     order = seq if seq is not None else F.monotonically_increasing_id().alias(ORDER)
     routed = df.select("*", shard, order, reason, *parsed.values())
@@ -247,7 +247,7 @@ def _parsed_names(parsed: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
 
 
 def _route_columns(
-    types: Mapping[str, Any], key: str, required: tuple[str, ...], executors: int,
+    types: Mapping[str, Any], key: str, required: tuple[str, ...], instances: int,
     shards: int, pmap: PartitionMap,
 ) -> tuple[Any, ...]:  # fmt: skip
     """:func:`route`'s columns (Spark Columns over column names, no DataFrame): the
@@ -259,7 +259,7 @@ def _route_columns(
     reason, parsed = _reason(types, key, required)
     seq = F.col("seq").cast("long").alias(ORDER) if "seq" in types else None
     shard = (
-        global_shard_column(F.col(key), executors, shards)
+        global_shard_column(F.col(key), instances, shards)
         if key in types
         else F.lit(None).cast("long")
     )

@@ -13,20 +13,21 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from streamscale.model import Allocation, Cluster, Placement, Plan, Routing, Topology, unit_id
-from streamscale.runtime.spark.routing.routing import PartitionMap, executor_instance
+from streamscale.model.ids import instance_id
+from streamscale.runtime.spark.routing.routing import PartitionMap
 
 __all__ = ["SparkRealizer", "default_plan"]
 
 
 def default_plan(topology: Topology, operator: str, cluster: Cluster) -> Plan:
-    """One unit per executor serving all its shards; executors spread round-robin over nodes."""
+    """One unit per instance serving all its shards; instances spread round-robin over nodes."""
     op = topology.operator(operator)
     cores: dict[str, int] = {}
     nodes: dict[str, str] = {}
     tables: dict[str, tuple[str, ...]] = {}
     names = cluster.names
     for e in range(op.instances):
-        inst = executor_instance(operator, e)
+        inst = instance_id(operator, e)
         unit = unit_id(inst, 0)
         cores[inst] = 1
         nodes[unit] = names[e % len(names)]

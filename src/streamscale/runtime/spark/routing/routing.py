@@ -1,8 +1,8 @@
 """Two-tier routing of keyed tuples onto Spark tasks (paper 000, §3, "elastic executor").
 
-A key maps to one of ``E`` executors and to one of ``Z`` shards of that
-executor by two *static* hashes that never change, so a key's state never
-leaves its executor. Which task (unit) serves a shard is the plan's routing
+A key maps to one of ``E`` instances of its operator (Elasticutor's elastic
+executors) and to one of ``Z`` shards of that instance by two *static* hashes that
+never change, so a key's state never leaves its instance. Which task (unit) serves a shard is the plan's routing
 table, which may change at any batch boundary. This module turns a
 :class:`~streamscale.model.Plan` into the partition of every shard, from which the
 keyed stage (:mod:`~streamscale.runtime.spark.keyed.keyed`) gives each Spark partition
@@ -12,17 +12,17 @@ The two hashes are Spark's own, over the key's string form
 (``cast(key as string)``), so the keyed stage computes a row's shard as a column
 expression (:func:`global_shard_column`), with no Python on the map side:
 
-* executor ``e = pmod(xxhash64(key), E)`` (XXH64, seed 42);
+* instance ``e = pmod(xxhash64(key), E)`` (XXH64, seed 42);
 * shard ``s = pmod(hash(key), Z)`` (Spark's Murmur3 x86 32-bit, seed 42);
 * global shard ``g = e·Z + s``.
 
 They are two different hash functions, not one hash cut in two: with ``E`` and
 ``Z`` powers of two, ``h mod E`` and ``h mod Z`` of a single hash share their low
-bits, which would tie a key's shard to its executor (every executor would use only
+bits, which would tie a key's shard to its instance (every instance would use only
 ``Z/E`` of its shards). xxhash64 and Murmur3 are independent mixing functions, both
 built into Spark (code-generated, no Python), and both deterministic across
 processes, machines and Spark versions (Spark keeps them stable for bucketed
-tables), unlike Python's salted ``hash``. :func:`executor_of`, :func:`shard_of` and
+tables), unlike Python's salted ``hash``. :func:`instance_of`, :func:`shard_of` and
 :func:`global_shards` compute the same values in Python
 (:func:`~streamscale.runtime.spark.routing.hashing.xxhash64_bytes`,
 :func:`~streamscale.runtime.spark.routing.hashing.murmur3_bytes`) for strings, integers and
@@ -45,10 +45,9 @@ from streamscale.runtime.spark.routing.hashing import murmur3_bytes, xxhash64_by
 __all__ = [
     "HASH_SCHEME",
     "PartitionMap",
-    "executor_instance",
-    "executor_of",
     "global_shard_column",
     "global_shards",
+    "instance_of",
     "key_bytes",
     "shard_of",
 ]
@@ -66,16 +65,16 @@ def key_bytes(key: Any) -> bytes:
     return str(key).encode("utf-8")
 
 
-def _hashes(keys: Sequence[Any], executors: int, shards: int) -> tuple[np.ndarray, np.ndarray]:
+def _hashes(keys: Sequence[Any], instances: int, shards: int) -> tuple[np.ndarray, np.ndarray]:
     data = [key_bytes(k) for k in keys]
-    e = xxhash64_bytes(data) % executors  # numpy's % of a positive modulus is Spark's pmod
+    e = xxhash64_bytes(data) % instances  # numpy's % of a positive modulus is Spark's pmod
     s = murmur3_bytes(data).astype(np.int64) % shards
     return e, s
 
 
-def executor_of(key: Any, executors: int) -> int:
-    """The executor ``pmod(xxhash64(key), E)`` that owns ``key`` forever (paper 000, §3)."""
-    return int(_hashes([key], executors, 1)[0][0])
+def instance_of(key: Any, instances: int) -> int:
+    """The instance ``pmod(xxhash64(key), E)`` that owns ``key`` forever (paper 000, §3)."""
+    return int(_hashes([key], instances, 1)[0][0])
 
 
 def shard_of(key: Any, shards: int) -> int:
@@ -83,26 +82,21 @@ def shard_of(key: Any, shards: int) -> int:
     return int(_hashes([key], 1, shards)[1][0])
 
 
-def executor_instance(operator: str, executor: int) -> str:
-    """Instance id ``op[e]`` of an elastic executor."""
-    return instance_id(operator, executor)
-
-
-def global_shards(keys: Iterable[Any], executors: int, shards: int) -> np.ndarray:
+def global_shards(keys: Iterable[Any], instances: int, shards: int) -> np.ndarray:
     """Global shard index ``e·Z + s`` of every key (int64 array), hashing each distinct key once."""
     seq = list(keys)
     index: dict[Any, int] = {}
     codes = np.fromiter((index.setdefault(k, len(index)) for k in seq), np.int64, len(seq))
-    e, s = _hashes(list(index), executors, shards)
+    e, s = _hashes(list(index), instances, shards)
     return (e * shards + s)[codes]
 
 
-def global_shard_column(key: Any, executors: int, shards: int) -> Any:
+def global_shard_column(key: Any, instances: int, shards: int) -> Any:
     """The Spark column ``e·Z + s`` (long) of a key column, as :func:`global_shards`."""
     from pyspark.sql import functions as F
 
     text = key.cast("string")
-    e = F.pmod(F.xxhash64(text), F.lit(executors).cast("long"))
+    e = F.pmod(F.xxhash64(text), F.lit(instances).cast("long"))
     s = F.pmod(F.hash(text), F.lit(shards)).cast("long")
     return e * F.lit(shards).cast("long") + s
 
@@ -115,7 +109,7 @@ class PartitionMap:
     ----------
     operator
         The keyed operator's name.
-    executors, shards
+    instances, shards
         ``E`` and ``Z`` of the operator.
     units
         Distinct target units, in partition order (partition ``p`` runs ``units[p]``).
@@ -124,7 +118,7 @@ class PartitionMap:
     """
 
     operator: str
-    executors: int
+    instances: int
     shards: int
     units: tuple[str, ...]
     shard_partition: tuple[int, ...]
@@ -145,7 +139,7 @@ class PartitionMap:
         index: dict[str, int] = {}
         parts: list[int] = []
         for e in range(e_count):
-            inst = executor_instance(operator, e)
+            inst = instance_id(operator, e)
             table = tables.get(inst)
             if table is None:
                 raise StreamscaleError("plan has no routing table", item=f"executor {inst}")
@@ -181,7 +175,7 @@ class PartitionMap:
         new_index = {old: new for new, old in enumerate(order)}
         return PartitionMap(
             self.operator,
-            self.executors,
+            self.instances,
             self.shards,
             tuple(self.units[p] for p in order),
             tuple(new_index[p] for p in self.shard_partition),
@@ -218,7 +212,7 @@ class PartitionMap:
             acc[i] += load[p]
         return PartitionMap(
             self.operator,
-            self.executors,
+            self.instances,
             self.shards,
             tuple(self.units[p] for p in kept),
             tuple(target[p] for p in self.shard_partition),

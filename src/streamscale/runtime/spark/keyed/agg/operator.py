@@ -80,15 +80,15 @@ STATE_KEY = LEGACY_KEY
 _STATS = "__ss_stats"
 
 
-def shard_column(keys: tuple[str, ...], executors: int, shards: int) -> Any:
+def shard_column(keys: tuple[str, ...], instances: int, shards: int) -> Any:
     """The global shard of a row's group: one key as a ``process`` operator hashes it,
     several keys by their string forms joined (nulls hash as a marker)."""
     from pyspark.sql import functions as F
 
     if len(keys) == 1:
-        return global_shard_column(F.col(keys[0]), executors, shards)
+        return global_shard_column(F.col(keys[0]), instances, shards)
     parts = [F.coalesce(F.col(k).cast("string"), F.lit("\u0000")) for k in keys]
-    return global_shard_column(F.concat_ws("\u001f", *parts), executors, shards)
+    return global_shard_column(F.concat_ws("\u001f", *parts), instances, shards)
 
 
 @dataclass(frozen=True, slots=True)
@@ -295,8 +295,8 @@ def _partials(
     item = f"operator {spec.operator}"
     shard = _cached(
         agg,
-        ("shard", spec.executors, spec.shards),
-        lambda: shard_column(agg.keys, spec.executors, spec.shards).alias(SHARD),
+        ("shard", spec.instances, spec.shards),
+        lambda: shard_column(agg.keys, spec.instances, spec.shards).alias(SHARD),
     )
     keyed = df.select("*", shard)
     if isinstance(agg, Join):  # the tagged rows of both sides go on as they are
