@@ -566,7 +566,21 @@ def stream(
     what the source holds, then the batches that advance the watermark and fire due
     timers, then stops (``trigger(availableNow=True)``). ``trigger_s``: the micro-batch
     interval (:data:`~streamscale.runtime.run_config.TRIGGER_S`; unset: its default, as a YAML
-    source)."""
+    source).
+
+    Examples
+    --------
+    A job moves over from Spark by replacing ``events.groupBy("user")``:
+
+    >>> import streamscale  # doctest: +SKIP
+    >>> spark = streamscale.session("local[2]")  # doctest: +SKIP
+    >>> events = spark.readStream.format("rate").load().selectExpr(
+    ...     "CAST(value % 10 AS STRING) AS user", "value")  # doctest: +SKIP
+    >>> counts = streamscale.stream(events).key_by("user").applyInPandasWithState(
+    ...     running_count, "user string, count long", "total long", "append", "NoTimeout"
+    ... )  # doctest: +SKIP
+    >>> result = counts.run(checkpoint="ck", max_batches=2)  # doctest: +SKIP
+    """
     if not getattr(df, "isStreaming", False):
         raise StreamscaleError(
             "stream() needs a streaming DataFrame (spark.readStream...)", item=name
