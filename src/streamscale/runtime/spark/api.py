@@ -83,7 +83,7 @@ class Stream:
         Examples
         --------
         >>> import streamscale  # doctest: +SKIP
-        >>> keyed = streamscale.stream(events).key_by("user", instances=2, shards=8)
+        >>> keyed = streamscale.stream(events).key_by("user", instances=2, shards=8)  # doctest: +SKIP
         """
         refuse_unknown(_old, "key_by")
         keys = (key,) if isinstance(key, str) else tuple(key)
