@@ -17,7 +17,7 @@ from streamscale.cli.demo import check_values
 from streamscale.cli.output import Output
 from streamscale.cli.run import ensure_dir
 from streamscale.cli.surge import _run, check_cluster
-from streamscale.errors import StreamscaleError
+from streamscale.errors import StreamscaleError, require_extra
 
 __all__ = ["BUNDLED_TRACE", "register", "traffic"]
 
@@ -67,6 +67,7 @@ def traffic(
     from streamscale.scenarios.surge import SURGE_POLICIES
     from streamscale.scenarios.traffic import TrafficConfig
 
+    require_extra("papers")  # the timeline picture (matplotlib)
     out: Output = ctx.obj
     names = [p.strip() for p in policies.split(",") if p.strip()]
     if not names:
