@@ -141,3 +141,35 @@ def test_the_readme_quick_start_type_checks(tmp_path: Path) -> None:
         "streamscale.runtime.spark.driver.graph_batch.GraphBatch",
         "streamscale.runtime.spark.api.Stream",
     ]
+
+
+def test_a_processor_written_for_time_mode_none_runs_available_now(tmp_path: Path) -> None:
+    """Spark requires ``timeMode``; a processor given ``"None"`` runs under
+    ``available_now`` (only processing time, which Spark runs at every trigger, is
+    refused there)."""
+    from types import SimpleNamespace
+
+    from pyspark.sql import types as T
+    from pyspark.sql.streaming import StatefulProcessor
+
+    from streamscale.runtime.spark.compat.event_time import QueryClock
+    from streamscale.runtime.spark.compat.processor import transform_with_state
+
+    class Count(StatefulProcessor):
+        def init(self, handle: object) -> None:
+            pass
+
+        def handleInputRows(self, key: object, rows: object, timerValues: object) -> object:
+            return iter(())
+
+    out = T.StructType([T.StructField("k", T.StringType())])
+    source = SimpleNamespace(schema=out)
+
+    def clock(time_mode: str) -> QueryClock:
+        fn = transform_with_state(Count(), "k", out, "append", time_mode)
+        graph = SimpleNamespace(keyed=["op"], nodes={"op": SimpleNamespace(fn=fn)})
+        return QueryClock.build(graph, source, tmp_path, available_now=True)
+
+    assert clock("None").modes == frozenset({"None"})
+    with pytest.raises(StreamscaleError, match="available_now with a processing-time"):
+        clock("ProcessingTime")
