@@ -47,6 +47,7 @@ def _cp() -> ModuleType:
     """OR-Tools' CP-SAT (the ``papers`` extra), imported when a model is solved."""
     return import_extra("ortools.sat.python.cp_model")
 
+
 Method = Literal["auto", "patterns", "counts"]
 
 
