@@ -53,7 +53,9 @@ def _public_callables() -> list[tuple[str, Callable[..., object]]]:
     return out
 
 
-@pytest.mark.parametrize(("name", "fn"), _public_callables(), ids=lambda x: str(x))
+@pytest.mark.parametrize(
+    ("name", "fn"), _public_callables(), ids=[n for n, _ in _public_callables()]
+)
 def test_the_public_surface_is_typed(name: str, fn: Callable[..., object]) -> None:
     """Every parameter annotated, and no ``Any``/``object`` (or missing) return type."""
     sig = inspect.signature(fn)
