@@ -53,9 +53,9 @@ def _args(argv: list[str]) -> argparse.Namespace:
     ap.add_argument("--kinds", default=",".join(KINDS))
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--workers", type=int, default=2)
-    ap.add_argument("--worker-cores", type=int, default=4)
-    ap.add_argument("--executor-cores", type=int, default=2)
-    ap.add_argument("--max-executors", type=int, default=3)
+    ap.add_argument("--worker-cores", type=int, default=2)
+    ap.add_argument("--executor-cores", type=int, default=1)
+    ap.add_argument("--max-executors", type=int, default=4)
     ap.add_argument("--keep", type=Path, default=None,
                     help="Keep the run's directory (checkpoint, sink, logs) here.")  # fmt: skip
     return ap.parse_args(argv)

@@ -67,8 +67,8 @@ class ChaosConfig:
     shards: int = 16
     instances: int = 4
     trigger_s: float = 2.0
-    executor_cores: int = 2
-    max_executors: int = 3
+    executor_cores: int = 1
+    max_executors: int = 4
     faults: int = 20
     kinds: tuple[str, ...] = KINDS
     gap_s: tuple[float, float] = (5.0, 20.0)
