@@ -16,7 +16,9 @@ from typing import Any
 
 #: where lines are appended: ``benchmarks/results``, or ``$STREAMSCALE_RESULTS_DIR`` when set
 #: (tests record there, never into the repository's results)
-RESULTS = Path(os.environ.get("STREAMSCALE_RESULTS_DIR") or Path(__file__).resolve().parent / "results")
+RESULTS = Path(
+    os.environ.get("STREAMSCALE_RESULTS_DIR") or Path(__file__).resolve().parent / "results"
+)
 _REPO = Path(__file__).resolve().parents[1]
 #: One benchmark process is one run: every line it records carries the same ``run``
 #: (its start time), so tables quote one run's lines together, never a mix of runs.

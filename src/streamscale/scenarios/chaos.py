@@ -71,7 +71,7 @@ class ChaosConfig:
     max_executors: int = 4
     faults: int = 20
     kinds: tuple[str, ...] = KINDS
-    gap_s: tuple[float, float] = (5.0, 20.0)
+    gap_s: tuple[float, float] = (3.0, 12.0)
     seed: int = 7
     #: how long a fault may take to recover before the next is injected all the same
     recovery_timeout_s: float = 240.0
@@ -226,7 +226,9 @@ def run_chaos(
     longest = cfg.minutes * 60.0 + cfg.faults * 90.0 + 300.0
     child = {"work": str(work), "master": info.master_url, "options": opts,
              "executor_cores": cfg.executor_cores, "max_executors": cfg.max_executors,
-             "shards": cfg.shards, "instances": cfg.instances, "trigger_s": cfg.trigger_s,
+             "shards": cfg.shards, "trigger_s": cfg.trigger_s,
+             # Elasticutor's elastic executors need a core each
+             "instances": min(cfg.instances, cfg.max_executors * cfg.executor_cores),
              "catch_up_s": 5.0, "seed": cfg.seed, "duration_s": longest}  # fmt: skip
     rng = random.Random(cfg.seed)
     kinds = _kind_order(cfg, rng)
@@ -243,6 +245,10 @@ def run_chaos(
         code = driver.exited()
         if code is not None:
             run.unplanned_exits.append(code)
+            last_start = max((e["wall"] for e in events.poll() if e["ev"] == "start"), default=0)
+            if len(run.unplanned_exits) >= 3 and not events.commits_after(last_start):
+                raise StreamscaleError(f"the driver exits with {code} before committing a batch "
+                                       f"(see {work}/driver-*.log)", item="chaos")  # fmt: skip
             log(f"driver exited with {code} before the end: restarting it")
             driver.start()
             run.driver_starts += 1
@@ -409,7 +415,7 @@ def check_exact(work: Path, options: dict[str, str], total: int) -> dict[str, An
         and math.isclose(float(state[k][1]), float(agg.at[k, "sum"]), rel_tol=1e-9, abs_tol=1e-6)
         for k in agg.index
     )
-    return {"offered": total, "sink_rows": int(len(sink)), "lost": lost,
+    return {"offered": total, "sink_rows": len(sink), "lost": lost,
             "duplicated": duplicated, "unexpected": unexpected, "outputs_exact": outputs_exact,
             "state_exact": bool(state_exact), "keys": len(agg)}  # fmt: skip
 

@@ -112,7 +112,7 @@ class ChaosResources(ExecutorResources):
     def _kill(self, ids: Any) -> bool:
         ok = super()._kill(ids)
         if ok and ids and self.agent is not None and self.agent.take(WARM_RELEASE):
-            self.agent.kill(list(ids)[0], "releasing", self)
+            self.agent.kill(next(iter(ids)), "releasing", self)
         return ok
 
 
