@@ -4,7 +4,7 @@ Starts a loopback Spark standalone cluster (``--workers`` × ``--worker-cores``)
 a load trace (``--trace``, default the bundled road-sensor day; ``--window``,
 ``--minutes``, ``--peak-rate``) as the generator's offered rate into a keyed calculator
 under the ``elastic`` policy with executors requested and released, and injects
-``--faults`` faults at seeded random times (``--seed``) after the first committed batch
+``--faults`` faults at seeded random times (``--seed``) after the first batch that commits tuples
 (:mod:`streamscale.scenarios.chaos`): executors SIGKILLed mid-batch and while being
 warmed up or released, the driver SIGKILLed and restarted on its checkpoint, a worker
 SIGKILLed and started again. At the end every key's state, every sink row (each tuple's

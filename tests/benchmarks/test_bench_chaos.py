@@ -1,5 +1,6 @@
-"""``benchmarks/bench_chaos.py`` at CI size: an executor SIGKILLed mid-batch and the driver
-SIGKILLed and restarted on its checkpoint while a load trace runs, then the state and the
+"""``benchmarks/bench_chaos.py`` at CI size: an executor SIGKILLed mid-batch, the driver
+SIGKILLed and restarted on its checkpoint and a worker killed and restarted while a load
+trace runs, then the state and the
 sink checked here against pandas over the generated tuples (not against the script's
 own figures).
 
@@ -50,8 +51,8 @@ def test_executor_and_driver_kills_lose_and_duplicate_nothing(tmp_path: Path) ->
 
     keep = tmp_path / "keep"
     proc = _run(tmp_path, "--smoke", "--minutes", "1", "--faults", "3", "--peak-rate", "60",
-                "--kinds", "executor-mid-batch,driver", "--seed", "3", "--max-executors", "2",
-                "--keep", str(keep), timeout=900)  # fmt: skip
+                "--kinds", "executor-mid-batch,driver,worker", "--seed", "3",
+                "--max-executors", "2", "--keep", str(keep), timeout=1800)  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-3000:]
     line = json.loads(proc.stdout.strip().splitlines()[-1])
     assert line["bench"] == "chaos"
