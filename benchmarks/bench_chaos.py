@@ -37,13 +37,13 @@ from streamscale.scenarios.chaos import KINDS, ChaosConfig, run_chaos, summarize
 
 TARGETS = "0 tuples lost or duplicated over >= 20 faults; median recovery <= 30 s"
 #: (minutes of trace, faults) per size: each fault waits for the last one's recovery
-SIZES = {"full": (30.0, 30), "quick": (20.0, 20), "smoke": (2.5, 4)}
+SIZES = {"full": (45.0, 30), "quick": (32.0, 20), "smoke": (2.5, 4)}
 
 
 def _args(argv: list[str]) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     size = ap.add_mutually_exclusive_group()
-    size.add_argument("--quick", action="store_true", help="20 minutes of trace, 20 faults.")
+    size.add_argument("--quick", action="store_true", help="32 minutes of trace, 20 faults.")
     size.add_argument("--smoke", action="store_true", help="2.5 minutes of trace, 4 faults.")
     ap.add_argument("--trace", default=None, help="A timestamp,value CSV (default: bundled).")
     ap.add_argument("--window", default=None, help="START,HOURS of the trace.")

@@ -292,8 +292,12 @@ def run_chaos(
         wait(lambda: events.done(total), max(0.0, deadline - time.time()))
         if not events.done(total):
             run.error = "not every tuple was committed before the run's deadline"
+    except BaseException:
+        driver.kill()
+        raise
     finally:
-        end = time.time() + 90  # the driver stops its query after the last batch and exits
+        # the driver stops its query after the last batch and exits
+        end = time.time() + (90 if events.done(total) else 0)
         while driver.exited() is None and time.time() < end:
             time.sleep(0.2)
         driver.kill()
