@@ -37,7 +37,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -198,14 +198,12 @@ def _restart_worker(info: Any, name: str) -> tuple[int, int]:
     return old, proc.pid
 
 
-def _kind_order(cfg: ChaosConfig, rng: random.Random) -> list[str]:
-    """``cfg.faults`` kinds: each round of ``cfg.kinds`` in a seeded order."""
-    out: list[str] = []
-    while len(out) < cfg.faults:
+def _kind_order(cfg: ChaosConfig, rng: random.Random) -> Iterator[str]:
+    """Kinds without end: each round of ``cfg.kinds`` in a seeded order."""
+    while True:
         cycle = list(cfg.kinds)
         rng.shuffle(cycle)
-        out.extend(cycle)
-    return out[: cfg.faults]
+        yield from cycle
 
 
 def run_chaos(
@@ -271,7 +269,11 @@ def run_chaos(
         # the first batches that carried tuples (a query's first batch may be empty)
         if not wait(lambda: any(e["seq_hi"] is not None for e in events.commits_after(0)), 600):
             raise StreamscaleError("no tuple committed within 600 s", item=str(work))
+        # a fault that found no moment is not counted: the faults go on until cfg.faults
+        # were made (or every tuple was committed)
         for i, kind in enumerate(kinds):
+            if len(run.faults) >= cfg.faults:
+                break
             last = run.faults[-1]["wall"] if run.faults else 0.0
             wait(lambda t=last: bool(events.commits_after(t)), cfg.recovery_timeout_s)
             gap = rng.uniform(*cfg.gap_s)
@@ -283,7 +285,7 @@ def run_chaos(
             fault = _inject(kind, i, driver, events, info, workers, rng, cfg, work)
             if fault is None:
                 run.skipped.append({"kind": kind, "wall": time.time()})
-                log(f"fault {i}: {kind} found no moment within {cfg.arm_timeout_s:g} s")
+                log(f"{kind} found no moment within {cfg.arm_timeout_s:g} s: skipped")
                 continue
             if fault["kind"] == "driver":
                 run.driver_starts += 1

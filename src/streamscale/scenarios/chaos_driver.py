@@ -150,8 +150,8 @@ class FaultAgent:
     def kill(self, executor: str, phase: str, res: ExecutorResources | None = None) -> None:
         pid = executor_pids(self.sc.applicationId).get(executor)
         if pid is None:
-            append_event(self.work / "events.jsonl", {"ev": "miss", "executor": executor,
-                                                      "phase": phase, "wall": time.time()})  # fmt: skip
+            miss = {"ev": "miss", "executor": executor, "phase": phase, "wall": time.time()}
+            append_event(self.work / "events.jsonl", miss)
             return
         warmed = res is not None and executor in res.warmed
         with contextlib.suppress(ProcessLookupError):
