@@ -345,15 +345,16 @@ def _inject(
 
 
 def _t0(ckpt: Path) -> float | None:
-    """The generator's start time, from Spark's first offset log entry."""
-    f = ckpt / "spark" / "offsets" / "0"
-    if not f.exists():
-        return None
-    for line in reversed(f.read_text().splitlines()):
-        with contextlib.suppress(ValueError, TypeError, KeyError):
-            got = json.loads(line)
-            if isinstance(got, dict) and "t0" in got:
-                return float(got["t0"])
+    """The generator's start time, from Spark's oldest offset log entry kept (every offset
+    carries it; Spark purges the oldest entries of a long run)."""
+    d = ckpt / "spark" / "offsets"
+    files = sorted((f for f in d.glob("*") if f.name.isdigit()), key=lambda f: int(f.name))
+    for f in files[:1]:
+        for line in reversed(f.read_text().splitlines()):
+            with contextlib.suppress(ValueError, TypeError, KeyError):
+                got = json.loads(line)
+                if isinstance(got, dict) and "t0" in got:
+                    return float(got["t0"])
     return None
 
 
@@ -448,7 +449,9 @@ def summarize(run: ChaosRun, cfg: ChaosConfig, work: Path) -> dict[str, Any]:
         "unrecovered": sum(1 for f in per if f.get("recovery_s") is None),
         "per_kind": {k: by_kind.get(k, 0) for k in KINDS},
         "recovery_median_by_kind_s": med_kind,
-        "delayed_tuples": sum(f.get("delayed", 0) for f in per),
+        "delayed_tuples": sum(f["delayed"] for f in per)
+        if all("delayed" in f for f in per)
+        else None,
         "skipped": len(run.skipped),
         "driver_starts": run.driver_starts,
         "unplanned_driver_exits": run.unplanned_exits,
