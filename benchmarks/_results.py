@@ -14,7 +14,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-RESULTS = Path(__file__).resolve().parent / "results"
+#: where lines are appended: ``benchmarks/results``, or ``$STREAMSCALE_RESULTS_DIR`` when set
+#: (tests record there, never into the repository's results)
+RESULTS = Path(
+    os.environ.get("STREAMSCALE_RESULTS_DIR") or Path(__file__).resolve().parent / "results"
+)
+_REPO = Path(__file__).resolve().parents[1]
 #: One benchmark process is one run: every line it records carries the same ``run``
 #: (its start time), so tables quote one run's lines together, never a mix of runs.
 RUN = datetime.now(UTC).isoformat(timespec="seconds")
@@ -24,13 +29,13 @@ def _commit() -> str:
     try:
         out = subprocess.run(
             ["git", "rev-parse", "--short=12", "HEAD"],
-            capture_output=True, text=True, cwd=RESULTS.parent, timeout=10, check=True,
+            capture_output=True, text=True, cwd=_REPO, timeout=10, check=True,
         )  # fmt: skip
         dirty = subprocess.run(
             # the results files themselves do not make a measured tree dirty
             ["git", "status", "--porcelain", "--untracked-files=no", "--", ":(top)",
              ":(top,exclude)benchmarks/results"],
-            capture_output=True, text=True, cwd=RESULTS.parent, timeout=10, check=True,
+            capture_output=True, text=True, cwd=_REPO, timeout=10, check=True,
         )  # fmt: skip
         return out.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
     except (OSError, subprocess.SubprocessError):
@@ -44,7 +49,7 @@ COMMIT = _commit()
 
 def _script() -> str:
     try:
-        return str(Path(sys.argv[0]).resolve().relative_to(RESULTS.parents[1]))
+        return str(Path(sys.argv[0]).resolve().relative_to(_REPO))
     except ValueError:
         return sys.argv[0]
 

@@ -417,7 +417,46 @@ def generic(bench: str) -> Callable[[], str]:
     return table
 
 
+def _delayed(faults: list[Line]) -> int | None:
+    """Tuples the faults delayed; ``None`` when a fault has no figure (a run that could not
+    read the generator's start time)."""
+    return sum(f["delayed"] for f in faults) if all("delayed" in f for f in faults) else None
+
+
+def chaos() -> str:
+    """The newest chaos run: what held, then the recovery per kind of fault."""
+    lines = latest_run("chaos")
+    if not lines:
+        return _missing("chaos", "python benchmarks/bench_chaos.py")
+    x = lines[-1]
+    per = x.get("fault_list") or []
+    head = f"`{x.get('trace')}` replayed in {_fmt(x.get('minutes'))} min at a peak of " \
+        f"{_fmt(x.get('peak_rate'))} tuples/s, {_fmt(x.get('cost_ms'))} ms per tuple *waited* " \
+        f"(cost_kind wall), `elastic` on at most {x.get('max_executors')} executors of " \
+        f"{x.get('executor_cores')} core(s), {x.get('workers')} workers × " \
+        f"{x.get('worker_cores')} cores; seed {x.get('seed')}."  # fmt: skip
+    held = _table(
+        ["faults", "tuples offered", "lost", "duplicated", "state exact", "outputs exact",
+         "recovery median s", "recovery max s", "tuples delayed", "driver starts", "met"],
+        [[_fmt(x.get("faults")), _fmt(x.get("offered")), _fmt(x.get("lost")),
+          _fmt(x.get("duplicated")), _fmt(x.get("state_exact")), _fmt(x.get("outputs_exact")),
+          _fmt(x.get("recovery_median_s")), _fmt(x.get("recovery_max_s")),
+          _fmt(_delayed(per)), _fmt(x.get("driver_starts")), _fmt(x.get("met"))]],
+    )  # fmt: skip
+    rows = []
+    for kind, n in (x.get("per_kind") or {}).items():
+        rec = sorted(f["recovery_s"] for f in per if f["kind"] == kind and f.get("recovery_s"))
+        med = (x.get("recovery_median_by_kind_s") or {}).get(kind)
+        rows.append([kind, _fmt(n), _fmt(med),
+                     _fmt(rec[-1] if rec else None),
+                     _fmt(_delayed([f for f in per if f["kind"] == kind]))])  # fmt: skip
+    kinds = _table(["fault", "count", "recovery median s", "recovery max s", "tuples delayed"],
+                   rows)  # fmt: skip
+    return f"{head}\n\n{held}\n\n{kinds}\n\n{_source('chaos', lines)}"
+
+
 TABLES: dict[str, Callable[[], str]] = {
+    "chaos": chaos,
     "trace": trace,
     "trace_headline": trace_headline,
     "autoscale": autoscale,
