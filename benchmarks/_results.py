@@ -14,11 +14,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-#: where lines are appended: ``benchmarks/results``, or ``$STREAMSCALE_RESULTS_DIR`` when set
-#: (tests record there, never into the repository's results)
-RESULTS = Path(
-    os.environ.get("STREAMSCALE_RESULTS_DIR") or Path(__file__).resolve().parent / "results"
-)
+#: the repository's results; lines go to ``$STREAMSCALE_RESULTS_DIR`` instead when set
+#: (:func:`results_dir`: tests record there, never into the repository's results)
+RESULTS = Path(__file__).resolve().parent / "results"
+RESULTS_DIR_ENV = "STREAMSCALE_RESULTS_DIR"
 _REPO = Path(__file__).resolve().parents[1]
 #: One benchmark process is one run: every line it records carries the same ``run``
 #: (its start time), so tables quote one run's lines together, never a mix of runs.
@@ -54,10 +53,17 @@ def _script() -> str:
         return sys.argv[0]
 
 
+def results_dir() -> Path:
+    """Where :func:`record` appends: ``$STREAMSCALE_RESULTS_DIR`` when set, read at each
+    call (a test sets it after this module was imported), else ``benchmarks/results``."""
+    other = os.environ.get(RESULTS_DIR_ENV)
+    return Path(other) if other else RESULTS
+
+
 def record(bench: str, line: dict[str, Any], *, argv: list[str]) -> dict[str, Any]:
     """``line`` with ``commit``, ``cores``, ``load_avg``, ``command`` (the running script
     and ``argv``, its arguments) and ``utc`` added, appended to
-    ``benchmarks/results/<bench>.jsonl``; returns the line as written. ``run`` names the
+    ``<results_dir()>/<bench>.jsonl``; returns the line as written. ``run`` names the
     process that recorded it (:data:`RUN`)."""
     full = {
         **line,
@@ -68,7 +74,8 @@ def record(bench: str, line: dict[str, Any], *, argv: list[str]) -> dict[str, An
         "command": " ".join(shlex.quote(a) for a in ["python", _script(), *argv]),
         "utc": datetime.now(UTC).isoformat(timespec="seconds"),
     }
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    with (RESULTS / f"{bench}.jsonl").open("a") as f:
+    where = results_dir()
+    where.mkdir(parents=True, exist_ok=True)
+    with (where / f"{bench}.jsonl").open("a") as f:
         f.write(json.dumps(full, default=str) + "\n")
     return full

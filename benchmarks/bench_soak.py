@@ -1,12 +1,18 @@
 """Runs for weeks: memory, files and checkpoint size under continuous rescaling.
 
 A DAG job with two keyed operators (generator → ``enrich`` → ``rank`` keyed by ``key``,
-a waited cost per row → ``totals`` keyed by ``bucket``) runs under ``elastic`` on a
-loopback Spark cluster with triggers as fast as the batches go, while the offered rate
-alternates between a low and a high level every ``--phase-s`` seconds, so executors are
-requested and released and shards move throughout. State lives on the local disk, on
-an S3-compatible server (moto, on 127.0.0.1), or on each in turn (``--state both``:
-half of the time each, one run after the other).
+a waited cost per row → ``totals`` keyed by ``bucket``) runs under ``elastic`` with
+triggers as fast as the batches go, while the offered rate alternates between a low and
+a high level every ``--phase-s`` seconds, so the plan changes and shards move throughout.
+``--master cluster`` (the default) runs it on a loopback Spark standalone cluster of
+``--workers`` × ``--worker-cores`` slots, where executors (one core each, up to
+``--max-executors``) are requested and released as well; ``--master local[N]`` runs it
+in the driver's JVM, where the plan moves shards between the units of each instance.
+Each keyed instance is an elastic executor holding at least one core, so the instances
+(``--rank-instances`` + ``--totals-instances``) are at most the cores the policy plans
+for (``--max-executors`` on a cluster). State lives on the local disk, on an
+S3-compatible server (moto, on 127.0.0.1), or on each in turn (``--state both``: half
+of the time each, one run after the other).
 
 Every ``--every`` batches it samples, in the driver:
 
@@ -31,13 +37,18 @@ processed). ``--out DIR`` also writes ``soak-<state>.png``.
 The per-row cost is waited (``time.sleep``), not burned: task slots behave like cores
 on this 2-core machine (emulated cores).
 
-Run: ``.venv/bin/python benchmarks/bench_soak.py [--minutes 60] [--quick]
-[--state local|s3|both] [--out DIR]`` (``--quick``: 12 minutes, local state).
+Run: ``.venv/bin/python benchmarks/bench_soak.py [--minutes 60] [--batches N] [--quick |
+--smoke] [--master cluster|local[2]] [--state local|s3|both] [--out DIR]``. A run ends
+after ``--minutes`` or ``--batches``, whichever comes first. ``--quick``: ``local[2]``,
+3,000 batches in at most 45 minutes, local state unless ``--state`` says otherwise;
+``--smoke``: ``local[2]``, 30 batches, seconds long (it checks that the script runs and
+prints every line, not the figures).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -124,9 +135,16 @@ def _jvm_procs(me: psutil.Process) -> list[psutil.Process]:
     return out
 
 
-def _executor_rss_mb(app_id: str) -> tuple[float, int]:
+def _executor_rss_mb(app_id: str, jvms: list[psutil.Process]) -> tuple[float, int]:
     """Mean RSS of a live executor of application ``app_id`` (its JVM and every Python
-    process under it)."""
+    process under it); in local mode (no executor processes) the Python daemon and
+    workers under the driver's JVM, as one executor."""
+    local = []
+    for j in jvms:
+        try:
+            local += [c for c in j.children(recursive=True) if "python" in c.name()]
+        except psutil.Error:
+            continue
     sizes: list[int] = []
     for p in psutil.process_iter(["cmdline"]):
         try:
@@ -137,6 +155,9 @@ def _executor_rss_mb(app_id: str) -> tuple[float, int]:
             sizes.append(sum(q.memory_info().rss for q in tree))
         except psutil.Error:
             continue
+    if not sizes and local:
+        with contextlib.suppress(psutil.Error):
+            sizes.append(sum(q.memory_info().rss for q in local))
     return (float(np.mean(sizes)) / 2**20 if sizes else 0.0), len(sizes)
 
 
@@ -147,7 +168,7 @@ def sample(sc: Any, ckpt: Path, out: Path, url: str, state_dir: Path) -> dict[st
     sc._jvm.System.gc()
     rt = sc._jvm.java.lang.Runtime.getRuntime()
     heap = (rt.totalMemory() - rt.freeMemory()) / 2**20
-    ex_rss, executors = _executor_rss_mb(sc.applicationId)
+    ex_rss, executors = _executor_rss_mb(sc.applicationId, jvms)
     spark_ck, _ = _dir_bytes(ckpt / "spark")
     own_ck, _ = _dir_bytes(ckpt, skip=(ckpt / "state",))
     state, state_files = _store_bytes(url, state_dir)
@@ -215,10 +236,21 @@ def reference_check(opts: dict[str, str], n: int, url: str) -> bool:
     return counts == want_counts and buckets == want_buckets
 
 
-def soak(args: argparse.Namespace, kind: str, minutes: float, argv: list[str]) -> dict[str, Any]:
-    """One soak run with state ``kind`` (``local`` or ``s3``); returns its growth line."""
+def soak(
+    args: argparse.Namespace,
+    kind: str,
+    minutes: float,
+    batches_max: int | None,
+    argv: list[str],
+    spark: Any | None = None,
+) -> dict[str, Any]:
+    """One soak run with state ``kind`` (``local`` or ``s3``); returns its growth line.
+
+    ``spark``: a ``local[N]`` session to run on (left running), else one is built for
+    ``args.master`` and stopped at the end."""
     scratch = Path(tempfile.mkdtemp(prefix=f"streamscale-soak-{kind}-"))
     ckpt, out = scratch / "ck", scratch / "out"
+    on_cluster = spark is None and args.master == "cluster"
     moto = None
     if kind == "s3":
         moto, endpoint = _moto()  # bench_state's moto server, with its bucket "state"
@@ -226,62 +258,81 @@ def soak(args: argparse.Namespace, kind: str, minutes: float, argv: list[str]) -
     else:
         url = str(scratch / "ck" / "state")
     state_dir = scratch / "ck" / "state"
-    info = cluster_up(args.workers, args.worker_cores, directory=scratch / "cluster")
     opts = {
         "keys": str(args.keys), "alpha": "0.8", "cost_ms": "0", "seed": "11",
         "partitions": "2", "payload_bytes": "16", "rate": str(args.low),
         "schedule": schedule(minutes, args.phase_s, args.low, args.high),
     }  # fmt: skip
-    conf = executor_conf(1, args.max_executors, pin=False, separate_hosts=False, quick_start=True)
-    spark = build_session(info.master_url, app_name=f"streamscale-soak-{kind}", conf=conf)
+    own = spark is None
+    resources = None
+    if on_cluster:
+        info = cluster_up(args.workers, args.worker_cores, directory=scratch / "cluster")
+        conf = executor_conf(
+            1, args.max_executors, pin=False, separate_hosts=False, quick_start=True
+        )
+        spark = build_session(info.master_url, app_name=f"streamscale-soak-{kind}", conf=conf)
+    elif spark is None:
+        spark = build_session(args.master, app_name=f"streamscale-soak-{kind}")
     spark.dataSource.register(GeneratorSource)
     sc = spark.sparkContext
     samples: list[dict[str, Any]] = []
-    batches: list[Any] = []
     t0 = time.monotonic()
     lock = threading.Lock()
 
     def on_batch(b: Any) -> None:
         with lock:
-            batches.append(b)
             if b.batch_id % args.every:
                 return
-            s = {"state": kind, "batch": b.batch_id, "elapsed_s": time.monotonic() - t0}
+            s = {"state": kind, "master": master, "batch": b.batch_id,
+                 "elapsed_s": time.monotonic() - t0}  # fmt: skip
             s.update(sample(sc, ckpt, out, url, state_dir))
             samples.append(s)
             _emit(s, argv)
 
+    master = "cluster" if on_cluster else str(sc.master)
     try:
-        resources = ExecutorResources(
-            sc, pin=False, cores_per_executor=1, max_executors=args.max_executors,
-            initial_executors=1,
-        )  # fmt: skip
-        resources.settle(120.0)
+        if on_cluster:
+            resources = ExecutorResources(
+                sc, pin=False, cores_per_executor=1, max_executors=args.max_executors,
+                initial_executors=1,
+            )  # fmt: skip
+            resources.settle(120.0)
         df = spark.readStream.format(GeneratorSource.name()).options(**opts).load()
         s = stream(df, name="soak", trigger_s=0.0)
         e = s.map_batches(fd.enrich, name="enrich", buckets=BUCKETS)
-        ranked = e.key_by("key", instances=args.max_executors, shards=16).process(
+        ranked = e.key_by("key", instances=args.rank_instances, shards=16).process(
             fd.rank_in_key_waited, name="rank", cost_ms=args.cost_ms
         )
-        totals = ranked.key_by("bucket", instances=2, shards=4).process(
+        totals = ranked.key_by("bucket", instances=args.totals_instances, shards=4).process(
             fd.bucket_totals, name="totals"
         )
         totals.to("none", name="out")
         res = totals.run(
             checkpoint=ckpt, out=out, duration_s=minutes * 60, spark=spark, policy="elastic",
-            state_url=url, on_batch=on_batch, resources=resources,
+            state_url=url, on_batch=on_batch, resources=resources, max_batches=batches_max,
         )  # fmt: skip
         n = sum(int(b.keyed_rows.get("rank", 0)) for b in res.batches)
         elapsed = time.monotonic() - t0
+        durations = [b.duration_s for b in res.batches]
         line = {
             "state": kind,
+            "master": master,
             "figure": "growth",
             "batches": len(res.batches),
             "tuples": n,
             "minutes": elapsed / 60,
             "batches_per_hour": len(res.batches) / elapsed * 3600,
-            "executors_added": resources.added,
-            "executors_released": resources.released,
+            "batch_p50_s": float(np.median(durations)) if durations else None,
+            "stage_p50_s": {  # each keyed operator's Spark job, per batch
+                op: float(np.median([b.extra.get("stage_s", {}).get(op, 0.0) for b in res.batches]))
+                for op in ("rank", "totals")
+            }
+            if durations
+            else None,
+            "plan_changes": sum(1 for b in res.batches if _applied(b)),
+            "control_errors": sum(1 for b in res.batches if "control_error" in b.extra),
+            "executors_added": resources.added if resources is not None else 0,
+            "executors_released": resources.released if resources is not None else 0,
             "warmup_batches": args.warmup,
             **growth(samples, args.warmup),
             "state_equals_pandas": reference_check(opts, n, url),
@@ -291,11 +342,18 @@ def soak(args: argparse.Namespace, kind: str, minutes: float, argv: list[str]) -
             plot(samples, Path(args.out) / f"soak-{kind}.png")
         return line
     finally:
-        spark.stop()
-        cluster_down(scratch / "cluster")
+        if own:
+            spark.stop()
+        if on_cluster:
+            cluster_down(scratch / "cluster")
         if moto is not None:
             moto.terminate()
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _applied(b: Any) -> bool:
+    """Whether the control step after batch ``b`` applied a new plan."""
+    return bool(b.extra.get("applied"))
 
 
 def plot(samples: list[dict[str, Any]], path: Path) -> None:
@@ -317,11 +375,19 @@ def plot(samples: list[dict[str, Any]], path: Path) -> None:
     plt.close(fig)
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, spark: Any | None = None) -> int:
+    """Run the soak; ``spark``: a ``local[N]`` session to run on instead of building one
+    (the smoke test's)."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--minutes", type=float, default=60.0)
-    ap.add_argument("--quick", action="store_true", help="12 minutes, local state.")
-    ap.add_argument("--state", choices=("local", "s3", "both"), default="both")
+    ap.add_argument("--batches", type=int, default=None, help="Batches per run at most.")
+    size = ap.add_mutually_exclusive_group()
+    size.add_argument(
+        "--quick", action="store_true", help="local[2], 3,000 batches (45 minutes at most)."
+    )
+    size.add_argument("--smoke", action="store_true", help="local[2], 30 batches: runs at all.")
+    ap.add_argument("--master", default="cluster", help="cluster (loopback) or local[N].")
+    ap.add_argument("--state", choices=("local", "s3", "both"), default=None)
     ap.add_argument("--every", type=int, default=100, help="Batches between samples.")
     ap.add_argument("--warmup", type=int, default=500, help="Batches before growth is fitted.")
     ap.add_argument("--phase-s", type=float, default=120.0, help="Seconds per rate level.")
@@ -329,6 +395,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--high", type=float, default=100.0, help="High offered rate (tuples/s).")
     ap.add_argument("--cost-ms", type=float, default=5.0, help="Waited cost per row in rank.")
     ap.add_argument("--keys", type=int, default=2000)
+    ap.add_argument("--rank-instances", type=int, default=2)
+    ap.add_argument("--totals-instances", type=int, default=1)
     ap.add_argument("--max-executors", type=int, default=4)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--worker-cores", type=int, default=2)
@@ -336,12 +404,31 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     argv = sys.argv[1:] if argv is None else argv
     if args.quick:
-        args.minutes, args.state, args.phase_s = 12.0, "local", 60.0
-        args.warmup = min(args.warmup, 200)
-        args.every = min(args.every, 25)
-    kinds = ["local", "s3"] if args.state == "both" else [args.state]
+        args.master, args.minutes, args.phase_s = "local[2]", 45.0, 60.0
+        args.batches = args.batches or 3000
+        args.warmup = min(args.warmup, 300)
+        args.every = min(args.every, 50)
+        args.state = args.state or "local"
+    elif args.smoke:
+        args.master, args.minutes, args.phase_s = "local[2]", 2.0, 5.0
+        args.batches = args.batches or 30
+        args.warmup, args.every = 5, 5
+        args.state = args.state or "local"
+    state = args.state or "both"
+    if args.master != "cluster" and not args.master.startswith("local"):
+        ap.error(f"--master {args.master}: cluster or local[N]")
+    instances = args.rank_instances + args.totals_instances
+    if args.master == "cluster" and instances > args.max_executors:
+        # elastic: an instance holds a core, and a cluster run plans for its executors'
+        ap.error(
+            f"--rank-instances {args.rank_instances} + --totals-instances "
+            f"{args.totals_instances}: {instances} instances need a core each, "
+            f"--max-executors is {args.max_executors}"
+        )
+    kinds = ["local", "s3"] if state == "both" else [state]
     for kind in kinds:
-        _emit(soak(args, kind, args.minutes / len(kinds), argv), argv)
+        line = soak(args, kind, args.minutes / len(kinds), args.batches, argv, spark=spark)
+        _emit(line, argv)
     return 0
 
 
