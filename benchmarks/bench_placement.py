@@ -22,7 +22,12 @@ One JSON line per policy (``"bench": "placement"``: ``policy``, ``placement_hit`
 plus the keyed→keyed edge's own remote bytes) and one ratio line per policy against
 ``spark-default``.
 
-Run: ``.venv/bin/python benchmarks/bench_placement.py [--quick] [--policies static,albic]``.
+Each keyed operator has ``--instances`` instances, by default the cluster's cores shared
+among the keyed operators (two of two on four one-core workers): an elastic instance
+holds a core of its own, so the policies that size elastic executors refuse more.
+
+Run: ``.venv/bin/python benchmarks/bench_placement.py [--quick | --smoke]
+[--policies static,albic] [--instances N]``.
 """
 
 from __future__ import annotations
@@ -42,8 +47,11 @@ from streamscale.runtime.spark.cluster.cluster import cluster_down, cluster_up
 _EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "spark-colocated.yaml"
 
 
+_ARGV: list[str] = []  # the arguments of main, recorded with each line
+
+
 def _emit(**fields: Any) -> None:
-    print(json.dumps(record("placement", fields, argv=sys.argv[1:])), flush=True)
+    print(json.dumps(record("placement", fields, argv=_ARGV)), flush=True)
 
 
 def _graph(args: argparse.Namespace) -> Any:
@@ -62,7 +70,7 @@ def _graph(args: argparse.Namespace) -> Any:
             op = Operator(name=op.name, kind="source", params=params)
         elif op.key:
             op = Operator(
-                name=op.name, key=op.key, instances=args.workers, shards=args.shards,
+                name=op.name, key=op.key, instances=args.instances, shards=args.shards,
                 function=op.function, params=dict(op.params),
             )  # fmt: skip
         ops.append(op)
@@ -152,14 +160,33 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--executor-cores", type=int, default=1)
     ap.add_argument("--keys", type=int, default=4000)
     ap.add_argument("--shards", type=int, default=8)
+    ap.add_argument(
+        "--instances", type=int, default=None,
+        help="Instances per keyed operator (default: the cores over the keyed operators).",
+    )  # fmt: skip
     ap.add_argument("--timeout", type=float, default=600.0, help="Seconds per policy at most.")
+    ap.add_argument(
+        "--smoke", action="store_true",
+        help="Two workers, spark-default and elastic, two small batches: runs at all.",
+    )  # fmt: skip
     args = ap.parse_args(argv)
+    _ARGV[:] = sys.argv[1:] if argv is None else argv
     args.batches = 4 if args.quick else 8
     args.batch_rows = 20000 if args.quick else 40000
+    if args.smoke:
+        args.workers, args.keys, args.timeout = 2, 400, 180.0
+        args.policies = "spark-default,elastic"
+        args.batches, args.batch_rows = 2, 2000
     args.total = args.batches * args.batch_rows
-    policies = [p.strip() for p in args.policies.split(",") if p.strip()]
     from streamscale.control.policies import check_policy
+    from streamscale.runtime.spark.driver.graph import JobGraph
 
+    cores = args.workers * args.executor_cores
+    keyed = sum(1 for op in JobGraph.from_yaml(_EXAMPLE).topology.operators if op.key)
+    # an elastic instance holds a core of its own (paper 000, §4.1): the keyed operators'
+    # instances together fit the cluster's cores
+    args.instances = args.instances or max(1, cores // keyed)
+    policies = [p.strip() for p in args.policies.split(",") if p.strip()]
     for p in policies:
         if p != "spark-default":
             check_policy(p)
