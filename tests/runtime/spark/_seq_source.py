@@ -16,7 +16,7 @@ import pandas as pd
 from pyspark import cloudpickle
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 
-__all__ = ["SeqSource", "expected_rows", "flaky_counter"]
+__all__ = ["SeqSource", "expected_rows", "flaky_counter", "tally"]
 
 SCHEMA = "key string, value double, cost_ms double, payload string, event_time timestamp, seq long"
 
@@ -92,6 +92,16 @@ def flaky_counter(rows: pd.DataFrame, state: dict, *, marker: str, at_seq: int) 
 
 
 flaky_counter.required_fields = ("seq",)  # type: ignore[attr-defined]
+
+
+def tally(rows: pd.DataFrame, state: dict) -> pd.DataFrame:
+    """Tuples per key, one flat entry a key (``state[key]``: an int), so that a version
+    holds only the keys its batch changed (a changelog); emits each key seen, with its
+    new count."""
+    for k in rows["key"].dropna().tolist():
+        state[k] = state.get(k, 0) + 1
+    seen = rows["key"].dropna().drop_duplicates().tolist()
+    return pd.DataFrame({"key": seen, "count": [state[k] for k in seen]})
 
 
 # Python workers cannot import the tests package: ship this module by value.

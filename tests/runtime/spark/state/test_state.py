@@ -141,6 +141,55 @@ def test_a_truncated_version_fails_instead_of_reading_empty(tmp_path: Path) -> N
         LocalStateBackend(tmp_path).load_all("op")
 
 
+def test_the_commit_marker_names_each_shards_newest_version(tmp_path: Path) -> None:
+    be = LocalStateBackend(tmp_path)
+    idx = VersionIndex(be, "op", 3)
+    for b in range(3):
+        hints, drops = idx.hints(b - 1)
+        be.write("op", 0, b, {"b": b}, attempt="a", drop=drops[0])
+        written = [0, 1] if b == 1 else [0]
+        if b == 1:
+            be.write("op", 1, b, {"b": b}, attempt="a")
+        idx.commit(b, "a", written, hints)
+    assert be.committed_versions("op") == (2, [2, 1, -1])
+    assert be.committed("op") == 2
+    again = VersionIndex(LocalStateBackend(tmp_path), "op", 3)  # a restart: from the store
+    assert again.hints(2)[0] == ((2, None), (1, None), (-1, None))
+
+
+def test_a_lost_version_the_commit_marker_names_is_refused_at_start(tmp_path: Path) -> None:
+    be = LocalStateBackend(tmp_path)
+    idx = VersionIndex(be, "op", 1)
+    for b in range(3):
+        hints, _ = idx.hints(b - 1)
+        be.write("op", 0, b, {"b": b}, attempt="a")  # older versions kept: 0, 1, 2
+        idx.commit(b, "a", [0], hints)
+    lost = tmp_path / "op" / "0" / "2.pkl"
+    lost.unlink()  # version 1 is still there: it must not be read in its place
+    with pytest.raises(StreamscaleError) as err:
+        VersionIndex(LocalStateBackend(tmp_path), "op", 1)
+    msg = str(err.value)
+    assert str(lost) in msg and "commit of batch 2" in msg and "\n" not in msg
+
+
+def test_a_commit_marker_of_the_batch_number_alone_still_reads(tmp_path: Path) -> None:
+    be = LocalStateBackend(tmp_path)
+    _process(be, 0, ["a"])
+    assert (tmp_path / "op" / "_committed").read_text() == "0"
+    assert be.committed_versions("op") == (0, None)
+    assert VersionIndex(be, "op", 1).hints(0)[0] == ((0, None),)
+
+
+def test_an_unreadable_commit_marker_is_one_line_naming_it(tmp_path: Path) -> None:
+    be = LocalStateBackend(tmp_path)
+    _process(be, 0, ["a"])
+    (tmp_path / "op" / "_committed").write_text('{"batch": 3')
+    with pytest.raises(StreamscaleError) as err:
+        be.committed("op")
+    assert str(tmp_path / "op" / "_committed") in str(err.value)
+    assert "\n" not in str(err.value)
+
+
 def test_fsync_backend_by_url_round_trips_and_pickles(tmp_path: Path) -> None:
     be = state_backend(f"file://{tmp_path}?fsync=1")
     assert isinstance(be, LocalStateBackend) and be.fsync

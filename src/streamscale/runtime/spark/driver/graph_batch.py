@@ -279,8 +279,7 @@ class GraphBatchBody:
             )  # fmt: skip
             # The barrier: the whole DAG succeeded, so every keyed operator commits.
             for name, (attempt, shards, hints) in written.items():
-                backend.commit(name, batch_id)
-                self.indexes[name].committed(batch_id, attempt, shards, hints)
+                self.indexes[name].commit(batch_id, attempt, shards, hints)
             for name in graph.keyed:
                 release(name)
             self.clock_.after_batch(self.spark, times)
@@ -411,7 +410,7 @@ class GraphBatchBody:
             hints=hints, drops=drops, placed=placed,
         )  # fmt: skip
         shards = (g for t in stats.tasks for g in t.shards)
-        self.indexes[name].committed(batch_id, attempt, shards, hints)
+        self.indexes[name].commit(batch_id, attempt, shards, hints)
         rows[name] = stats.rows
         observed[name] = stats
         realizer.observe({g: v[1] for t in stats.tasks for g, v in t.shards.items()})

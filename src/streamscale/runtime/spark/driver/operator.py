@@ -132,7 +132,8 @@ def run_batch(
     drops: tuple[tuple[int, ...], ...],
     placed: Mapping[str, tuple[str, str]] | None = None,
 ) -> BatchStats:
-    """Run one micro-batch of a linear job and commit its keyed state.
+    """Run one micro-batch of a linear job (its caller commits the keyed state:
+    :meth:`~streamscale.runtime.spark.state.state.VersionIndex.commit`).
 
     Parameters
     ----------
@@ -175,7 +176,6 @@ def run_batch(
         dead_letter_dir=stage.dead_letter_dir,
         placed=placed,
     )
-    stage.spec.backend.commit(stage.spec.operator, batch_id)
     return stats
 
 

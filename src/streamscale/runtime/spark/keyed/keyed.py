@@ -64,7 +64,7 @@ from streamscale.runtime.spark.keyed.keyed_map import (
 )
 from streamscale.runtime.spark.routing.hashing import murmur3_long, partition_keys
 from streamscale.runtime.spark.routing.routing import PartitionMap
-from streamscale.runtime.spark.state.state import Hint, StateBackend
+from streamscale.runtime.spark.state.state import Hint, StateBackend, input_error
 
 __all__ = [
     "BatchStats",
@@ -253,9 +253,11 @@ def _run_shards(
     states: dict[int, Any] = {}
     if many:  # a task's shard requests go out together (object stores: round trips)
         hint_of = {g: b.hints[g] for g in spans} if b.hints else None
-        states = {
-            g: st for g, (st, _) in backend.read_many(op, list(spans), b.upto, hint_of).items()
-        }
+        try:
+            got = backend.read_many(op, list(spans), b.upto, hint_of)
+        except StreamscaleError as e:  # lost or damaged input state: the batch stops
+            raise input_error(e, b.batch_id) from None
+        states = {g: st for g, (st, _) in got.items()}
     io_s = time.perf_counter() - t_io
     written: dict[int, Any] = {}
     for g, (lo, hi) in spans.items():
@@ -264,7 +266,10 @@ def _run_shards(
         if many:
             state = states[g]
         else:
-            state, _ = backend.read(op, g, b.upto, b.hints[g] if b.hints else None)
+            try:
+                state, _ = backend.read(op, g, b.upto, b.hints[g] if b.hints else None)
+            except StreamscaleError as e:
+                raise input_error(e, b.batch_id) from None
         res = spec.fn(
             rows, state, **kw, **({"initial_state": init[g]} if g in (init or {}) else {})
         )

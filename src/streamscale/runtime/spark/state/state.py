@@ -40,6 +40,7 @@ from streamscale.runtime.spark.state.state_api import (
     VersionIndex,
     _snapshot_opts,
     check_layout,
+    input_error,
 )
 from streamscale.runtime.spark.state.state_fs import FsStateBackend
 from streamscale.runtime.spark.state.state_local import LocalStateBackend
@@ -52,6 +53,7 @@ __all__ = [
     "VersionIndex",
     "check_layout",
     "check_state_url",
+    "input_error",
     "state_backend",
 ]
 

@@ -7,7 +7,7 @@ driver commits ``b`` once every task of the batch succeeded.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from streamscale.errors import StreamscaleError
@@ -20,6 +20,7 @@ __all__ = [
     "StateBackend",
     "VersionIndex",
     "check_layout",
+    "input_error",
 ]
 
 #: The layout record of an operator's state, beside its shards and commit marker.
@@ -71,8 +72,9 @@ class StateBackend(Protocol):
         """Versions present for a shard, ascending (committed or not)."""
         ...
 
-    def commit(self, operator: str, version: int) -> None:
-        """Mark every version ``<= version`` of ``operator`` as committed."""
+    def commit(self, operator: str, version: int, versions: Sequence[int] | None = None) -> None:
+        """Mark every version ``<= version`` of ``operator`` as committed; ``versions``:
+        each shard's newest committed version (``-1``: none), recorded with the mark."""
         ...
 
     def committed(self, operator: str) -> int:
@@ -94,9 +96,39 @@ class VersionIndex:
 
     def __init__(self, backend: StateBackend, operator: str, shards: int) -> None:
         self.operator = operator
+        self.backend = backend
         self._v: list[list[Hint]] = [
             [(v, None) for v in backend.versions(operator, g)] for g in range(shards)
         ]
+        self._check_named()
+
+    def _check_named(self) -> None:
+        """Every shard version the last commit marker names is in the store; versions it
+        does not name (below the next batch) are left out of the index.
+
+        Raises
+        ------
+        StreamscaleError
+            A named version is missing: reading an older one, or none, would recompute
+            the shard from less state. One line naming the file and the batch.
+        """
+        read = getattr(self.backend, "committed_versions", None)
+        if read is None:
+            return
+        batch, named = read(self.operator)
+        if named is None:
+            return
+        for g, vs in enumerate(self._v):
+            want = named[g] if g < len(named) else -1
+            if want >= 0 and all(v != want for v, _ in vs):
+                file = self.backend.version_file(self.operator, g, want)  # type: ignore[attr-defined]
+                raise StreamscaleError(
+                    f"state of operator {self.operator!r} shard {g}: version {want}, which "
+                    f"the commit of batch {batch} names, is missing; the run stops rather "
+                    "than read the shard from older state",
+                    item=file,
+                )
+            self._v[g] = [(v, a) for v, a in vs if v <= want or v > batch]
 
     def hints(self, upto: int) -> tuple[tuple[Hint, ...], tuple[tuple[int, ...], ...]]:
         """Per shard: the input version ``<= upto``, and the older versions to remove."""
@@ -116,6 +148,15 @@ class VersionIndex:
         for g in written:
             prev = hints[g]
             self._v[g] = ([prev] if prev[0] >= 0 else []) + [(batch, attempt)]
+
+    def commit(
+        self, batch: int, attempt: str, written: Iterable[int], hints: tuple[Hint, ...]
+    ) -> None:
+        """Commit ``batch`` in the backend, its marker naming each shard's newest version,
+        and record it (:meth:`committed`); called once every task of the batch succeeded."""
+        self.committed(batch, attempt, written, hints)
+        newest = [max((v for v, _ in vs if v <= batch), default=-1) for vs in self._v]
+        self.backend.commit(self.operator, batch, newest)
 
 
 def check_layout(backend: StateBackend, operator: str, executors: int, shards: int) -> None:
@@ -164,6 +205,14 @@ def check_layout(backend: StateBackend, operator: str, executors: int, shards: i
             "would be read from the wrong shards",
             item=item,
         )
+
+
+def input_error(exc: StreamscaleError, batch_id: int) -> StreamscaleError:
+    """``exc`` (a shard version that cannot be read) as the failure of batch ``batch_id``,
+    whose input it is: one line naming the file and the batch."""
+    text = str(exc)
+    reason = text[len(exc.item) + 2 :] if exc.item and text.startswith(f"{exc.item}: ") else text
+    return StreamscaleError(f"batch {batch_id} cannot read its input: {reason}", item=exc.item)
 
 
 def _snapshot_opts(opts: dict[str, list[str]], url: str) -> dict[str, Any]:

@@ -11,7 +11,7 @@ import json
 import os
 import pickle
 import threading
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -167,6 +167,10 @@ class LocalStateBackend:
 
     def _dir(self, operator: str, shard: int) -> str:
         return os.path.join(self.root, operator, str(shard))
+
+    def version_file(self, operator: str, shard: int, version: int) -> str:
+        """Where ``version`` of a shard is stored."""
+        return os.path.join(self._dir(operator, shard), f"{version}.pkl")
 
     def _versions(self, path: str) -> list[int]:
         names = self._list(path)
@@ -353,14 +357,41 @@ class LocalStateBackend:
                 item=os.path.join(p.path, name),
             ) from e
 
-    def commit(self, operator: str, version: int) -> None:
-        self._put(os.path.join(self.root, operator), "_committed", str(version).encode())
+    def commit(
+        self, operator: str, version: int, versions: Sequence[int] | None = None
+    ) -> None:
+        """Mark ``version`` committed; with ``versions`` (each shard's newest committed
+        version, ``-1`` for none) the marker records them, so that a version it names and
+        the store lost is refused instead of read as an older one or as empty."""
+        if versions is None:
+            data = str(version).encode()
+        else:
+            data = json.dumps({"batch": version, "versions": list(versions)}).encode()
+        self._put(os.path.join(self.root, operator), "_committed", data)
+
+    def _marker(self, operator: str) -> tuple[int, list[int] | None]:
+        file = os.path.join(self.root, operator, "_committed")
+        try:
+            raw = self._get(file).strip()
+        except FileNotFoundError:
+            return -1, None
+        try:
+            if not raw.startswith(b"{"):
+                return int(raw or -1), None
+            rec = json.loads(raw)
+            return int(rec["batch"]), [int(v) for v in rec["versions"]]
+        except (ValueError, KeyError, TypeError) as e:
+            raise StreamscaleError(
+                f"commit marker of operator {operator!r} is unreadable ({e})", item=file
+            ) from None
 
     def committed(self, operator: str) -> int:
-        try:
-            return int(self._get(os.path.join(self.root, operator, "_committed")).strip() or -1)
-        except FileNotFoundError:
-            return -1
+        return self._marker(operator)[0]
+
+    def committed_versions(self, operator: str) -> tuple[int, list[int] | None]:
+        """The last committed batch of ``operator`` and each shard's newest version it
+        names (``None``: a marker that names none, written before markers named them)."""
+        return self._marker(operator)
 
     def layout(self, operator: str) -> dict[str, Any] | None:
         """The layout record of ``operator``'s state (``None``: none written)."""

@@ -70,7 +70,7 @@ from streamscale.runtime.spark.keyed.keyed import _LIVE, BatchStats, KeyedSpec, 
 from streamscale.runtime.spark.keyed.keyed_map import PART, PK, SHARD, _lookup
 from streamscale.runtime.spark.routing.hashing import partition_keys
 from streamscale.runtime.spark.routing.routing import PartitionMap, global_shard_column
-from streamscale.runtime.spark.state.state import Hint
+from streamscale.runtime.spark.state.state import Hint, input_error
 
 __all__ = ["STATE_KEY", "run_agg", "shard_column"]
 
@@ -123,7 +123,10 @@ def _states(
     if not shards:
         return {}, {}, []
     hint_of = {g: b.hints[g] for g in shards} if b.hints else None
-    got = b.backend.read_many(b.operator, shards, b.upto, hint_of)
+    try:
+        got = b.backend.read_many(b.operator, shards, b.upto, hint_of)
+    except StreamscaleError as e:  # lost or damaged input state: the batch stops
+        raise input_error(e, b.batch_id) from None
     dicts = {g: st for g, (st, _) in got.items()}
     pieces = {g: read_pieces(dicts[g]) for g in shards}
     tables = []
