@@ -357,9 +357,7 @@ class LocalStateBackend:
                 item=os.path.join(p.path, name),
             ) from e
 
-    def commit(
-        self, operator: str, version: int, versions: Sequence[int] | None = None
-    ) -> None:
+    def commit(self, operator: str, version: int, versions: Sequence[int] | None = None) -> None:
         """Mark ``version`` committed; with ``versions`` (each shard's newest committed
         version, ``-1`` for none) the marker records them, so that a version it names and
         the store lost is refused instead of read as an older one or as empty."""
