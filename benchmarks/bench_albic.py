@@ -23,7 +23,8 @@ Prints one JSON line per figure, each with a ``"bench"`` key:
   ``--write`` also stores the lines (the committed table:
   ``bench_albic.py --ablation --write src/streamscale/experiments/albic_ablation.jsonl``).
 
-Run: ``.venv/bin/python benchmarks/bench_albic.py [--quick] [--seed N] [--ablation [--write F]]``.
+Run: ``.venv/bin/python benchmarks/bench_albic.py [--quick | --smoke] [--seed N] [--ablation
+[--write F]]`` (``--smoke``: one round and 2 periods, seconds long).
 """
 
 from __future__ import annotations
@@ -61,16 +62,17 @@ def _milp_rounds(
     return dist, wall
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="fewer rounds")
+    ap.add_argument("--smoke", action="store_true", help="one round, 2 periods: runs at all")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--ablation", action="store_true", help="the rule/parameter ablation only")
     ap.add_argument("--write", type=Path, help="with --ablation: also write the lines here")
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     if args.ablation:
         lines = []
-        for row in ablation(periods=10 if args.quick else 40):
+        for row in ablation(periods=2 if args.smoke else 10 if args.quick else 40):
             lines.append(json.dumps(row))
             print(lines[-1], flush=True)
         if args.write:
@@ -78,7 +80,7 @@ def main() -> None:
         return
     if args.write:
         ap.error("--write goes with --ablation")
-    rounds = 6 if args.quick else 10
+    rounds = 1 if args.smoke else 6 if args.quick else 10
     budget = 20
 
     dist, wall = _milp_rounds(rounds, budget, args.seed, "highs")
@@ -118,7 +120,8 @@ def main() -> None:
     )
 
     for variant in ("literal", "tuned"):
-        row, _ = albic_vs_cola(100.0, 10 if args.quick else 40, variant=variant, seed=args.seed)
+        periods = 2 if args.smoke else 10 if args.quick else 40
+        row, _ = albic_vs_cola(100.0, periods, variant=variant, seed=args.seed)
         _emit(
             bench="albic_vs_cola",
             **row,

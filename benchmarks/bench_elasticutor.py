@@ -13,7 +13,7 @@ Prints one JSON line per figure, each with a ``"bench"`` key:
 * ``shard_balance`` — δ reached and shard moves per rebalance for 256 shards
   over 1–64 tasks, Zipf α ∈ {0.5, 1.0}, after ω key shuffles.
 
-Run: ``.venv/bin/python benchmarks/bench_elasticutor.py [--quick] [--seed N]``.
+Run: ``.venv/bin/python benchmarks/bench_elasticutor.py [--quick | --smoke] [--seed N]``.
 """
 
 from __future__ import annotations
@@ -299,16 +299,18 @@ def bench_shard_balance(alpha: float, tasks: int, shuffles: int, seed: int) -> d
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="fewer workload changes")
+    ap.add_argument("--smoke", action="store_true", help="3 workload changes, 8 nodes: runs at all")
     ap.add_argument("--seed", type=int, default=1)
     args = ap.parse_args(argv)
-    changes = 20 if args.quick else 100
-    for nodes in (8, 16, 32):
+    changes = 3 if args.smoke else 20 if args.quick else 100
+    for nodes in (8,) if args.smoke else (8, 16, 32):
         print(json.dumps(bench_scheduler_time(nodes, changes, args.seed)), flush=True)
     for scale in (1.0, 1.5):
         print(json.dumps(bench_migration(32, changes, args.seed, scale=scale)), flush=True)
     for alpha in (0.5, 1.0):
-        for tasks in (1, 2, 4, 8, 16, 32, 64):
-            line = bench_shard_balance(alpha, tasks, 5 if args.quick else 20, args.seed)
+        for tasks in (1, 8) if args.smoke else (1, 2, 4, 8, 16, 32, 64):
+            runs = 2 if args.smoke else 5 if args.quick else 20
+            line = bench_shard_balance(alpha, tasks, runs, args.seed)
             print(json.dumps(line), flush=True)
 
 

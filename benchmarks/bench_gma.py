@@ -40,12 +40,13 @@ def _timed(fn: Callable[..., T], *args: Any) -> tuple[T, float]:
     return res, time.perf_counter() - t0
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--smoke", action="store_true", help="2 repeats: runs at all")
     ap.add_argument("--seed", type=int, default=1)
-    args = ap.parse_args()
-    reps = 10 if args.quick else 50
+    args = ap.parse_args(argv)
+    reps = 2 if args.smoke else 10 if args.quick else 50
 
     problems = [setting(1200.0, args.seed * 1000 + r) for r in range(reps)]
     g = [_timed(gma, p) for p in problems]

@@ -28,10 +28,10 @@ def _emit(**fields: Any) -> None:
     print(json.dumps(fields), flush=True)
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--quick", action="store_true", help="fewer repeats")
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     repeats = 3 if args.quick else 9
     models = paper_models()
     for dag in ("linear", "diamond", "star", "grid"):

@@ -40,7 +40,8 @@ on this 2-core machine (emulated cores).
 Run: ``.venv/bin/python benchmarks/bench_soak.py [--minutes 60] [--batches N] [--quick |
 --smoke] [--master cluster|local[2]] [--state local|s3|both] [--out DIR]``. A run ends
 after ``--minutes`` or ``--batches``, whichever comes first. ``--quick``: ``local[2]``,
-3,000 batches in at most 45 minutes, local state unless ``--state`` says otherwise;
+3,000 batches in at most 45 minutes, a cost of at most 1 ms a row in ``rank`` and a high
+rate of at most 60 tuples/s, local state unless ``--state`` says otherwise;
 ``--smoke``: ``local[2]``, 30 batches, seconds long (it checks that the script runs and
 prints every line, not the figures).
 """
@@ -403,16 +404,18 @@ def main(argv: list[str] | None = None, spark: Any | None = None) -> int:
     ap.add_argument("--out", default=None)
     args = ap.parse_args(argv)
     argv = sys.argv[1:] if argv is None else argv
-    if args.quick:
+    if args.quick:  # batches back to back on two cores: a light per-row cost and rate
         args.master, args.minutes, args.phase_s = "local[2]", 45.0, 60.0
         args.batches = args.batches or 3000
         args.warmup = min(args.warmup, 300)
         args.every = min(args.every, 50)
+        args.cost_ms, args.high = min(args.cost_ms, 1.0), min(args.high, 60.0)
         args.state = args.state or "local"
     elif args.smoke:
         args.master, args.minutes, args.phase_s = "local[2]", 2.0, 5.0
         args.batches = args.batches or 30
         args.warmup, args.every = 5, 5
+        args.cost_ms, args.keys = 0.0, 200
         args.state = args.state or "local"
     state = args.state or "both"
     if args.master != "cluster" and not args.master.startswith("local"):

@@ -47,19 +47,20 @@ def _emit(argv: list[str], line: dict[str, Any]) -> None:
     print(json.dumps(record("task_allocation", line, argv=argv)), flush=True)
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--quick", action="store_true", help="fewer jobs and shorter windows")
+    ap.add_argument("--smoke", action="store_true", help="20 jobs, one short window: runs at all")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--ablation", action="store_true", help="the generator/rule ablation only")
     ap.add_argument("--td-rules", action="store_true", help="the TD rule row only")
     ap.add_argument(
         "--write", type=Path, help="with --ablation or --td-rules: also write the lines here"
     )
-    argv = sys.argv[1:]
+    argv = sys.argv[1:] if argv is None else argv
     args = ap.parse_args(argv)
     if args.ablation or args.td_rules:
-        graphs = 200 if args.quick else 2000
+        graphs = 20 if args.smoke else 200 if args.quick else 2000
         rows = ablation(graphs) if args.ablation else [td_rules_row(graphs, args.seed)]
         for r in rows:
             _emit(argv, r)
@@ -68,7 +69,11 @@ def main() -> None:
         return
     if args.write:
         ap.error("--write goes with --ablation")
-    thr = throughput(window_s=0.5 if args.quick else 2.0, windows=3 if args.quick else 5)
+    short = args.quick or args.smoke
+    thr = throughput(
+        window_s=0.1 if args.smoke else 0.5 if short else 2.0,
+        windows=1 if args.smoke else 3 if short else 5,
+    )
     for name in ("td", "tl", "tl-imc"):
         _emit(
             argv,
@@ -80,7 +85,7 @@ def main() -> None:
             },
         )
     _emit(argv, {"bench": "td_over_tl", "value": thr["td_over_tl"]})
-    opt = optimality(200 if args.quick else 2000, args.seed)
+    opt = optimality(20 if args.smoke else 200 if args.quick else 2000, args.seed)
     _emit(
         argv,
         {
