@@ -14,7 +14,7 @@ line carries the oracle core-seconds floor (the fewest whole executors per phase
 executors of 1, 2 and 4 cores. Lines are appended to ``benchmarks/results/autoscale.jsonl``;
 a timeline plot goes to ``--out``.
 
-Run: ``.venv/bin/python benchmarks/bench_autoscale.py [--quick] [--policies a,b]``.
+Run: ``.venv/bin/python benchmarks/bench_autoscale.py [--quick | --smoke] [--policies a,b]``.
 """
 
 from __future__ import annotations
@@ -92,6 +92,10 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="30 s phases instead of 60 s.")
+    ap.add_argument(
+        "--smoke", action="store_true",
+        help="One 4-slot worker, elastic and static-peak, 5 s phases: runs at all.",
+    )  # fmt: skip
     ap.add_argument("--policies", default=",".join(SURGE_POLICIES))
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--worker-cores", type=int, default=8)
@@ -113,6 +117,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="Keep each run's metrics.jsonl in METRICS/POLICY (for `streamscale "
                     "replay`).")  # fmt: skip
     args = ap.parse_args(argv)
+    if args.smoke:
+        args.workers, args.worker_cores, args.executor_cores = 1, 4, 2
+        args.policies = "elastic,static-peak"
     slots = args.workers * args.worker_cores
     max_ex = args.workers * (args.worker_cores // args.executor_cores)
     cfg = SurgeConfig(
@@ -122,6 +129,9 @@ def main(argv: list[str] | None = None) -> int:
         elastic_instances=max_ex,
         pin=args.pin,
     )
+    if args.smoke:  # a light surge: phases and warm-up of seconds, 1 s triggers
+        cfg = replace(cfg, phase_s=5.0, warmup_s=5.0, base_rate=20.0, cost_ms=5.0,
+                      trigger_s=1.0, keys=200, shards=8)  # fmt: skip
     policies = [p.strip() for p in args.policies.split(",") if p.strip()]
     modes = [m.strip() for m in args.startup.split(",") if m.strip()]
     for m in modes:

@@ -217,7 +217,9 @@ def _dag_lines(spark: Any, rows: int, batches: int, argv: list[str]) -> None:
               seconds=round(busy, 3), rows_per_s=round(n / busy) if busy else None)  # fmt: skip
 
 
-def main(argv: list[str] | None = None) -> None:
+def main(argv: list[str] | None = None, spark: Any | None = None) -> None:
+    """Run the benchmark; ``spark``: a ``local[N]`` session to run on (left running)
+    instead of building one (the smoke test's)."""
     argv = sys.argv[1:] if argv is None else argv
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rows", type=int, default=200_000, help="rows per batch")
@@ -225,20 +227,36 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--paths", default=",".join(PATHS))
     ap.add_argument("--alphas", default="0.5,1.0")
     ap.add_argument("--quick", action="store_true", help="50,000 rows, 2 batches, α 1.0")
+    ap.add_argument(
+        "--smoke", action="store_true",
+        help="2,000 rows, 1 batch, α 1.0, elastic and spark-sql: runs at all",
+    )  # fmt: skip
     ap.add_argument("--dags", action="store_true", help="Lines for the DAG examples instead.")
     ap.add_argument("--dag-rows", type=int, default=20_000)
     ap.add_argument("--dag-batches", type=int, default=4)
     args = ap.parse_args(argv)
     if args.quick:
         args.rows, args.batches, args.alphas = 50_000, 2, "1.0"
+    if args.smoke:
+        args.rows, args.batches, args.alphas = 2_000, 1, "1.0"
+        args.paths, args.dag_rows, args.dag_batches = "elastic,spark-sql", 500, 2
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from streamscale.runtime.spark.executors.session import build_session
 
     conf = {k: v for k, v in ROCKSDB_CONF.items() if "changelog" in k}
-    spark = build_session(f"local[{CORES}]", shuffle_partitions=CORES, conf=conf)
+    own = spark is None
+    if spark is None:
+        spark = build_session(f"local[{CORES}]", shuffle_partitions=CORES, conf=conf)
+    try:
+        _main(spark, args, argv)
+    finally:
+        if own:
+            spark.stop()
+
+
+def _main(spark: Any, args: argparse.Namespace, argv: list[str]) -> None:
     if args.dags:
         _dag_lines(spark, args.dag_rows, args.dag_batches, argv)
-        spark.stop()
         return
     paths = [p.strip() for p in args.paths.split(",") if p.strip()]
     provider = "spark.sql.streaming.stateStore.providerClass"
@@ -275,7 +293,6 @@ def main(argv: list[str] | None = None) -> None:
             _emit(argv, figure="agg-ratios", alpha=alpha, targets=AGG_TARGETS, harness=HARNESS,
                   over_spark={p: round(rates[p] / rates[ref], 3) for p, ref in pairs.items()},
                   reference=pairs)  # fmt: skip
-    spark.stop()
 
 
 if __name__ == "__main__":

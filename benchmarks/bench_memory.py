@@ -10,7 +10,7 @@ a child process), with the batches run so far. The last line is the figure:
   last sample over the sample at ``--from-minute`` minus 1; target < 0.10.
 
 Run: ``.venv/bin/python benchmarks/bench_memory.py [--minutes 30] [--quick]``
-(``--quick``: 3 minutes, growth from minute 1).
+(``--quick``: 3 minutes, growth from minute 1; ``--smoke``: 30 seconds, runs at all).
 """
 
 from __future__ import annotations
@@ -30,8 +30,11 @@ from _results import record
 EXAMPLE = Path(__file__).parents[1] / "examples" / "microbench.yaml"
 
 
+_ARGV: list[str] = []  # the arguments of main, recorded with each line
+
+
 def _emit(**fields: Any) -> None:
-    print(json.dumps(record("memory", fields, argv=sys.argv[1:])), flush=True)
+    print(json.dumps(record("memory", fields, argv=_ARGV)), flush=True)
 
 
 def _rss_mb() -> tuple[float, float]:
@@ -46,7 +49,9 @@ def _rss_mb() -> tuple[float, float]:
     return me.memory_info().rss / 2**20, jvm / 2**20
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, spark: Any | None = None) -> int:
+    """Run the benchmark; ``spark``: a ``local[N]`` session to run on (left running)
+    instead of building one (the smoke test's)."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--minutes", type=float, default=30.0)
     ap.add_argument("--every", type=float, default=5.0, help="Minutes between samples.")
@@ -55,9 +60,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--trigger", type=float, default=0.5, help="Micro-batch interval (s).")
     ap.add_argument("--policy", default="elastic")
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--smoke", action="store_true", help="30 s, samples every 6 s: runs at all")
     args = ap.parse_args(argv)
+    _ARGV[:] = sys.argv[1:] if argv is None else argv
     if args.quick:
         args.minutes, args.every, args.from_minute = 3.0, 1.0, 1.0
+    if args.smoke:
+        args.minutes, args.every, args.from_minute, args.rate = 0.5, 0.1, 0.1, 50.0
 
     from streamscale.runtime.spark.driver.job import Job
     from streamscale.runtime.spark.driver.runner import run_job
@@ -71,7 +80,9 @@ def main(argv: list[str] | None = None) -> int:
     (scratch / "job.yaml").write_text(yaml.safe_dump(doc))
     job = Job.from_yaml(scratch / "job.yaml")
 
-    spark = build_session("local[2]", app_name="streamscale-bench-memory")
+    own = spark is None
+    if spark is None:
+        spark = build_session("local[2]", app_name="streamscale-bench-memory")
     t0 = time.monotonic()
     samples: list[dict[str, float]] = []
     batches = [0]
@@ -100,7 +111,8 @@ def main(argv: list[str] | None = None) -> int:
             seed=1,
         )
     finally:
-        spark.stop()
+        if own:
+            spark.stop()
     base = next((s for s in samples if s["minute"] >= args.from_minute - 1e-9), None)
     last = samples[-1] if samples else None
     if base is None or last is None or last is base:

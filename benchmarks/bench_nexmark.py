@@ -162,7 +162,9 @@ def surge(args: argparse.Namespace, argv: list[str]) -> None:
         cluster_down(d)
 
 
-def main(argv: list[str] | None = None) -> None:
+def main(argv: list[str] | None = None, spark: Any | None = None) -> None:
+    """Run the benchmark; ``spark``: a ``local[N]`` session to run on (left running, its
+    time zone as it was) instead of building one (the smoke test's); not with ``--surge``."""
     argv = sys.argv[1:] if argv is None else argv
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--events", type=int, default=1_000_000)
@@ -201,8 +203,23 @@ def main(argv: list[str] | None = None) -> None:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from streamscale.runtime.spark.executors.session import build_session
 
-    spark = build_session(f"local[{CORES}]", shuffle_partitions=CORES)
+    own = spark is None
+    if spark is None:
+        spark = build_session(f"local[{CORES}]", shuffle_partitions=CORES)
+    zone = spark.conf.get("spark.sql.session.timeZone")
     spark.conf.set("spark.sql.session.timeZone", "UTC")
+    try:
+        _queries(spark, args, queries, engines, argv)
+    finally:
+        spark.conf.set("spark.sql.session.timeZone", zone)
+        if own:
+            spark.stop()
+
+
+def _queries(
+    spark: Any, args: argparse.Namespace, queries: list[str], engines: list[str],
+    argv: list[str],
+) -> None:  # fmt: skip
     with tempfile.TemporaryDirectory() as tmp:
         events = Path(tmp) / "events"
         cfg = GeneratorConfig.constant(args.rate, seed=7)
@@ -224,7 +241,6 @@ def main(argv: list[str] | None = None) -> None:
                     "harness": HARNESS,
                 }, argv=argv)  # fmt: skip
                 print(json.dumps(full), flush=True)
-    spark.stop()
 
 
 if __name__ == "__main__":

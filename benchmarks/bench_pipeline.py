@@ -54,11 +54,14 @@ OMEGAS = (0.0, 2.0, 8.0)
 POLICIES = ("elastic", "static", "rc", "spark-native")
 
 
+_ARGV: list[str] = []  # the arguments of main, recorded with each line
+
+
 def _emit(line: dict[str, Any]) -> None:
     clean = {
         k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in line.items()
     }
-    print(json.dumps(record("pipeline", clean, argv=sys.argv[1:])), flush=True)
+    print(json.dumps(record("pipeline", clean, argv=_ARGV)), flush=True)
 
 
 def _overhead(records: Sequence[GraphBatch], cores: int) -> float | None:
@@ -67,9 +70,15 @@ def _overhead(records: Sequence[GraphBatch], cores: int) -> float | None:
     return round(statistics.median(gaps), 3) if gaps else None
 
 
-def main() -> None:
+def main(argv: list[str] | None = None, spark: Any | None = None) -> None:
+    """Run the benchmark; ``spark``: a session to run on (left running) instead of
+    building one for ``--master`` (the smoke test's)."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="6 s per configuration")
+    ap.add_argument(
+        "--smoke", action="store_true",
+        help="elastic and static, 4 s, alpha 1.0, omega 0, 1 s triggers: runs at all",
+    )  # fmt: skip
     ap.add_argument("--duration", type=float, default=None, help="seconds per configuration")
     ap.add_argument("--policies", default=",".join(POLICIES))
     ap.add_argument("--master", default="local[*]")
@@ -77,7 +86,11 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--alphas", default=",".join(map(str, ALPHAS)), help="Zipf skews to run")
     ap.add_argument("--omegas", default=",".join(map(str, OMEGAS)), help="shuffles/min to run")
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
+    _ARGV[:] = sys.argv[1:] if argv is None else argv
+    if args.smoke:
+        args.duration, args.policies, args.trigger = 4.0, "elastic,static", 1.0
+        args.alphas, args.omegas = "1.0", "0"
     duration = args.duration or (6.0 if args.quick else 60.0)
     policies = tuple(p.strip() for p in args.policies.split(",") if p.strip())
     alphas = tuple(float(a) for a in args.alphas.split(",") if a.strip())
@@ -85,7 +98,9 @@ def main() -> None:
 
     from streamscale.runtime.spark.executors.session import build_session
 
-    spark = build_session(args.master, app_name="streamscale-bench")
+    own = spark is None
+    if spark is None:
+        spark = build_session(args.master, app_name="streamscale-bench")
     cores = int(spark.sparkContext.defaultParallelism)
     scratch = Path(tempfile.mkdtemp(prefix="streamscale-bench-"))
     results: dict[tuple[str, float, float], dict[str, Any]] = {}
@@ -130,7 +145,8 @@ def main() -> None:
                     results[(o.policy, alpha, omega)] = line
                     _emit(line)
     finally:
-        spark.stop()
+        if own:
+            spark.stop()
         shutil.rmtree(scratch, ignore_errors=True)
 
     for alpha in alphas:

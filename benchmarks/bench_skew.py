@@ -21,7 +21,7 @@ processed by one task — and the best any shard balancer can do over ``static``
 these keys and shards (:func:`balance_bounds`). Keys follow paper 000's
 micro-benchmark: 10K distinct keys.
 
-Run: ``.venv/bin/python benchmarks/bench_skew.py [--quick] [--alphas 1.0]``.
+Run: ``.venv/bin/python benchmarks/bench_skew.py [--quick | --smoke] [--alphas 1.0]``.
 """
 
 from __future__ import annotations
@@ -39,9 +39,11 @@ from _results import record
 
 from streamscale.runtime.spark.cluster.cluster import cluster_down, cluster_up
 
+_ARGV: list[str] = []  # the arguments of main, recorded with each line
+
 
 def _emit(**fields: Any) -> None:
-    print(json.dumps(record("skew", fields, argv=sys.argv[1:])), flush=True)
+    print(json.dumps(record("skew", fields, argv=_ARGV)), flush=True)
 
 
 def hot_key_share(keys: int, alpha: float) -> float:
@@ -196,6 +198,10 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="90 s per run instead of 150 s.")
     ap.add_argument(
+        "--smoke", action="store_true",
+        help="One 4-slot worker, 20 s runs, 1,000 keys, 5 ms a tuple: runs at all.",
+    )  # fmt: skip
+    ap.add_argument(
         "--warmup-s", type=float, default=None,
         help="Unscored start of each run (default: 60 s, 45 s with --quick).",
     )  # fmt: skip
@@ -224,7 +230,12 @@ def main(argv: list[str] | None = None) -> int:
         "--pin", action="store_true", help="Pin each unit's task to its node's executor."
     )
     args = ap.parse_args(argv)
+    _ARGV[:] = sys.argv[1:] if argv is None else argv
     args.duration = 90.0 if args.quick else 150.0
+    if args.smoke:
+        args.duration, args.warmup_s, args.trigger_s = 20.0, 8.0, 1.0
+        args.workers, args.worker_cores, args.executor_cores = 1, 4, 2
+        args.keys, args.shards, args.static_shards, args.cost_ms = 1000, 16, 4, 5.0
     if args.warmup_s is None:  # elastic reaches its 16 tasks and executors in about 60 s
         args.warmup_s = 45.0 if args.quick else 60.0
     alphas = [float(a) for a in args.alphas.split(",") if a.strip()]

@@ -91,7 +91,8 @@ BUCKETS = 5
 
 
 def _emit(fields: dict[str, Any], argv: list[str]) -> None:
-    print(json.dumps(record("soak", fields, argv=argv), default=str), flush=True)
+    line = record("soak", {"bench": "soak", **fields}, argv=argv)
+    print(json.dumps(line, default=str), flush=True)
 
 
 def _dir_bytes(path: Path, skip: tuple[Path, ...] = ()) -> tuple[int, int]:

@@ -13,7 +13,7 @@ Arrow's default memory pool — so growth beyond the traced heap can be told apa
 Python objects, native allocations, allocator fragmentation or Arrow buffers.
 
 Run: ``.venv/bin/python benchmarks/probe_heap.py [--first 60] [--last 300]
-[--rss-every N]``
+[--rss-every N]`` (``--first 1 --last 4``: its smoke test, seconds long).
 """
 
 from __future__ import annotations
@@ -32,7 +32,9 @@ from typing import Any
 import psutil
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, spark: Any | None = None) -> int:
+    """Run the probe; ``spark``: a ``local[N]`` session to run on (left running) instead
+    of building one (the smoke test's)."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--first", type=int, default=60)
     ap.add_argument("--last", type=int, default=300)
@@ -49,7 +51,9 @@ def main(argv: list[str] | None = None) -> int:
     from streamscale.runtime.spark.keyed.functions import calculator
 
     work = Path(tempfile.mkdtemp(prefix="streamscale-heap-"))
-    spark = build_session("local[2]", app_name="streamscale-heap-probe")
+    own = spark is None
+    if spark is None:
+        spark = build_session("local[2]", app_name="streamscale-heap-probe")
     opts = {"keys": "500", "rate": "400", "cost_ms": "0", "alpha": "0.8"}
     job = Job.simple("calc", calculator, source_options=opts, instances=2, shards=8, trigger_s=0)
     snaps: dict[int, Any] = {}
@@ -74,7 +78,8 @@ def main(argv: list[str] | None = None) -> int:
             out=work / "out", max_batches=args.last + 1,
             on_batch=sample if args.rss_every else on_batch,
             params={"interval_s": 0})  # fmt: skip
-    spark.stop()
+    if own:
+        spark.stop()
     if args.rss_every:
         return 0
     keep = [tracemalloc.Filter(False, tracemalloc.__file__)]

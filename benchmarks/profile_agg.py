@@ -18,7 +18,8 @@ the reduce side's Python profiled in-process on the last batch's real partials
 (``kernel_profile``: the fold, IPC and output steps).
 
 Run: ``.venv/bin/python benchmarks/profile_agg.py [--rows 50000] [--batches 3]``.
-Prints only; it records no results file (bench_datapath.py does).
+Prints only (its JSON lines name ``"bench": "profile_agg"``); it records no results file
+(bench_datapath.py does). ``--rows 2000 --batches 1`` is its smoke test.
 """
 
 from __future__ import annotations
@@ -128,7 +129,8 @@ def main(argv: list[str] | None = None) -> None:
     stages = [s for s in _stages(spark) if s.get("status") == "COMPLETE"]
     for b in records[1:]:
         st = tasks.get(b.batch_id)
-        line = {"batch": b.batch_id, "foreach_batch_s": round(b.duration_s, 3),
+        line = {"bench": "profile_agg", "batch": b.batch_id,
+                "foreach_batch_s": round(b.duration_s, 3),
                 "rows": b.keyed_rows.get("agg")}  # fmt: skip
         if st is not None:
             line["run_agg_s"] = round(st.duration_s, 3)
@@ -136,7 +138,8 @@ def main(argv: list[str] | None = None) -> None:
             line["task_cpu_s"] = [round(t.cpu_s, 3) for t in st.tasks]
         print(json.dumps(line))
     for st_ in sorted(stages, key=lambda x: x["stageId"])[-8:]:
-        print(json.dumps({"stage": st_["stageId"], "name": st_.get("name"),
+        print(json.dumps({"bench": "profile_agg", "stage": st_["stageId"],
+                          "name": st_.get("name"),
                           "tasks": st_.get("numTasks"),
                           "wall_ms": _wall_ms(st_), "run_ms": st_.get("executorRunTime"),
                           "shuffle_write_records": st_.get("shuffleWriteRecords"),
@@ -145,7 +148,8 @@ def main(argv: list[str] | None = None) -> None:
     for s in stages:
         ms = s.get("executorRunTime", 0)
         by_kind[_stage_kind(s)] = by_kind.get(_stage_kind(s), 0.0) + ms / 1000.0
-    print(json.dumps({"run_wall_s": round(wall, 2), "stages": len(stages),
+    print(json.dumps({"bench": "profile_agg", "run_wall_s": round(wall, 2),
+                      "stages": len(stages),
                       "executor_run_s_by_kind": {k: round(v, 2) for k, v in by_kind.items()}}))  # fmt: skip
     s = io.StringIO()
     pstats.Stats(inner, stream=s).sort_stats("cumulative").print_stats(40)

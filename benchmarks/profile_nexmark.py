@@ -186,14 +186,14 @@ def main(argv: list[str] | None = None) -> None:
         b["jobs"] = [(j["id"], j.get("end", j["start"]) - j["start"], j["name"][:40])
                      for j in inside]  # fmt: skip
         b["jobs_ms"] = sum(j.get("end", j["start"]) - j["start"] for j in inside)
-        print(json.dumps(b), flush=True)
-    print(json.dumps({"query": args.query, "wall_s": round(wall, 3), "batches": res["batches"],
+        print(json.dumps({"bench": "profile_nexmark", **b}), flush=True)
+    print(json.dumps({"bench": "profile_nexmark", "query": args.query, "wall_s": round(wall, 3), "batches": res["batches"],
                       "spark_jobs": len(jobs)}))  # fmt: skip
     for j in jobs:
-        print(json.dumps({"job": j["id"], "ms": j.get("end", j["start"]) - j["start"],
+        print(json.dumps({"bench": "profile_nexmark", "job": j["id"], "ms": j.get("end", j["start"]) - j["start"],
                           "start": j["start"], "stages": j["stages"], "name": j["name"]}))  # fmt: skip
     top = sorted(callers.items(), key=lambda kv: -kv[1])[: args.top]
-    print(json.dumps({"py4j_by_caller": dict(top)}, indent=0))
+    print(json.dumps({"bench": "profile_nexmark", "py4j_by_caller": dict(top)}))
     out = io.StringIO()
     pstats.Stats(prof, stream=out).sort_stats("cumulative").print_stats(args.top)
     pstats.Stats(prof, stream=out).sort_stats("tottime").print_stats(args.top)

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
+import subprocess
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -39,12 +41,9 @@ def _results_state() -> dict[str, int]:
 
 
 def json_lines(text: str) -> list[dict[str, Any]]:
-    """Every line of ``text`` that is a JSON object (other output is not a line)."""
-    out = []
-    for line in text.splitlines():
-        if line.startswith("{"):
-            out.append(json.loads(line))
-    return out
+    """Every line of ``text`` that is a JSON object (other output, e.g. a profile's
+    table, is not a line)."""
+    return [json.loads(x) for x in text.splitlines() if x.startswith("{") and x.endswith("}")]
 
 
 @pytest.fixture
@@ -63,6 +62,26 @@ def run_bench(
         rc = mod.main(list(args), **kw)
         assert rc in (None, 0), f"{script} exited {rc}"
         return json_lines(capsys.readouterr().out)
+
+    yield run
+    assert _results_state() == before, "a smoke test wrote into benchmarks/results"
+
+
+@pytest.fixture
+def run_script(tmp_path: Path) -> Iterator[Callable[..., list[dict[str, Any]]]]:
+    """``run_script(script, *args, timeout=...)``: ``python benchmarks/<script>.py args`` in
+    a process of its own (a script that patches the runtime's modules, or builds a
+    session with its own settings), returning its JSON lines; it must exit 0."""
+    before = _results_state()
+    env = {**os.environ, "STREAMSCALE_RESULTS_DIR": str(tmp_path / "results")}
+
+    def run(script: str, *args: str, timeout: float = 300.0) -> list[dict[str, Any]]:
+        proc = subprocess.run(
+            [sys.executable, str(BENCH / f"{script}.py"), *args],
+            capture_output=True, text=True, env=env, timeout=timeout, check=False,
+        )  # fmt: skip
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        return json_lines(proc.stdout)
 
     yield run
     assert _results_state() == before, "a smoke test wrote into benchmarks/results"
