@@ -157,6 +157,22 @@ def test_the_commit_marker_names_each_shards_newest_version(tmp_path: Path) -> N
     assert again.hints(2)[0] == ((2, None), (1, None), (-1, None))
 
 
+def test_a_version_no_commit_named_is_not_an_input(tmp_path: Path) -> None:
+    be = LocalStateBackend(tmp_path)
+    idx = VersionIndex(be, "op", 2)
+    hints, _ = idx.hints(-1)
+    be.write("op", 0, 0, {"n": 1}, attempt="a")
+    idx.commit(0, "a", [0], hints)
+    be.write("op", 1, 1, {"n": 9}, attempt="failed")  # batch 1 failed before its commit
+    be.write("op", 0, 1, {"n": 9}, attempt="failed")
+    idx = VersionIndex(LocalStateBackend(tmp_path), "op", 2)  # the restart
+    hints, _ = idx.hints(0)
+    be.write("op", 0, 1, {"n": 2}, attempt="b")  # batch 1 again: only shard 0 this time
+    idx.commit(1, "b", [0], hints)
+    assert be.committed_versions("op") == (1, [1, -1])
+    assert idx.hints(1)[0] == ((1, "b"), (-1, None))  # shard 1's failed version is no input
+
+
 def test_a_lost_version_the_commit_marker_names_is_refused_at_start(tmp_path: Path) -> None:
     be = LocalStateBackend(tmp_path)
     idx = VersionIndex(be, "op", 1)

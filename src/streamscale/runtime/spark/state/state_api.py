@@ -103,8 +103,8 @@ class VersionIndex:
         self._check_named()
 
     def _check_named(self) -> None:
-        """Every shard version the last commit marker names is in the store; versions it
-        does not name (below the next batch) are left out of the index.
+        """Every shard version the last commit marker names is in the store; versions
+        above it (written by a batch that never committed) are left out of the index.
 
         Raises
         ------
@@ -128,7 +128,7 @@ class VersionIndex:
                     "than read the shard from older state",
                     item=file,
                 )
-            self._v[g] = [(v, a) for v, a in vs if v <= want or v > batch]
+            self._v[g] = [(v, a) for v, a in vs if v <= want]
 
     def hints(self, upto: int) -> tuple[tuple[Hint, ...], tuple[tuple[int, ...], ...]]:
         """Per shard: the input version ``<= upto``, and the older versions to remove."""
