@@ -13,9 +13,13 @@ never split between two tasks.
 Each shard keeps two versions (the newest committed one and the one being
 written), so a replay of the last committed batch still finds its input.
 
-A shard's state is never silently empty: a version the driver knows to be
-committed that cannot be read (deleted, truncated, on another host's disk)
-fails the batch with one line naming the operator, the shard and the path.
+A shard's state is never silently empty or older than committed: the commit
+marker names each shard's newest committed version
+(:meth:`~streamscale.runtime.spark.state.state_api.VersionIndex.commit`), a
+version it names that the store lost is refused before the query starts, and a
+committed version that cannot be read (deleted, truncated, on another host's
+disk) fails the batch that reads it; either way with one line naming the file,
+the operator, the shard and the batch.
 Versions and the commit marker are written to a temporary file renamed into
 place (optionally fsynced, with their directory), so a crash between writing
 state and committing leaves the previous version readable.
