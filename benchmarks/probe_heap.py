@@ -84,6 +84,7 @@ def main(argv: list[str] | None = None, spark: Any | None = None) -> int:
         return 0
     keep = [tracemalloc.Filter(False, tracemalloc.__file__)]
     a, b = (snaps[args.first].filter_traces(keep), snaps[args.last].filter_traces(keep))
+    tracemalloc.stop()  # the caller's process runs on at full speed
     for stat in b.compare_to(a, "traceback")[: args.top]:
         print(f"{stat.size_diff / 1024:.1f} KiB, {stat.count_diff} blocks")
         for line in stat.traceback.format()[-8:]:

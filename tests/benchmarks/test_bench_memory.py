@@ -1,4 +1,4 @@
-"""bench_memory.py --smoke: the micro-benchmark for 30 s on the tests' local[2] session,
+"""bench_memory.py --smoke: the micro-benchmark for 45 s on the tests' local[2] session,
 RSS samples and the growth line."""
 
 from __future__ import annotations
