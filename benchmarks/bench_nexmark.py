@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 import tempfile
@@ -230,12 +231,14 @@ def _queries(
                 if engine == "streamscale-1batch" and MODES[q] != "batch":
                     continue  # only beside spark-sql's batch runs
                 line = _run(spark, engine, q, events, Path(tmp), args.policy, meta["rows"])
+                rate = line.pop("rows_per_s")
+                timed = math.isfinite(rate)  # not: no batch with rows after the first
                 if engine == "spark-sql":
-                    base = line["rows_per_s"]
-                ratio = line["rows_per_s"] / base if base else None
+                    base = rate if timed else None
+                ratio = rate / base if base and timed else None
                 full = record("nexmark", {
                     "bench": "nexmark", "query": q, "engine": engine,
-                    "rows_per_s": round(line.pop("rows_per_s")),
+                    "rows_per_s": round(rate) if timed else None,
                     "ratio_vs_spark_sql": None if ratio is None else round(ratio, 3),
                     **line, "events": args.events, "files": args.files, "rate": args.rate,
                     "harness": HARNESS,

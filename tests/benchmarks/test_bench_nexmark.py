@@ -13,7 +13,7 @@ from tests.benchmarks.conftest import Run
 def test_two_queries_on_both_engines(run_bench: Run, spark) -> None:
     zone = spark.conf.get("spark.sql.session.timeZone")
     lines = run_bench(
-        "bench_nexmark", "--events", "3000", "--files", "2", "--queries", "q1,q5",
+        "bench_nexmark", "--events", "3000", "--files", "3", "--queries", "q1,q5",
         "--engines", "spark-sql,streamscale", spark=spark,
     )  # fmt: skip
     assert [(x["bench"], x["query"], x["engine"]) for x in lines] == [
