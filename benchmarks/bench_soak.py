@@ -413,7 +413,8 @@ def main(argv: list[str] | None = None, spark: Any | None = None) -> int:
         args.cost_ms, args.high = min(args.cost_ms, 1.0), min(args.high, 60.0)
         args.state = args.state or "local"
     elif args.smoke:
-        args.master, args.minutes, args.phase_s = "local[2]", 2.0, 5.0
+        # ends at its batches; the minutes only bound a run on a loaded machine
+        args.master, args.minutes, args.phase_s = "local[2]", 10.0, 5.0
         args.batches = args.batches or 30
         args.warmup, args.every = 5, 5
         args.cost_ms, args.keys = 0.0, 200

@@ -194,6 +194,10 @@ def main(argv: list[str] | None = None) -> None:
                           "start": j["start"], "stages": j["stages"], "name": j["name"]}))  # fmt: skip
     top = sorted(callers.items(), key=lambda kv: -kv[1])[: args.top]
     print(json.dumps({"bench": "profile_nexmark", "py4j_by_caller": dict(top)}))
+    if not per_batch:  # the query ran no keyed batch body: nothing was profiled
+        print(f"profile_nexmark: {args.query}: no batch ran the graph's batch body",
+              file=sys.stderr)  # fmt: skip
+        return
     out = io.StringIO()
     pstats.Stats(prof, stream=out).sort_stats("cumulative").print_stats(args.top)
     pstats.Stats(prof, stream=out).sort_stats("tottime").print_stats(args.top)
