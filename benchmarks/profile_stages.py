@@ -88,11 +88,12 @@ class Labels:
                 if self.stack:  # the outer part's own time excludes this one's
                     self.wall[(self.batch, outer)] -= dt
                 self.describe()
-            stats = res[1] if isinstance(res, tuple) and len(res) == 2 else None
-            if name.startswith("keyed:") and hasattr(stats, "tasks"):
-                st = self.state[(self.batch, name)]
-                st[0] += sum(t.state_read_bytes for t in stats.tasks)
-                st[1] += sum(v[2] for t in stats.tasks for v in t.shards.values())
+            got = res[1] if isinstance(res, tuple) and len(res) == 2 else None
+            for stats in got if isinstance(got, tuple) else (got,):  # a fused chain: each
+                if name.startswith("keyed:") and hasattr(stats, "tasks") and outer != name:
+                    st = self.state[(self.batch, name)]
+                    st[0] += sum(t.state_read_bytes for t in stats.tasks)
+                    st[1] += sum(v[2] for t in stats.tasks for v in t.shards.values())
             return res
 
         run._labelled = True  # type: ignore[attr-defined]
@@ -120,7 +121,9 @@ def _install(labels: Labels) -> Callable[[], None]:
 
     patch(agg_op, "run_agg", op_of(1))
     patch(graph_batch, "run_keyed", op_of(1))
-    patch(graph_batch, "run_chain", lambda *a, **kw: f"keyed:{'+'.join(a[1].operators)}")
+    patch(agg_op, "run_chain", lambda *a, **kw: "keyed:" + "+".join(
+        [(a[1] if len(a) > 1 else kw["spec"]).operator,
+         *(f.spec.operator for f in kw.get("then", ()))]))  # fmt: skip
     patch(graph, "_write_sink", lambda node, *a, **kw: f"sink:{node.name}")
     patch(graph, "_two_sided", lambda node, *a, **kw: f"tag:{node.name}")
     patch(graph, "map_stateless", lambda *a, **kw: f"map:{a[4] if len(a) > 4 else kw['name']}")
