@@ -240,6 +240,7 @@ class GraphBatchBody:
         ready_cores = None if ready is None else len(ready) * self.resources.cores_per_executor
 
         fused_out: dict[str, Any] = {}  # followers that ran in their leader's tasks
+        counted: dict[str, int] = {}  # rows each keyed operator emitted (its tasks' count)
         pmaps: dict[str, Any] = {}  # partition maps taken ahead of the operator's turn
 
         def pmap_of(name: str) -> Any:
@@ -298,6 +299,7 @@ class GraphBatchBody:
         def record(name: str, attempt: str, hints: Any, stats: Any) -> None:
             written[name] = (attempt, [g for t in stats.tasks for g in t.shards], hints)
             rows[name] = stats.rows
+            counted[name] = sum(t.out_rows for t in stats.tasks)
             observed[name] = stats
             self.realizers[name].observe(
                 {g: v[1] for t in stats.tasks for g, v in t.shards.items()}
@@ -308,7 +310,7 @@ class GraphBatchBody:
         else:
             sinks = run_graph_batch(
                 batch_df, graph, batch_id=batch_id, run_keyed_op=keyed_op, out_dir=self.base,
-                schemas=self.schemas,
+                schemas=self.schemas, counted=counted,
             )  # fmt: skip
             # The barrier: the whole DAG succeeded, so every keyed operator commits.
             for name, (attempt, shards, hints) in written.items():
