@@ -9,6 +9,8 @@ that only counts. Every configuration reads the same files.
   keyed aggregations on the same key, each over the previous one's update-mode output
   (``sum(n)``, ``max(v)``) (:func:`chain_job`), 2 executors × 8 shards each, policy
   ``static``;
+* ``streamscale-unfused``: the same job with every keyed operator in a stage of its own
+  (``run_graph(..., fuse=False)``: what the chain cost before fusion);
 * ``spark-sql``: the same chain in Spark SQL, streamed. Spark streams one aggregation in
   update mode; several stateful operators only in append mode (each an event-time
   window over the previous window's ``window_time``, under a watermark): update mode
@@ -25,7 +27,7 @@ engine's one-operator ``median_s`` at the same batch size, in the same run;
 appended to ``benchmarks/results/stages.jsonl``.
 
 Run: ``.venv/bin/python benchmarks/bench_stages.py [--quick] [--rows 1000,50000]
-[--operators 1,2,3,4] [--batches 6] [--engines streamscale,spark-sql]``.
+[--operators 1,2,3,4] [--batches 8] [--engines streamscale,streamscale-unfused,spark-sql]``.
 """
 
 from __future__ import annotations
@@ -81,18 +83,24 @@ def write_inputs(directory: Path, rows: int, batches: int) -> None:
 
 
 def run_chain_streamscale(
-    spark: Any, n: int, rows: int, batches: int, work: Path, *, sink: Any = "none"
-) -> Any:
+    spark: Any, n: int, rows: int, batches: int, work: Path, *, sink: Any = "none",
+    fuse: bool = True,
+) -> Any:  # fmt: skip
     """The chain of ``n`` over ``batches`` files of ``rows`` tuples (written under
-    ``work/in`` unless there); returns the run's result."""
+    ``work/in`` unless there); returns the run's result. ``fuse=False``: every keyed
+    operator in a stage of its own (:func:`~streamscale.runtime.spark.driver.dag.run_graph`)."""
+    from streamscale.runtime.spark.driver.dag import run_graph
+    from streamscale.runtime.spark.driver.graph import JobGraph
     from streamscale.scenarios.harness import file_stream
 
     src = work / "in"
     if not src.exists():
         write_inputs(src, rows, batches)
     job = chain_job(file_stream(spark, src), n).to(sink, name="out")
-    return job.run(checkpoint=work / f"ck-{n}", out=work / f"out-{n}", spark=spark,
-                   policy="static", duration_s=3600.0)  # fmt: skip
+    graph = JobGraph.build(job.topology(), job._b.functions)
+    return run_graph(spark, graph, duration_s=3600.0, checkpoint=(work / f"ck-{n}").absolute(),
+                     out=(work / f"out-{n}").absolute(), source_df=job._b.source_df,
+                     policy="static", available_now=True, fuse=fuse)  # fmt: skip
 
 
 def spark_chain(df: Any, n: int) -> tuple[Any, str]:
@@ -147,8 +155,8 @@ def measure(spark: Any, engine: str, n: int, rows: int, batches: int, work: Path
     log = ProgressLog().attach(spark)
     extra: dict[str, Any] = {}
     try:
-        if engine == "streamscale":
-            run_chain_streamscale(spark, n, rows, batches, work)
+        if engine.startswith("streamscale"):
+            run_chain_streamscale(spark, n, rows, batches, work, fuse=engine == "streamscale")
         else:
             refused = (
                 None if n == 1 else spark_update_refusal(spark, file_stream(spark, src), n, work)
@@ -174,7 +182,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--rows", default="1000,50000", help="rows a batch")
     ap.add_argument("--operators", default="1,2,3,4")
     ap.add_argument("--batches", type=int, default=8, help="files (= batches) per run")
-    ap.add_argument("--engines", default="streamscale,spark-sql")
+    ap.add_argument("--engines", default="streamscale,streamscale-unfused,spark-sql")
     ap.add_argument("--quick", action="store_true", help="4 batches per run")
     args = ap.parse_args(argv)
     if args.quick:
@@ -206,9 +214,11 @@ def main(argv: list[str] | None = None) -> None:
                         "ratio_vs_one_operator": None if ratio is None else round(ratio, 3),
                         "ratio_base_operators": lengths[0],
                     }  # fmt: skip
+                    if engine.startswith("streamscale"):
+                        line["policy"] = "static"
+                        line["fused"] = engine == "streamscale"
                     if engine == "streamscale" and med:
                         ours[n] = med
-                        line["policy"] = "static"
                     elif engine == "spark-sql" and med and ours.get(n):
                         line["streamscale_over_spark"] = round(ours[n] / med, 3)
                     line["harness"] = HARNESS
