@@ -290,7 +290,9 @@ def _progress_listener(spark: Any, progress: dict[int, dict[str, Any]]) -> Any:
     return listener
 
 
-def profile(workload: str, args: argparse.Namespace, work: Path) -> list[dict[str, Any]]:
+def profile(
+    workload: str, args: argparse.Namespace, work: Path, events: Path
+) -> list[dict[str, Any]]:
     """One workload in its own Spark application (its own event log)."""
     from streamscale.runtime.spark.executors.session import build_session
 
@@ -320,7 +322,7 @@ def profile(workload: str, args: argparse.Namespace, work: Path) -> list[dict[st
         else:
             from streamscale.nexmark.streamscale_engine import run_streamscale
 
-            run_streamscale(spark, workload, work / "events", work / workload, sink="none")
+            run_streamscale(spark, workload, events, work / workload, sink="none")
     finally:
         restore()
     wall = time.perf_counter() - t0
@@ -419,7 +421,14 @@ def main(argv: list[str] | None = None) -> None:
             cfg = GeneratorConfig.constant(10_000.0, seed=7)
             write_events(cfg, args.events, work / "events", files=args.files)
         for wl in workloads:
-            got = profile(wl, args, work)
+            for attempt in range(3):  # a loaded host can time out a Python worker's start
+                try:
+                    got = profile(wl, args, work / f"try-{attempt}", work / "events")
+                    break
+                except Exception as exc:
+                    print(f"{wl}: attempt {attempt} failed: {str(exc)[:300]}", file=sys.stderr)
+            else:
+                continue
             for r in got:
                 print(json.dumps(r), flush=True)
             lines.extend(got)
