@@ -196,6 +196,11 @@ def main(argv: list[str] | None = None) -> None:
     spark = build_session(f"local[{CORES}]", shuffle_partitions=CORES)
     spark.conf.set("spark.sql.session.timeZone", "UTC")
     with tempfile.TemporaryDirectory(prefix="streamscale-bench-stages-") as tmp:
+        # warm-up, not recorded: the session's first query pays Spark's and the Python
+        # workers' start-up, which would land on the first configuration measured
+        warm = Path(tmp) / "warm-up"
+        write_inputs(warm / "in", min(sizes), 2)
+        run_chain_streamscale(spark, 2, min(sizes), 2, warm)
         for rows in sizes:
             work = Path(tmp) / f"rows-{rows}"
             write_inputs(work / "in", rows, args.batches)
