@@ -62,7 +62,8 @@ def _job(spark: Any, src: Path, got: list[pd.DataFrame], length: int = 3) -> Str
     def sink(out: Any, batch_id: int) -> None:
         got.append(out.toPandas().assign(batch=batch_id))
 
-    return s.to(sink, name="out")
+    # a none sink beside it counts the rows from the last operator's tasks (no Spark job)
+    return s.to(sink, name="out").to("none", name="count")
 
 
 def _run(spark: Any, job: Stream, ck: Path, *, fuse: bool) -> Any:
@@ -134,6 +135,7 @@ def test_a_fused_chain_equals_pandas_spark_and_the_unfused_run(spark: Any, tmp_p
     frames = _write(tmp_path / "in")
     got: dict[bool, pd.DataFrame] = {}
     jobs: dict[bool, int] = {}
+    counts: dict[bool, int] = {}
     for fuse in (True, False):
         seen: list[pd.DataFrame] = []
         job = _job(spark, tmp_path / "in", seen)
@@ -141,6 +143,7 @@ def test_a_fused_chain_equals_pandas_spark_and_the_unfused_run(spark: Any, tmp_p
         res = _run(spark, job, tmp_path / f"ck-{fuse}", fuse=fuse)
         jobs[fuse] = _jobs(spark) - before
         assert res.count == BATCHES
+        counts[fuse] = res.sink_rows["count"]
         got[fuse] = _tidy(pd.concat(seen, ignore_index=True))
         last = res.batches[-1]
         assert set(last.keyed_rows) == {"op1", "op2", "op3"}  # every operator observed
@@ -149,6 +152,7 @@ def test_a_fused_chain_equals_pandas_spark_and_the_unfused_run(spark: Any, tmp_p
     assert jobs[True] < jobs[False]  # fewer Spark jobs, by Spark's own status tracker
     want = _tidy(_pandas_chain(frames))
     pd.testing.assert_frame_equal(got[True], want, check_dtype=False)
+    assert counts == {True: len(want), False: len(want)}
     pd.testing.assert_frame_equal(got[True], _tidy(_spark_chain(spark, frames)), check_dtype=False)
 
 
