@@ -62,7 +62,7 @@ def chain_job(df: Any, n: int, *, executors: int = E, shards: int = Z) -> Any:
 
     from streamscale.runtime.spark.api import stream
 
-    kw = {"executors": executors, "shards": shards}
+    kw = {"instances": executors, "shards": shards}
     out = (
         stream(df, name=f"chain{n}", available_now=True)
         .key_by("key", **kw)

@@ -57,7 +57,7 @@ def _job(spark: Any, src: Path, got: list[pd.DataFrame], length: int = 3) -> Str
     df = spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).parquet(str(src))
     s: Any = stream(df, name="chain", available_now=True)
     for n, aggs in enumerate(_chain(F)[:length], start=1):
-        s = s.key_by("key", executors=2, shards=4).agg(*aggs, name=f"op{n}")
+        s = s.key_by("key", instances=2, shards=4).agg(*aggs, name=f"op{n}")
 
     def sink(out: Any, batch_id: int) -> None:
         got.append(out.toPandas().assign(batch=batch_id))

@@ -123,8 +123,8 @@ def partition_remap(leader: Any, follower: Any) -> tuple[int, ...] | None:
     """For each of ``leader``'s partitions, the ``follower`` partition holding the same
     shards (two :class:`~streamscale.runtime.spark.routing.routing.PartitionMap` of
     operators with the same ``E`` and ``Z``); ``None`` when they group shards apart."""
-    if (leader.executors, leader.shards, leader.partitions) != (
-        follower.executors, follower.shards, follower.partitions,
+    if (leader.instances, leader.shards, leader.partitions) != (
+        follower.instances, follower.shards, follower.partitions,
     ):  # fmt: skip
         return None
     remap: dict[int, int] = {}
