@@ -50,6 +50,7 @@ from streamscale.runtime.spark.driver.drive import (
     run_seed,
     share_by_default,
 )
+from streamscale.runtime.spark.driver.fusion import fused_chains
 from streamscale.runtime.spark.driver.graph import JobGraph, merged_default_plan
 from streamscale.runtime.spark.driver.graph_batch import GraphBatch, GraphBatchBody, GraphTotals
 from streamscale.runtime.spark.driver.graph_control import GraphCollector, GraphRealizer
@@ -115,6 +116,7 @@ def run_graph(
     state_url: str | None = None,
     available_now: bool = RUN_SETTINGS["available_now"].default,
     linear: Job | None = None,
+    fuse: bool = True,
 ) -> GraphResult:
     """Run ``graph`` for ``duration_s`` seconds (or ``max_batches`` batches).
 
@@ -174,6 +176,10 @@ def run_graph(
         (:func:`~streamscale.runtime.spark.driver.operator.linear_stage`), the controller sees
         the job's snapshot (:class:`~streamscale.runtime.spark.driver.collector.SparkCollector`,
         every operator of the chain) and a failed batch names the keyed operator.
+    fuse
+        Run each chain of declarative aggregations on one key in its first operator's
+        reduce tasks (:func:`~streamscale.runtime.spark.driver.fusion.fused_chains`);
+        ``False``: every keyed operator in a stage of its own (the same results).
 
     Raises
     ------
@@ -322,6 +328,7 @@ def run_graph(
         start=time.monotonic(), policy=getattr(pol, "name", str(policy)),
         stage=None if linear is None else linear_stage(linear, backend, base),
         console=_console(graph, linear), batch_tuples=batch_tuples, own_source=own_source,
+        chains=fused_chains(graph, enabled=fuse and linear is None),
     )  # fmt: skip
     stop_at = time.monotonic() + duration_s
     if watch is not None:

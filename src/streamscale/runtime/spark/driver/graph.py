@@ -400,6 +400,7 @@ def run_graph_batch(
     run_keyed_op: Callable[[str, Any], Any],
     out_dir: Path,
     schemas: dict[str, Any],
+    counted: Mapping[str, int] | None = None,
 ) -> dict[str, SinkOut]:
     """Run every operator of ``graph`` over one micro-batch, in topological order.
 
@@ -418,6 +419,10 @@ def run_graph_batch(
         Base directory of relative sink paths.
     schemas
         Derived output schemas of stateless operators, kept across batches.
+    counted
+        Rows each keyed operator emitted this batch, as its tasks counted them (filled
+        by ``run_keyed_op``): a ``none`` sink fed by one keyed operator takes its count
+        from there instead of a Spark job over the operator's cached output.
 
     Returns
     -------
@@ -444,7 +449,12 @@ def run_graph_batch(
                     continue
                 df_in = _union(ins, f"operator {name}") if len(ins) > 1 else ins[0]
                 if node.kind == "sink":
-                    sinks[name] = _write_sink(node, df_in, batch_id, out_dir)
+                    src = node.inputs[0]
+                    if node.sink_format == "none" and len(ins) == 1 and src in (counted or {}):
+                        assert counted is not None
+                        sinks[name] = SinkOut(name, int(counted[src]))
+                    else:
+                        sinks[name] = _write_sink(node, df_in, batch_id, out_dir)
                     continue
                 if node.kind == "keyed":
                     df = run_keyed_op(name, df_in)

@@ -30,6 +30,7 @@ from streamscale.formatting import jsonable
 from streamscale.model import Plan
 from streamscale.runtime.spark.compat.event_time import QueryClock
 from streamscale.runtime.spark.driver.drive import control_step
+from streamscale.runtime.spark.driver.fusion import offer
 from streamscale.runtime.spark.driver.graph import JobGraph, SinkOut, run_graph_batch
 from streamscale.runtime.spark.driver.graph_control import GraphCollector, GraphRealizer
 from streamscale.runtime.spark.driver.history import RunHistory
@@ -201,6 +202,9 @@ class GraphBatchBody:
     in_batch: threading.Event = field(default_factory=threading.Event)
     done: threading.Event = field(default_factory=threading.Event)
     schemas: dict[str, Any] = field(default_factory=dict)
+    #: declarative aggregations run in their leader's reduce tasks (leader -> followers,
+    #: :func:`~streamscale.runtime.spark.driver.fusion.fused_chains`)
+    chains: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     #: each keyed operator's routing columns by input schema and plan (built once)
     routes: dict[str, dict[tuple[Any, ...], tuple[Any, ...]]] = field(default_factory=dict)
     #: source tuples the running batch admitted (``None``: unknown; the watch then
@@ -235,28 +239,53 @@ class GraphBatchBody:
         ready: list[str] | None = ready_of() if ready_of is not None else None
         ready_cores = None if ready is None else len(ready) * self.resources.cores_per_executor
 
+        fused_out: dict[str, Any] = {}  # followers that ran in their leader's tasks
+        counted: dict[str, int] = {}  # rows each keyed operator emitted (its tasks' count)
+        pmaps: dict[str, Any] = {}  # partition maps taken ahead of the operator's turn
+
+        def pmap_of(name: str) -> Any:
+            if name not in pmaps:
+                pmaps[name] = self.realizers[name].begin_batch(ready_cores or None)
+            return pmaps[name]
+
+        def placed_of(name: str, pmap: Any) -> Any:
+            res = self.resources
+            if res is None:
+                return None
+            return res.locations(self.realizers[name].active, units=pmap.units, ready=ready)
+
         def keyed_op(name: str, df: Any) -> Any:
+            if name in fused_out:
+                return fused_out.pop(name)
             upto = min(batch_id - 1, backend.committed(name))
             hints, drops = self.indexes[name].hints(upto)
             attempt = uuid.uuid4().hex
-            realizer = self.realizers[name]
-            pmap = realizer.begin_batch(ready_cores or None)
+            pmap = pmap_of(name)
             units.extend(pmap.units)
-            res = self.resources
-            placed = (
-                None
-                if res is None
-                else res.locations(realizer.active, units=pmap.units, ready=ready)
-            )
+            placed = placed_of(name, pmap)
             spec = self.specs[name]
             if getattr(spec.fn, "vectorized", False):
-                from streamscale.runtime.spark.keyed.agg.operator import run_agg
+                from streamscale.runtime.spark.keyed.agg.operator import Fused, run_chain
 
-                outputs, stats = run_agg(
+                then = []
+                for f, fmap, remap in offer(
+                    pmap, self.chains.get(name, ()), pmap_of, placed_of, placed
+                ):
+                    f_upto = min(batch_id - 1, backend.committed(f))
+                    f_hints, f_drops = self.indexes[f].hints(f_upto)
+                    then.append(Fused(self.specs[f], self.specs[f].fn, f_upto, fmap,
+                                      uuid.uuid4().hex, f_hints, f_drops, remap))  # fmt: skip
+                outputs, every = run_chain(
                     df, spec, spec.fn, batch_id=batch_id, upto=upto, pmap=pmap,
-                    attempt=attempt, hints=hints, drops=drops, placed=placed,
+                    attempt=attempt, hints=hints, drops=drops, placed=placed, then=then,
                     **self.clock_.keyed_args(times),
                 )  # fmt: skip
+                stats = every[0]
+                for f, st in zip(then, every[1:], strict=False):
+                    f_name = f.spec.operator
+                    units.extend(f.pmap.units)
+                    record(f_name, f.attempt, f.hints, st)
+                    fused_out[f_name] = outputs
             else:
                 outputs, stats = run_keyed(
                     df, spec, batch_id=batch_id, upto=upto, pmap=pmap, attempt=attempt,
@@ -264,18 +293,24 @@ class GraphBatchBody:
                     initial=_initial(spec.fn, batch_id), routes=self.routes.setdefault(name, {}),
                     **self.clock_.keyed_args(times),
                 )  # fmt: skip
+            record(name, attempt, hints, stats)
+            return outputs
+
+        def record(name: str, attempt: str, hints: Any, stats: Any) -> None:
             written[name] = (attempt, [g for t in stats.tasks for g in t.shards], hints)
             rows[name] = stats.rows
+            counted[name] = sum(t.out_rows for t in stats.tasks)
             observed[name] = stats
-            realizer.observe({g: v[1] for t in stats.tasks for g, v in t.shards.items()})
-            return outputs
+            self.realizers[name].observe(
+                {g: v[1] for t in stats.tasks for g, v in t.shards.items()}
+            )
 
         if self.stage is not None:
             sinks, dead = self._fused(batch_df, batch_id, ready, ready_cores, rows, observed, units)
         else:
             sinks = run_graph_batch(
                 batch_df, graph, batch_id=batch_id, run_keyed_op=keyed_op, out_dir=self.base,
-                schemas=self.schemas,
+                schemas=self.schemas, counted=counted,
             )  # fmt: skip
             # The barrier: the whole DAG succeeded, so every keyed operator commits.
             for name, (attempt, shards, hints) in written.items():

@@ -190,6 +190,18 @@ class Join:
         return T.StructType([T.StructField(f.name, f.dataType, True) for f in self._others(side)])
 
     def _side_rows(self, df: Any, side: str) -> Any:
+        # The tagging Columns depend on the side's schema only: built once per schema
+        # and kept (built each batch, they cost ~200 py4j round trips a side).
+        names = tuple(df.columns) if self.watermark is not None and self.times is None else ()
+        key = ("side", side, *(self.schemas[x].simpleString() for x in ("left", "right")), names)
+        cols = self.columns.get(key)
+        if cols is None:
+            if len(self.columns) > 16:  # schemas change: keep the recent ones only
+                self.columns.clear()
+            cols = self.columns[key] = self._side_columns(side, names)
+        return df.select(*cols)
+
+    def _side_columns(self, side: str, names: tuple[str, ...]) -> list[Any]:
         from pyspark.sql import functions as F
 
         own = F.struct(*(F.col(f.name) for f in self._others(side)))
@@ -197,19 +209,19 @@ class Join:
         rcol = own if side == "right" else F.lit(None).cast(self._struct_type("right"))
         if self.times is not None:
             tname = self.times[0 if side == "left" else 1]
-        elif self.watermark is not None and self.watermark[0] in df.columns:
+        elif self.watermark is not None and self.watermark[0] in names:
             tname = self.watermark[0]  # late rows are dropped on the watermark column
         else:
             tname = None
         t = F.unix_micros(F.col(tname).cast("timestamp")) if tname else F.lit(None)
-        return df.select(
+        return [
             F.lit(0 if side == "left" else 1).cast("byte").alias(SIDE),
             *(F.col(k) for k in self.keys),
             lcol.alias(LCOL),
             rcol.alias(RCOL),
             t.cast("long").alias(TCOL),
             F.lit(1).cast("long").alias(N_ROWS),
-        )
+        ]
 
     def tagged(self, frames: Mapping[str, Any | None], *, item: str) -> Any | None:
         """One DataFrame of both sides' rows of a batch, tagged by side (``None``: no side

@@ -33,7 +33,7 @@ import os
 import pickle
 import socket
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -51,6 +51,7 @@ from streamscale.runtime.spark.keyed.agg.buckets import (
     store,
     tables_of,
 )
+from streamscale.runtime.spark.keyed.agg.chain import Recipe, follower_recipe, row_partials
 from streamscale.runtime.spark.keyed.agg.dedup import ROW, Dedup, DedupOp, fold_dedup
 from streamscale.runtime.spark.keyed.agg.fold import fold
 from streamscale.runtime.spark.keyed.agg.join import LCOL, RCOL, JoinOp, fold_join
@@ -72,7 +73,7 @@ from streamscale.runtime.spark.routing.hashing import partition_keys
 from streamscale.runtime.spark.routing.routing import PartitionMap, global_shard_column
 from streamscale.runtime.spark.state.state import Hint, input_error
 
-__all__ = ["STATE_KEY", "run_agg", "shard_column"]
+__all__ = ["STATE_KEY", "Fused", "run_agg", "run_chain", "shard_column"]
 
 #: The one entry of a shard stored before buckets (the whole table, Arrow IPC bytes): still
 #: read; a shard's table is now its buckets (:mod:`~streamscale.runtime.spark.keyed.agg.buckets`).
@@ -176,91 +177,116 @@ def _join_output(b: _Batch, table: pa.Table) -> pa.RecordBatch:
     return pa.RecordBatch.from_arrays(cols, schema=b.out_schema)
 
 
-def _reduce_side(b: _Batch) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+@dataclass(frozen=True, slots=True)
+class _Follower:
+    """An aggregation fused into a leader's reduce tasks (picklable): its batch, how its
+    partial rows are made from the previous operator's output rows, and its partition
+    for each of the leader's (its units name the tasks in its statistics)."""
+
+    batch: _Batch
+    recipe: Recipe
+    remap: tuple[int, ...]
+
+
+def _step(
+    b: _Batch, index: int, unit: str, part: pa.Table | None
+) -> tuple[pa.RecordBatch | None, TaskStats, np.ndarray]:
+    """One operator's work in a reduce task: its partials ``part`` merged into its shards'
+    state, the changed shards written (never committed); its output rows, statistics,
+    and the shard of each output row."""
     op = b.op
+    t_task, cpu0 = time.perf_counter(), time.process_time()
+    read0 = getattr(b.backend, "bytes_read", 0)
+    rows_of: dict[int, int] = {}
+    if part is not None and part.num_rows:
+        uniq, inv = np.unique(part.column(SHARD).to_numpy(), return_inverse=True)
+        n_rows = np.bincount(inv, weights=part.column(N_ROWS).to_numpy())
+        rows_of = {int(g): int(n) for g, n in zip(uniq, n_rows, strict=True)}
+    targets = set(rows_of)
+    closing = b.evict_ms is not None and b.evict_ms > (b.late_ms or 0)
+    if getattr(op, "mode", None) == "complete" or closing:  # every group, or closing windows
+        targets |= set(b.pmap.shards_of(index))
+    dicts, pieces, tables = _states(b, sorted(targets))
+    if isinstance(op, JoinOp):
+        f = fold_join(tables, part, op, shard=SHARD, late_ms=b.late_ms, evict_ms=b.evict_ms)
+    elif isinstance(op, DedupOp):
+        f = fold_dedup(tables, part, op, shard=SHARD, evict_ms=b.evict_ms)
+    else:
+        f = fold(tables, part, op, shard=SHARD, late_ms=b.late_ms, evict_ms=b.evict_ms)
+    wait_ms = getattr(op, "wait_ms", 0.0)
+    if wait_ms > 0 and rows_of:  # an emulated cost (benchmarks): waited, not burnt
+        time.sleep(wait_ms * sum(rows_of.values()) / 1000.0)
+    parts = split_by(f.state, SHARD) if f.state is not None else {}
+    written: dict[int, dict[Any, Any]] = {}
+    for g in f.changed:  # only the buckets whose rows changed are set
+        store(dicts[g], parts.get(g), op.keys, pieces[g], bucket_bytes=b.bucket_bytes)
+        written[g] = dicts[g]
+    sizes: dict[int, int] = {}
+    if written:
+        sizes = b.backend.write_many(
+            b.operator, b.batch_id, written, attempt=b.attempt,
+            drops={g: b.drops[g] for g in written} if b.drops else None,
+        )  # fmt: skip
+    emit = f.emit
+    out = _output(b, emit) if emit is not None and emit.num_rows else None
+    shard_of = emit.column(SHARD).to_numpy() if out is not None else np.empty(0, np.int64)
+    busy = time.perf_counter() - t_task
+    total = max(1, sum(rows_of.values()))
+    outs = dict(zip(*np.unique(shard_of, return_counts=True), strict=True))
+    stats = TaskStats(
+        partition=index,
+        unit=unit,
+        host=socket.gethostname(),
+        busy_s=busy,
+        rows=sum(rows_of.values()),
+        out_rows=0 if out is None else out.num_rows,
+        shards={
+            g: (
+                rows_of.get(g, 0),
+                busy * rows_of.get(g, 0) / total,
+                int(sizes.get(g, 0)),
+                int(outs.get(g, 0)),
+            )
+            for g in written
+        },
+        latencies_ms=np.empty(0, np.float32),
+        cpu_s=time.process_time() - cpu0,
+        executor=f"{socket.gethostname()}:{os.getppid()}",
+        state_read_bytes=getattr(b.backend, "bytes_read", 0) - read0,
+        late_rows=f.late_rows,
+    )
+    return out, stats, shard_of
+
+
+def _reduce_side(
+    b: _Batch, then: tuple[_Follower, ...] = ()
+) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    schema = (then[-1].batch if then else b).out_schema.append(pa.field(_STATS, pa.binary()))
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         from pyspark import TaskContext
 
         index = TaskContext.get().partitionId()
-        got = list(batches)
-        t_task, cpu0 = time.perf_counter(), time.process_time()
-        read0 = getattr(b.backend, "bytes_read", 0)
-        part = _table_of(got)
-        rows_of: dict[int, int] = {}
-        if part is not None:
-            if not pc.all(pc.equal(part.column(PART), index)).as_py():
-                raise StreamscaleError(
-                    "rows reached a partition other than their unit's", item=f"partition {index}"
-                )
-            uniq, inv = np.unique(part.column(SHARD).to_numpy(), return_inverse=True)
-            n_rows = np.bincount(inv, weights=part.column(N_ROWS).to_numpy())
-            rows_of = {int(g): int(n) for g, n in zip(uniq, n_rows, strict=True)}
-        targets = set(rows_of)
-        closing = b.evict_ms is not None and b.evict_ms > (b.late_ms or 0)
-        if getattr(op, "mode", None) == "complete" or closing:  # every group, or closing windows
-            targets |= set(b.pmap.shards_of(index))
-        dicts, pieces, tables = _states(b, sorted(targets))
-        if isinstance(op, JoinOp):
-            f = fold_join(tables, part, op, shard=SHARD, late_ms=b.late_ms, evict_ms=b.evict_ms)
-        elif isinstance(op, DedupOp):
-            f = fold_dedup(tables, part, op, shard=SHARD, evict_ms=b.evict_ms)
-        else:
-            f = fold(tables, part, op, shard=SHARD, late_ms=b.late_ms, evict_ms=b.evict_ms)
-        wait_ms = getattr(op, "wait_ms", 0.0)
-        if wait_ms > 0 and rows_of:  # an emulated cost (benchmarks): waited, not burnt
-            time.sleep(wait_ms * sum(rows_of.values()) / 1000.0)
-        parts = split_by(f.state, SHARD) if f.state is not None else {}
-        written: dict[int, dict[Any, Any]] = {}
-        for g in f.changed:  # only the buckets whose rows changed are set
-            store(dicts[g], parts.get(g), op.keys, pieces[g], bucket_bytes=b.bucket_bytes)
-            written[g] = dicts[g]
-        sizes: dict[int, int] = {}
-        if written:
-            sizes = b.backend.write_many(
-                b.operator, b.batch_id, written, attempt=b.attempt,
-                drops={g: b.drops[g] for g in written} if b.drops else None,
-            )  # fmt: skip
-        emit = f.emit
-        out = _output(b, emit) if emit is not None and emit.num_rows else None
-        busy = time.perf_counter() - t_task
-        total = max(1, sum(rows_of.values()))
-        outs = (
-            dict(zip(*np.unique(emit.column(SHARD).to_numpy(), return_counts=True), strict=True))
-            if emit is not None
-            else {}
-        )
-        stats = TaskStats(
-            partition=index,
-            unit=b.pmap.units[index],
-            host=socket.gethostname(),
-            busy_s=busy,
-            rows=sum(rows_of.values()),
-            out_rows=0 if out is None else out.num_rows,
-            shards={
-                g: (
-                    rows_of.get(g, 0),
-                    busy * rows_of.get(g, 0) / total,
-                    int(sizes.get(g, 0)),
-                    int(outs.get(g, 0)),
-                )
-                for g in written
-            },
-            latencies_ms=np.empty(0, np.float32),
-            cpu_s=time.process_time() - cpu0,
-            executor=f"{socket.gethostname()}:{os.getppid()}",
-            state_read_bytes=getattr(b.backend, "bytes_read", 0) - read0,
-            late_rows=f.late_rows,
-        )
-        cols = [pa.nulls(1, f.type) for f in b.out_schema]
-        yield pa.RecordBatch.from_arrays(
-            [*cols, pa.array([pickle.dumps(stats)], pa.binary())],
-            schema=b.out_schema.append(pa.field(_STATS, pa.binary())),
-        )
+        part = _table_of(list(batches))
+        if part is not None and not pc.all(pc.equal(part.column(PART), index)).as_py():
+            raise StreamscaleError(
+                "rows reached a partition other than their unit's", item=f"partition {index}"
+            )
+        out, stats, shard_of = _step(b, index, b.pmap.units[index], part)
+        every = [stats]
+        for f in then:  # fused followers: the previous operator's output is their input
+            rows = None
+            if out is not None:
+                rows = row_partials(f.recipe, out, shard_of, shard_col=SHARD, n_rows=N_ROWS)
+            q = f.remap[index]
+            out, stats, shard_of = _step(f.batch, q, f.batch.pmap.units[q], rows)
+            every.append(stats)
+        blob = pickle.dumps(tuple(every) if then else every[0])
+        cols = [pa.nulls(1, f.type) for f in schema][:-1]
+        yield pa.RecordBatch.from_arrays([*cols, pa.array([blob], pa.binary())], schema=schema)
         if out is not None:
             yield pa.RecordBatch.from_arrays(
-                [*out.columns, pa.nulls(out.num_rows, pa.binary())],
-                schema=b.out_schema.append(pa.field(_STATS, pa.binary())),
+                [*out.columns, pa.nulls(out.num_rows, pa.binary())], schema=schema
             )
 
     return run
@@ -323,6 +349,36 @@ def _partials(
     return partial, res.op, res.out_schema
 
 
+@dataclass(frozen=True, slots=True)
+class Fused:
+    """A follower offered for fusion into a leader's stage for one batch (see
+    :mod:`~streamscale.runtime.spark.keyed.agg.chain`): its operator and aggregation,
+    state versions and partition map as the driver gives every keyed operator, and its
+    partition for each of the leader's (:func:`~streamscale.runtime.spark.keyed.agg.chain.partition_remap`)."""
+
+    spec: KeyedSpec
+    agg: Aggregation
+    upto: int
+    pmap: PartitionMap
+    attempt: str | None
+    hints: tuple[Hint, ...]
+    drops: tuple[tuple[int, ...], ...]
+    remap: tuple[int, ...]
+
+
+def _follower(spark: Any, agg: Any, in_schema: Any, item: str) -> tuple[Any, Recipe] | None:
+    """A follower's resolution against its input schema and its recipe (``None``: it does
+    not fuse); once per run and schema (the aggregation's plan-only cache)."""
+    if not isinstance(agg, Aggregation):
+        return None
+    key = ("fused", in_schema.simpleString())
+    if key not in agg.columns:
+        res = agg.resolve(spark.createDataFrame([], in_schema), item=item)
+        recipe = follower_recipe(agg, res, in_schema)
+        agg.columns[key] = None if recipe is None else (res, recipe)
+    return agg.columns[key]
+
+
 def run_agg(
     df: Any,
     spec: KeyedSpec,
@@ -351,6 +407,42 @@ def run_agg(
     The batch's output rows (computed and cached; released at the operator's next
     batch or by :func:`~streamscale.runtime.spark.keyed.keyed.release`) and its statistics.
     """
+    outputs, stats = run_chain(
+        df, spec, agg, batch_id=batch_id, upto=upto, pmap=pmap, attempt=attempt, hints=hints,
+        drops=drops, placed=placed, batch_time_ms=batch_time_ms, watermark_ms=watermark_ms,
+        late=late,
+    )  # fmt: skip
+    return outputs, stats[0]
+
+
+def run_chain(
+    df: Any,
+    spec: KeyedSpec,
+    agg: Aggregation | Dedup | Join,
+    *,
+    batch_id: int,
+    upto: int,
+    pmap: PartitionMap,
+    attempt: str | None,
+    hints: tuple[Hint, ...],
+    drops: tuple[tuple[int, ...], ...],
+    placed: Mapping[str, tuple[str, str]] | None = None,
+    batch_time_ms: int | None = None,
+    watermark_ms: int | None = None,
+    late: tuple[str, int] | None = None,
+    then: Sequence[Fused] = (),
+) -> tuple[Any, tuple[BatchStats, ...]]:
+    """:func:`run_agg` of ``agg`` with the followers of ``then`` fused into its reduce
+    tasks, as many of them, in order, as fuse (see
+    :mod:`~streamscale.runtime.spark.keyed.agg.chain`); every operator writes its state,
+    none commits.
+
+    Returns
+    -------
+    The last fused operator's output rows (computed and cached, released at the
+    leader's next batch) and the statistics of the leader and each fused follower, in
+    order (one more than the followers fused).
+    """
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
     from pyspark.sql.pandas.types import to_arrow_schema
@@ -373,26 +465,47 @@ def run_agg(
         spec.operator, op, spec.backend, batch_id, upto, pmap, attempt, hints, drops,
         to_arrow_schema(out_schema, timezone="UTC"), late_ms, watermark_ms if closes else None,
     )  # fmt: skip
+    followers: list[_Follower] = []
+    for f in then:
+        got = _follower(spark, f.agg, out_schema, f"operator {f.spec.operator}")
+        if got is None:
+            break
+        res, recipe = got
+        release(f.spec.operator)
+        out_schema = T.StructType([T.StructField(x.name, x.dataType, True)
+                                   for x in res.out_schema])  # fmt: skip
+        fb = _Batch(
+            f.spec.operator, res.op, f.spec.backend, batch_id, f.upto, f.pmap, f.attempt,
+            f.hints, f.drops, to_arrow_schema(out_schema, timezone="UTC"),
+        )  # fmt: skip
+        followers.append(_Follower(fb, recipe, f.remap))
     reduced_schema = T.StructType([*out_schema.fields, T.StructField(_STATS, T.BinaryType())])
     runs: tuple[Any, ...] = ()
     with job_group(sc, f"streamscale-{spec.operator}-{batch_id}-{attempt}", placed) as group:
         shuffled, planned = pin_units(shuffled, pmap.units, placed)
-        reduced = shuffled.mapInArrow(_reduce_side(batch), reduced_schema).persist()
+        reduced = shuffled.mapInArrow(_reduce_side(batch, tuple(followers)), reduced_schema)
+        reduced = reduced.persist()
         _LIVE[spec.operator] = [reduced]
-        tasks = [
+        got_stats = [
             pickle.loads(r[0])
             for r in reduced.filter(F.col(_STATS).isNotNull()).select(_STATS).collect()
         ]
     if group is not None:
         runs = tuple(reduce_runs(sc, group, n))
     outputs = reduced.filter(F.col(_STATS).isNull()).drop(_STATS)
-    stats = BatchStats(
-        batch_id=batch_id,
-        duration_s=time.perf_counter() - t0,
-        tasks=tuple(sorted(tasks, key=lambda t: t.partition)),
-        dead_letters=0,
-        partitions=n,
-        planned=planned,
-        runs=runs,
+    per_op = [got_stats] if not followers else [list(c) for c in zip(*got_stats, strict=True)]
+    duration = time.perf_counter() - t0
+    pmaps = [pmap, *(f.batch.pmap for f in followers)]
+    stats = tuple(
+        BatchStats(
+            batch_id=batch_id,
+            duration_s=duration,
+            tasks=tuple(sorted(tasks, key=lambda t: t.partition)),
+            dead_letters=0,
+            partitions=m.partitions,
+            planned=planned if i == 0 else (),
+            runs=runs if i == 0 else (),
+        )
+        for i, (tasks, m) in enumerate(zip(per_op, pmaps, strict=True))
     )
     return outputs, stats
