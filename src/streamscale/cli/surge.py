@@ -17,7 +17,7 @@ from streamscale.cli.run import ensure_dir
 from streamscale.errors import StreamscaleError, require_extra
 from streamscale.scenarios.surge import SurgeConfig
 
-__all__ = ["check_cluster", "register", "surge"]
+__all__ = ["check_cluster", "policy_names", "register", "surge"]
 
 
 def register(app: typer.Typer) -> None:
@@ -66,16 +66,9 @@ def surge(
     ),
 ) -> None:
     """Start a loopback cluster, run the surge under each policy, write summary and timeline."""
-    from streamscale.scenarios.surge import SURGE_POLICIES
-
     require_extra("papers")  # the timeline picture (matplotlib)
     out: Output = ctx.obj
-    names = [p.strip() for p in policies.split(",") if p.strip()]
-    if not names:
-        raise StreamscaleError("no policy given", item="--policies")
-    for n in names:
-        if n not in SURGE_POLICIES:
-            raise StreamscaleError(f"unknown policy (known: {', '.join(SURGE_POLICIES)})", item=n)
+    names = policy_names(policies)
     check_values(
         {"--phase": phase, "--base-rate": base_rate, "--cost-ms": cost_ms,
          "--latency-target-ms": latency_target_ms, "--warmup": warmup},
@@ -101,6 +94,19 @@ def surge(
     else:
         out.console.print((out_dir / "summary.md").read_text(), markup=False)
         out.line(f"report written to {out_dir}/")
+
+
+def policy_names(policies: str) -> list[str]:
+    """The comma-separated ``--policies``, each a scenario policy; one-line errors."""
+    from streamscale.scenarios.surge import SURGE_POLICIES
+
+    names = [p.strip() for p in policies.split(",") if p.strip()]
+    if not names:
+        raise StreamscaleError("no policy given", item="--policies")
+    for n in names:
+        if n not in SURGE_POLICIES:
+            raise StreamscaleError(f"unknown policy (known: {', '.join(SURGE_POLICIES)})", item=n)
+    return names
 
 
 def check_cluster(workers: int, worker_cores: int, executor_cores: int, master: str | None) -> None:

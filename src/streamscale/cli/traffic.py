@@ -16,8 +16,8 @@ import typer
 from streamscale.cli.demo import check_values
 from streamscale.cli.output import Output
 from streamscale.cli.run import ensure_dir
-from streamscale.cli.surge import _run, check_cluster
-from streamscale.errors import StreamscaleError, require_extra
+from streamscale.cli.surge import _run, check_cluster, policy_names
+from streamscale.errors import require_extra
 
 __all__ = ["BUNDLED_TRACE", "register", "traffic"]
 
@@ -64,17 +64,11 @@ def traffic(
     ),
 ) -> None:
     """Replay the trace under each policy; write summary.md, summary.json, timeline.png."""
-    from streamscale.scenarios.surge import SURGE_POLICIES
     from streamscale.scenarios.traffic import TrafficConfig
 
     require_extra("papers")  # the timeline picture (matplotlib)
     out: Output = ctx.obj
-    names = [p.strip() for p in policies.split(",") if p.strip()]
-    if not names:
-        raise StreamscaleError("no policy given", item="--policies")
-    for n in names:
-        if n not in SURGE_POLICIES:
-            raise StreamscaleError(f"unknown policy (known: {', '.join(SURGE_POLICIES)})", item=n)
+    names = policy_names(policies)
     check_values({"--minutes": minutes, "--peak-rate": peak_rate},
                  {"--warmup": warmup, "--startup-delay": startup_delay})  # fmt: skip
     check_cluster(workers, worker_cores, executor_cores, master)
