@@ -100,7 +100,7 @@ def main(argv: list[str] | None = None) -> None:
         out.to(lambda df, b: df.write.format("noop").mode("overwrite").save(), name="noop")
         import streamscale.runtime.spark.keyed.agg.operator as agg_op
 
-        real = agg_op.run_agg
+        real = agg_op.run_chain  # the driver runs every aggregation as a (fused) chain
         tasks: dict[int, Any] = {}
 
         inner = cProfile.Profile()  # the batch runs on Spark's callback thread
@@ -110,14 +110,14 @@ def main(argv: list[str] | None = None) -> None:
             if timed:
                 inner.enable()
             try:
-                outputs, stats = real(*a, **kw)
+                outputs, every = real(*a, **kw)
             finally:
                 if timed:
                     inner.disable()
-            tasks[stats.batch_id] = stats
-            return outputs, stats
+            tasks[every[0].batch_id] = every[0]
+            return outputs, every
 
-        agg_op.run_agg = spy  # type: ignore[assignment]
+        agg_op.run_chain = spy  # type: ignore[assignment]
         prof = cProfile.Profile()
         t0 = time.time()
         prof.enable()

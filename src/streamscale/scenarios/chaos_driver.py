@@ -223,7 +223,7 @@ def main(argv: list[str] | None = None) -> int:
                          separate_hosts=False, quick_start=True)  # fmt: skip
     spark = build_session(cfg["master"], app_name="streamscale-chaos", conf=conf)
     sc = spark.sparkContext
-    agent = FaultAgent(sc, work, inc, int(cfg["seed"])).start()
+    agent = FaultAgent(sc, work, inc, cfg["seed"]).start()
     res = ChaosResources(sc, cores_per_executor=cfg["executor_cores"],
                          max_executors=cfg["max_executors"], initial_executors=1, pin=False,
                          agent=agent)  # fmt: skip
@@ -248,11 +248,11 @@ def main(argv: list[str] | None = None) -> int:
                              daemon=True).start()  # fmt: skip
 
     target = cfg["trigger_s"] * 1000.0
-    run_job(spark, job, policy="elastic", duration_s=float(cfg["duration_s"]),
+    run_job(spark, job, policy="elastic", duration_s=cfg["duration_s"],
             checkpoint=work / "ckpt", out=work / f"run-{inc}",
             params={"latency_target_ms": target, "catch_up_s": cfg["catch_up_s"],
                     "catch_up_form": "latency"},
-            on_batch=on_batch, seed=int(cfg["seed"]), resources=res)  # fmt: skip
+            on_batch=on_batch, seed=cfg["seed"], resources=res)  # fmt: skip
     agent.stop()
     append_event(events, {"ev": "end", "wall": time.time(), "incarnation": inc})
     spark.stop()
