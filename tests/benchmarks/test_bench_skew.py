@@ -7,9 +7,6 @@ import pytest
 
 from tests.benchmarks.conftest import Run
 
-# Not yet seen passing on this 2-core machine (each ran only beside other Spark work, where
-# Spark's 10 s Python-worker connect-back timed out): skipped until a run on a quiet host.
-
 
 @pytest.mark.spark
 @pytest.mark.slow
