@@ -182,10 +182,29 @@ def _autoscale(lines: list[Line], name: str) -> str:
 
 
 def _trace_runs() -> list[list[Line]]:
-    """Per trace file, the lines of its newest run of ``bench_trace``, by trace name."""
-    names = sorted({x["trace"] for x in _lines("trace") if "trace" in x})
-    runs = [latest_run("trace", lambda x, n=n: x.get("trace") == n) for n in names]
-    return [r for r in runs if r]
+    """Per trace file, by name: the newest line of each start-up mode and policy among the
+    runs of its newest scenario (window, minutes, peak rate), so that policies run apart
+    stand in one table; each line keeps its run and command."""
+    lines = [x for x in _lines("trace") if "trace" in x]
+    runs = []
+    for name in sorted({x["trace"] for x in lines}):
+        of = [x for x in lines if x["trace"] == name]
+        same = [x for x in of if _scenario(x) == _scenario(of[-1])]
+        newest = {(x.get("startup", "real"), x.get("policy", x.get("figure"))): x for x in same}
+        runs.append(sorted(newest.values(), key=same.index))
+    return runs
+
+
+def _scenario(x: Line) -> tuple[Any, ...]:
+    return (x.get("window"), x.get("minutes"), x.get("peak_rate"))
+
+
+def _sources(bench: str, lines: Sequence[Line]) -> str:
+    """:func:`_source` of every run among ``lines``, oldest first."""
+    runs = dict.fromkeys(x.get("run", x.get("utc")) for x in lines)
+    return "\n".join(
+        _source(bench, [x for x in lines if x.get("run", x.get("utc")) == r]) for r in runs
+    )
 
 
 def _trace_rows(lines: list[Line], *, full: bool) -> list[list[str]]:
@@ -238,7 +257,7 @@ def trace_headline() -> str:
     if not runs:
         return _missing("trace", "python benchmarks/bench_trace.py --trace FILE")
     rows = [r for lines in runs for r in _trace_rows(lines, full=False)]
-    sources = "\n".join(_source("trace", lines) for lines in runs)
+    sources = "\n".join(_sources("trace", lines) for lines in runs)
     return f"{_table(HEAD_TRACE, rows)}\n\n{sources}"
 
 
@@ -252,7 +271,7 @@ def trace() -> str:
     for lines in runs:
         first = next(x for x in lines if "policy" in x)
         table = _table(head, _trace_rows(lines, full=True))
-        parts.append(f"{_trace_head(first)}\n\n{table}\n\n{_source('trace', lines)}")
+        parts.append(f"{_trace_head(first)}\n\n{table}\n\n{_sources('trace', lines)}")
     return "\n\n".join(parts)
 
 

@@ -170,117 +170,154 @@ def solve_milp(
     """
     budget = Budget(max_migrations, max_cost)
     items = make_items(problem, collocate, pinned)
-    node_of = np.array(items.current, copy=True)
     full = len(items.members) * int(problem.keep.sum()) <= exact_up_to
-    det_total = float(deterministic_limit) if deterministic_limit else math.inf
-    wall = det = 0.0
-    steps, status = 0, "NOT_RUN"
-    on_removed = [
-        i
-        for i, c in enumerate(items.current)
-        if c >= 0 and problem.removing[c] and items.pinned[i] < 0
-    ]
-    force_out: frozenset[int] = frozenset()
-    if (
-        finish_drain
-        and on_removed
-        and budget.allows(
-            sum(len(items.members[i]) for i in on_removed),
-            sum(float(problem.cost[items.members[i]].sum()) for i in on_removed),
-        )
-    ):
-        force_out = frozenset(on_removed)
+    force_out = _forced_out(problem, items, budget) if finish_drain else frozenset()
     drained = force_out
-    must_fix = bool(force_out) or bool(
-        ((items.pinned >= 0) & (items.pinned != items.current)).any() or (node_of < 0).any()
-    )
+    must_fix = bool(force_out) or _constrained(items)
+    node_of = np.array(items.current, copy=True)
     if not must_fix and not full:
-        # Warm start: the current allocation improved by the greedy balancer, whose moves
-        # the sub-MILPs may keep, undo or replace (the budget counts from the current one).
-        g = greedy_balance(problem, items, budget)
-        if g is not None and load_distance(problem, items.expand(problem, g)) < load_distance(
-            problem
-        ):
-            node_of = g
-    width = window
-    step_limit = time_limit_s if full else time_limit_s / max_steps
-    while wall < time_limit_s and det < det_total and steps < max_steps:
-        cands = candidates(
-            problem,
-            items,
-            node_of,
-            budget,
-            full=full,
-            window=width,
-            force_out=force_out,
-            no_return=drained,
-        )
+        node_of = _warm_start(problem, items, budget, node_of)
+    solve = _StepSolver(
+        solver=solver, time_limit_s=time_limit_s, det_total=deterministic_limit or math.inf,
+        step_limit=time_limit_s if full else time_limit_s / max_steps, node_limit=node_limit,
+        weights=weights, seed=int(seed or 0),
+    )  # fmt: skip
+    width, status = window, "NOT_RUN"
+    while solve.wall < time_limit_s and solve.det < solve.det_total and solve.steps < max_steps:
+        cands = candidates(problem, items, node_of, budget, full=full, window=width,
+                           force_out=force_out, no_return=drained)  # fmt: skip
         if not must_fix and all(len(c) == 1 for c in cands):
             break
         nodes = {n for c in cands if len(c) > 1 for n in c}
         before = window_distance(problem, item_loads(problem, items, node_of), nodes)
-        if solver == "highs":
-            step = solve_window_highs(
-                problem,
-                items,
-                node_of,
-                cands,
-                budget,
-                time_limit=step_limit,
-                node_limit=node_limit,
-                weights=weights,
-                cutoff=math.inf if must_fix else before,
-            )
-            step = Step(step.node_of, step.status, step_limit)  # charged in full: no time reported
-        else:
-            step = solve_window(
-                problem,
-                items,
-                node_of,
-                cands,
-                budget,
-                time_limit=time_limit_s - wall,
-                det_limit=det_total - det,
-                weights=weights,
-                seed=int(seed or 0) + steps,
-            )
-        steps += 1
-        wall += step.wall
-        det += step.det
+        step = solve(problem, items, node_of, cands, budget, math.inf if must_fix else before)
         status = step.status
         if step.node_of is None:
             if must_fix:
-                g = greedy_balance(problem, items, budget)
-                note = f"solver returned {status} within {time_limit_s:g} s; greedy fallback used"
-                if g is None:
-                    note = "solver found no solution and the constraints exceed the budget"
-                    return _result(problem, items, node_of, "current", status, wall, steps, (note,))
-                return _result(problem, items, g, "greedy-fallback", status, wall, steps, (note,))
+                return _fallback(problem, items, node_of, budget, status, solve)
             break
         after = window_distance(problem, item_loads(problem, items, step.node_of), nodes)
         improved = after < before - 1e-9 * max(1.0, problem.mean_load)
         if improved or must_fix:
             node_of = step.node_of
-        must_fix = False
-        force_out = frozenset()
-        if full:
+        must_fix, force_out = False, frozenset()
+        if full or (not improved and width >= max_window):
             break
-        if improved:
-            width = window
-        elif width < max_window:
-            width = min(max_window, 2 * width)  # stagnation: widen the neighbourhood
+        # an improvement resets the neighbourhood; stagnation widens it
+        width = window if improved else min(max_window, 2 * width)
+    if solve.steps and not must_fix and not drained:
+        node_of = _no_worse_than_current(problem, items, node_of)
+    method = "milp" if solve.steps and (node_of != items.current).any() else "current"
+    return _result(problem, items, node_of, method, status, solve.wall, solve.steps)
+
+
+def _forced_out(problem: KeyGroupProblem, items: Items, budget: Budget) -> frozenset[int]:
+    """``finish_drain``: the items left on removed nodes, when all of them fit the budget
+    (they must then all move this round), else none."""
+    on_removed = [
+        i
+        for i, c in enumerate(items.current)
+        if c >= 0 and problem.removing[c] and items.pinned[i] < 0
+    ]
+    moves = sum(len(items.members[i]) for i in on_removed)
+    cost = sum(float(problem.cost[items.members[i]].sum()) for i in on_removed)
+    return frozenset(on_removed) if on_removed and budget.allows(moves, cost) else frozenset()
+
+
+def _constrained(items: Items) -> bool:
+    """Whether the current allocation breaks a constraint (a pin elsewhere, an item
+    without a node), so that the first step must change it."""
+    return bool(
+        ((items.pinned >= 0) & (items.pinned != items.current)).any() or (items.current < 0).any()
+    )
+
+
+def _warm_start(
+    problem: KeyGroupProblem, items: Items, budget: Budget, node_of: np.ndarray
+) -> np.ndarray:
+    """The current allocation improved by the greedy balancer, whose moves the sub-MILPs
+    may keep, undo or replace (the budget counts from the current one)."""
+    g = greedy_balance(problem, items, budget)
+    if g is not None and load_distance(problem, items.expand(problem, g)) < load_distance(problem):
+        return g
+    return node_of
+
+
+class _StepSolver:
+    """One sub-MILP per call with the chosen solver, counting steps and the time spent."""
+
+    def __init__(
+        self,
+        *,
+        solver: str,
+        time_limit_s: float,
+        det_total: float,
+        step_limit: float,
+        node_limit: int | None,
+        weights: tuple[float, float, float],
+        seed: int,
+    ) -> None:
+        self.solver, self.time_limit_s, self.det_total = solver, time_limit_s, float(det_total)
+        self.step_limit, self.node_limit, self.weights = step_limit, node_limit, weights
+        self.seed = seed
+        self.wall = self.det = 0.0
+        self.steps = 0
+
+    def __call__(
+        self,
+        problem: KeyGroupProblem,
+        items: Items,
+        node_of: np.ndarray,
+        cands: list[list[int]],
+        budget: Budget,
+        cutoff: float,
+    ) -> Step:
+        if self.solver == "highs":
+            got = solve_window_highs(problem, items, node_of, cands, budget,
+                                     time_limit=self.step_limit, node_limit=self.node_limit,
+                                     weights=self.weights, cutoff=cutoff)  # fmt: skip
+            # charged in full: HiGHS reports no time
+            step = Step(got.node_of, got.status, self.step_limit)
         else:
-            break
-    if steps and not must_fix:
-        new = items.expand(problem, node_of)
-        cur_ok = bool(
-            (items.current >= 0).all()
-            and ((items.pinned < 0) | (items.pinned == items.current)).all()
-        )
-        if cur_ok and not drained and load_distance(problem, new) > load_distance(problem) + 1e-12:
-            node_of = np.array(items.current, copy=True)
-    method = "milp" if steps and (node_of != items.current).any() else "current"
-    return _result(problem, items, node_of, method, status, wall, steps)
+            step = solve_window(problem, items, node_of, cands, budget,
+                                time_limit=self.time_limit_s - self.wall,
+                                det_limit=self.det_total - self.det, weights=self.weights,
+                                seed=self.seed + self.steps)  # fmt: skip
+        self.steps += 1
+        self.wall += step.wall
+        self.det += step.det
+        return step
+
+
+def _fallback(
+    problem: KeyGroupProblem,
+    items: Items,
+    node_of: np.ndarray,
+    budget: Budget,
+    status: str,
+    solve: _StepSolver,
+) -> BalanceResult:
+    """The answer when the solver found nothing for a step that must change the allocation:
+    the greedy balancer's, else the current one (the constraints exceed the budget)."""
+    g = greedy_balance(problem, items, budget)
+    if g is None:
+        note = "solver found no solution and the constraints exceed the budget"
+        return _result(problem, items, node_of, "current", status, solve.wall, solve.steps, (note,))
+    note = f"solver returned {status} within {solve.time_limit_s:g} s; greedy fallback used"
+    return _result(problem, items, g, "greedy-fallback", status, solve.wall, solve.steps, (note,))
+
+
+def _no_worse_than_current(
+    problem: KeyGroupProblem, items: Items, node_of: np.ndarray
+) -> np.ndarray:
+    """``node_of``, or the current allocation where that is valid and balances better."""
+    new = items.expand(problem, node_of)
+    cur_ok = bool(
+        (items.current >= 0).all() and ((items.pinned < 0) | (items.pinned == items.current)).all()
+    )
+    if cur_ok and load_distance(problem, new) > load_distance(problem) + 1e-12:
+        return np.array(items.current, copy=True)
+    return node_of
 
 
 def _result(
