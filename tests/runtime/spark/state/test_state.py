@@ -340,3 +340,35 @@ def check_sigkill(url: str, point: str, out: Path) -> None:
 @pytest.mark.parametrize("point", KILL_POINTS)
 def test_state_is_exact_across_sigkill_at_each_point_of_a_batch(tmp_path: Path, point: str) -> None:
     check_sigkill(f"file://{tmp_path}/state?fsync=1", point, tmp_path / "out")
+
+
+def test_a_lost_commit_marker_is_refused_where_the_query_committed_the_versions(
+    tmp_path: Path,
+) -> None:
+    be = LocalStateBackend(tmp_path)
+    for b in range(3):
+        _process(be, b, ["a"])
+    (tmp_path / "op" / "_committed").unlink()
+    # Spark committed batch 2 (its marker is written first): the marker was lost
+    with pytest.raises(StreamscaleError) as err:
+        VersionIndex(be, "op", 1, query_committed=2)
+    msg = str(err.value)
+    assert "\n" not in msg and str(tmp_path / "op" / "_committed") in msg
+    assert "batch 2" in msg and "marker is missing" in msg
+    # a first batch that wrote its versions and stopped before any commit: nothing lost
+    VersionIndex(be, "op", 1, query_committed=-1)
+
+
+def test_an_older_commit_marker_is_refused_and_an_uncommitted_version_is_not(
+    tmp_path: Path,
+) -> None:
+    be = LocalStateBackend(tmp_path)
+    for b in range(2):
+        _process(be, b, ["a"])
+    marker = (tmp_path / "op" / "_committed").read_bytes()
+    _process(be, 2, ["a"])
+    (tmp_path / "op" / "_committed").write_bytes(marker)  # batch 1's marker
+    with pytest.raises(StreamscaleError, match="marker names batch 1"):
+        VersionIndex(be, "op", 1, query_committed=2)
+    # Spark committed only batch 1: version 2 is a batch that never committed
+    assert VersionIndex(be, "op", 1, query_committed=1).hints(1)[0] == ((1, None),)

@@ -8,6 +8,7 @@ driver commits ``b`` once every task of the batch succeeded.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from streamscale.errors import StreamscaleError
@@ -94,13 +95,44 @@ class VersionIndex:
     directory listing) and may use their worker cache.
     """
 
-    def __init__(self, backend: StateBackend, operator: str, shards: int) -> None:
+    def __init__(
+        self, backend: StateBackend, operator: str, shards: int, *, query_committed: int = -1
+    ) -> None:
         self.operator = operator
         self.backend = backend
         self._v: list[list[Hint]] = [
             [(v, None) for v in backend.versions(operator, g)] for g in range(shards)
         ]
+        self._check_marker(query_committed)
         self._check_named()
+
+    def _check_marker(self, query_committed: int) -> None:
+        """No shard holds a version of a batch the query committed (``query_committed``:
+        the last batch in Spark's commit log) above the batch the commit marker names: the
+        marker is written before Spark commits a batch, so such a version means a lost or
+        older marker, under which the shard would be read as empty or from older state.
+
+        Raises
+        ------
+        StreamscaleError
+            One line naming the marker file and the batch.
+        """
+        read = getattr(self.backend, "committed_versions", None)
+        if read is None or query_committed < 0:
+            return
+        batch = read(self.operator)[0]
+        for g, vs in enumerate(self._v):
+            above = [v for v, _ in vs if batch < v <= query_committed]
+            if above:
+                file = self.backend.marker_file(self.operator)  # type: ignore[attr-defined]
+                names = "is missing" if batch < 0 else f"names batch {batch}"
+                raise StreamscaleError(
+                    f"state of operator {self.operator!r}: the query committed batch "
+                    f"{above[-1]}, which wrote shard {g} version {above[-1]}, but the commit "
+                    f"marker {names}; the run stops rather than read the operator's state as "
+                    f"{'empty' if batch < 0 else 'older'}",
+                    item=file,
+                )
 
     def _check_named(self) -> None:
         """Every shard version the last commit marker names is in the store; versions
@@ -157,6 +189,13 @@ class VersionIndex:
         self.committed(batch, attempt, written, hints)
         newest = [max((v for v, _ in vs if v <= batch), default=-1) for vs in self._v]
         self.backend.commit(self.operator, batch, newest)
+
+
+def query_committed(spark_checkpoint: Path) -> int:
+    """The last batch in Spark's commit log under ``spark_checkpoint`` (``-1``: none)."""
+    d = Path(spark_checkpoint) / "commits"
+    names = [p.name for p in d.iterdir()] if d.is_dir() else []
+    return max((int(n) for n in names if n.isdigit()), default=-1)
 
 
 def check_layout(backend: StateBackend, operator: str, executors: int, shards: int) -> None:

@@ -367,8 +367,12 @@ class LocalStateBackend:
             data = json.dumps({"batch": version, "versions": list(versions)}).encode()
         self._put(os.path.join(self.root, operator), "_committed", data)
 
+    def marker_file(self, operator: str) -> str:
+        """The path of ``operator``'s commit marker."""
+        return os.path.join(self.root, operator, "_committed")
+
     def _marker(self, operator: str) -> tuple[int, list[int] | None]:
-        file = os.path.join(self.root, operator, "_committed")
+        file = self.marker_file(operator)
         try:
             raw = self._get(file).strip()
         except FileNotFoundError:
