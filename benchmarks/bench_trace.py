@@ -134,6 +134,11 @@ def _plan(args: argparse.Namespace) -> tuple[list[str], list[str]]:
             raise StreamscaleError(f"unknown mode (known: {', '.join(STARTUP_MODES)})", item=m)
     if not policies or not modes:
         raise StreamscaleError("nothing to run", item="--policies/--startup")
+    if modes == ["emulated"] and all(p in REAL_ONLY for p in policies):
+        raise StreamscaleError(
+            "no emulated start-up (Spark starts these policies' executors): use --startup real",
+            item=",".join(policies),
+        )
     return policies, modes
 
 

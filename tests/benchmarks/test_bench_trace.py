@@ -35,6 +35,16 @@ def _run(tmp_path: Path, *args: str, timeout: float = 600) -> subprocess.Complet
         (["--trace", str(TRACE), "--policies", "fast"], "bench_trace: fast: unknown policy"),
         (["--trace", str(TRACE), "--startup", "warm"], "bench_trace: warm: unknown mode"),
         (["--trace", str(TRACE), "--peak-rate", "0"], "bench_trace: peak rate: must be > 0"),
+        (
+            [
+                "--trace",
+                str(TRACE),
+                "--policies",
+                "spark-dynamic,restart-ds2",
+                "--startup=emulated",
+            ],
+            "bench_trace: spark-dynamic,restart-ds2: no emulated start-up",
+        ),
     ],
 )
 def test_bad_input_is_one_line_before_spark_starts(
