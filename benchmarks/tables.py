@@ -190,9 +190,23 @@ def _trace_runs() -> list[list[Line]]:
     for name in sorted({x["trace"] for x in lines}):
         of = [x for x in lines if x["trace"] == name]
         same = [x for x in of if _scenario(x) == _scenario(of[-1])]
-        newest = {(x.get("startup", "real"), x.get("policy", x.get("figure"))): x for x in same}
-        runs.append(sorted(newest.values(), key=same.index))
+        newest = {_trace_key(x): x for x in same}
+        kept = {_run_of(x) for k, x in newest.items() if k[1] not in ("oracle", "ratios")}
+        last = {x.get("startup", "real"): x for x in same if x.get("policy") == "oracle"}
+        held = [x for k, x in newest.items() if _run_of(x) in kept or x in last.values()]
+        runs.append(sorted(held, key=same.index))
     return runs
+
+
+def _trace_key(x: Line) -> tuple[Any, ...]:
+    """A line's place in the table: its mode and policy; the oracle's also its run (each
+    line is compared with the oracle of its own run, the start-up it measured)."""
+    key = (x.get("startup", "real"), x.get("policy", x.get("figure")))
+    return (*key, _run_of(x)) if key[1] == "oracle" else key
+
+
+def _run_of(x: Line) -> Any:
+    return x.get("run", x.get("utc"))
 
 
 def _scenario(x: Line) -> tuple[Any, ...]:
@@ -210,12 +224,17 @@ def _sources(bench: str, lines: Sequence[Line]) -> str:
 def _trace_rows(lines: list[Line], *, full: bool) -> list[list[str]]:
     rows = []
     for mode in dict.fromkeys(x.get("startup", "real") for x in lines):
-        of = [x for x in lines if x.get("startup", "real") == mode and "policy" in x]
+        every = [x for x in lines if x.get("startup", "real") == mode and "policy" in x]
+        oracles = {_run_of(x): x["core_seconds"] for x in every if x["policy"] == "oracle"}
+        newest_oracle = [x for x in every if x["policy"] == "oracle"][-1:]
+        of = [x for x in every if x["policy"] != "oracle"] + newest_oracle
         peak = next((x["core_seconds"] for x in of if x["policy"] == "static-peak"), None)
-        ora = next((x["core_seconds"] for x in of if x["policy"] == "oracle"), None)
         delay = of[0].get("startup_delay_s") if of else None
         start = f"emulated, {_fmt(delay)} s" if mode == "emulated" else "real"
         for x in of:
+            ora = oracles.get(
+                _run_of(x), newest_oracle[0]["core_seconds"] if newest_oracle else None
+            )
             if "error" in x:
                 rows.append([x["trace"], start, x["policy"], f"failed: {x['error']}"]
                             + [""] * (8 if full else 3))  # fmt: skip
