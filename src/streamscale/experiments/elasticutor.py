@@ -283,24 +283,47 @@ def run(
         generators=s.nodes,
         seed=seed,
     )
-    results: dict[str, Any] = {"setup": asdict(s), "quick": quick, "seed": seed}
     sse_nodes = s.sse_nodes[len(s.sse_nodes) // 2] if quick else s.sse_nodes[-1]
-    specs: dict[tuple[Any, ...], tuple[Any, ...]] = {}
+    stock = _stock(sse_nodes, s, seed)
+    specs, rates = _plan(s, base, stock, sse_nodes, seed)
+    done, basis = _run_plan(specs, rates, s, base, seed, workers, headline_only=headline_only)
+    results: dict[str, Any] = {"setup": asdict(s), "quick": quick, "seed": seed}
+    results["capacity"] = {"micro": base.capacity(), "sse": stock.capacity()}
+    results.update(_micro_results(done, s, base, rates, basis))
+    results.update(_sse_results(done, s, stock, sse_nodes, rates))
+    results["targets"] = targets(results)
+    results["provenance"] = provenance(
+        "elasticutor",
+        quick=quick,
+        seed=seed,
+        custom=config is not None and config != setup(quick),
+        wall_s=time.perf_counter() - started,
+        commit=commit,
+    )
+    results["headline"] = [{**h, **results["provenance"]} for h in headline(results["targets"])]
+    _write(out, results, headline_only=headline_only)
+    return results
+
+
+Specs = dict[tuple[Any, ...], tuple[Any, ...]]
+
+
+def _plan(
+    s: Setup, base: MicroBenchmark, stock: StockExchange, sse_nodes: int, seed: int
+) -> tuple[Specs, dict[tuple[Any, ...], float]]:
+    """Every simulation but the sustained ones (they need two runs' results first), by
+    key, and the offered rates they run at."""
+    specs: Specs = {}
     # the longest runs first, so the worker processes finish together
     for policy in POLICIES:
-        specs[("sse", policy)] = ("sse", _stock(sse_nodes, s, seed), policy, s, seed)
+        specs[("sse", policy)] = ("sse", stock, policy, s, seed)
     for n in s.sse_nodes:
         if n != sse_nodes:
             specs[("scale", n)] = ("sse", _stock(n, s, seed), "elastic", s, seed)
     for per in s.sse_executor_sweep:
         for policy in ("naive-ec", "elastic"):
-            specs[("sse-y", per, policy)] = (
-                "sse",
-                _stock(sse_nodes, s, seed, per),
-                policy,
-                s,
-                seed,
-            )
+            specs[("sse-y", per, policy)] = ("sse", _stock(sse_nodes, s, seed, per), policy, s,
+                                             seed)  # fmt: skip
     # Fig. 7: the ω = 2 timeline after a warm-up of one shuffle period, so every
     # measured shuffle starts from the policy's steady state (RC's start-up
     # repartitioning at 32 nodes lasts ≈ 30 s)
@@ -311,39 +334,40 @@ def run(
             wl = replace(base, omega=float(omega))
             specs[("omega", omega, policy)] = ("micro", wl, policy, s, s.duration_s, seed)
     end = s.warmup_s + s.duration_s
-    offered_omegas = s.omegas if s.offered_omegas is None else s.offered_omegas
     rates: dict[tuple[Any, ...], float] = {}
-    for omega in offered_omegas:
+    for omega in s.omegas if s.offered_omegas is None else s.offered_omegas:
         wl = replace(base, omega=float(omega))
         rates[("omega", omega)] = offered_rate(wl, end, s.offered)
         for policy in POLICIES:
-            specs[("offered", omega, policy)] = (
-                "micro",
-                replace(wl, rate=rates[("omega", omega)], ramp_s=s.warmup_s),
-                policy,
-                s,
-                s.duration_s,
-                seed,
-            )
-    stock = _stock(sse_nodes, s, seed)
+            offered = replace(wl, rate=rates[("omega", omega)], ramp_s=s.warmup_s)
+            specs[("offered", omega, policy)] = ("micro", offered, policy, s, s.duration_s, seed)
     rates[("sse",)] = offered_rate(stock, s.warmup_s + s.sse_s, s.offered)
     for policy in POLICIES:
-        specs[("sse-offered", policy)] = (
-            "sse",
-            replace(stock, rate=rates[("sse",)], ramp_s=s.warmup_s),
-            policy,
-            s,
-            seed,
-        )
-    sweep = SWEEP
+        offered_sse = replace(stock, rate=rates[("sse",)], ramp_s=s.warmup_s)
+        specs[("sse-offered", policy)] = ("sse", offered_sse, policy, s, seed)
     for alpha in s.alphas:
-        for policy in sweep:
+        for policy in SWEEP:
             wl = replace(base, alpha=float(alpha), omega=2.0)
             specs[("alpha", alpha, policy)] = ("micro", wl, policy, s, s.sweep_s, seed)
     for size in s.state_bytes:
-        for policy in sweep:
+        for policy in SWEEP:
             wl = replace(base, state_bytes_per_shard=int(size), omega=2.0)
             specs[("state", size, policy)] = ("micro", wl, policy, s, s.sweep_s, seed)
+    return specs, rates
+
+
+def _run_plan(
+    specs: Specs,
+    rates: dict[tuple[Any, ...], float],
+    s: Setup,
+    base: MicroBenchmark,
+    seed: int,
+    workers: int,
+    *,
+    headline_only: bool,
+) -> tuple[dict[tuple[Any, ...], SimResult], str]:
+    """Run the plan (only the headline's runs with ``headline_only``), the sustained runs
+    added once their basis is known; the results by key and that basis policy."""
     # The sustained load needs RC's and Elasticutor's saturation throughput at the
     # top ω: those two runs go first, the rest (and the sustained runs) after them.
     top = max(s.omegas)
@@ -353,21 +377,64 @@ def run(
     top_wl = replace(base, omega=float(top))
     rates[("sustained",)] = s.sustained_share * done[("omega", top, basis)].throughput
     for policy in POLICIES:
-        specs[("sustained", policy)] = (
-            "micro",
-            replace(top_wl, rate=rates[("sustained",)], ramp_s=s.warmup_s),
-            policy,
-            s,
-            s.duration_s,
-            seed,
-        )
+        wl = replace(top_wl, rate=rates[("sustained",)], ramp_s=s.warmup_s)
+        specs[("sustained", policy)] = ("micro", wl, policy, s, s.duration_s, seed)
     keep = headline_runs(s.omegas, POLICIES) if headline_only else specs.keys()
     done.update(_run_all({k: v for k, v in specs.items() if k in keep}, workers))
+    return done, basis
+
+
+Done = dict[tuple[Any, ...], SimResult]
+
+
+def _micro_results(
+    done: Done, s: Setup, base: MicroBenchmark, rates: dict[tuple[Any, ...], float], basis: str
+) -> dict[str, Any]:
+    """The micro-benchmark's tables: the ω sweep (measured, offered, sustained), the ω = 2
+    timeline, its dips and reassignments, the skew and state sweeps."""
+    end = s.warmup_s + s.duration_s
+    top = max(s.omegas)
 
     def ceiling(**change: float) -> float:
         return replace(base, **change).hot_shard_ceiling(end)
 
-    results["capacity"] = {"micro": base.capacity(), "sse": stock.capacity()}
+    omega = _omega_results(done, s, base, rates, ceiling)
+    out = {k: omega.pop(k) for k in ("omega_sweep", "omega_offered")}  # the report's order
+    out["omega_sustained"] = [
+        {
+            **_row(done[("sustained", p)], omega=top, ceiling=ceiling(omega=float(top)),
+                   offered=rates[("sustained",)]),
+            "share": s.sustained_share,
+            "basis": basis,
+        }
+        for p in POLICIES
+        if ("sustained", p) in done
+    ]  # fmt: skip
+    out.update(omega)
+    out["skew_sweep"] = [
+        _row(done[("alpha", a, p)], alpha=a, ceiling=ceiling(alpha=float(a), omega=2.0))
+        for a in s.alphas
+        for p in SWEEP
+        if ("alpha", a, p) in done
+    ]
+    out["state_sweep"] = [
+        _row(done[("state", b, p)], state_kb_per_shard=b / _KB)
+        for b in s.state_bytes
+        for p in SWEEP
+        if ("state", b, p) in done
+    ]
+    return out
+
+
+def _omega_results(
+    done: Done,
+    s: Setup,
+    base: MicroBenchmark,
+    rates: dict[tuple[Any, ...], float],
+    ceiling: Any,
+) -> dict[str, Any]:
+    """Per ω and policy: the measured and offered rows; at ω = 2 the timeline, its dips
+    and the reassignment figures."""
     omega_rows: list[dict[str, Any]] = []
     offered_rows: list[dict[str, Any]] = []
     timeline: dict[str, list[dict[str, float]]] = {}
@@ -394,58 +461,38 @@ def run(
                 t_end = s.timeline_warmup_s + s.timeline_s
                 wl = replace(base, omega=float(omega))
                 measured = [t for t in wl.shuffle_times(t_end) if t >= s.timeline_warmup_s]
-                d = dips(tl.samples, measured, t_end)
-                dip_rows.append({"policy": policy, **d})
-                reassign.append(
-                    {
-                        "policy": policy,
-                        "moves": r.shard_moves,
-                        "remote_moves": r.remote_moves,
-                        "sync_ms_per_move": r.sync_ms_per_move,
-                        "transfer_ms_per_move": r.transfer_ms_per_move,
-                        "global_pauses": len(r.pause_s),
-                        "mean_pause_s": (sum(r.pause_s) / len(r.pause_s)) if r.pause_s else 0.0,
-                    }
-                )
-    results["omega_sweep"] = omega_rows
-    results["omega_offered"] = offered_rows
-    results["omega_sustained"] = [
-        {
-            **_row(
-                done[("sustained", p)],
-                omega=top,
-                ceiling=ceiling(omega=float(top)),
-                offered=rates[("sustained",)],
-            ),
-            "share": s.sustained_share,
-            "basis": basis,
-        }
-        for p in POLICIES
-        if ("sustained", p) in done
-    ]
-    results["timeline_omega2"] = timeline
-    results["dips_omega2"] = dip_rows
-    results["reassignment_omega2"] = reassign
-    results["skew_sweep"] = [
-        _row(
-            done[("alpha", a, p)],
-            alpha=a,
-            ceiling=ceiling(alpha=float(a), omega=2.0),
-        )
-        for a in s.alphas
-        for p in sweep
-        if ("alpha", a, p) in done
-    ]
-    results["state_sweep"] = [
-        _row(done[("state", b, p)], state_kb_per_shard=b / _KB)
-        for b in s.state_bytes
-        for p in sweep
-        if ("state", b, p) in done
-    ]
+                dip_rows.append({"policy": policy, **dips(tl.samples, measured, t_end)})
+                reassign.append(_reassignment(policy, r))
+    return {"omega_sweep": omega_rows, "omega_offered": offered_rows,
+            "timeline_omega2": timeline, "dips_omega2": dip_rows,
+            "reassignment_omega2": reassign}  # fmt: skip
 
+
+def _reassignment(policy: str, r: SimResult) -> dict[str, Any]:
+    return {
+        "policy": policy,
+        "moves": r.shard_moves,
+        "remote_moves": r.remote_moves,
+        "sync_ms_per_move": r.sync_ms_per_move,
+        "transfer_ms_per_move": r.transfer_ms_per_move,
+        "global_pauses": len(r.pause_s),
+        "mean_pause_s": (sum(r.pause_s) / len(r.pause_s)) if r.pause_s else 0.0,
+    }
+
+
+def _sse_results(
+    done: Done,
+    s: Setup,
+    stock: StockExchange,
+    sse_nodes: int,
+    rates: dict[tuple[Any, ...], float],
+) -> dict[str, Any]:
+    """The stock-exchange tables: per policy (measured, offered, timeline), naive against
+    elastic, the scalability sweep and the executors-per-operator sweep."""
     sse_ceiling = stock.hot_shard_ceiling(s.warmup_s + s.sse_s)
     sse_runs = {p: done[("sse", p)] for p in POLICIES}
-    results["sse"] = [
+    out: dict[str, Any] = {}
+    out["sse"] = [
         {
             **_row(r, nodes=sse_nodes, ceiling=sse_ceiling),
             "migration_mb_s": r.migration_mb_s,
@@ -453,7 +500,7 @@ def run(
         }
         for r in sse_runs.values()
     ]
-    results["sse_offered"] = [
+    out["sse_offered"] = [
         {
             **_row(done[("sse-offered", p)], nodes=sse_nodes, ceiling=sse_ceiling),
             "offered": rates[("sse",)],
@@ -461,7 +508,7 @@ def run(
         for p in POLICIES
         if ("sse-offered", p) in done
     ]
-    results["sse_timeline"] = {
+    out["sse_timeline"] = {
         p: [
             {"time": x.time, "throughput": x.throughput, "p99_ms": _finite(x.p99_ms)}
             for x in r.samples
@@ -469,37 +516,34 @@ def run(
         for p, r in sse_runs.items()
     }
     naive, ela = sse_runs["naive-ec"], sse_runs["elastic"]
-    results["naive_vs_elastic"] = {
+    out["naive_vs_elastic"] = {
         "naive_migration_mb_s": naive.migration_mb_s,
         "elastic_migration_mb_s": ela.migration_mb_s,
         "naive_remote_mb_s": naive.remote_mb_s,
         "elastic_remote_mb_s": ela.remote_mb_s,
         "nodes": sse_nodes,
     }
-    scale: list[dict[str, Any]] = []
-    for n in s.sse_nodes:
-        if n != sse_nodes and ("scale", n) not in done:
-            continue
-        r = ela if n == sse_nodes else done[("scale", n)]
-        scale.append(
-            {
-                "nodes": n,
-                "throughput": r.throughput,
-                "scheduler_ms": r.scheduler_ms,
-                "decisions": r.decisions,
-            }
-        )
-    results["scalability"] = scale
+    out["scalability"] = [
+        {"nodes": n, "throughput": r.throughput, "scheduler_ms": r.scheduler_ms,
+         "decisions": r.decisions}
+        for n in s.sse_nodes
+        if n == sse_nodes or ("scale", n) in done
+        for r in [ela if n == sse_nodes else done[("scale", n)]]
+    ]  # fmt: skip
+    out["sse_executors"] = _executor_sweep(done, s, sse_runs, sse_nodes)
+    return out
+
+
+def _executor_sweep(
+    done: Done, s: Setup, sse_runs: dict[str, SimResult], sse_nodes: int
+) -> list[dict[str, Any]]:
     y_rows: list[dict[str, Any]] = []
     for per in sorted({s.sse_nodes_per_executor, *s.sse_executor_sweep}):
         for policy in ("naive-ec", "elastic"):
             if per != s.sse_nodes_per_executor and ("sse-y", per, policy) not in done:
                 continue
-            r = (
-                sse_runs[policy]
-                if per == s.sse_nodes_per_executor
-                else done[("sse-y", per, policy)]
-            )
+            default = per == s.sse_nodes_per_executor
+            r = sse_runs[policy] if default else done[("sse-y", per, policy)]
             y_rows.append(
                 {
                     "executors_per_operator": max(1, sse_nodes // per),
@@ -507,21 +551,15 @@ def run(
                     "throughput": r.throughput,
                     "migration_mb_s": r.migration_mb_s,
                     "remote_mb_s": r.remote_mb_s,
-                    "default": per == s.sse_nodes_per_executor,
+                    "default": default,
                 }
             )
-    results["sse_executors"] = y_rows
-    results["targets"] = targets(results)
-    results["provenance"] = provenance(
-        "elasticutor",
-        quick=quick,
-        seed=seed,
-        custom=config is not None and config != setup(quick),
-        wall_s=time.perf_counter() - started,
-        commit=commit,
-    )
-    results["headline"] = [{**h, **results["provenance"]} for h in headline(results["targets"])]
+    return y_rows
 
+
+def _write(out: Path, results: dict[str, Any], *, headline_only: bool) -> None:
+    """``results.json``, ``results.md`` (the target figures only with ``headline_only``,
+    else the full report and its plots) and ``headline.jsonl``."""
     if headline_only:
         results["headline_only"] = True
         markdown = "# Elasticutor (paper 000, §5): target figures only\n\n" + markdown_table(
@@ -536,4 +574,3 @@ def run(
     write_results(out, results, markdown)
     lines = [json.dumps(h) for h in results["headline"]]
     (out / "headline.jsonl").write_text("\n".join(lines) + "\n")
-    return results
