@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import os
 import subprocess
 import sys
 from collections.abc import Callable
@@ -175,3 +176,21 @@ def test_a_processor_written_for_time_mode_none_runs_available_now(tmp_path: Pat
     assert clock("None").modes == frozenset({"None"})
     with pytest.raises(StreamscaleError, match="available_now with a processing-time"):
         clock("ProcessingTime")
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+def test_a_session_reads_the_bundled_sources_by_name() -> None:
+    """In a process of its own (no earlier registration): ``streamscale.session()``
+    registers the bundled sources, so Spark's reader finds them by format name."""
+    code = (
+        "import streamscale\n"
+        "spark = streamscale.session('local[1]')\n"
+        "for name in ('streamscale_generator', 'streamscale_nexmark'):\n"
+        "    print(name, spark.readStream.format(name).load().isStreaming)\n"
+    )
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=300, env=env)  # fmt: skip
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert res.stdout.split() == ["streamscale_generator", "True", "streamscale_nexmark", "True"]

@@ -138,7 +138,10 @@ def session(
 
     Python workers run the driver's interpreter, logs are quiet and Spark's web UI is off
     unless ``ui`` (:func:`~streamscale.runtime.spark.executors.session.build_session`).
-    Java 17+ is checked first, with a one-line error.
+    Java 17+ is checked first, with a one-line error. The registered Python sources (the
+    bundled generator and trace replay, ``streamscale_generator``; Nexmark,
+    ``streamscale_nexmark``; any other module's) are registered with it, so
+    ``spark.readStream.format(name)`` reads them.
 
     Parameters
     ----------
@@ -163,6 +166,7 @@ def session(
     streamscale.errors.StreamscaleError: executors: executors need a cluster master (spark://…), not local[2]
     """
     from streamscale.runtime.spark.executors.session import build_session
+    from streamscale.runtime.spark.sources.sources import register_sources
 
     settings: dict[str, str] = {}
     if executors is not None:
@@ -173,4 +177,5 @@ def session(
         master, app_name=app_name, shuffle_partitions=shuffle_partitions,
         conf=settings or None, log_level=log_level, ui=ui,
     )  # fmt: skip
+    register_sources(spark)
     return spark
