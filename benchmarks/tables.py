@@ -85,10 +85,13 @@ def _missing(bench: str, command: str) -> str:
 
 
 def autoscale() -> str:
-    """The newest full-length surge run's table, then the newest quick run's."""
+    """The newest full-length surge run's table, then the newest quick run's with real
+    and with emulated start-up."""
     full = latest_run("autoscale", lambda x: x.get("quick") is False)
-    quick = latest_run("autoscale", lambda x: x.get("quick") is True)
-    parts = [_autoscale(x, name) for x, name in ((full, "Full length"), (quick, "Quick")) if x]
+    quick = latest_run("autoscale", lambda x: x.get("quick") is True and _real(x))
+    emulated = latest_run("autoscale", lambda x: x.get("quick") is True and not _real(x))
+    runs = ((full, "Full length"), (quick, "Quick"), (emulated, "Quick, start-up emulated"))
+    parts = [_autoscale(x, name) for x, name in runs if x]
     return "\n\n".join(parts) or _missing("autoscale", "python benchmarks/bench_autoscale.py")
 
 
@@ -147,11 +150,14 @@ def _surge_head(line: Line, unit: str, *, warmup: bool = False) -> str:
     )
 
 
+def _real(x: Line) -> bool:
+    return x.get("startup", "real") == "real"
+
+
 def _autoscale(lines: list[Line], name: str) -> str:
     pol = [x for x in lines if "policy" in x]
     ratio = next((x for x in lines if x.get("figure") == "ratios"), {})
-    peak = next((x["core_seconds"] for x in pol if x["policy"] == "static-peak"
-                 and x.get("startup", "real") == "real"), None)  # fmt: skip
+    peak = next((x["core_seconds"] for x in pol if x["policy"] == "static-peak"), None)
     rows = [
         [
             _policy(x),
@@ -163,7 +169,7 @@ def _autoscale(lines: list[Line], name: str) -> str:
             _fmt(x.get("peak_executors")),
             f"{x.get('scale_ups', 0)} / {x.get('scale_downs', 0)}",
             f"{x['scale_ups_run']} / {x['scale_downs_run']}" if "scale_ups_run" in x else "–",
-            _fmt(x.get("reaction_tasks_s")),
+            _fmt(x.get("reaction_tasks_s")) if _real(x) else "–",  # emulated: started before
             _fmt(x.get("p99_ms")),
             _cpu(x),
         ]
