@@ -39,7 +39,7 @@ from streamscale.control import Controller, Policy
 from streamscale.control.policies import initial_plan, make_policy
 from streamscale.control.stimulus import InputLog
 from streamscale.errors import StreamscaleError
-from streamscale.model import Cluster, Node, Plan
+from streamscale.model import Cluster, Plan
 from streamscale.runtime.run_config import RUN_SETTINGS, RunParams, parse_params
 from streamscale.runtime.spark.compat.event_time import QueryClock
 from streamscale.runtime.spark.driver.drive import (
@@ -51,7 +51,7 @@ from streamscale.runtime.spark.driver.drive import (
     share_by_default,
 )
 from streamscale.runtime.spark.driver.fusion import fused_chains
-from streamscale.runtime.spark.driver.graph import JobGraph, merged_default_plan
+from streamscale.runtime.spark.driver.graph import JobGraph, local_cluster, merged_default_plan
 from streamscale.runtime.spark.driver.graph_batch import GraphBatch, GraphBatchBody, GraphTotals
 from streamscale.runtime.spark.driver.graph_control import GraphCollector, GraphRealizer
 from streamscale.runtime.spark.driver.history import RunHistory
@@ -156,8 +156,9 @@ def run_graph(
         Seed of randomized policies.
     cluster
         Nodes to plan for (``--cluster``); default: the executors' capacity with
-        ``resources``, else one node ``local`` with ``max(2, parallelism, keyed
-        instances) × 2`` slots.
+        ``resources``, else
+        :func:`~streamscale.runtime.spark.driver.graph.local_cluster` (``max(2,
+        parallelism, keyed instances) × 2`` slots).
     resources
         Executors to size from the plan (a cluster master), else the local cores.
     state_url
@@ -195,11 +196,9 @@ def run_graph(
     physical = int(sc.defaultParallelism)
     if resources is not None:
         cluster = resources.cluster()
-    elif cluster is None:  # units are tasks that queue on the cores: twice as many slots,
-        # and at least one per keyed instance (an elastic executor holds a core)
+    elif cluster is None:
         instances = sum(graph.topology.operator(n).instances for n in graph.keyed)
-        slots = max(2, physical, instances) * 2
-        cluster = Cluster.build([Node("local", cores=slots)])
+        cluster = local_cluster(physical=physical, instances=instances)
     run_params = parse_params(policy if isinstance(policy, str) else None, params)
     ctl_cfg = run_params.controller
     pol_params = share_by_default(policy, run_params.policy, resources)
