@@ -29,14 +29,14 @@ from streamscale.control.stimulus import InputLog
 from streamscale.formatting import jsonable
 from streamscale.model import Plan
 from streamscale.runtime.spark.compat.event_time import QueryClock
-from streamscale.runtime.spark.driver.drive import control_step
+from streamscale.runtime.spark.driver.drive import admitted_tuples, backlog_of, control_step
 from streamscale.runtime.spark.driver.fusion import offer
 from streamscale.runtime.spark.driver.graph import JobGraph, SinkOut, run_graph_batch
 from streamscale.runtime.spark.driver.graph_control import GraphCollector, GraphRealizer
 from streamscale.runtime.spark.driver.history import RunHistory
 from streamscale.runtime.spark.driver.metrics import imbalance
 from streamscale.runtime.spark.driver.operator import LinearStage, percentile, run_batch
-from streamscale.runtime.spark.driver.watch import SourceWatch
+from streamscale.runtime.spark.driver.watch import SourceWatch, admitted_offset
 from streamscale.runtime.spark.executors.resources import Resources
 from streamscale.runtime.spark.keyed.keyed import KeyedSpec, count_dead_letters, release, run_keyed
 from streamscale.runtime.spark.routing.realizer import SparkRealizer
@@ -44,7 +44,8 @@ from streamscale.runtime.spark.state.retention import prune_dead_letters
 from streamscale.runtime.spark.state.state import StateBackend, VersionIndex
 
 __all__ = [
-    "LINE_FIELDS", "GraphBatch", "GraphBatchBody", "GraphTotals", "batch_figures", "op_cores",
+    "LINE_FIELDS", "GraphBatch", "GraphBatchBody", "GraphTotals", "SourceProbe", "batch_figures",
+    "op_cores",
 ]  # fmt: skip
 
 
@@ -160,6 +161,48 @@ def _initial(fn: Any, batch_id: int) -> Any:
 
 
 @dataclass
+class SourceProbe:
+    """What the driver reads of the running query's source, for the collector (the
+    backlog, the offered rate in keyed rows) and the watch (the tuples a batch admitted).
+
+    ``offered`` is what the source offered so far (``None``: unknown, a caller's
+    DataFrame that declared no source); ``query`` is set each time the run starts its
+    query; the batch body sets ``taken`` (the rows the running batch took from the
+    source) and ``rows_per_tuple`` (the first keyed operator's rows per source tuple in
+    the last batch that admitted any: the watch's rates are the source's tuples, the
+    collector plans in rows).
+    """
+
+    spark_dir: Path | None = None
+    offered: Callable[[float], float] | None = None
+    watch: SourceWatch | None = None
+    query: Any = None
+    taken: int = 0
+    rows_per_tuple: float = 1.0
+
+    def _admitted(self) -> dict[str, Any] | None:
+        return None if self.spark_dir is None else admitted_offset(self.spark_dir)
+
+    def backlog(self) -> float:
+        """Tuples waiting at the source beyond the running batch (0 before the query)."""
+        if self.query is None:
+            return 0.0
+        admitted = self._admitted() if self.offered else None
+        return backlog_of(self.query, self.taken, offered=self.offered, admitted=admitted)
+
+    def offered_rows(self) -> float | None:
+        """The watch's offered rate in keyed rows (``None``: not measured)."""
+        rate = None if self.watch is None else self.watch.rate
+        return None if rate is None else rate * self.rows_per_tuple
+
+    def batch_tuples(self) -> int | None:
+        """Source tuples the running batch admitted (``None``: unknown)."""
+        if self.query is None or self.offered is None:
+            return None
+        return admitted_tuples(self.query, self._admitted())
+
+
+@dataclass
 class GraphBatchBody:
     """The ``foreachBatch`` function of a graph run, and what its batches share.
 
@@ -167,8 +210,8 @@ class GraphBatchBody:
     linear job's, :func:`~streamscale.runtime.spark.driver.operator.linear_stage`) the graph's one
     keyed operator runs with the stateless operators after it and the file sinks inside
     its reduce tasks (:func:`~streamscale.runtime.spark.driver.operator.run_batch`) instead of
-    operator by operator. ``taken`` (rows the
-    running batch took from the source, for the backlog), ``last_end`` (run seconds at
+    operator by operator. ``probe`` (what the running batch took from the source, for
+    the backlog), ``last_end`` (run seconds at
     the previous batch's end), ``seen_requests`` (the watch's mid-batch requests
     already recorded), ``schemas`` (derived output schemas and stateless UDFs) and
     ``routes`` (routing columns) carry from one batch to the next.
@@ -207,14 +250,11 @@ class GraphBatchBody:
     chains: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     #: each keyed operator's routing columns by input schema and plan (built once)
     routes: dict[str, dict[tuple[Any, ...], tuple[Any, ...]]] = field(default_factory=dict)
-    #: source tuples the running batch admitted (``None``: unknown; the watch then
-    #: counts the first keyed operator's rows on the job's own source, nothing else)
-    batch_tuples: Callable[[], int | None] | None = None
+    #: the running query's source: the batch records what it took there, and reads the
+    #: source tuples the batch admitted (unknown: the watch then counts the first keyed
+    #: operator's rows on the job's own source, nothing else)
+    probe: SourceProbe = field(default_factory=SourceProbe)
     own_source: bool = True
-    #: the first keyed operator's rows per source tuple in the last batch that admitted
-    #: any (the watch's rates are the source's tuples; the collector plans in rows)
-    rows_per_tuple: float = 1.0
-    taken: int = 0
     last_end: float = 0.0
     seen_requests: int = 0
 
@@ -322,7 +362,7 @@ class GraphBatchBody:
         gone = prune_dead_letters(self.dead_dir, self.dead_letters_max_mb * 2**20) if dead else 0
         self.totals.pruned += gone
         first_rows = rows.get(graph.keyed[0], 0)
-        self.taken = first_rows + dead
+        self.probe.taken = first_rows + dead
         ended = self.clock()
         for name, stats in observed.items():
             self.collector.observe(name, stats, now=ended)
@@ -461,9 +501,9 @@ class GraphBatchBody:
             return
         tasks = [t for st in observed.values() for t in st.tasks]
         # the watch counts the source's tuples (what it offers), not the keyed rows
-        tuples = None if self.batch_tuples is None else self.batch_tuples()
+        tuples = self.probe.batch_tuples()
         if tuples:
-            self.rows_per_tuple = rows / tuples
+            self.probe.rows_per_tuple = rows / tuples
         count = tuples if tuples is not None else rows if self.own_source else 0
         watch.live.observe(
             rows=count, busy_s=sum(t.busy_s for t in tasks),
