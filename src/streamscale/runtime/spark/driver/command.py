@@ -22,7 +22,7 @@ from typing import Any
 
 from streamscale.model import Cluster
 from streamscale.runtime.run_config import RunConfig, parse_params
-from streamscale.runtime.spark.driver.dag import run_graph
+from streamscale.runtime.spark.driver.dag import GraphResult, run_graph
 from streamscale.runtime.spark.driver.graph import JobGraph
 from streamscale.runtime.spark.driver.graph_batch import GraphBatch
 from streamscale.runtime.spark.driver.job import Job, linear_shape
@@ -123,9 +123,30 @@ def run_command(
             exporter.close()
         if owned:
             spark.stop()
+    return _summary(
+        res, graph, config, linear=linear is not None, limit=limit,
+        wall_s=time.monotonic() - t0, checkpoint=ckpt, out_dir=out_dir,
+        metrics_url=None if exporter is None else exporter.url,
+    )  # fmt: skip
+
+
+def _summary(
+    res: GraphResult,
+    graph: JobGraph,
+    config: RunConfig,
+    *,
+    linear: bool,
+    limit: float,
+    wall_s: float,
+    checkpoint: Path,
+    out_dir: Path | None,
+    metrics_url: str | None,
+) -> dict[str, Any]:
+    """The run's summary: rows in and out, the last plan's cores, throughput against the
+    physical ``limit`` (a linear job's; else NaN), latency, time and where it wrote."""
     last = res.batches[-1].cores if res.batches else {}
     return {
-        "job": name,
+        "job": graph.topology.name,
         "policy": config.policy,
         "batches": res.count,
         "rows": res.keyed_rows.get(graph.keyed[0], 0),
@@ -141,9 +162,9 @@ def run_command(
         "dead_letters": res.dead_letters,
         "busy_s": res.busy_s,
         "cpu_s": res.cpu_s,
-        "wall_s": time.monotonic() - t0,
-        "checkpoint": str(ckpt),
-        "state_url": config.state_url or str(ckpt / "state"),
+        "wall_s": wall_s,
+        "checkpoint": str(checkpoint),
+        "state_url": config.state_url or str(checkpoint / "state"),
         "out": str(out_dir) if out_dir else None,
-        **({"metrics_url": exporter.url} if exporter is not None else {}),
+        **({"metrics_url": metrics_url} if metrics_url is not None else {}),
     }
