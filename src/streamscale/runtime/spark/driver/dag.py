@@ -132,7 +132,6 @@ def run_graph(
     resources: Resources | None = None,
     state_url: str | None = None,
     available_now: bool = RUN_SETTINGS["available_now"].default,
-    linear: Job | None = None,
     fuse: bool = True,
 ) -> GraphResult:
     """Run ``graph`` for ``duration_s`` seconds (or ``max_batches`` batches).
@@ -142,7 +141,11 @@ def run_graph(
     spark
         A SparkSession.
     graph
-        The job graph.
+        The job graph. One a linear job built (``Job.graph``: ``graph.linear``) runs its
+        keyed operator with the stateless operators after it and its file sinks inside
+        the reduce tasks (:func:`~streamscale.runtime.spark.driver.operator.linear_stage`),
+        the controller sees the job's snapshot (every operator of the chain) and a failed
+        batch names the keyed operator.
     duration_s
         Wall seconds until the query is stopped.
     checkpoint
@@ -183,12 +186,6 @@ def run_graph(
         Process what the source holds when the run starts, then the batches without
         input that Spark would run to advance the watermark and fire timers, then
         stop (as ``trigger(availableNow=True)``); ``duration_s`` still bounds the run.
-    linear
-        The linear job ``graph`` was built from (``Job.graph``): its keyed operator runs
-        with the stateless operators after it and its file sinks inside the reduce tasks
-        (:func:`~streamscale.runtime.spark.driver.operator.linear_stage`), the controller
-        sees the job's snapshot (every operator of the chain) and a failed batch names
-        the keyed operator.
     fuse
         Run each chain of declarative aggregations on one key in its first operator's
         reduce tasks (:func:`~streamscale.runtime.spark.driver.fusion.fused_chains`);
@@ -209,9 +206,9 @@ def run_graph(
     source_df, clock_ = _source(ctx, source_df, available_now=available_now)
     _warm(ctx)
     body = _body(
-        ctx, clock_, out=out, on_batch=on_batch, max_batches=max_batches, linear=linear, fuse=fuse
+        ctx, clock_, out=out, on_batch=on_batch, max_batches=max_batches, fuse=fuse
     )  # fmt: skip
-    _drive(ctx, body, source_df, duration_s=duration_s, available_now=available_now, linear=linear)
+    _drive(ctx, body, source_df, duration_s=duration_s, available_now=available_now)
     return _result(body, ctx.dead_dir)
 
 
@@ -437,13 +434,14 @@ def _body(
     out: Path | None,
     on_batch: Callable[[GraphBatch], None] | None,
     max_batches: int | None,
-    linear: Job | None,
     fuse: bool,
 ) -> GraphBatchBody:
     """The batch body with the collector, the controller (its inputs logged), the run's
     history and, with ``out``, the metrics file, whose line is written before
-    ``on_batch`` sees the batch."""
+    ``on_batch`` sees the batch; a linear job's keyed stage (``graph.linear``) runs its
+    chain fused."""
     graph, chosen, keyed, watched = ctx.graph, ctx.chosen, ctx.keyed, ctx.watched
+    linear: Job | None = graph.linear
     ctl_cfg = chosen.run_params.controller
     collector = GraphCollector(
         graph.topology,
@@ -480,7 +478,7 @@ def _body(
         history=RunHistory(), totals=GraphTotals(), on_batch=each, max_batches=max_batches,
         start=time.monotonic(), policy=chosen.name,
         stage=None if linear is None else linear_stage(linear, keyed.backend, ctx.base),
-        console=_console(graph, linear), probe=watched.probe, own_source=watched.own_source,
+        console=_console(linear), probe=watched.probe, own_source=watched.own_source,
         chains=fused_chains(graph, enabled=fuse and linear is None),
     )  # fmt: skip
 
@@ -492,13 +490,13 @@ def _drive(
     *,
     duration_s: float,
     available_now: bool,
-    linear: Job | None,
 ) -> None:
     """Run the query through ``body`` until it is done or ``duration_s`` passed, the
     watch running beside it. ``available_now``: the query again while its last run asked
     Spark for another batch (the query's clock ticked). A failed batch names the
     topology, or a linear job's keyed operator."""
     graph, watch, clock_ = ctx.graph, ctx.watched.watch, body.clock_
+    linear: Job | None = graph.linear
     item = f"topology {graph.topology.name}" if linear is None else f"operator {linear.keyed}"
     stop_at = time.monotonic() + duration_s
     if watch is not None:
@@ -555,7 +553,7 @@ def _declared_output(fn: Any) -> Any:
     return T._parse_datatype_string(declared) if isinstance(declared, str) else declared
 
 
-def _console(graph: JobGraph, linear: Job | None) -> dict[str, int]:
+def _console(linear: Job | None) -> dict[str, int]:
     """Keyed operators whose tasks' sample outputs are printed (a linear job's console
     sinks; a graph's console sinks print through Spark)."""
     if linear is None or not any(s.format == "console" for s in linear.sinks):

@@ -82,7 +82,13 @@ class GraphNode:
 
 @dataclass(frozen=True, slots=True)
 class JobGraph:
-    """A runnable DAG. Build with :meth:`build` or :meth:`from_yaml`."""
+    """A runnable DAG. Build with :meth:`build` or :meth:`from_yaml`.
+
+    ``linear``: the linear job (a :class:`~streamscale.runtime.spark.driver.job.Job`) the
+    graph was built from by its :meth:`~streamscale.runtime.spark.driver.job.Job.graph`,
+    whose keyed operator's stage then runs the stateless operators after it and the file
+    sinks in its reduce tasks; ``None``: every operator on its own.
+    """
 
     topology: Topology
     source: str
@@ -93,6 +99,7 @@ class JobGraph:
     source_options: Mapping[str, str] = field(default_factory=dict)
     trigger_s: float = TRIGGER_S.default
     source_class: type | None = None
+    linear: Any = None
 
     @property
     def keyed(self) -> tuple[str, ...]:

@@ -160,7 +160,7 @@ def run_job(
         spark, job.graph(), duration_s=duration_s, checkpoint=checkpoint, out=out,
         max_batches=max_batches, plan=plan, on_batch=on_batch, policy=policy,
         params=run_params, seed=run_seed(seed), cluster=cluster, resources=resources,
-        state_url=state_url, linear=job,
+        state_url=state_url,
     )  # fmt: skip
     limit = physical_limit(job, cores)
     return RunResult(
