@@ -137,7 +137,7 @@ def run(
     from streamscale.runtime.spark.driver.metrics import live_table
 
     # what cannot run is named before Spark starts
-    graph, linear = load_job(job_file, cfg)
+    graph = load_job(job_file, cfg)
     cluster = load_cluster(Path(cfg.cluster)) if cfg.cluster is not None else None
     for path, option in ((out_dir, "--out"), (checkpoint, "--checkpoint")):
         if path is not None:
@@ -160,7 +160,6 @@ def run(
     try:
         summary = run_command(
             graph,
-            linear,
             cfg,
             cluster=cluster,
             checkpoint=checkpoint,

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -69,3 +70,38 @@ def test_admitted_tuples_is_the_running_batchs_span_of_the_source() -> None:
     assert admitted_tuples(q, {"0": 12}) is None  # offsets without a seq (a file source)
     assert admitted_tuples(_Query(None), {"seq": 10}) is None  # a first batch: no progress
     assert admitted_tuples(_progress({"0": 5}), {"seq": 10}) is None
+
+
+@dataclass
+class _Watch:
+    """What the probe reads of the watch: the source's offered rate (tuples/s)."""
+
+    rate: float | None
+
+
+def test_the_source_probe_reads_the_running_query_and_what_its_batch_took(
+    tmp_path: Path,
+) -> None:
+    from streamscale.runtime.spark.driver.graph_batch import SourceProbe
+
+    offered = source_offered("streamscale_generator", {"rate": "200"})
+    spark_dir = tmp_path / "spark"
+    probe = SourceProbe(spark_dir=spark_dir, offered=offered, watch=_Watch(50.0))
+    # before the query starts: no backlog, no admitted tuples
+    assert probe.backlog() == 0.0 and probe.batch_tuples() is None
+    t0 = time.time() - 10.0
+    probe.query = _progress({"seq": 1500, "t0": t0})
+    probe.taken = 300
+    # no offset log yet: the previous batch's end plus the rows taken
+    assert probe.backlog() == pytest.approx(2000 - 1500 - 300, abs=2)
+    assert probe.batch_tuples() is None
+    (spark_dir / "offsets").mkdir(parents=True)
+    (spark_dir / "offsets" / "0").write_text(f'v1\n{{}}\n{{"seq": 1600, "t0": {t0}}}\n')
+    assert probe.batch_tuples() == 100
+    want = backlog_of(probe.query, 300, offered=offered, admitted={"seq": 1600, "t0": t0})
+    assert probe.backlog() == pytest.approx(want, abs=2 * 3.0)
+    # the watch's rate in keyed rows: the rows per tuple the body recorded
+    probe.rows_per_tuple = 3.0
+    assert probe.offered_rows() == 150.0
+    assert SourceProbe(watch=_Watch(None)).offered_rows() is None
+    assert SourceProbe(spark_dir=spark_dir).batch_tuples() is None  # nothing offered

@@ -323,3 +323,15 @@ def test_each_sink_is_one_spark_action_counting_what_it_wrote(spark, tmp_path) -
         if path:
             got = pd.read_parquet(tmp_path / path / "batch_id=3")
             assert sorted(got["seq"]) == sorted(want["seq"])
+
+
+def test_the_local_cluster_has_two_slots_a_core_and_one_a_keyed_instance() -> None:
+    from streamscale.runtime.spark.driver.graph import local_cluster
+
+    def slots(physical: int, instances: int) -> int:
+        return local_cluster(physical=physical, instances=instances).total_cores
+
+    assert slots(2, 1) == 4  # local[2]
+    assert slots(1, 1) == 4  # at least two cores' worth
+    assert slots(2, 6) == 12  # every keyed instance holds a core
+    assert [n.name for n in local_cluster(physical=4, instances=1).nodes] == ["local"]

@@ -22,7 +22,7 @@ from typing import Any
 
 from streamscale.model import Cluster
 from streamscale.runtime.run_config import RunConfig, parse_params
-from streamscale.runtime.spark.driver.dag import run_graph
+from streamscale.runtime.spark.driver.dag import GraphResult, run_graph
 from streamscale.runtime.spark.driver.graph import JobGraph
 from streamscale.runtime.spark.driver.graph_batch import GraphBatch
 from streamscale.runtime.spark.driver.job import Job, linear_shape
@@ -31,21 +31,19 @@ from streamscale.runtime.spark.driver.runner import linear_setup, physical_limit
 __all__ = ["load_job", "run_command"]
 
 
-def load_job(job_file: Path, config: RunConfig) -> tuple[JobGraph, Job | None]:
-    """The job file as a graph and, when it has the linear shape and the run is not
-    bounded, as the linear job that runs on the fused data path; an error names what
-    cannot run (before anything starts)."""
+def load_job(job_file: Path, config: RunConfig) -> JobGraph:
+    """The job file as a graph: when it has the linear shape and the run is not bounded,
+    the linear job's (:meth:`~streamscale.runtime.spark.driver.job.Job.graph`, whose keyed stage runs the fused data path); an
+    error names what cannot run (before anything starts)."""
     from streamscale.model.io import load_topology
 
     if not config.available_now and linear_shape(load_topology(job_file)):
-        linear = Job.from_yaml(job_file)
-        return linear.graph(), linear
-    return JobGraph.from_yaml(job_file), None
+        return Job.from_yaml(job_file).graph()
+    return JobGraph.from_yaml(job_file)
 
 
 def run_command(
     graph: JobGraph,
-    linear: Job | None,
     config: RunConfig,
     *,
     cluster: Cluster | None = None,
@@ -53,8 +51,7 @@ def run_command(
     out_dir: Path | None,
     on_batch: Callable[[GraphBatch], None] | None = None,
 ) -> dict[str, Any]:
-    """Run the job (:func:`load_job`'s ``graph`` and ``linear``) as ``config`` says; the
-    run's summary.
+    """Run the job (:func:`load_job`'s ``graph``) as ``config`` says; the run's summary.
 
     ``cluster``: the nodes of ``config.cluster``, read by the caller (None: the executors'
     capacity on a cluster master, else the local cores). ``checkpoint`` defaults to
@@ -106,6 +103,7 @@ def run_command(
     try:
         params = parse_params(config.policy, config.params)
         plan = None
+        linear: Job | None = graph.linear
         if linear is not None:
             cluster, plan, cores, params = linear_setup(
                 spark, linear, config.policy, params, cluster=cluster, resources=resources
@@ -116,22 +114,44 @@ def run_command(
             checkpoint=ckpt, out=out_dir, max_batches=config.max_batches, plan=plan,
             on_batch=each, policy=config.policy, params=params, seed=config.seed,
             cluster=cluster, resources=resources, state_url=config.state_url,
-            available_now=config.available_now, linear=linear,
+            available_now=config.available_now,
         )  # fmt: skip
     finally:
         if exporter is not None:
             exporter.close()
         if owned:
             spark.stop()
+    return _summary(
+        res, graph, config, limit=limit,
+        wall_s=time.monotonic() - t0, checkpoint=ckpt, out_dir=out_dir,
+        metrics_url=None if exporter is None else exporter.url,
+    )  # fmt: skip
+
+
+def _summary(
+    res: GraphResult,
+    graph: JobGraph,
+    config: RunConfig,
+    *,
+    limit: float,
+    wall_s: float,
+    checkpoint: Path,
+    out_dir: Path | None,
+    metrics_url: str | None,
+) -> dict[str, Any]:
+    """The run's summary: rows in and out, the last plan's cores, throughput against the
+    physical ``limit`` (a linear job's; else NaN), latency, time and where it wrote."""
     last = res.batches[-1].cores if res.batches else {}
     return {
-        "job": name,
+        "job": graph.topology.name,
         "policy": config.policy,
         "batches": res.count,
         "rows": res.keyed_rows.get(graph.keyed[0], 0),
         "keyed_rows": {k: res.keyed_rows.get(k, 0) for k in graph.keyed},
         # a linear job's sinks are written inside its keyed tasks: counted in out_rows
-        "sink_rows": {} if linear else {s: res.sink_rows.get(s, 0) for s in graph.sinks},
+        "sink_rows": {}
+        if graph.linear is not None
+        else {s: res.sink_rows.get(s, 0) for s in graph.sinks},
         "cores_last": dict(last),
         "throughput": res.throughput,
         "physical_limit": limit,
@@ -141,9 +161,9 @@ def run_command(
         "dead_letters": res.dead_letters,
         "busy_s": res.busy_s,
         "cpu_s": res.cpu_s,
-        "wall_s": time.monotonic() - t0,
-        "checkpoint": str(ckpt),
-        "state_url": config.state_url or str(ckpt / "state"),
+        "wall_s": wall_s,
+        "checkpoint": str(checkpoint),
+        "state_url": config.state_url or str(checkpoint / "state"),
         "out": str(out_dir) if out_dir else None,
-        **({"metrics_url": exporter.url} if exporter is not None else {}),
+        **({"metrics_url": metrics_url} if metrics_url is not None else {}),
     }

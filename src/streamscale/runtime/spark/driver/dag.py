@@ -39,35 +39,52 @@ from streamscale.control import Controller, Policy
 from streamscale.control.policies import initial_plan, make_policy
 from streamscale.control.stimulus import InputLog
 from streamscale.errors import StreamscaleError
-from streamscale.model import Cluster, Node, Plan
+from streamscale.model import Cluster, Plan
 from streamscale.runtime.run_config import RUN_SETTINGS, RunParams, parse_params
 from streamscale.runtime.spark.compat.event_time import QueryClock
 from streamscale.runtime.spark.driver.drive import (
-    admitted_tuples,
-    backlog_of,
     drive_query,
     register_graph_source,
     run_seed,
     share_by_default,
 )
 from streamscale.runtime.spark.driver.fusion import fused_chains
-from streamscale.runtime.spark.driver.graph import JobGraph, merged_default_plan
-from streamscale.runtime.spark.driver.graph_batch import GraphBatch, GraphBatchBody, GraphTotals
+from streamscale.runtime.spark.driver.graph import JobGraph, local_cluster, merged_default_plan
+from streamscale.runtime.spark.driver.graph_batch import (
+    GraphBatch,
+    GraphBatchBody,
+    GraphTotals,
+    SourceProbe,
+)
 from streamscale.runtime.spark.driver.graph_control import GraphCollector, GraphRealizer
 from streamscale.runtime.spark.driver.history import RunHistory
 from streamscale.runtime.spark.driver.job import Job
 from streamscale.runtime.spark.driver.metrics import MetricsWriter
 from streamscale.runtime.spark.driver.operator import linear_stage
-from streamscale.runtime.spark.driver.watch import admitted_offset, make_watch, warm_keyed_path
+from streamscale.runtime.spark.driver.watch import SourceWatch, make_watch, warm_keyed_path
 from streamscale.runtime.spark.executors.resources import Resources, is_cluster_master
 from streamscale.runtime.spark.executors.session import require_classic
 from streamscale.runtime.spark.executors.warm import warm_up
 from streamscale.runtime.spark.keyed.keyed import KeyedSpec, count_dead_letters
 from streamscale.runtime.spark.routing.realizer import SparkRealizer
 from streamscale.runtime.spark.sources.source_registry import source_offered
-from streamscale.runtime.spark.state.state import VersionIndex, check_layout, state_backend
+from streamscale.runtime.spark.state.state import (
+    StateBackend,
+    VersionIndex,
+    check_layout,
+    state_backend,
+)
+from streamscale.settings import Frozen
 
-__all__ = ["GraphBatch", "GraphResult", "run_graph"]
+__all__ = [
+    "GraphBatch",
+    "GraphResult",
+    "KeyedState",
+    "PlanAndPolicy",
+    "RunContext",
+    "Watched",
+    "run_graph",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,7 +132,6 @@ def run_graph(
     resources: Resources | None = None,
     state_url: str | None = None,
     available_now: bool = RUN_SETTINGS["available_now"].default,
-    linear: Job | None = None,
     fuse: bool = True,
 ) -> GraphResult:
     """Run ``graph`` for ``duration_s`` seconds (or ``max_batches`` batches).
@@ -125,15 +141,18 @@ def run_graph(
     spark
         A SparkSession.
     graph
-        The job graph.
+        The job graph. One a linear job built (``Job.graph``: ``graph.linear``) runs its
+        keyed operator with the stateless operators after it and its file sinks inside
+        the reduce tasks (:func:`~streamscale.runtime.spark.driver.operator.linear_stage`),
+        the controller sees the job's snapshot (every operator of the chain) and a failed
+        batch names the keyed operator.
     duration_s
         Wall seconds until the query is stopped.
     checkpoint
         Spark's offsets (``spark/``) and every keyed operator's state (``state/``).
     out
         Base of relative sink paths and of ``dead_letters/`` (default: ``checkpoint``);
-        when given, each batch's line (:meth:`GraphBatch.to_json
-        <streamscale.runtime.spark.driver.graph_batch.GraphBatch.to_json>`) goes to
+        when given, each batch's line (``GraphBatch.to_json``) goes to
         ``out/metrics.jsonl`` (rotated as the output settings say).
     max_batches
         Stop once this many batches committed (a batch Spark already started when the
@@ -143,8 +162,8 @@ def run_graph(
     on_batch
         Called in the driver after each batch committed.
     source_df
-        A streaming DataFrame to read instead of the source operator's format
-        and options (any ``spark.readStream`` source).
+        A streaming DataFrame (any ``spark.readStream`` source) to read instead of the
+        source operator's.
     policy
         ``static`` (a fixed plan), a policy name or a policy object; it plans every
         keyed operator after each batch.
@@ -156,26 +175,17 @@ def run_graph(
         Seed of randomized policies.
     cluster
         Nodes to plan for (``--cluster``); default: the executors' capacity with
-        ``resources``, else one node ``local`` with ``max(2, parallelism, keyed
-        instances) × 2`` slots.
+        ``resources``, else :func:`~streamscale.runtime.spark.driver.graph.local_cluster`.
     resources
         Executors to size from the plan (a cluster master), else the local cores.
     state_url
-        Where every keyed operator's state lives (any backend URL: a path,
-        ``file://DIR?fsync=1``, ``s3://bucket/prefix?endpoint=…``); default
-        ``checkpoint/state``. On a cluster of several hosts it must be a store every
-        executor reaches.
+        Where every keyed operator's state lives (a path or any backend URL,
+        ``s3://bucket/prefix?endpoint=…``); default ``checkpoint/state``. On several
+        hosts it must be a store every executor reaches.
     available_now
         Process what the source holds when the run starts, then the batches without
         input that Spark would run to advance the watermark and fire timers, then
         stop (as ``trigger(availableNow=True)``); ``duration_s`` still bounds the run.
-    linear
-        The linear job ``graph`` was built from (:meth:`Job.graph
-        <streamscale.runtime.spark.driver.job.Job.graph>`): its keyed operator runs with the
-        stateless operators after it and its file sinks inside the reduce tasks
-        (:func:`~streamscale.runtime.spark.driver.operator.linear_stage`), the controller sees
-        the job's snapshot (:class:`~streamscale.runtime.spark.driver.collector.SparkCollector`,
-        every operator of the chain) and a failed batch names the keyed operator.
     fuse
         Run each chain of declarative aggregations on one key in its first operator's
         reduce tasks (:func:`~streamscale.runtime.spark.driver.fusion.fused_chains`);
@@ -188,20 +198,127 @@ def run_graph(
         was committed and running again on ``checkpoint`` retries it.
     """
     require_classic(spark)
-    checkpoint = Path(checkpoint)
+    ctx = _context(
+        spark, graph, checkpoint=Path(checkpoint), out=out, plan=plan, policy=policy,
+        params=params, seed=seed, cluster=cluster, resources=resources, state_url=state_url,
+        own_source=source_df is None,  # else the caller's DataFrame, not graph.source_format
+    )  # fmt: skip
+    source_df, clock_ = _source(ctx, source_df, available_now=available_now)
+    _warm(ctx)
+    body = _body(
+        ctx, clock_, out=out, on_batch=on_batch, max_batches=max_batches, fuse=fuse
+    )  # fmt: skip
+    _drive(ctx, body, source_df, duration_s=duration_s, available_now=available_now)
+    return _result(body, ctx.dead_dir)
+
+
+@dataclass(frozen=True, slots=True)
+class PlanAndPolicy:
+    """What a run plans with: the cluster planned for, the first plan, the policy, its
+    name (the batch lines'), the parsed settings (the policy's own as ``policy_params``,
+    ``share_cores`` derived) and the seed."""
+
+    cluster: Cluster
+    plan: Plan
+    policy: Policy
+    name: str
+    run_params: RunParams
+    policy_params: Frozen
+    seed: int
+
+
+@dataclass(frozen=True, slots=True)
+class KeyedState:
+    """Every keyed operator's spec, state version index and routing realizer, over one
+    state backend."""
+
+    backend: StateBackend
+    specs: Mapping[str, KeyedSpec]
+    indexes: Mapping[str, VersionIndex]
+    realizers: Mapping[str, SparkRealizer]
+
+
+@dataclass(frozen=True, slots=True)
+class Watched:
+    """The run's view of its source: the watch (``None``: nothing to watch), the source
+    options it adds, the probe the collector and the batch body read, and whether the
+    source is the job's own (not a caller's DataFrame)."""
+
+    watch: SourceWatch | None
+    options: Mapping[str, str]
+    probe: SourceProbe
+    own_source: bool
+
+
+@dataclass(frozen=True, slots=True)
+class RunContext:
+    """One run of a job graph as :func:`run_graph` assembles it before its query starts:
+    the session and graph, where it writes (``base``: sinks and ``dead_letters/``), the
+    local cores, the executors, the plan and policy, the keyed state and the watch."""
+
+    spark: Any
+    graph: JobGraph
+    checkpoint: Path
+    base: Path
+    dead_dir: str
+    physical: int
+    resources: Resources | None
+    chosen: PlanAndPolicy
+    keyed: KeyedState
+    watched: Watched
+
+
+def _context(
+    spark: Any,
+    graph: JobGraph,
+    *,
+    checkpoint: Path,
+    out: Path | None,
+    plan: Plan | None,
+    policy: str | Policy,
+    params: Mapping[str, Any] | RunParams | None,
+    seed: int | None,
+    cluster: Cluster | None,
+    resources: Resources | None,
+    state_url: str | None,
+    own_source: bool,
+) -> RunContext:
+    """The run assembled from its steps: plan and policy, keyed state, the watch."""
     base = Path(out) if out is not None else checkpoint
-    dead_dir = str((base / "dead_letters").resolve())
-    sc = spark.sparkContext
-    physical = int(sc.defaultParallelism)
+    physical = int(spark.sparkContext.defaultParallelism)
+    chosen = _plan_and_policy(
+        graph, policy, params, physical=physical, seed=seed, plan=plan, cluster=cluster,
+        resources=resources,
+    )  # fmt: skip
+    keyed = _keyed_state(graph, state_backend(state_url or checkpoint / "state"), chosen.plan)
+    return RunContext(
+        spark=spark, graph=graph, checkpoint=checkpoint, base=base,
+        dead_dir=str((base / "dead_letters").resolve()), physical=physical,
+        resources=resources, chosen=chosen, keyed=keyed,
+        watched=_watch(spark, graph, chosen, resources, checkpoint, own_source=own_source),
+    )  # fmt: skip
+
+
+def _plan_and_policy(
+    graph: JobGraph,
+    policy: str | Policy,
+    params: Mapping[str, Any] | RunParams | None,
+    *,
+    physical: int,
+    seed: int | None,
+    plan: Plan | None,
+    cluster: Cluster | None,
+    resources: Resources | None,
+) -> PlanAndPolicy:
+    """The cluster (the executors' capacity, the one given, else :func:`local_cluster`),
+    the settings parsed once, the policy and the first plan (the one given, else the
+    policy's initial plan; ``static`` and a policy object: :func:`merged_default_plan`)."""
     if resources is not None:
         cluster = resources.cluster()
-    elif cluster is None:  # units are tasks that queue on the cores: twice as many slots,
-        # and at least one per keyed instance (an elastic executor holds a core)
+    elif cluster is None:
         instances = sum(graph.topology.operator(n).instances for n in graph.keyed)
-        slots = max(2, physical, instances) * 2
-        cluster = Cluster.build([Node("local", cores=slots)])
+        cluster = local_cluster(physical=physical, instances=instances)
     run_params = parse_params(policy if isinstance(policy, str) else None, params)
-    ctl_cfg = run_params.controller
     pol_params = share_by_default(policy, run_params.policy, resources)
     seed = run_seed(seed)
     if isinstance(policy, str):
@@ -215,7 +332,15 @@ def run_graph(
     else:
         pol = policy
         plan = plan if plan is not None else merged_default_plan(graph, cluster)
-    backend = state_backend(state_url or checkpoint / "state")
+    return PlanAndPolicy(
+        cluster=cluster, plan=plan, policy=pol, name=getattr(pol, "name", str(policy)),
+        run_params=run_params, policy_params=pol_params, seed=seed,
+    )  # fmt: skip
+
+
+def _keyed_state(graph: JobGraph, backend: StateBackend, plan: Plan) -> KeyedState:
+    """Each keyed operator's spec, its state's layout checked against ``backend``, its
+    version index and its realizer starting from ``plan``."""
     specs: dict[str, KeyedSpec] = {}
     indexes: dict[str, VersionIndex] = {}
     realizers: dict[str, SparkRealizer] = {}
@@ -237,78 +362,103 @@ def run_graph(
         check_layout(backend, name, op.instances, op.shards)
         indexes[name] = VersionIndex(backend, name, op.instances * op.shards)
         realizers[name] = SparkRealizer(graph.topology, name, plan)
-    own_source = source_df is None  # else the caller's DataFrame, not graph.source_format
-    # what the source offered so far: the job's own registered source, or the one a
-    # caller's DataFrame declared it reads (stream(df, source=...))
+    return KeyedState(backend=backend, specs=specs, indexes=indexes, realizers=realizers)
+
+
+def _watch(
+    spark: Any,
+    graph: JobGraph,
+    chosen: PlanAndPolicy,
+    resources: Resources | None,
+    checkpoint: Path,
+    *,
+    own_source: bool,
+) -> Watched:
+    """The job's own source registered, and the watch that reads the source while
+    batches run: once per job (the source's), in the source's tuples (a query may turn a
+    tuple into more or fewer keyed rows, so the batch tells it the tuples each batch
+    admitted). What the source offered so far: the job's own registered source, or the
+    one a caller's DataFrame declared it reads (``stream(df, source=...)``). The
+    admission limit needs the reader's option: the job's own source only."""
     declared = own_source or "format" in graph.topology.operator(graph.source).params
     offered = source_offered(graph.source_format, graph.source_options) if declared else None
-    # the watch reads the source while batches run: once per job (the source's), in
-    # the source's tuples (a query may turn a tuple into more or fewer keyed rows, so
-    # the batch thread tells it the tuples each batch admitted). The admission limit
-    # needs the reader's option: the job's own source only, not a caller's DataFrame
-    watch, watch_options = None, {}
+    watch: SourceWatch | None = None
+    options: dict[str, str] = {}
     if own_source:
         register_graph_source(spark, graph)
     if declared:
-        watch, watch_options = make_watch(
-            run_params.watch, policy=pol, policy_params=pol_params, resources=resources,
-            source_format=graph.source_format, source_options=graph.source_options,
-            checkpoint=checkpoint, trigger_s=graph.trigger_s, admission=own_source,
+        watch, options = make_watch(
+            chosen.run_params.watch, policy=chosen.policy, policy_params=chosen.policy_params,
+            resources=resources, source_format=graph.source_format,
+            source_options=graph.source_options, checkpoint=checkpoint,
+            trigger_s=graph.trigger_s, admission=own_source,
         )  # fmt: skip
-    query_ref: list[Any] = []
-    realizer = GraphRealizer(realizers)
-    body: GraphBatchBody | None = None
+    probe = SourceProbe(spark_dir=checkpoint / "spark", offered=offered, watch=watch)
+    return Watched(watch=watch, options=options, probe=probe, own_source=own_source)
 
-    def backlog() -> float:  # tuples waiting at the source beyond the running batch
-        if not query_ref or body is None:
-            return 0.0
-        admitted = admitted_offset(checkpoint / "spark") if offered else None
-        return backlog_of(query_ref[0], body.taken, offered=offered, admitted=admitted)
 
-    def offered_rows() -> float | None:  # the watch's offered rate, in keyed rows
-        rate = None if watch is None else watch.rate
-        return None if rate is None or body is None else rate * body.rows_per_tuple
-
-    def batch_tuples() -> int | None:  # source tuples the running batch admitted
-        if not query_ref or offered is None:
-            return None
-        return admitted_tuples(query_ref[0], admitted_offset(checkpoint / "spark"))
-
-    collector = GraphCollector(
-        graph.topology,
-        graph.keyed,
-        cluster,
-        realizers,
-        start=0.0,
-        backlog=backlog,
-        interval_s=graph.trigger_s,
-        offered=None if watch is None else offered_rows,
-        linear=linear is not None,
-    )
-    controller = Controller(pol, ctl_cfg)
-    inputs = InputLog.start(
-        pol, params=pol_params, seed=seed, config=ctl_cfg, topology=graph.topology,
-        cluster=cluster,
-    )  # fmt: skip
+def _source(
+    ctx: RunContext, source_df: Any | None, *, available_now: bool
+) -> tuple[Any, QueryClock]:
+    """The streaming DataFrame the query reads (the job's source with the watch's
+    options, or the caller's, which must be streaming), paced by the query's clock."""
+    graph, options = ctx.graph, ctx.watched.options
     if source_df is None:
-        reader = spark.readStream.format(graph.source_format)
-        if graph.source_options or watch_options:
-            reader = reader.options(**dict(graph.source_options), **watch_options)
+        reader = ctx.spark.readStream.format(graph.source_format)
+        if graph.source_options or options:
+            reader = reader.options(**dict(graph.source_options), **options)
         source_df = reader.load()
     elif not getattr(source_df, "isStreaming", False):
         raise StreamscaleError(
             "stream() needs a streaming DataFrame (spark.readStream...)",
             item=f"operator {graph.source}",
         )
-    clock_ = QueryClock.build(graph, source_df, checkpoint, available_now=available_now)
-    source_df = clock_.paced(spark, source_df)
-    warm_up(sc, physical)
+    clock_ = QueryClock.build(graph, source_df, ctx.checkpoint, available_now=available_now)
+    return clock_.paced(ctx.spark, source_df), clock_
+
+
+def _warm(ctx: RunContext) -> None:
+    """Warm the Python workers; on a cluster master the executors' JVMs too, which start
+    cold on the keyed stage's path (shuffle, Arrow, the pandas worker): warmed here, the
+    query's first batch does not carry it."""
+    sc = ctx.spark.sparkContext
+    warm_up(sc, ctx.physical)
     if is_cluster_master(str(sc.master)):
-        # executors' JVMs start cold on the keyed stage's path (shuffle, Arrow, the pandas
-        # worker): warmed here, the query's first batch does not carry it
-        warm_keyed_path(sc, physical)
-    history = RunHistory()
-    kept = run_params.output
+        warm_keyed_path(sc, ctx.physical)
+
+
+def _body(
+    ctx: RunContext,
+    clock_: QueryClock,
+    *,
+    out: Path | None,
+    on_batch: Callable[[GraphBatch], None] | None,
+    max_batches: int | None,
+    fuse: bool,
+) -> GraphBatchBody:
+    """The batch body with the collector, the controller (its inputs logged), the run's
+    history and, with ``out``, the metrics file, whose line is written before
+    ``on_batch`` sees the batch; a linear job's keyed stage (``graph.linear``) runs its
+    chain fused."""
+    graph, chosen, keyed, watched = ctx.graph, ctx.chosen, ctx.keyed, ctx.watched
+    linear: Job | None = graph.linear
+    ctl_cfg = chosen.run_params.controller
+    collector = GraphCollector(
+        graph.topology,
+        graph.keyed,
+        chosen.cluster,
+        keyed.realizers,
+        start=0.0,
+        backlog=watched.probe.backlog,
+        interval_s=graph.trigger_s,
+        offered=None if watched.watch is None else watched.probe.offered_rows,
+        linear=linear is not None,
+    )
+    inputs = InputLog.start(
+        chosen.policy, params=chosen.policy_params, seed=chosen.seed, config=ctl_cfg,
+        topology=graph.topology, cluster=chosen.cluster,
+    )  # fmt: skip
+    kept = chosen.run_params.output
     log = None if out is None else MetricsWriter(
         Path(out) / "metrics.jsonl", max_mb=kept["metrics_max_mb"], keep=kept["metrics_keep"]
     )  # fmt: skip
@@ -319,25 +469,43 @@ def run_graph(
         if on_batch is not None:
             on_batch(b)
 
-    body = GraphBatchBody(
-        spark=spark, graph=graph, specs=specs, indexes=indexes, realizers=realizers,
-        realizer=realizer, collector=collector, controller=controller, inputs=inputs,
-        backend=backend, resources=resources, watch=watch, clock_=clock_, base=base,
-        dead_dir=dead_dir, dead_letters_max_mb=run_params.output["dead_letters_max_mb"],
-        history=history, totals=GraphTotals(), on_batch=each, max_batches=max_batches,
-        start=time.monotonic(), policy=getattr(pol, "name", str(policy)),
-        stage=None if linear is None else linear_stage(linear, backend, base),
-        console=_console(graph, linear), batch_tuples=batch_tuples, own_source=own_source,
+    return GraphBatchBody(
+        spark=ctx.spark, graph=graph, specs=keyed.specs, indexes=keyed.indexes,
+        realizers=keyed.realizers, realizer=GraphRealizer(keyed.realizers),
+        collector=collector, controller=Controller(chosen.policy, ctl_cfg), inputs=inputs,
+        backend=keyed.backend, resources=ctx.resources, watch=watched.watch, clock_=clock_,
+        base=ctx.base, dead_dir=ctx.dead_dir, dead_letters_max_mb=kept["dead_letters_max_mb"],
+        history=RunHistory(), totals=GraphTotals(), on_batch=each, max_batches=max_batches,
+        start=time.monotonic(), policy=chosen.name,
+        stage=None if linear is None else linear_stage(linear, keyed.backend, ctx.base),
+        console=_console(linear), probe=watched.probe, own_source=watched.own_source,
         chains=fused_chains(graph, enabled=fuse and linear is None),
     )  # fmt: skip
+
+
+def _drive(
+    ctx: RunContext,
+    body: GraphBatchBody,
+    source_df: Any,
+    *,
+    duration_s: float,
+    available_now: bool,
+) -> None:
+    """Run the query through ``body`` until it is done or ``duration_s`` passed, the
+    watch running beside it. ``available_now``: the query again while its last run asked
+    Spark for another batch (the query's clock ticked). A failed batch names the
+    topology, or a linear job's keyed operator."""
+    graph, watch, clock_ = ctx.graph, ctx.watched.watch, body.clock_
+    linear: Job | None = graph.linear
+    item = f"topology {graph.topology.name}" if linear is None else f"operator {linear.keyed}"
     stop_at = time.monotonic() + duration_s
     if watch is not None:
         watch.start()
     try:
-        while True:  # availableNow: again while the last run asked Spark for another batch
+        while True:
             stream = (
                 source_df.writeStream.foreachBatch(body)
-                .option("checkpointLocation", str((checkpoint / "spark").resolve()))
+                .option("checkpointLocation", str((ctx.checkpoint / "spark").resolve()))
                 .queryName(f"streamscale-graph-{graph.topology.name}-{uuid.uuid4().hex[:8]}")
             )
             if available_now:
@@ -345,18 +513,11 @@ def run_graph(
             elif graph.trigger_s > 0:
                 stream = stream.trigger(processingTime=f"{graph.trigger_s} seconds")
             ticks = clock_.ticks()
-            query = stream.start()
-            query_ref[:] = [query]
+            ctx.watched.probe.query = stream.start()
             drive_query(
-                query,
-                stop_at=stop_at,
-                done=body.done,
-                in_batch=body.in_batch,
-                records=history.recent,
-                item=f"topology {graph.topology.name}"
-                if linear is None
-                else f"operator {linear.keyed}",
-            )
+                ctx.watched.probe.query, stop_at=stop_at, done=body.done,
+                in_batch=body.in_batch, records=body.history.recent, item=item,
+            )  # fmt: skip
             if not available_now or body.done.is_set() or time.monotonic() >= stop_at:
                 break
             if clock_.ticks() == ticks:
@@ -364,9 +525,13 @@ def run_graph(
     finally:
         if watch is not None:
             watch.stop()
-    totals = body.totals
+
+
+def _result(body: GraphBatchBody, dead_dir: str) -> GraphResult:
+    """The finished run from the body's history and totals, and the newest plan."""
+    history, totals = body.history, body.totals
     return GraphResult(
-        tuple(history.recent), realizer.current(),
+        tuple(history.recent), body.realizer.current(),
         count_dead_letters(dead_dir) + totals.pruned, totals.count,
         dict(totals.keyed_rows), dict(totals.sink_rows),
         throughput=history.throughput(), p50_ms=history.quantile(0.50),
@@ -388,7 +553,7 @@ def _declared_output(fn: Any) -> Any:
     return T._parse_datatype_string(declared) if isinstance(declared, str) else declared
 
 
-def _console(graph: JobGraph, linear: Job | None) -> dict[str, int]:
+def _console(linear: Job | None) -> dict[str, int]:
     """Keyed operators whose tasks' sample outputs are printed (a linear job's console
     sinks; a graph's console sinks print through Spark)."""
     if linear is None or not any(s.format == "console" for s in linear.sinks):

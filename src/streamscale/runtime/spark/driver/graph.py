@@ -42,16 +42,18 @@ from pathlib import Path
 from typing import Any
 
 from streamscale.errors import StreamscaleError
-from streamscale.model import Allocation, Cluster, Placement, Plan, Routing, Topology
+from streamscale.model import Allocation, Cluster, Node, Placement, Plan, Routing, Topology
 from streamscale.model.io import load_topology
 from streamscale.runtime.run_config import TRIGGER_S, source_trigger
 from streamscale.runtime.spark.driver.resolve import option_text, resolve_function
 from streamscale.runtime.spark.sources.sources import check_source_options
 
 __all__ = [
+    "SLOTS_PER_CORE",
     "GraphNode",
     "JobGraph",
     "SinkOut",
+    "local_cluster",
     "map_stateless",
     "merged_default_plan",
     "run_graph_batch",
@@ -80,7 +82,13 @@ class GraphNode:
 
 @dataclass(frozen=True, slots=True)
 class JobGraph:
-    """A runnable DAG. Build with :meth:`build` or :meth:`from_yaml`."""
+    """A runnable DAG. Build with :meth:`build` or :meth:`from_yaml`.
+
+    ``linear``: the linear job (a :class:`~streamscale.runtime.spark.driver.job.Job`) the
+    graph was built from by its :meth:`~streamscale.runtime.spark.driver.job.Job.graph`,
+    whose keyed operator's stage then runs the stateless operators after it and the file
+    sinks in its reduce tasks; ``None``: every operator on its own.
+    """
 
     topology: Topology
     source: str
@@ -91,6 +99,7 @@ class JobGraph:
     source_options: Mapping[str, str] = field(default_factory=dict)
     trigger_s: float = TRIGGER_S.default
     source_class: type | None = None
+    linear: Any = None
 
     @property
     def keyed(self) -> tuple[str, ...]:
@@ -258,6 +267,33 @@ def merged_default_plan(graph: JobGraph, cluster: Cluster) -> Plan:
         nodes.update(p.placement.nodes)
         tables.update(p.routing.tables)
     return Plan(Allocation(cores), Placement(nodes), Routing(tables))
+
+
+#: Planning slots per core when no cluster is given: a unit is a Spark task, and tasks
+#: queue on the cores, so more (smaller) tasks than cores is how a skewed executor gets
+#: its share.
+SLOTS_PER_CORE = 2
+
+
+def local_cluster(*, physical: int, instances: int) -> Cluster:
+    """The cluster a run plans for when it is given none and sizes no executors: one node
+    ``local`` with ``max(2, physical, instances) × SLOTS_PER_CORE`` slots.
+
+    Parameters
+    ----------
+    physical
+        Spark's default parallelism (the cores the local tasks run on).
+    instances
+        The keyed instances of the job, summed over its keyed operators: each needs at
+        least one slot (an elastic executor holds a core).
+
+    Returns
+    -------
+    Cluster
+        The one node ``local``.
+    """
+    slots = max(2, physical, instances) * SLOTS_PER_CORE
+    return Cluster.build([Node("local", cores=slots)])
 
 
 @dataclass(slots=True)

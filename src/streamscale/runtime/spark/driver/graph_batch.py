@@ -29,14 +29,14 @@ from streamscale.control.stimulus import InputLog
 from streamscale.formatting import jsonable
 from streamscale.model import Plan
 from streamscale.runtime.spark.compat.event_time import QueryClock
-from streamscale.runtime.spark.driver.drive import control_step
+from streamscale.runtime.spark.driver.drive import admitted_tuples, backlog_of, control_step
 from streamscale.runtime.spark.driver.fusion import offer
 from streamscale.runtime.spark.driver.graph import JobGraph, SinkOut, run_graph_batch
 from streamscale.runtime.spark.driver.graph_control import GraphCollector, GraphRealizer
 from streamscale.runtime.spark.driver.history import RunHistory
 from streamscale.runtime.spark.driver.metrics import imbalance
 from streamscale.runtime.spark.driver.operator import LinearStage, percentile, run_batch
-from streamscale.runtime.spark.driver.watch import SourceWatch
+from streamscale.runtime.spark.driver.watch import SourceWatch, admitted_offset
 from streamscale.runtime.spark.executors.resources import Resources
 from streamscale.runtime.spark.keyed.keyed import KeyedSpec, count_dead_letters, release, run_keyed
 from streamscale.runtime.spark.routing.realizer import SparkRealizer
@@ -44,7 +44,8 @@ from streamscale.runtime.spark.state.retention import prune_dead_letters
 from streamscale.runtime.spark.state.state import StateBackend, VersionIndex
 
 __all__ = [
-    "LINE_FIELDS", "GraphBatch", "GraphBatchBody", "GraphTotals", "batch_figures", "op_cores",
+    "LINE_FIELDS", "GraphBatch", "GraphBatchBody", "GraphTotals", "KeyedPass", "SourceProbe",
+    "batch_figures", "op_cores",
 ]  # fmt: skip
 
 
@@ -160,6 +161,48 @@ def _initial(fn: Any, batch_id: int) -> Any:
 
 
 @dataclass
+class SourceProbe:
+    """What the driver reads of the running query's source, for the collector (the
+    backlog, the offered rate in keyed rows) and the watch (the tuples a batch admitted).
+
+    ``offered`` is what the source offered so far (``None``: unknown, a caller's
+    DataFrame that declared no source); ``query`` is set each time the run starts its
+    query; the batch body sets ``taken`` (the rows the running batch took from the
+    source) and ``rows_per_tuple`` (the first keyed operator's rows per source tuple in
+    the last batch that admitted any: the watch's rates are the source's tuples, the
+    collector plans in rows).
+    """
+
+    spark_dir: Path | None = None
+    offered: Callable[[float], float] | None = None
+    watch: SourceWatch | None = None
+    query: Any = None
+    taken: int = 0
+    rows_per_tuple: float = 1.0
+
+    def _admitted(self) -> dict[str, Any] | None:
+        return None if self.spark_dir is None else admitted_offset(self.spark_dir)
+
+    def backlog(self) -> float:
+        """Tuples waiting at the source beyond the running batch (0 before the query)."""
+        if self.query is None:
+            return 0.0
+        admitted = self._admitted() if self.offered else None
+        return backlog_of(self.query, self.taken, offered=self.offered, admitted=admitted)
+
+    def offered_rows(self) -> float | None:
+        """The watch's offered rate in keyed rows (``None``: not measured)."""
+        rate = None if self.watch is None else self.watch.rate
+        return None if rate is None else rate * self.rows_per_tuple
+
+    def batch_tuples(self) -> int | None:
+        """Source tuples the running batch admitted (``None``: unknown)."""
+        if self.query is None or self.offered is None:
+            return None
+        return admitted_tuples(self.query, self._admitted())
+
+
+@dataclass
 class GraphBatchBody:
     """The ``foreachBatch`` function of a graph run, and what its batches share.
 
@@ -167,8 +210,8 @@ class GraphBatchBody:
     linear job's, :func:`~streamscale.runtime.spark.driver.operator.linear_stage`) the graph's one
     keyed operator runs with the stateless operators after it and the file sinks inside
     its reduce tasks (:func:`~streamscale.runtime.spark.driver.operator.run_batch`) instead of
-    operator by operator. ``taken`` (rows the
-    running batch took from the source, for the backlog), ``last_end`` (run seconds at
+    operator by operator. ``probe`` (what the running batch took from the source, for
+    the backlog), ``last_end`` (run seconds at
     the previous batch's end), ``seen_requests`` (the watch's mid-batch requests
     already recorded), ``schemas`` (derived output schemas and stateless UDFs) and
     ``routes`` (routing columns) carry from one batch to the next.
@@ -207,14 +250,11 @@ class GraphBatchBody:
     chains: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     #: each keyed operator's routing columns by input schema and plan (built once)
     routes: dict[str, dict[tuple[Any, ...], tuple[Any, ...]]] = field(default_factory=dict)
-    #: source tuples the running batch admitted (``None``: unknown; the watch then
-    #: counts the first keyed operator's rows on the job's own source, nothing else)
-    batch_tuples: Callable[[], int | None] | None = None
+    #: the running query's source: the batch records what it took there, and reads the
+    #: source tuples the batch admitted (unknown: the watch then counts the first keyed
+    #: operator's rows on the job's own source, nothing else)
+    probe: SourceProbe = field(default_factory=SourceProbe)
     own_source: bool = True
-    #: the first keyed operator's rows per source tuple in the last batch that admitted
-    #: any (the watch's rates are the source's tuples; the collector plans in rows)
-    rows_per_tuple: float = 1.0
-    taken: int = 0
     last_end: float = 0.0
     seen_requests: int = 0
 
@@ -227,112 +267,104 @@ class GraphBatchBody:
 
     def _run(self, batch_df: Any, batch_id: int) -> None:
         t0 = time.perf_counter()
-        graph, backend = self.graph, self.backend
         times = self.clock_.times(batch_id)
-        written: dict[str, tuple[str, list[int], Any]] = {}
-        rows: dict[str, int] = {}
-        observed: dict[str, Any] = {}
-        units: list[str] = []  # every keyed operator's (a unit names its operator)
         # tasks only for cores ready to run them (executors still starting get none): one
         # reading of the ready executors sizes the batch and places its tasks
         ready_of = getattr(self.resources, "ready_executors", None)
         ready: list[str] | None = ready_of() if ready_of is not None else None
         ready_cores = None if ready is None else len(ready) * self.resources.cores_per_executor
-
-        fused_out: dict[str, Any] = {}  # followers that ran in their leader's tasks
-        counted: dict[str, int] = {}  # rows each keyed operator emitted (its tasks' count)
-        pmaps: dict[str, Any] = {}  # partition maps taken ahead of the operator's turn
-
-        def pmap_of(name: str) -> Any:
-            if name not in pmaps:
-                pmaps[name] = self.realizers[name].begin_batch(ready_cores or None)
-            return pmaps[name]
-
-        def placed_of(name: str, pmap: Any) -> Any:
-            res = self.resources
-            if res is None:
-                return None
-            return res.locations(self.realizers[name].active, units=pmap.units, ready=ready)
-
-        def keyed_op(name: str, df: Any) -> Any:
-            if name in fused_out:
-                return fused_out.pop(name)
-            upto = min(batch_id - 1, backend.committed(name))
-            hints, drops = self.indexes[name].hints(upto)
-            attempt = uuid.uuid4().hex
-            pmap = pmap_of(name)
-            units.extend(pmap.units)
-            placed = placed_of(name, pmap)
-            spec = self.specs[name]
-            if getattr(spec.fn, "vectorized", False):
-                from streamscale.runtime.spark.keyed.agg.operator import Fused, run_chain
-
-                then = []
-                for f, fmap, remap in offer(
-                    pmap, self.chains.get(name, ()), pmap_of, placed_of, placed
-                ):
-                    f_upto = min(batch_id - 1, backend.committed(f))
-                    f_hints, f_drops = self.indexes[f].hints(f_upto)
-                    then.append(Fused(self.specs[f], self.specs[f].fn, f_upto, fmap,
-                                      uuid.uuid4().hex, f_hints, f_drops, remap))  # fmt: skip
-                outputs, every = run_chain(
-                    df, spec, spec.fn, batch_id=batch_id, upto=upto, pmap=pmap,
-                    attempt=attempt, hints=hints, drops=drops, placed=placed, then=then,
-                    **self.clock_.keyed_args(times),
-                )  # fmt: skip
-                stats = every[0]
-                for f, st in zip(then, every[1:], strict=False):
-                    f_name = f.spec.operator
-                    units.extend(f.pmap.units)
-                    record(f_name, f.attempt, f.hints, st)
-                    fused_out[f_name] = outputs
-            else:
-                outputs, stats = run_keyed(
-                    df, spec, batch_id=batch_id, upto=upto, pmap=pmap, attempt=attempt,
-                    hints=hints, drops=drops, dead_letter_dir=self.dead_dir, placed=placed,
-                    initial=_initial(spec.fn, batch_id), routes=self.routes.setdefault(name, {}),
-                    **self.clock_.keyed_args(times),
-                )  # fmt: skip
-            record(name, attempt, hints, stats)
-            return outputs
-
-        def record(name: str, attempt: str, hints: Any, stats: Any) -> None:
-            written[name] = (attempt, [g for t in stats.tasks for g in t.shards], hints)
-            rows[name] = stats.rows
-            counted[name] = sum(t.out_rows for t in stats.tasks)
-            observed[name] = stats
-            self.realizers[name].observe(
-                {g: v[1] for t in stats.tasks for g, v in t.shards.items()}
-            )
-
+        ks = KeyedPass(self, batch_id, times, ready, ready_cores)
         if self.stage is not None:
-            sinks, dead = self._fused(batch_df, batch_id, ready, ready_cores, rows, observed, units)
+            sinks, dead = self._fused(batch_df, ks)
         else:
-            sinks = run_graph_batch(
-                batch_df, graph, batch_id=batch_id, run_keyed_op=keyed_op, out_dir=self.base,
-                schemas=self.schemas, counted=counted,
-            )  # fmt: skip
-            # The barrier: the whole DAG succeeded, so every keyed operator commits.
-            for name, (attempt, shards, hints) in written.items():
-                self.indexes[name].commit(batch_id, attempt, shards, hints)
-            for name in graph.keyed:
-                release(name)
-            self.clock_.after_batch(self.spark, times)
-            dead = count_dead_letters(self.dead_dir, batch_id)
+            sinks, dead = self._graph(batch_df, ks)
         gone = prune_dead_letters(self.dead_dir, self.dead_letters_max_mb * 2**20) if dead else 0
         self.totals.pruned += gone
-        first_rows = rows.get(graph.keyed[0], 0)
-        self.taken = first_rows + dead
+        first_rows = ks.rows.get(self.graph.keyed[0], 0)
+        self.probe.taken = first_rows + dead
         ended = self.clock()
-        for name, stats in observed.items():
+        for name, stats in ks.observed.items():
             self.collector.observe(name, stats, now=ended)
         now = self.clock() - self.start
-        figures, lat = batch_figures(observed)
+        figures, lat = batch_figures(ks.observed)
+        extra = self._extra(ks, figures, gone)
+        extra["batch_overhead_s"] = round(
+            self.collector.batch(time.perf_counter() - t0, ks.observed), 6
+        )
+        self._control(extra, ks.observed, first_rows, now)
+        duration = time.perf_counter() - t0
+        since = now - self.last_end
+        self.last_end = now
+        rec = GraphBatch(
+            batch_id=batch_id,
+            duration_s=duration,
+            keyed_rows=ks.rows,
+            sinks=sinks,
+            dead_letters=dead,
+            cores=op_cores(self.realizer.current(), self.graph),
+            tasks={n: len({t.unit for t in st.tasks}) for n, st in ks.observed.items()},
+            extra=extra,
+            time=now,
+            rows=first_rows,
+            input_rate=first_rows / since if since > 0 else math.nan,
+            processing_rate=first_rows / duration if duration > 0 else math.nan,
+            latency_p50_ms=figures["latency_p50_ms"],
+            latency_p99_ms=figures["latency_p99_ms"],
+            delta=figures["delta"],
+            busy_s=figures["busy_s"],
+            cpu_s=figures["cpu_s"],
+            policy=self.policy,
+        )
+        self._finish(rec, lat, ks.observed)
+
+    def _graph(self, batch_df: Any, ks: KeyedPass) -> tuple[dict[str, SinkOut], int]:
+        """The whole DAG operator by operator, then the barrier: it succeeded, so every
+        keyed operator commits; its sinks' counts and the batch's dead letters."""
+        batch_id = ks.batch_id
+        sinks = run_graph_batch(
+            batch_df, self.graph, batch_id=batch_id, run_keyed_op=ks, out_dir=self.base,
+            schemas=self.schemas, counted=ks.counted,
+        )  # fmt: skip
+        for name, (attempt, shards, hints) in ks.written.items():
+            self.indexes[name].commit(batch_id, attempt, shards, hints)
+        for name in self.graph.keyed:
+            release(name)
+        self.clock_.after_batch(self.spark, ks.times)
+        return sinks, count_dead_letters(self.dead_dir, batch_id)
+
+    def _fused(self, batch_df: Any, ks: KeyedPass) -> tuple[dict[str, SinkOut], int]:
+        """A linear job's batch: its keyed stage with the stateless operators and file
+        sinks fused in, state committed; no sink counts (the tasks wrote them), and the
+        batch's dead letters."""
+        assert self.stage is not None
+        name, batch_id = self.stage.spec.operator, ks.batch_id
+        realizer = self.realizers[name]
+        pmap = realizer.begin_batch(ks.ready_cores or None)
+        ks.units.extend(pmap.units)
+        upto = min(batch_id - 1, self.backend.committed(name))
+        hints, drops = self.indexes[name].hints(upto)
+        attempt = uuid.uuid4().hex
+        placed = ks.placed_of(name, pmap)
+        stats = run_batch(
+            batch_df, self.stage, batch_id=batch_id, upto=upto, pmap=pmap, attempt=attempt,
+            hints=hints, drops=drops, placed=placed,
+        )  # fmt: skip
+        shards = (g for t in stats.tasks for g in t.shards)
+        self.indexes[name].commit(batch_id, attempt, shards, hints)
+        ks.rows[name] = stats.rows
+        ks.observed[name] = stats
+        realizer.observe({g: v[1] for t in stats.tasks for g, v in t.shards.items()})
+        return {}, stats.dead_letters
+
+    def _extra(self, ks: KeyedPass, figures: Mapping[str, Any], gone: int) -> dict[str, Any]:
+        """The batch line's ``extra`` before the control step: the backlog, the query's
+        clock, units and ready cores, and every keyed operator's figures."""
+        observed = ks.observed
         extra: dict[str, Any] = {
             "backlog": self.collector.backlog,
-            **self.clock_.record(times),
-            "units": units,
-            "ready_cores": ready_cores,
+            **self.clock_.record(ks.times),
+            "units": ks.units,
+            "ready_cores": ks.ready_cores,
             "delta": figures["deltas"],
             # per unit (its name says its operator): the task Spark ran it as, and its work
             "per_task": {t.unit: _task_line(t) for st in observed.values() for t in st.tasks},
@@ -357,9 +389,14 @@ class GraphBatchBody:
         late = {n: st.late_rows for n, st in observed.items() if st.late_rows}
         if late:
             extra["late_rows"] = late
-        extra["batch_overhead_s"] = round(
-            self.collector.batch(time.perf_counter() - t0, observed), 6
-        )
+        return extra
+
+    def _control(
+        self, extra: dict[str, Any], observed: Mapping[str, Any], first_rows: int, now: float
+    ) -> None:
+        """One control step (its inputs logged), the watch told what the batch did, and
+        what both did, the state read and the placement recorded in ``extra``."""
+        graph = self.graph
         applied = control_step(
             self.controller, self.collector, self.realizer, self.resources, now, extra,
             log=self.inputs,
@@ -382,74 +419,19 @@ class GraphBatchBody:
             extra["task_executors"] = {
                 n: sorted({r.executor for r in st.runs}) for n, st in observed.items() if st.planned
             }
-        duration = time.perf_counter() - t0
-        since = now - self.last_end
-        self.last_end = now
-        rec = GraphBatch(
-            batch_id=batch_id,
-            duration_s=duration,
-            keyed_rows=rows,
-            sinks=sinks,
-            dead_letters=dead,
-            cores=op_cores(self.realizer.current(), graph),
-            tasks={n: len({t.unit for t in st.tasks}) for n, st in observed.items()},
-            extra=extra,
-            time=now,
-            rows=first_rows,
-            input_rate=first_rows / since if since > 0 else math.nan,
-            processing_rate=first_rows / duration if duration > 0 else math.nan,
-            latency_p50_ms=figures["latency_p50_ms"],
-            latency_p99_ms=figures["latency_p99_ms"],
-            delta=figures["delta"],
-            busy_s=figures["busy_s"],
-            cpu_s=figures["cpu_s"],
-            policy=self.policy,
-        )
+
+    def _finish(self, rec: GraphBatch, lat: np.ndarray, observed: Mapping[str, Any]) -> None:
+        """The record into the history and totals, console samples printed, the caller
+        told; done once ``max_batches`` committed."""
         self.history.add(rec, lat)
         self.totals.add(rec)
         for name, st in observed.items():
             for row in (r for t in st.tasks for r in t.sample) if name in self.console else ():
-                print(f"[{name} batch {batch_id}] {json.dumps(row, default=str)}")
+                print(f"[{name} batch {rec.batch_id}] {json.dumps(row, default=str)}")
         if self.on_batch is not None:
             self.on_batch(rec)
         if self.max_batches is not None and self.totals.count >= self.max_batches:
             self.done.set()
-
-    def _fused(
-        self,
-        batch_df: Any,
-        batch_id: int,
-        ready: list[str] | None,
-        ready_cores: int | None,
-        rows: dict[str, int],
-        observed: dict[str, Any],
-        units: list[str],
-    ) -> tuple[dict[str, SinkOut], int]:
-        """A linear job's batch: its keyed stage with the stateless operators and file
-        sinks fused in, state committed; no sink counts (the tasks wrote them), and the
-        batch's dead letters."""
-        assert self.stage is not None
-        name = self.stage.spec.operator
-        realizer = self.realizers[name]
-        pmap = realizer.begin_batch(ready_cores or None)
-        units.extend(pmap.units)
-        upto = min(batch_id - 1, self.backend.committed(name))
-        hints, drops = self.indexes[name].hints(upto)
-        attempt = uuid.uuid4().hex
-        res = self.resources
-        placed = (
-            None if res is None else res.locations(realizer.active, units=pmap.units, ready=ready)
-        )
-        stats = run_batch(
-            batch_df, self.stage, batch_id=batch_id, upto=upto, pmap=pmap, attempt=attempt,
-            hints=hints, drops=drops, placed=placed,
-        )  # fmt: skip
-        shards = (g for t in stats.tasks for g in t.shards)
-        self.indexes[name].commit(batch_id, attempt, shards, hints)
-        rows[name] = stats.rows
-        observed[name] = stats
-        realizer.observe({g: v[1] for t in stats.tasks for g, v in t.shards.items()})
-        return {}, stats.dead_letters
 
     def _watch(
         self, extra: dict[str, Any], observed: Mapping[str, Any], rows: int, now: float
@@ -461,9 +443,9 @@ class GraphBatchBody:
             return
         tasks = [t for st in observed.values() for t in st.tasks]
         # the watch counts the source's tuples (what it offers), not the keyed rows
-        tuples = None if self.batch_tuples is None else self.batch_tuples()
+        tuples = self.probe.batch_tuples()
         if tuples:
-            self.rows_per_tuple = rows / tuples
+            self.probe.rows_per_tuple = rows / tuples
         count = tuples if tuples is not None else rows if self.own_source else 0
         watch.live.observe(
             rows=count, busy_s=sum(t.busy_s for t in tasks),
@@ -475,3 +457,101 @@ class GraphBatchBody:
         extra["mid_batch_requests"] = [r[1] for r in watch.requests[self.seen_requests :]]
         self.seen_requests = len(watch.requests)
         extra["watch_inputs"] = watch.drain_inputs()
+
+
+@dataclass
+class KeyedPass:
+    """One batch's keyed operators as the graph runs them (its ``run_keyed_op``), and
+    what they did: the attempt, shards and hints each commits (``written``), its input
+    rows, output rows (``counted``), statistics and units; the partition maps taken
+    (ahead of its turn for an operator fused in its leader's tasks) and the output of
+    those fused operators, held for their turn."""
+
+    body: GraphBatchBody
+    batch_id: int
+    times: Any
+    ready: list[str] | None
+    ready_cores: int | None
+    written: dict[str, tuple[str, list[int], Any]] = field(default_factory=dict)
+    rows: dict[str, int] = field(default_factory=dict)
+    observed: dict[str, Any] = field(default_factory=dict)
+    units: list[str] = field(default_factory=list)  # every keyed operator's
+    fused_out: dict[str, Any] = field(default_factory=dict)
+    counted: dict[str, int] = field(default_factory=dict)
+    pmaps: dict[str, Any] = field(default_factory=dict)
+
+    def pmap_of(self, name: str) -> Any:
+        """``name``'s partition map for the batch, on the ready cores (taken once)."""
+        if name not in self.pmaps:
+            self.pmaps[name] = self.body.realizers[name].begin_batch(self.ready_cores or None)
+        return self.pmaps[name]
+
+    def placed_of(self, name: str, pmap: Any) -> Any:
+        """Where ``name``'s units run (``None``: no executors to place them on)."""
+        res = self.body.resources
+        if res is None:
+            return None
+        return res.locations(self.body.realizers[name].active, units=pmap.units, ready=self.ready)
+
+    def __call__(self, name: str, df: Any) -> Any:
+        """Run the keyed operator ``name`` on ``df``; its output."""
+        if name in self.fused_out:
+            return self.fused_out.pop(name)
+        body, batch_id = self.body, self.batch_id
+        upto = min(batch_id - 1, body.backend.committed(name))
+        hints, drops = body.indexes[name].hints(upto)
+        attempt = uuid.uuid4().hex
+        pmap = self.pmap_of(name)
+        self.units.extend(pmap.units)
+        placed = self.placed_of(name, pmap)
+        spec = body.specs[name]
+        if getattr(spec.fn, "vectorized", False):
+            outputs, stats = self._chain(df, spec, upto, pmap, attempt, hints, drops, placed)
+        else:
+            outputs, stats = run_keyed(
+                df, spec, batch_id=batch_id, upto=upto, pmap=pmap, attempt=attempt,
+                hints=hints, drops=drops, dead_letter_dir=body.dead_dir, placed=placed,
+                initial=_initial(spec.fn, batch_id), routes=body.routes.setdefault(name, {}),
+                **body.clock_.keyed_args(self.times),
+            )  # fmt: skip
+        self.record(name, attempt, hints, stats)
+        return outputs
+
+    def _chain(
+        self, df: Any, spec: KeyedSpec, upto: int, pmap: Any, attempt: str, hints: Any,
+        drops: Any, placed: Any,
+    ) -> tuple[Any, Any]:  # fmt: skip
+        """A declarative operator with the operators fused in its tasks (each recorded,
+        its output held for its turn); the leader's output and statistics."""
+        from streamscale.runtime.spark.keyed.agg.operator import Fused, run_chain
+
+        body, batch_id = self.body, self.batch_id
+        then: list[Fused] = []
+        chain = body.chains.get(spec.operator, ())
+        for f, fmap, remap in offer(pmap, chain, self.pmap_of, self.placed_of, placed):
+            f_upto = min(batch_id - 1, body.backend.committed(f))
+            f_hints, f_drops = body.indexes[f].hints(f_upto)
+            then.append(Fused(body.specs[f], body.specs[f].fn, f_upto, fmap,
+                              uuid.uuid4().hex, f_hints, f_drops, remap))  # fmt: skip
+        outputs, every = run_chain(
+            df, spec, spec.fn, batch_id=batch_id, upto=upto, pmap=pmap,
+            attempt=attempt, hints=hints, drops=drops, placed=placed, then=then,
+            **body.clock_.keyed_args(self.times),
+        )  # fmt: skip
+        for fused, st in zip(then, every[1:], strict=False):
+            assert fused.attempt is not None  # drawn above
+            self.units.extend(fused.pmap.units)
+            self.record(fused.spec.operator, fused.attempt, fused.hints, st)
+            self.fused_out[fused.spec.operator] = outputs
+        return outputs, every[0]
+
+    def record(self, name: str, attempt: str, hints: Any, stats: Any) -> None:
+        """What ``name`` did: to commit, its rows in and out, its statistics; its shards'
+        loads to its realizer."""
+        self.written[name] = (attempt, [g for t in stats.tasks for g in t.shards], hints)
+        self.rows[name] = stats.rows
+        self.counted[name] = sum(t.out_rows for t in stats.tasks)
+        self.observed[name] = stats
+        self.body.realizers[name].observe(
+            {g: v[1] for t in stats.tasks for g, v in t.shards.items()}
+        )

@@ -26,7 +26,7 @@ passed to Spark as a source option.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -95,10 +95,12 @@ class Job:
 
     def graph(self) -> Any:
         """The job as a :class:`~streamscale.runtime.spark.driver.graph.JobGraph` with one keyed
-        operator (what the job driver runs)."""
+        operator (what the job driver runs), whose keyed stage runs the job's linear data
+        path (:attr:`JobGraph.linear <streamscale.runtime.spark.driver.graph.JobGraph>`)."""
         from streamscale.runtime.spark.driver.graph import JobGraph
 
-        return JobGraph.build(self.topology, dict(self.functions), source_class=self.source_class)
+        graph = JobGraph.build(self.topology, dict(self.functions), source_class=self.source_class)
+        return replace(graph, linear=self)
 
     @classmethod
     def build(

@@ -23,13 +23,14 @@ from typing import Any
 
 from streamscale.control import Policy
 from streamscale.control.policies import initial_plan
-from streamscale.model import Cluster, Node, Plan
+from streamscale.model import Cluster, Plan
 from streamscale.runtime.run_config import RunParams, parse_params
 from streamscale.runtime.spark.driver.drive import (
     drive_query,
     run_seed,
     share_by_default,
 )
+from streamscale.runtime.spark.driver.graph import local_cluster
 from streamscale.runtime.spark.driver.graph_batch import GraphBatch
 from streamscale.runtime.spark.driver.history import RunHistory
 from streamscale.runtime.spark.driver.job import Job
@@ -47,11 +48,6 @@ __all__ = [
     "share_by_default",
     "summarize_run",
 ]
-
-# Planning slots per core when no cluster is given: a unit is a Spark task, and
-# tasks queue on the cores, so more (smaller) tasks than cores is how a skewed
-# executor gets its share; every executor needs at least one.
-_SLOTS_PER_CORE = 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,10 +128,10 @@ def run_job(
     seed
         Passed to the policy.
     cluster
-        Nodes to plan for. Default: one node ``local`` with
-        ``max(parallelism, executors) × 2`` slots (units are Spark tasks that
-        queue on the cores); the physical limit uses Spark's default
-        parallelism as the core count.
+        Nodes to plan for. Default:
+        :func:`~streamscale.runtime.spark.driver.graph.local_cluster` (``max(2,
+        parallelism, instances) × 2`` slots: units are Spark tasks that queue on the
+        cores); the physical limit uses Spark's default parallelism as the core count.
     resources
         Executors that follow the plan (:mod:`streamscale.runtime.spark.executors.resources`):
         planning uses its capacity model, and at each batch boundary, after the
@@ -164,7 +160,7 @@ def run_job(
         spark, job.graph(), duration_s=duration_s, checkpoint=checkpoint, out=out,
         max_batches=max_batches, plan=plan, on_batch=on_batch, policy=policy,
         params=run_params, seed=run_seed(seed), cluster=cluster, resources=resources,
-        state_url=state_url, linear=job,
+        state_url=state_url,
     )  # fmt: skip
     limit = physical_limit(job, cores)
     return RunResult(
@@ -198,17 +194,16 @@ def linear_setup(
     """What a linear job runs with under the one driver: the cluster planned for, the
     first plan, the cores its physical limit counts and the parsed settings.
 
-    Default cluster: the executors' capacity with ``resources``, else one node ``local``
-    with ``max(parallelism, instances) × 2`` slots (units are Spark tasks that queue on
-    the cores) and Spark's parallelism as the cores; default plan: the policy's initial
+    Default cluster: the executors' capacity with ``resources``, else
+    :func:`~streamscale.runtime.spark.driver.graph.local_cluster` (the one every job
+    plans for) and Spark's parallelism as the cores; default plan: the policy's initial
     plan (a policy object: one unit per executor)."""
     physical = int(spark.sparkContext.defaultParallelism)
     if resources is not None:
         cluster = resources.cluster()
         cores = cluster.total_cores
     elif cluster is None:
-        slots = max(physical, job.operator.instances) * _SLOTS_PER_CORE
-        cluster = Cluster.build([Node("local", cores=slots)])
+        cluster = local_cluster(physical=physical, instances=job.operator.instances)
         cores = physical
     else:
         cores = cluster.total_cores

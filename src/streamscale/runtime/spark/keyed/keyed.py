@@ -304,6 +304,38 @@ def _run_shards(
     return outputs, shard_stats, done_at
 
 
+def _task_rows(
+    spec: KeyedSpec, b: _Batch, index: int, df: pd.DataFrame
+) -> tuple[pd.DataFrame, pd.DataFrame, np.ndarray, Any, int]:
+    """A reduce task's rows checked to be its partition's, its dead letters written and
+    dropped, in (shard, arrival) order; those, the function's rows (no internal column,
+    initial state or late row), their shards, the initial state and the late rows' count."""
+    if len(df) and not (df[PART].to_numpy() == index).all():
+        raise StreamscaleError(
+            "rows reached a partition other than their unit's", item=f"partition {index}"
+        )
+    df, letters = split_dead_letters(df, b.parsed, b.batch_id)
+    write_dead_letters(b.dead_dir, b.batch_id, spec.operator, index, letters)
+    shards = df[SHARD].to_numpy(dtype=np.int64) if len(df) else np.empty(0, np.int64)
+    if len(df):  # a shuffle fetches map outputs in no fixed order
+        perm = np.lexsort((df[ORDER].to_numpy(dtype=np.int64), shards))
+        if (np.diff(perm) != 1).any():
+            df, shards = df.take(perm).reset_index(drop=True), shards[perm]
+    rows_df = df.drop(columns=[c for c in INTERNAL if c in df.columns])
+    rows_df, shards, init = split_initial(rows_df, shards, spec.key)
+    if not len(rows_df.columns):
+        rows_df = pd.DataFrame(columns=list(b.in_cols))
+    late_n = 0
+    if b.late is not None and getattr(spec.fn, "drops_late_rows", False) and len(rows_df):
+        from streamscale.runtime.spark.compat.event_time import late_mask
+
+        late = late_mask(rows_df[b.late[0]], b.late[1])
+        late_n = int(late.sum())
+        if late_n:
+            rows_df, shards = rows_df[~late].reset_index(drop=True), shards[~late]
+    return df, rows_df, shards, init, late_n
+
+
 def _reduce_side(
     spec: KeyedSpec, b: _Batch
 ) -> Callable[[Iterator[pd.DataFrame]], Iterator[pd.DataFrame]]:
@@ -330,29 +362,7 @@ def _reduce_side(
         if split:
             df[DEAD] = np.concatenate(reasons)
         t_task, cpu0 = time.perf_counter(), time.process_time()
-        if len(df) and not (df[PART].to_numpy() == index).all():
-            raise StreamscaleError(
-                "rows reached a partition other than their unit's", item=f"partition {index}"
-            )
-        df, letters = split_dead_letters(df, b.parsed, b.batch_id)
-        write_dead_letters(b.dead_dir, b.batch_id, spec.operator, index, letters)
-        shards = df[SHARD].to_numpy(dtype=np.int64) if len(df) else np.empty(0, np.int64)
-        if len(df):  # a shuffle fetches map outputs in no fixed order
-            perm = np.lexsort((df[ORDER].to_numpy(dtype=np.int64), shards))
-            if (np.diff(perm) != 1).any():
-                df, shards = df.take(perm).reset_index(drop=True), shards[perm]
-        rows_df = df.drop(columns=[c for c in INTERNAL if c in df.columns])
-        rows_df, shards, init = split_initial(rows_df, shards, spec.key)
-        if not len(rows_df.columns):
-            rows_df = pd.DataFrame(columns=list(b.in_cols))
-        late_n = 0
-        if b.late is not None and getattr(spec.fn, "drops_late_rows", False) and len(rows_df):
-            from streamscale.runtime.spark.compat.event_time import late_mask
-
-            late = late_mask(rows_df[b.late[0]], b.late[1])
-            late_n = int(late.sum())
-            if late_n:
-                rows_df, shards = rows_df[~late].reset_index(drop=True), shards[~late]
+        df, rows_df, shards, init, late_n = _task_rows(spec, b, index, df)
         read0 = getattr(spec.backend, "bytes_read", 0)
         outputs, shard_stats, done_at = _run_shards(spec, b, index, rows_df, shards, init)
         out = pd.concat(outputs, ignore_index=True) if outputs else pd.DataFrame()
@@ -375,24 +385,14 @@ def _reduce_side(
             if spec.sample_rows and not out.empty
             else []
         )
-        yield emit_stats(
-            TaskStats(
-                partition=index,
-                unit=b.pmap.units[index],
-                host=socket.gethostname(),
-                busy_s=busy,
-                rows=len(df),
-                out_rows=len(out),
-                shards=shard_stats,
-                latencies_ms=lat.astype(np.float32),
-                sample=sample,
-                cpu_s=time.process_time() - cpu0,
-                executor=f"{socket.gethostname()}:{os.getppid()}",
-                out_schema=_schema_bytes(blob),
-                state_read_bytes=getattr(spec.backend, "bytes_read", 0) - read0,
-                late_rows=late_n,
-            )
-        )
+        yield emit_stats(TaskStats(
+            partition=index, unit=b.pmap.units[index], host=socket.gethostname(), busy_s=busy,
+            rows=len(df), out_rows=len(out), shards=shard_stats,
+            latencies_ms=lat.astype(np.float32), sample=sample,
+            cpu_s=time.process_time() - cpu0, executor=f"{socket.gethostname()}:{os.getppid()}",
+            out_schema=_schema_bytes(blob),
+            state_read_bytes=getattr(spec.backend, "bytes_read", 0) - read0, late_rows=late_n,
+        ))  # fmt: skip
         if not emit:
             return
         if blob is not None:
@@ -417,12 +417,9 @@ def _decoder(schema: Any) -> Callable[[Iterator[Any]], Iterator[Any]]:
         for batch in batches:
             for blob in batch.column(0).to_pylist():
                 table = pa.ipc.open_stream(blob).read_all()
-                cols = [
-                    table.column(f.name).cast(f.type)
-                    if f.name in table.column_names
-                    else pa.nulls(table.num_rows, f.type)
-                    for f in schema
-                ]
+                have, n = table.column_names, table.num_rows
+                cols = [table.column(f.name).cast(f.type) if f.name in have
+                        else pa.nulls(n, f.type) for f in schema]  # fmt: skip
                 yield from pa.Table.from_arrays(cols, schema=schema).to_batches()
 
     return run
@@ -500,13 +497,12 @@ def run_keyed(
 
     Returns
     -------
-    The function's outputs (a DataFrame already computed and cached; released at
-    the operator's next batch or by :func:`release`; ``None`` when ``spec.emit`` is
-    false) and the batch statistics.
-    An exception in the keyed function fails the Spark job; nothing is committed.
+    The function's outputs (a DataFrame already computed and cached; released at the
+    operator's next batch or by :func:`release`; ``None`` when ``spec.emit`` is false)
+    and the batch statistics. An exception in the keyed function fails the Spark job;
+    nothing is committed.
     """
     from pyspark.sql import functions as F
-    from pyspark.sql import types as T
 
     t0 = time.perf_counter()
     if batch_time_ms is None:
@@ -516,58 +512,74 @@ def run_keyed(
     if initial is not None:
         df = with_initial_state(df, initial, spec.key)
     clear_dead_letters(dead_letter_dir, batch_id, spec.operator)
-    out_cols = None if spec.output_schema is None else tuple(spec.output_schema.fieldNames())
-    out_fields = (
-        []
-        if not spec.emit
-        else list(spec.output_schema.fields)
-        if spec.output_schema is not None
-        else [T.StructField(_OUT, T.BinaryType())]
-    )
-    reduced_schema = T.StructType([*out_fields, T.StructField(_STATS, T.BinaryType())])
+    out_cols, reduced_schema = _reduced_schema(spec)
     mapped, parsed = route(
         df, key=spec.key, required=spec.required, instances=spec.instances,
         shards=spec.shards, pmap=pmap, cache=routes,
     )  # fmt: skip
     shuffled = mapped.repartition(pmap.partitions, F.col(PK))
     spark = df.sparkSession
-    sc = spark.sparkContext
     batch = _Batch(
         batch_id, upto, pmap, attempt, hints, drops, out_cols, batch_time_ms,
         spark.conf.get("spark.sql.session.timeZone", None), dead_letter_dir, parsed,
         watermark_ms, late, in_cols,
     )  # fmt: skip
+    sc = spark.sparkContext
+    reduced, tasks, planned, runs = _reduce(sc, spec, batch, shuffled, reduced_schema, placed)
+    stats = BatchStats(
+        batch_id=batch_id, duration_s=time.perf_counter() - t0,
+        tasks=tuple(sorted(tasks, key=lambda t: t.partition)),
+        dead_letters=count_dead_letters(dead_letter_dir, batch_id, spec.operator),
+        partitions=pmap.partitions, planned=planned, runs=runs,
+    )  # fmt: skip
+    return _outputs(spark, spec, reduced, tasks, out_cols), stats
+
+
+def _reduced_schema(spec: KeyedSpec) -> tuple[tuple[str, ...] | None, Any]:
+    """The declared output columns (``None``: Arrow blobs) and the reduce tasks' schema."""
+    from pyspark.sql import types as T
+
+    declared = spec.output_schema
+    out_cols = None if declared is None else tuple(declared.fieldNames())
+    blob = [T.StructField(_OUT, T.BinaryType())]
+    out = [] if not spec.emit else list(declared.fields) if declared is not None else blob
+    return out_cols, T.StructType([*out, T.StructField(_STATS, T.BinaryType())])
+
+
+def _reduce(
+    sc: Any, spec: KeyedSpec, b: _Batch, shuffled: Any, schema: Any, placed: Any
+) -> tuple[Any, list[TaskStats], tuple[str, ...], tuple[Any, ...]]:
+    """The reduce tasks, pinned, as one Spark job (its result cached and its statistics
+    collected in that job when ``spec.emit``): result, statistics, plan, where tasks ran."""
+    from pyspark.sql import functions as F
+
     runs: tuple[Any, ...] = ()
-    with job_group(sc, f"streamscale-{spec.operator}-{batch_id}-{attempt}", placed) as group:
-        shuffled, planned = pin_units(shuffled, pmap.units, placed)
-        reduced = shuffled.mapInPandas(_reduce_side(spec, batch), reduced_schema)
+    with job_group(sc, f"streamscale-{spec.operator}-{b.batch_id}-{b.attempt}", placed) as group:
+        shuffled, planned = pin_units(shuffled, b.pmap.units, placed)
+        reduced = shuffled.mapInPandas(_reduce_side(spec, b), schema)
         if spec.emit:
             reduced = reduced.persist()
             _LIVE[spec.operator] = [reduced]
-            tasks = [
-                pickle.loads(r[0])
-                for r in reduced.filter(F.col(_STATS).isNotNull()).select(_STATS).collect()
-            ]
+            stats = reduced.filter(F.col(_STATS).isNotNull()).select(_STATS).collect()
+            tasks = [pickle.loads(r[0]) for r in stats]
         else:
             tasks = [pickle.loads(r[0]) for r in reduced.collect()]
     if group is not None:
-        runs = tuple(reduce_runs(sc, group, pmap.partitions))
-    outputs = None
-    if spec.emit:
-        outputs = reduced.filter(F.col(_STATS).isNull()).drop(_STATS)
-        if out_cols is None:
-            outputs = _decode(spark, reduced, tasks)
-            _LIVE[spec.operator].append(outputs)
-    stats = BatchStats(
-        batch_id=batch_id,
-        duration_s=time.perf_counter() - t0,
-        tasks=tuple(sorted(tasks, key=lambda t: t.partition)),
-        dead_letters=count_dead_letters(dead_letter_dir, batch_id, spec.operator),
-        partitions=pmap.partitions,
-        planned=planned,
-        runs=runs,
-    )
-    return outputs, stats
+        runs = tuple(reduce_runs(sc, group, b.pmap.partitions))
+    return reduced, tasks, planned, runs
+
+
+def _outputs(spark: Any, spec: KeyedSpec, reduced: Any, tasks: list[TaskStats], cols: Any) -> Any:
+    """The outputs (Arrow blobs decoded without declared ``cols``; ``None``: no emit)."""
+    from pyspark.sql import functions as F
+
+    if not spec.emit:
+        return None
+    outputs = reduced.filter(F.col(_STATS).isNull()).drop(_STATS)
+    if cols is None:
+        outputs = _decode(spark, reduced, tasks)
+        _LIVE[spec.operator].append(outputs)
+    return outputs
 
 
 def _decode(spark: Any, reduced: Any, tasks: list[TaskStats]) -> Any:
@@ -583,10 +595,6 @@ def _decode(spark: Any, reduced: Any, tasks: list[TaskStats]) -> Any:
         return spark.createDataFrame([], T.StructType([]))
     schemas = [pa.ipc.read_schema(pa.py_buffer(b)).remove_metadata() for b in heads]
     schema = pa.unify_schemas(schemas, promote_options="permissive")
-    schema = pa.schema(
-        [
-            pa.field(f.name, pa.string() if pa.types.is_large_string(f.type) else f.type)
-            for f in schema
-        ]
-    )
+    large = pa.types.is_large_string
+    schema = pa.schema([pa.field(f.name, pa.string() if large(f.type) else f.type) for f in schema])
     return blobs.mapInArrow(_decoder(schema), from_arrow_schema(schema)).persist()

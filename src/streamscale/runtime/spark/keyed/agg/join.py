@@ -181,6 +181,49 @@ def _shards(t: pa.Table, shard: str) -> set[int]:
     return set(np.unique(t.column(shard).to_numpy()).tolist()) if t.num_rows else set()
 
 
+def _new_rows(
+    part: pa.Table | None, op: JoinOp, cols: list[str], late_ms: int | None
+) -> tuple[pa.Table | None, int]:
+    """The batch's rows (``None``: none) without the late ones (at or before ``late_ms``)
+    and those whose null key Spark's inferred ``key IS NOT NULL`` filters drop; the late
+    rows' count."""
+    late = 0
+    new = None
+    if part is not None and part.num_rows:
+        new = part.select(cols)
+        if late_ms is not None:
+            is_late = _behind(new, late_ms * 1000)
+            late = int(is_late.sum())
+            new = new.filter(pa.array(~is_late)) if late else new
+    if new is not None and _NOT_NULL[op.how]:
+        drop = _null_keys(new, op.keys) & np.isin(new.column(SIDE).to_numpy(), _NOT_NULL[op.how])
+        new = new.filter(pa.array(~drop)) if drop.any() else new
+    return new, late
+
+
+def _evict(
+    sides: tuple[tuple[pa.Table, np.ndarray], tuple[pa.Table, np.ndarray]],
+    op: JoinOp,
+    out_cols: list[str],
+    shard: str,
+    emits: list[pa.Table],
+) -> set[int]:
+    """Eviction by the state watermarks: each side's buffer and the rows leaving it (left,
+    then right); an outer side's never-matched leaving rows appended to ``emits``. The
+    shards the leaving rows change."""
+    changed: set[int] = set()
+    outer = (op.how in ("left", "full"), op.how in ("right", "full"))
+    for (buf, gone), is_outer, null_col in zip(sides, outer, (RCOL, LCOL), strict=True):
+        if not gone.any():
+            continue
+        left_now = buf.filter(pa.array(gone))
+        changed |= _shards(left_now, shard)
+        if is_outer:
+            unmatched = ~left_now.column(MATCHED).to_numpy(zero_copy_only=False)
+            emits.append(_outer(left_now.filter(pa.array(unmatched)), out_cols, null_col))
+    return changed
+
+
 def fold_join(
     states: Sequence[pa.Table],
     part: pa.Table | None,
@@ -214,17 +257,7 @@ def fold_join(
     """
     cols = [shard, SIDE, *op.keys, LCOL, RCOL, TCOL]
     group = [shard, *op.keys]
-    late = 0
-    new = None
-    if part is not None and part.num_rows:
-        new = part.select(cols)
-        if late_ms is not None:
-            is_late = _behind(new, late_ms * 1000)
-            late = int(is_late.sum())
-            new = new.filter(pa.array(~is_late)) if late else new
-    if new is not None and _NOT_NULL[op.how]:  # Spark's inferred `key IS NOT NULL` filters
-        drop = _null_keys(new, op.keys) & np.isin(new.column(SIDE).to_numpy(), _NOT_NULL[op.how])
-        new = new.filter(pa.array(~drop)) if drop.any() else new
+    new, late = _new_rows(part, op, cols, late_ms)
     schema = new.schema if new is not None else None
     olds = []
     for t in states:
@@ -277,19 +310,8 @@ def fold_join(
     buf_l = _with_matched(buf_l, buf_l_m)
     buf_r = pa.concat_tables([_with_matched(old_r, old_r_m), stored_r])
     changed = _shards(new, shard)
-    # eviction by the state watermarks; the outer side's never-matched rows are emitted
     gone_l, gone_r = _behind(buf_l, lmark), _behind(buf_r, rmark)
-    for buf, gone, outer, null_col in (
-        (buf_l, gone_l, op.how in ("left", "full"), RCOL),
-        (buf_r, gone_r, op.how in ("right", "full"), LCOL),
-    ):
-        if not gone.any():
-            continue
-        left_now = buf.filter(pa.array(gone))
-        changed |= _shards(left_now, shard)
-        if outer:
-            unmatched = ~left_now.column(MATCHED).to_numpy(zero_copy_only=False)
-            emits.append(_outer(left_now.filter(pa.array(unmatched)), out_cols, null_col))
+    changed |= _evict(((buf_l, gone_l), (buf_r, gone_r)), op, out_cols, shard, emits)
     state = pa.concat_tables([buf_l.filter(pa.array(~gone_l)), buf_r.filter(pa.array(~gone_r))])
     emit = pa.concat_tables([e for e in emits if e.num_rows] or [emits[0]])
     return Folded(emit if emit.num_rows else None, state, frozenset(changed), late)
