@@ -147,13 +147,25 @@ def _damage(case: str, url: str) -> tuple[str, str]:
         return _truncate(url, g, vs[-1]), f"version {vs[-1]} is unreadable"
     if case == "missing changelog":  # one the newest version builds on
         return _delete(url, g, vs[1]), f"committed version {vs[1]} is missing"
+    if case == "missing commit marker":  # the shards' versions are all still there
+        be = state_backend(url)
+        file = be.marker_file(OP)  # type: ignore[attr-defined]
+        be._remove(file)  # type: ignore[attr-defined]
+        assert be.committed(OP) == -1
+        return file, "but the commit marker is missing"
     assert case == "missing named version"  # the newest: an older one is still there
     return _delete(url, g, vs[-1]), f"version {vs[-1]}, which the commit of batch"
 
 
 @pytest.mark.parametrize(
     "case",
-    ["truncated snapshot", "truncated changelog", "missing changelog", "missing named version"],
+    [
+        "truncated snapshot",
+        "truncated changelog",
+        "missing changelog",
+        "missing named version",
+        "missing commit marker",
+    ],
 )
 def test_damaged_state_stops_the_job_naming_the_file_and_the_batch(
     seeded: Seeded, case: str, spark, tmp_path: Path
@@ -173,9 +185,13 @@ def test_damaged_state_stops_the_job_naming_the_file_and_the_batch(
     assert file in msg and what in msg, msg
     # the batch that stopped: the restart's first (its input is damaged), or the last
     # committed one, whose marker names the lost version
-    batch = committed if case == "missing named version" else committed + 1
+    batch = (
+        committed if case in ("missing named version", "missing commit marker") else committed + 1
+    )
     assert f"batch {batch}" in msg, msg
     # the job did not go on: no batch ran to its end, nothing committed after the damage
     assert ran == []
-    assert state_backend(url).committed(OP) == committed
+    assert state_backend(url).committed(OP) == (
+        -1 if case == "missing commit marker" else committed
+    )
     assert _spark_commits(ckpt)[-1] == committed

@@ -72,6 +72,7 @@ from streamscale.runtime.spark.state.state import (
     StateBackend,
     VersionIndex,
     check_layout,
+    query_committed,
     state_backend,
 )
 from streamscale.settings import Frozen
@@ -290,7 +291,8 @@ def _context(
         graph, policy, params, physical=physical, seed=seed, plan=plan, cluster=cluster,
         resources=resources,
     )  # fmt: skip
-    keyed = _keyed_state(graph, state_backend(state_url or checkpoint / "state"), chosen.plan)
+    backend = state_backend(state_url or checkpoint / "state")
+    keyed = _keyed_state(graph, backend, chosen.plan, query_committed(checkpoint / "spark"))
     return RunContext(
         spark=spark, graph=graph, checkpoint=checkpoint, base=base,
         dead_dir=str((base / "dead_letters").resolve()), physical=physical,
@@ -338,9 +340,10 @@ def _plan_and_policy(
     )  # fmt: skip
 
 
-def _keyed_state(graph: JobGraph, backend: StateBackend, plan: Plan) -> KeyedState:
+def _keyed_state(graph: JobGraph, backend: StateBackend, plan: Plan, committed: int) -> KeyedState:
     """Each keyed operator's spec, its state's layout checked against ``backend``, its
-    version index and its realizer starting from ``plan``."""
+    version index (checked against ``committed``, the last batch the query committed) and
+    its realizer starting from ``plan``."""
     specs: dict[str, KeyedSpec] = {}
     indexes: dict[str, VersionIndex] = {}
     realizers: dict[str, SparkRealizer] = {}
@@ -360,7 +363,9 @@ def _keyed_state(graph: JobGraph, backend: StateBackend, plan: Plan) -> KeyedSta
             output_schema=_declared_output(node.fn),
         )
         check_layout(backend, name, op.instances, op.shards)
-        indexes[name] = VersionIndex(backend, name, op.instances * op.shards)
+        indexes[name] = VersionIndex(
+            backend, name, op.instances * op.shards, query_committed=committed
+        )
         realizers[name] = SparkRealizer(graph.topology, name, plan)
     return KeyedState(backend=backend, specs=specs, indexes=indexes, realizers=realizers)
 

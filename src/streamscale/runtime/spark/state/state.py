@@ -45,6 +45,7 @@ from streamscale.runtime.spark.state.state_api import (
     _snapshot_opts,
     check_layout,
     input_error,
+    query_committed,
 )
 from streamscale.runtime.spark.state.state_fs import FsStateBackend
 from streamscale.runtime.spark.state.state_local import LocalStateBackend
@@ -58,6 +59,7 @@ __all__ = [
     "check_layout",
     "check_state_url",
     "input_error",
+    "query_committed",
     "state_backend",
 ]
 

@@ -22,6 +22,7 @@ __all__ = [
     "VersionIndex",
     "check_layout",
     "input_error",
+    "query_committed",
 ]
 
 #: The layout record of an operator's state, beside its shards and commit marker.
