@@ -106,19 +106,23 @@ def balance_bounds(
 
 def steady_throughput(records: list[Any], warmup_s: float) -> float:
     """Tuples per second over the batches that end after ``warmup_s``: their rows over
-    the time from the last batch end at or before ``warmup_s`` to the last batch end.
+    the time from the last batch end at or before ``warmup_s`` (the run's start when no
+    batch ended that early, as on a slow host) to the last batch end; NaN when no batch
+    ended after ``warmup_s``.
 
     Examples
     --------
     >>> from types import SimpleNamespace as B
     >>> steady_throughput([B(time=10, rows=5), B(time=20, rows=100), B(time=30, rows=300)], 15)
     20.0
+    >>> steady_throughput([B(time=20, rows=100), B(time=30, rows=300)], 15)
+    13.333333333333334
     """
     before = [r.time for r in records if r.time <= warmup_s]
     after = [r for r in records if r.time > warmup_s]
-    if not before or not after:
+    if not after:
         return float("nan")
-    span = after[-1].time - before[-1]
+    span = after[-1].time - (before[-1] if before else 0.0)
     return sum(r.rows for r in after) / span if span > 0 else float("nan")
 
 

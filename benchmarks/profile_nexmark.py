@@ -78,7 +78,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--top", type=int, default=30)
     args = ap.parse_args(argv)
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    from pyspark.sql.streaming import StreamingQueryListener
+    from profile_stages import progress_listener
 
     from streamscale.nexmark.files import write_events
     from streamscale.nexmark.generator import GeneratorConfig
@@ -98,25 +98,8 @@ def main(argv: list[str] | None = None) -> None:
     events = tmp / "events"
     write_events(GeneratorConfig.constant(10_000.0, seed=7), args.events, events, files=args.files)
 
-    progress: list[dict[str, Any]] = []
-
-    class Listener(StreamingQueryListener):
-        def onQueryStarted(self, event: Any) -> None:
-            pass
-
-        def onQueryIdle(self, event: Any) -> None:
-            pass
-
-        def onQueryTerminated(self, event: Any) -> None:
-            pass
-
-        def onQueryProgress(self, event: Any) -> None:
-            p = event.progress
-            progress.append({"batch": p.batchId, "rows": p.numInputRows,
-                             "trigger_ms": dict(p.durationMs)})  # fmt: skip
-
-    listener = Listener()
-    spark.streams.addListener(listener)
+    progress: dict[int, dict[str, Any]] = {}  # rows and trigger times by batch id
+    listener = progress_listener(spark, progress)
     client = spark.sparkContext._gateway._gateway_client
     calls = [0]
     send = client.send_command
@@ -178,9 +161,8 @@ def main(argv: list[str] | None = None) -> None:
     spark.streams.removeListener(listener)
     spark.stop()
     jobs = _jobs(log_dir)
-    by_id = {p["batch"]: p for p in progress}
     for b in per_batch:
-        b.update(by_id.get(b["batch"], {}))
+        b.update(progress.get(b["batch"], {}))
         lo, hi = b.pop("span_ms")
         inside = [j for j in jobs if lo <= j["start"] <= hi]
         b["jobs"] = [(j["id"], j.get("end", j["start"]) - j["start"], j["name"][:40])

@@ -268,7 +268,7 @@ def _order(part: str) -> tuple[int, str]:
     return (PARTS_ORDER.index(kind) if kind in PARTS_ORDER else len(PARTS_ORDER), part)
 
 
-def _progress_listener(spark: Any, progress: dict[int, dict[str, Any]]) -> Any:
+def progress_listener(spark: Any, progress: dict[int, dict[str, Any]]) -> Any:
     from pyspark.sql.streaming import StreamingQueryListener
 
     class Listener(StreamingQueryListener):
@@ -306,7 +306,7 @@ def profile(
     )  # fmt: skip
     spark.conf.set("spark.sql.session.timeZone", "UTC")
     progress: dict[int, dict[str, Any]] = {}
-    listener = _progress_listener(spark, progress)
+    listener = progress_listener(spark, progress)
     labels = Labels(spark.sparkContext)
     if args.callers:
         labels.callers = defaultdict(int)

@@ -377,7 +377,7 @@ class ExecutorResources:
         """Hold ``n`` executors (within the bounds) while no batch runs: request more, or
         release the newest beyond ``n``; returns the executors released."""
         n = max(self.min_executors, min(self.max_executors, n))
-        alive = self.alive()
+        alive = self._keepers_first(self.alive())
         excess = alive[n:][::-1]
         if excess and self._kill(excess):
             self.released += len(excess)
@@ -389,6 +389,14 @@ class ExecutorResources:
     def apply(self, plan: Plan, now: float) -> Mapping[str, Any]:
         with self._lock:
             return self._apply(plan)
+
+    def _keepers_first(self, alive: Sequence[str]) -> list[str]:
+        """``alive`` with the executors settled before the first batch (warm) first, each
+        group oldest id first: scale-in releases from the end, so an executor whose
+        registration came in after :meth:`settle` (a standalone master launches up to
+        ``spark.cores.max`` before the first request; under load one registers seconds
+        late, with a lower id) goes before the warm ones the run started with."""
+        return sorted(alive, key=lambda e: e not in self._start)
 
     def ready_cores(self) -> int:
         """Cores of the executors that were alive at the previous batch boundary and still
@@ -447,7 +455,8 @@ class ExecutorResources:
             figures["warm_up_s"] = self.clock() - t
         demand = node_demand(plan.placement.nodes, self.cluster().names)
         self.slots = assign_slots(self.slots, alive, demand)
-        excess = release_order(self.slots, alive, demand)[: max(0, len(alive) - want)]
+        order = release_order(self.slots, self._keepers_first(alive), demand)
+        excess = order[: max(0, len(alive) - want)]
         if excess:  # killing lowers Spark's target by as many
             ok = self._kill(excess)
             figures["executors_released"] = excess if ok else []
