@@ -209,7 +209,7 @@ def _dag_lines(spark: Any, rows: int, batches: int, argv: list[str]) -> None:
         with tempfile.TemporaryDirectory() as tmp, contextlib.redirect_stdout(sys.stderr):
             res = run_graph(spark, graph, duration_s=900, checkpoint=Path(tmp) / "ck",
                             out=Path(tmp), max_batches=batches, policy="static")  # fmt: skip
-        scored = res.batches[1:]
+        scored = res.records[1:]
         busy = sum(b.duration_s for b in scored)
         first = graph.keyed[0]
         n = sum(b.keyed_rows.get(first, 0) for b in scored)

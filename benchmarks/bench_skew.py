@@ -31,6 +31,7 @@ import json
 import shutil
 import sys
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -104,7 +105,7 @@ def balance_bounds(
     }
 
 
-def steady_throughput(records: list[Any], warmup_s: float) -> float:
+def steady_throughput(records: Sequence[Any], warmup_s: float) -> float:
     """Tuples per second over the batches that end after ``warmup_s``: their rows over
     the time from the last batch end at or before ``warmup_s`` (the run's start when no
     batch ended that early, as on a slow host) to the last batch end; NaN when no batch

@@ -313,26 +313,26 @@ def soak(
             checkpoint=ckpt, out=out, duration_s=minutes * 60, spark=spark, policy="elastic",
             state_url=url, on_batch=on_batch, resources=resources, max_batches=batches_max,
         )  # fmt: skip
-        n = sum(int(b.keyed_rows.get("rank", 0)) for b in res.batches)
+        n = sum(int(b.keyed_rows.get("rank", 0)) for b in res.records)
         elapsed = time.monotonic() - t0
-        durations = [b.duration_s for b in res.batches]
+        durations = [b.duration_s for b in res.records]
         line = {
             "state": kind,
             "master": master,
             "figure": "growth",
-            "batches": len(res.batches),
+            "batches": len(res.records),
             "tuples": n,
             "minutes": elapsed / 60,
-            "batches_per_hour": len(res.batches) / elapsed * 3600,
+            "batches_per_hour": len(res.records) / elapsed * 3600,
             "batch_p50_s": float(np.median(durations)) if durations else None,
             "stage_p50_s": {  # each keyed operator's Spark job, per batch
-                op: float(np.median([b.extra.get("stage_s", {}).get(op, 0.0) for b in res.batches]))
+                op: float(np.median([b.extra.get("stage_s", {}).get(op, 0.0) for b in res.records]))
                 for op in ("rank", "totals")
             }
             if durations
             else None,
-            "plan_changes": sum(1 for b in res.batches if _applied(b)),
-            "control_errors": sum(1 for b in res.batches if "control_error" in b.extra),
+            "plan_changes": sum(1 for b in res.records if _applied(b)),
+            "control_errors": sum(1 for b in res.records if "control_error" in b.extra),
             "executors_added": resources.added if resources is not None else 0,
             "executors_released": resources.released if resources is not None else 0,
             "warmup_batches": args.warmup,

@@ -125,7 +125,7 @@ def main(argv: list[str] | None = None) -> None:
                       duration_s=3600, policy="elastic")  # fmt: skip
         prof.disable()
         wall = time.time() - t0
-        records = list(res.batches)
+        records = list(res.records)
     stages = [s for s in _stages(spark) if s.get("status") == "COMPLETE"]
     for b in records[1:]:
         st = tasks.get(b.batch_id)

@@ -67,7 +67,7 @@ def test_readme_quick_start_runs_and_counts_exactly(spark: Any, tmp_path: Path) 
     assert len(blocks) == 3
     ns = run_python(blocks, spark, tmp_path)
     result = ns["result"]
-    assert result.count == 2 and len(result.batches) == 2
+    assert result.batches == 2 and len(result.records) == 2
     n = result.keyed_rows["running_count"]
     assert n > 0
     assert last_counts(spark, tmp_path / "quickstart" / "counts") == counts_per_user(spark, n)
@@ -102,7 +102,7 @@ def test_tutorial_python_blocks_run(spark: Any, tmp_path: Path) -> None:
     assert last_counts(spark, tmp_path / "tutorial" / "counts") == counts_per_user(spark, n)
     # step 5: the second run continued from the state the first committed in S3
     first, second = ns["first"], ns["second"]
-    assert first.count == 2 and second.count == 1
+    assert first.batches == 2 and second.batches == 1
     total = first.keyed_rows["running_count"] + second.keyed_rows["running_count"]
     assert last_counts(spark, tmp_path / "tutorial" / "s3" / "counts") == counts_per_user(
         spark, total

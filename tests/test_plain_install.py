@@ -119,9 +119,9 @@ def test_the_readme_quick_start_runs_without_extras(tmp_path: Path) -> None:
     blocks = fenced_blocks(section((ROOT / "README.md").read_text(), "Quick start"), ("python",))
     prelude = "import streamscale\nspark = streamscale.session('local[2]', shuffle_partitions=2)\n"
     check = (
-        "\nassert result.count == 2, result.count\n"
-        "assert result.batches[-1].policy == 'elastic', result.batches[-1].policy\n"
-        "assert 'applied' in result.batches[-1].extra and result.batches[-1].cores\n"
+        "\nassert result.batches == 2, result.batches\n"
+        "assert result.records[-1].policy == 'elastic', result.records[-1].policy\n"
+        "assert 'applied' in result.records[-1].extra and result.records[-1].cores\n"
         "try:\n"
         "    import matplotlib\n"
         "except ModuleNotFoundError:\n"

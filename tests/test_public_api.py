@@ -25,7 +25,7 @@ PUBLIC = {
     "WindowedStream": "streamscale.runtime.spark.api",
     "session": "streamscale.runtime.spark.app",
     "Executors": "streamscale.runtime.spark.app",
-    "GraphResult": "streamscale.runtime.spark.driver.dag",
+    "RunResult": "streamscale.runtime.spark.driver.result",
     "GraphBatch": "streamscale.runtime.spark.driver.graph_batch",
     "StreamscaleError": "streamscale.errors",
 }
@@ -140,7 +140,7 @@ def test_the_readme_quick_start_type_checks(tmp_path: Path) -> None:
                 res.stdout.splitlines() if "Revealed type" in line]  # fmt: skip
     assert revealed == [
         "streamscale.runtime.spark.api.Stream",
-        "streamscale.runtime.spark.driver.dag.GraphResult",
+        "streamscale.runtime.spark.driver.result.RunResult",
         "streamscale.runtime.spark.driver.graph_batch.GraphBatch",
         "streamscale.runtime.spark.api.Stream",
     ]

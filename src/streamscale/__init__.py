@@ -15,7 +15,8 @@ What a user types comes from here::
   (:class:`KeyedStream`) answers Spark's stateful ``GroupedData`` methods;
 * :func:`session` — a SparkSession; :class:`Executors` — the Spark executors a run may
   hold, given once to :func:`session` and to :meth:`Stream.run`;
-* :class:`GraphResult` and :class:`GraphBatch` — what :meth:`Stream.run` returns;
+* :class:`RunResult` and :class:`GraphBatch` — what :meth:`Stream.run` returns (its
+  recent batches, ``records``, each a :class:`GraphBatch`);
 * :class:`StreamscaleError` — every error a user can cause, in one line.
 
 The names are loaded on first use, so ``import streamscale`` (and the pure layers below
@@ -33,15 +34,15 @@ from streamscale.errors import StreamscaleError
 if TYPE_CHECKING:
     from streamscale.runtime.spark.api import KeyedStream, Stream, WindowedStream, stream
     from streamscale.runtime.spark.app import Executors, session
-    from streamscale.runtime.spark.driver.dag import GraphResult
     from streamscale.runtime.spark.driver.graph_batch import GraphBatch
+    from streamscale.runtime.spark.driver.result import RunResult
 
 __version__ = "0.1.0"
 __all__ = [
     "Executors",
     "GraphBatch",
-    "GraphResult",
     "KeyedStream",
+    "RunResult",
     "Stream",
     "StreamscaleError",
     "WindowedStream",
@@ -58,7 +59,7 @@ _LAZY = {
     "WindowedStream": "streamscale.runtime.spark.api",
     "session": "streamscale.runtime.spark.app",
     "Executors": "streamscale.runtime.spark.app",
-    "GraphResult": "streamscale.runtime.spark.driver.dag",
+    "RunResult": "streamscale.runtime.spark.driver.result",
     "GraphBatch": "streamscale.runtime.spark.driver.graph_batch",
 }
 

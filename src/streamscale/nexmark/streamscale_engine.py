@@ -433,7 +433,7 @@ def run_streamscale(
             params=params,
             seed=seed,
         )
-        committed, n_committed = res.batches, res.count
+        committed, n_committed = res.records, res.batches
     wall = time.perf_counter() - t0
     rows_out = None
     if sink != "none":

@@ -30,7 +30,8 @@ from streamscale.errors import StreamscaleError
 from streamscale.formatting import jsonable, markdown_table
 from streamscale.runtime.spark.driver.graph_batch import GraphBatch
 from streamscale.runtime.spark.driver.job import Job
-from streamscale.runtime.spark.driver.runner import RunResult, run_job
+from streamscale.runtime.spark.driver.result import RunResult
+from streamscale.runtime.spark.driver.runner import run_job
 from streamscale.runtime.spark.sources.sources import expected_cost_ms
 from streamscale.scenarios.native import NATIVE_POLICY, run_native
 

@@ -38,7 +38,8 @@ from streamscale.runtime.spark.driver.graph_batch import GraphBatch
 from streamscale.runtime.spark.driver.history import RunHistory
 from streamscale.runtime.spark.driver.job import Job
 from streamscale.runtime.spark.driver.metrics import MetricsWriter, imbalance
-from streamscale.runtime.spark.driver.runner import RunResult, summarize_run
+from streamscale.runtime.spark.driver.result import RunResult
+from streamscale.runtime.spark.driver.runner import summarize_run
 from streamscale.runtime.spark.sources.sources import register_sources
 
 __all__ = ["NATIVE_POLICY", "from_group_state", "group_function", "run_native"]

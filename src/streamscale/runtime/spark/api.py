@@ -47,8 +47,8 @@ if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
 
     from streamscale.runtime.spark.app import Executors
-    from streamscale.runtime.spark.driver.dag import GraphResult
     from streamscale.runtime.spark.driver.graph_batch import GraphBatch
+    from streamscale.runtime.spark.driver.result import RunResult
     from streamscale.runtime.spark.executors.resources import Resources
 
 __all__ = ["KeyedStream", "Stream", "WindowedStream", "stream"]
@@ -275,7 +275,7 @@ class Stream:
         on_batch: Callable[[GraphBatch], None] | None = None,
         executors: Executors | None = None,
         resources: Resources | None = None,
-    ) -> GraphResult:
+    ) -> RunResult:
         """Run the whole job this stream belongs to.
 
         Every setting is parsed once, by :func:`~streamscale.runtime.run_config.parse_run`,
@@ -309,14 +309,15 @@ class Stream:
 
         Returns
         -------
-        GraphResult
-            The recent batches (:class:`~streamscale.runtime.spark.driver.graph_batch.GraphBatch`)
-            and whole-run totals.
+        RunResult
+            The recent batches (``records``, each a
+            :class:`~streamscale.runtime.spark.driver.graph_batch.GraphBatch`) and whole-run
+            totals (``batches``: how many committed).
 
         Examples
         --------
         >>> result = counts.run(checkpoint="ck", max_batches=2)  # doctest: +SKIP
-        >>> [b.batch_id for b in result.batches]  # doctest: +SKIP
+        >>> [b.batch_id for b in result.records]  # doctest: +SKIP
         [0, 1]
         """
         from streamscale.runtime.run_config import parse_run

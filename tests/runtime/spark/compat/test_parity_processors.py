@@ -134,9 +134,9 @@ def test_transform_with_state_in_pandas_event_time_matches_spark(runs: dict[str,
     assert [r[5] for b in sorted(want) for r in want[b] if r[1] == "map"] == [
         "[(1, 1)]", "[]", "[(2, 1)]", "[(1, 1), (2, 1)]",
     ]  # fmt: skip
-    wms = [b.extra.get("watermark_ms") for b in runs["res_et"].batches]
+    wms = [b.extra.get("watermark_ms") for b in runs["res_et"].records]
     assert wms == [0, 7000, 15000, 25000, 35000]
-    late = [b.extra.get("late_rows", {}) for b in runs["res_et"].batches]
+    late = [b.extra.get("late_rows", {}) for b in runs["res_et"].records]
     assert late[2] == {"Kitchen": 1, "RowKitchen": 1, "gs_event": 1}
     assert not any(late[:2] + late[3:])
 

@@ -142,10 +142,10 @@ def test_a_fused_chain_equals_pandas_spark_and_the_unfused_run(spark: Any, tmp_p
         before = _jobs(spark)
         res = _run(spark, job, tmp_path / f"ck-{fuse}", fuse=fuse)
         jobs[fuse] = _jobs(spark) - before
-        assert res.count == BATCHES
+        assert res.batches == BATCHES
         counts[fuse] = res.sink_rows["count"]
         got[fuse] = _tidy(pd.concat(seen, ignore_index=True))
-        last = res.batches[-1]
+        last = res.records[-1]
         assert set(last.keyed_rows) == {"op1", "op2", "op3"}  # every operator observed
         assert all(last.tasks[op] >= 1 for op in ("op1", "op2", "op3"))
     pd.testing.assert_frame_equal(got[True], got[False])
@@ -199,7 +199,7 @@ def test_a_follower_whose_aggregate_is_an_expression_runs_on_its_own(
     s = s.key_by("key").agg(F.sum(F.col("n") * 2).alias("n2"), name="two")
     job = s.to(lambda out, b: seen.append(out.toPandas().assign(batch=b)), name="out")
     res = _run(spark, job, tmp_path / "ck", fuse=True)
-    assert res.count == BATCHES
+    assert res.batches == BATCHES
     rows = pd.concat([f.assign(batch=b) for b, f in enumerate(frames)], ignore_index=True)
     one = _pandas_update(rows, {"n": ("size", "*")})
     want = _pandas_update(one.assign(n=one["n"] * 2), {"n2": ("sum", "n")})

@@ -95,7 +95,7 @@ def test_dag_with_two_keyed_operators_fan_out_and_union_matches_pandas(spark, tm
     res = run_graph(
         spark, graph, duration_s=900, checkpoint=ckpt, out=tmp_path, max_batches=2, policy="static"
     )
-    ids = [b.batch_id for b in res.batches]  # a batch running at the limit completes too
+    ids = [b.batch_id for b in res.records]  # a batch running at the limit completes too
     assert len(ids) >= 2 and ids == list(range(len(ids)))
     # every batch the run recorded is in Spark's commit log: the stop waited for it
     assert (ckpt / "spark" / "commits" / str(ids[-1])).exists()
@@ -103,8 +103,8 @@ def test_dag_with_two_keyed_operators_fan_out_and_union_matches_pandas(spark, tm
     res = run_graph(
         spark, graph, duration_s=900, checkpoint=ckpt, out=tmp_path, max_batches=2, policy="static"
     )
-    assert len(res.batches) >= 2 and res.batches[0].batch_id == ids[-1] + 1
-    assert check_against_pandas(ckpt, tmp_path, OPTS) == 120 * (res.batches[-1].batch_id + 1)
+    assert len(res.records) >= 2 and res.records[0].batch_id == ids[-1] + 1
+    assert check_against_pandas(ckpt, tmp_path, OPTS) == 120 * (res.records[-1].batch_id + 1)
 
 
 def test_graph_refuses_what_cannot_run_naming_the_operator() -> None:
@@ -161,9 +161,9 @@ def test_dag_after_sigkilled_driver_matches_pandas(spark, tmp_path) -> None:
     res = run_graph(
         spark, graph, duration_s=240, checkpoint=ckpt, out=out, max_batches=2, policy="static"
     )
-    assert res.batches[0].batch_id in (first[-1] + 1, first[-1] + 2)
+    assert res.records[0].batch_id in (first[-1] + 1, first[-1] + 2)
     n = check_against_pandas(ckpt, out, KOPTS)
-    assert n == 100 * (res.batches[-1].batch_id + 1)
+    assert n == 100 * (res.records[-1].batch_id + 1)
 
 
 def _plan_with(topology: Topology, units: dict[str, int]) -> Any:
@@ -220,16 +220,16 @@ def test_each_keyed_operator_of_a_dag_is_resized_on_its_own_and_stays_exact(
         policy=_Script(topo, steps),
         params={"interval_s": 0, "stabilization_s": 0, "scale_down_delay_s": 0},
     )
-    n = len(res.batches)  # a batch running at the limit completes too
-    assert [b.batch_id for b in res.batches] == list(range(n)) and n >= 4
+    n = len(res.records)  # a batch running at the limit completes too
+    assert [b.batch_id for b in res.records] == list(range(n)) and n >= 4
     # units that ran tasks: batch 0 the initial plan (1 + 1 per operator), then each step
     # (executor 0 of an operator with k units + executor 1's one unit), when it has rows
     want = [{"rank": 2, "totals": 2}, {"rank": 4, "totals": 2}, {"rank": 2, "totals": 3}]
-    for b, w in zip(res.batches[:3], want, strict=True):
+    for b, w in zip(res.records[:3], want, strict=True):
         for op, units in w.items():
             assert b.tasks.get(op, 0) <= units
-    assert res.batches[1].tasks["rank"] > res.batches[2].tasks["rank"]
-    assert res.batches[2].tasks["totals"] > res.batches[1].tasks["totals"]
+    assert res.records[1].tasks["rank"] > res.records[2].tasks["rank"]
+    assert res.records[2].tasks["totals"] > res.records[1].tasks["totals"]
     assert check_against_pandas(ckpt, tmp_path, OPTS) == 120 * n
 
 
@@ -249,14 +249,14 @@ def test_dag_under_the_elastic_policy_decides_and_stays_exact(spark, tmp_path) -
         policy="elastic",
         params={"interval_s": 0, "stabilization_s": 0},
     )
-    n = len(res.batches)  # a batch running at the limit completes too
+    n = len(res.records)  # a batch running at the limit completes too
     assert n >= 3
-    assert all("control_error" not in b.extra for b in res.batches), res.batches[-1].extra
-    assert any(b.extra.get("decision") for b in res.batches)
+    assert all("control_error" not in b.extra for b in res.records), res.records[-1].extra
+    assert any(b.extra.get("decision") for b in res.records)
     # nothing was stored before the first batch, so nothing was read from the store
-    assert res.batches[0].extra["state_read_bytes"] == {"rank": 0, "totals": 0}
+    assert res.records[0].extra["state_read_bytes"] == {"rank": 0, "totals": 0}
     assert all(
-        set(b.cores) == {"rank", "totals"} and min(b.cores.values()) >= 2 for b in res.batches
+        set(b.cores) == {"rank", "totals"} and min(b.cores.values()) >= 2 for b in res.records
     )
     assert check_against_pandas(ckpt, tmp_path, OPTS) == 120 * n
 
@@ -272,7 +272,7 @@ def test_dag_state_lives_where_state_url_says(spark, tmp_path) -> None:
         spark, graph, duration_s=600, checkpoint=tmp_path / "ck", out=tmp_path,
         max_batches=2, state_url=url, policy="static",
     )  # fmt: skip
-    n = 120 * len(res.batches)
+    n = 120 * len(res.records)
     assert not (tmp_path / "ck" / "state").exists()  # nothing went to the default place
     counts: dict[str, int] = {}
     for st in state_backend(url).load_all("rank").values():

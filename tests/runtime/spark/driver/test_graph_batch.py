@@ -88,8 +88,8 @@ def test_each_keyed_operator_runs_on_the_ready_cores_and_stays_exact(
         spark, graph, duration_s=600, checkpoint=ckpt, out=tmp_path, max_batches=2,
         policy="static", cluster=model, resources=resources,
     )  # fmt: skip
-    assert res.count >= 2
-    for b in res.batches:
+    assert res.batches >= 2
+    for b in res.records:
         assert b.extra["ready_cores"] == ready
         # Spark's own partition ids (TaskContext) of each keyed operator's reduce tasks
         parts: dict[str, set[int]] = {}
@@ -99,4 +99,4 @@ def test_each_keyed_operator_runs_on_the_ready_cores_and_stays_exact(
             if b.keyed_rows.get(op):
                 # the default plan: each keyed operator's two executors, one unit each
                 assert parts[op] == ({0} if ready == 1 else {0, 1}), (b.batch_id, parts)
-    assert check_against_pandas(ckpt, tmp_path, OPTS) == 120 * res.count
+    assert check_against_pandas(ckpt, tmp_path, OPTS) == 120 * res.batches

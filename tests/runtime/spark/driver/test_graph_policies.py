@@ -38,10 +38,10 @@ def test_each_family_plans_a_dag_on_spark_and_stays_exact(spark, tmp_path, polic
         resources=FixedResources(capacity_cluster(4, 2), physical_cores=2),
         seed=3,
     )
-    n = len(res.batches)
+    n = len(res.records)
     assert n >= 3
-    assert all("control_error" not in b.extra for b in res.batches), [
-        b.extra.get("control_error") for b in res.batches
+    assert all("control_error" not in b.extra for b in res.records), [
+        b.extra.get("control_error") for b in res.records
     ]
-    assert any(b.extra.get("decision") for b in res.batches)
+    assert any(b.extra.get("decision") for b in res.records)
     assert check_against_pandas(ckpt, tmp_path, OPTS) == 120 * n

@@ -101,7 +101,7 @@ else:  # a caller's DataFrame that declares the generator and turns a tuple into
     s.to("none", name="out")
     out = s.run(checkpoint=work / "ckpt", duration_s=float(sys.argv[4]), spark=spark,
                 policy="elastic", params=params, resources=res, out=work / "out")
-    records, fan = out.batches, 2
+    records, fan = out.records, 2
 spans = [(b.end_s, b.start_seq, b.end_seq) for b in log.seq_spans()]
 state = {}
 for shard_state in LocalStateBackend(work / "ckpt" / "state").load_all("calc").values():

@@ -144,11 +144,11 @@ def test_update_mode_equals_spark_sql_across_shard_moves_and_a_restart(spark, tm
     job = _job(spark, src, ["k"], "update", got)
     flip = Flip(job.topology(), "agg", k=3)  # 2 <-> 4 tasks: shards move every batch
     first = _run(spark, job, tmp_path / "ck", policy=flip, batches=2)
-    assert len(first.batches) >= 2
+    assert len(first.records) >= 2
     rest = _run(spark, job, tmp_path / "ck", policy=Flip(job.topology(), "agg", k=3))
-    assert {b.tasks["agg"] for b in (*first.batches, *rest.batches)} == {2, 4}
+    assert {b.tasks["agg"] for b in (*first.records, *rest.records)} == {2, 4}
     # rows per batch id (a batch Spark replays after the restart counts once)
-    sizes = {x.batch_id: x.keyed_rows["agg"] for x in (*first.batches, *rest.batches)}
+    sizes = {x.batch_id: x.keyed_rows["agg"] for x in (*first.records, *rest.records)}
     assert sum(sizes.values()) == BATCHES * ROWS and sorted(got) == sorted(sizes)
     if set(sizes.values()) == {ROWS}:  # one file a batch, as Spark's run: equal batch by batch
         assert sorted(got) == list(range(BATCHES))
@@ -161,7 +161,7 @@ def test_update_mode_equals_spark_sql_across_shard_moves_and_a_restart(spark, tm
         # query of its own stopped at that moment would. The batches before the restart
         # compare; after it first()/last() within one batch of two files follow row order.
         assert sorted(sizes.values()) == [*[ROWS] * (BATCHES - 2), 2 * ROWS], sizes
-        restart = min(b.batch_id for b in rest.batches)
+        restart = min(b.batch_id for b in rest.records)
         for b in range(restart):
             assert got[b] == want[b], f"batch {b}"
 

@@ -83,7 +83,7 @@ def test_windows_equal_spark_sql_with_the_same_watermark(spark, tmp_path, mode, 
     res = _run(spark, out.to(collect, name="collect"), tmp_path / "ck")
     assert _nonempty(got) == _nonempty(want)
     assert len(_nonempty(want)) >= 3
-    late = sum(b.extra.get("late_rows", {}).get("agg", 0) for b in res.batches)
+    late = sum(b.extra.get("late_rows", {}).get("agg", 0) for b in res.records)
     assert late > 0  # rows of windows closed before their batch were dropped, as by Spark
 
 

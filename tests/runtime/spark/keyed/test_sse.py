@@ -85,7 +85,7 @@ def test_sse_job_trades_and_events_equal_a_sequential_exchange(spark, tmp_path: 
         max_batches=3,
         policy="static",
     )
-    n = 150 * len(res.batches)
+    n = 150 * len(res.records)
     want_trades, want_events = _reference(n)
     assert len(want_trades) > 50 and len(want_events) > 10  # the reference exercises the book
     order = ["key", "seq", "price", "volume"]

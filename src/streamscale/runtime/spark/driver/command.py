@@ -22,10 +22,11 @@ from typing import Any
 
 from streamscale.model import Cluster
 from streamscale.runtime.run_config import RunConfig, parse_params
-from streamscale.runtime.spark.driver.dag import GraphResult, run_graph
+from streamscale.runtime.spark.driver.dag import run_graph
 from streamscale.runtime.spark.driver.graph import JobGraph
 from streamscale.runtime.spark.driver.graph_batch import GraphBatch
 from streamscale.runtime.spark.driver.job import Job, linear_shape
+from streamscale.runtime.spark.driver.result import RunResult
 from streamscale.runtime.spark.driver.runner import linear_setup, physical_limit
 
 __all__ = ["load_job", "run_command"]
@@ -129,7 +130,7 @@ def run_command(
 
 
 def _summary(
-    res: GraphResult,
+    res: RunResult,
     graph: JobGraph,
     config: RunConfig,
     *,
@@ -141,11 +142,11 @@ def _summary(
 ) -> dict[str, Any]:
     """The run's summary: rows in and out, the last plan's cores, throughput against the
     physical ``limit`` (a linear job's; else NaN), latency, time and where it wrote."""
-    last = res.batches[-1].cores if res.batches else {}
+    last = res.records[-1].cores if res.records else {}
     return {
         "job": graph.topology.name,
         "policy": config.policy,
-        "batches": res.count,
+        "batches": res.batches,
         "rows": res.keyed_rows.get(graph.keyed[0], 0),
         "keyed_rows": {k: res.keyed_rows.get(k, 0) for k in graph.keyed},
         # a linear job's sinks are written inside its keyed tasks: counted in out_rows

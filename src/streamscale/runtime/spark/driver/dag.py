@@ -27,11 +27,10 @@ keeps the source's admission limit. The run keeps a bounded history
 
 from __future__ import annotations
 
-import math
 import time
 import uuid
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -61,6 +60,7 @@ from streamscale.runtime.spark.driver.history import RunHistory
 from streamscale.runtime.spark.driver.job import Job
 from streamscale.runtime.spark.driver.metrics import MetricsWriter
 from streamscale.runtime.spark.driver.operator import linear_stage
+from streamscale.runtime.spark.driver.result import RunResult
 from streamscale.runtime.spark.driver.watch import SourceWatch, make_watch, warm_keyed_path
 from streamscale.runtime.spark.executors.resources import Resources, is_cluster_master
 from streamscale.runtime.spark.executors.session import require_classic
@@ -79,40 +79,13 @@ from streamscale.settings import Frozen
 
 __all__ = [
     "GraphBatch",
-    "GraphResult",
     "KeyedState",
     "PlanAndPolicy",
     "RunContext",
+    "RunResult",
     "Watched",
     "run_graph",
 ]
-
-
-@dataclass(frozen=True, slots=True)
-class GraphResult:
-    """A finished run: its most recent committed batches (in order, at most
-    :data:`~streamscale.runtime.spark.driver.history.RECENT_BATCHES`: a job runs for weeks and
-    its driver must not keep every batch), the newest plan (the one the last batch
-    decided), and whole-run totals: batches committed, rows into each keyed operator and
-    rows out of each sink. From the run's bounded history
-    (:class:`~streamscale.runtime.spark.driver.history.RunHistory`), over the batches after the
-    first (Spark's start-up): ``throughput`` (rows into the first keyed operator per
-    second) and the latency percentiles (a sketch of every latency, 1 % relative error);
-    ``busy_s`` and ``cpu_s`` sum every keyed task's wall and CPU seconds; ``max_tasks``
-    the most reduce tasks a batch ran."""
-
-    batches: tuple[GraphBatch, ...]
-    plan: Plan
-    dead_letters: int
-    count: int = 0
-    keyed_rows: Mapping[str, int] = field(default_factory=dict)
-    sink_rows: Mapping[str, int] = field(default_factory=dict)
-    throughput: float = 0.0
-    p50_ms: float = math.nan
-    p99_ms: float = math.nan
-    busy_s: float = 0.0
-    cpu_s: float = 0.0
-    max_tasks: int = 0
 
 
 def run_graph(
@@ -134,7 +107,7 @@ def run_graph(
     state_url: str | None = None,
     available_now: bool = RUN_SETTINGS["available_now"].default,
     fuse: bool = True,
-) -> GraphResult:
+) -> RunResult:
     """Run ``graph`` for ``duration_s`` seconds (or ``max_batches`` batches).
 
     Parameters
@@ -191,6 +164,12 @@ def run_graph(
         Run each chain of declarative aggregations on one key in its first operator's
         reduce tasks (:func:`~streamscale.runtime.spark.driver.fusion.fused_chains`);
         ``False``: every keyed operator in a stage of its own (the same results).
+
+    Returns
+    -------
+    RunResult
+        The recent committed batches, the newest plan and whole-run totals (no cores,
+        physical limit or efficiency: the graph does not know them).
 
     Raises
     ------
@@ -532,16 +511,17 @@ def _drive(
             watch.stop()
 
 
-def _result(body: GraphBatchBody, dead_dir: str) -> GraphResult:
-    """The finished run from the body's history and totals, and the newest plan."""
+def _result(body: GraphBatchBody, dead_dir: str) -> RunResult:
+    """The finished run from the body's history and totals, and the newest plan (no
+    cores or physical limit: a linear job's run adds them)."""
     history, totals = body.history, body.totals
-    return GraphResult(
-        tuple(history.recent), body.realizer.current(),
-        count_dead_letters(dead_dir) + totals.pruned, totals.count,
-        dict(totals.keyed_rows), dict(totals.sink_rows),
+    return RunResult(
+        records=tuple(history.recent), batches=totals.count, plan=body.realizer.current(),
+        dead_letters=count_dead_letters(dead_dir) + totals.pruned,
+        keyed_rows=dict(totals.keyed_rows), sink_rows=dict(totals.sink_rows),
         throughput=history.throughput(), p50_ms=history.quantile(0.50),
         p99_ms=history.quantile(0.99), busy_s=history.busy_s, cpu_s=history.cpu_s,
-        max_tasks=history.max_tasks,
+        max_tasks=history.max_tasks, rows=history.rows,
     )  # fmt: skip
 
 

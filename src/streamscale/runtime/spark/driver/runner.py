@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +34,7 @@ from streamscale.runtime.spark.driver.graph import local_cluster
 from streamscale.runtime.spark.driver.graph_batch import GraphBatch
 from streamscale.runtime.spark.driver.history import RunHistory
 from streamscale.runtime.spark.driver.job import Job
+from streamscale.runtime.spark.driver.result import RunResult
 from streamscale.runtime.spark.executors.resources import Resources
 from streamscale.runtime.spark.executors.session import require_classic
 from streamscale.runtime.spark.routing.realizer import default_plan
@@ -48,38 +49,6 @@ __all__ = [
     "share_by_default",
     "summarize_run",
 ]
-
-
-@dataclass(frozen=True, slots=True)
-class RunResult:
-    """A finished run.
-
-    ``throughput`` (tuples/s) and the latency percentiles are over the batches
-    after the first (which carries Spark's start-up); ``efficiency`` is
-    throughput ÷ the physical limit, ``cores ÷ mean per-tuple cost``.
-    ``busy_s`` and ``cpu_s`` sum the keyed tasks' wall and CPU seconds: on a
-    shared machine ``cpu_s`` far below ``busy_s`` means the cores were not ours.
-    ``batches``, ``rows`` and ``max_tasks`` cover the whole run; ``records`` holds only
-    the most recent batches (:data:`~streamscale.runtime.spark.driver.history.RECENT_BATCHES`),
-    and the percentiles come from a sketch of every latency (1 % relative error).
-    ``plan`` is the newest plan: the one the last batch decided, which a next batch
-    (or a resumed run) would take, even when the run stopped before it took effect.
-    """
-
-    records: list[GraphBatch]
-    throughput: float
-    p50_ms: float
-    p99_ms: float
-    efficiency: float
-    dead_letters: int
-    physical_limit: float = math.nan
-    cores: int = 0
-    plan: Plan | None = None
-    busy_s: float = 0.0
-    cpu_s: float = 0.0
-    batches: int = 0
-    rows: int = 0
-    max_tasks: int = 0
 
 
 def run_job(
@@ -144,6 +113,12 @@ def run_job(
         ``checkpoint/state``. On a cluster of several hosts it must be a store every
         executor reaches.
 
+    Returns
+    -------
+    RunResult
+        What :func:`~streamscale.runtime.spark.driver.dag.run_graph` returns, with the
+        job's figures: ``cores``, ``physical_limit`` and ``efficiency``.
+
     Raises
     ------
     StreamscaleError
@@ -163,21 +138,12 @@ def run_job(
         state_url=state_url,
     )  # fmt: skip
     limit = physical_limit(job, cores)
-    return RunResult(
-        records=list(res.batches),
-        throughput=res.throughput,
-        p50_ms=res.p50_ms,
-        p99_ms=res.p99_ms,
-        efficiency=res.throughput / limit if math.isfinite(limit) else math.nan,
-        dead_letters=res.dead_letters,
-        physical_limit=limit,
+    return replace(
+        res,
         cores=cores,
-        plan=res.plan,
-        busy_s=res.busy_s,
-        cpu_s=res.cpu_s,
-        batches=res.count,
+        physical_limit=limit,
+        efficiency=res.throughput / limit if math.isfinite(limit) else math.nan,
         rows=res.keyed_rows.get(job.keyed, 0),
-        max_tasks=res.max_tasks,
     )
 
 
@@ -242,18 +208,19 @@ def summarize_run(
     limit = physical_limit(job, cores)
     throughput = history.throughput()
     return RunResult(
-        records=list(history.recent),
+        records=tuple(history.recent),
+        batches=history.batches,
+        plan=plan,
+        dead_letters=dead_letters,
+        keyed_rows={job.keyed: history.rows},
         throughput=throughput,
         p50_ms=history.quantile(0.50),
         p99_ms=history.quantile(0.99),
-        efficiency=throughput / limit if math.isfinite(limit) else math.nan,
-        dead_letters=dead_letters,
-        physical_limit=limit,
-        cores=cores,
-        plan=plan,
         busy_s=history.busy_s,
         cpu_s=history.cpu_s,
-        batches=history.batches,
-        rows=history.rows,
         max_tasks=history.max_tasks,
+        rows=history.rows,
+        cores=cores,
+        physical_limit=limit,
+        efficiency=throughput / limit if math.isfinite(limit) else math.nan,
     )

@@ -139,7 +139,7 @@ def test_join_equals_spark_across_shard_moves_and_a_restart(spark, tmp_path, how
     job = _ours(spark, src, how, got)
     first = _run(spark, job, tmp_path / "ck", policy=Flip(job.topology(), "join", k=3), batches=3)
     rest = _run(spark, job, tmp_path / "ck", policy=Flip(job.topology(), "join", k=3))
-    assert {b.tasks["join"] for b in (*first.batches, *rest.batches)} == {2, 4}
+    assert {b.tasks["join"] for b in (*first.records, *rest.records)} == {2, 4}
     assert sum(len(v[1]) for v in want.values()) > 20
     if how == "left":  # some left rows came out unmatched, after the watermark passed
         assert any(r[3] is None for v in want.values() for r in v[1])
@@ -149,11 +149,11 @@ def test_join_equals_spark_across_shard_moves_and_a_restart(spark, tmp_path, how
         # batch reads two files (as a query of its own stopped there would). A join's
         # output follows the batches' watermarks, so only the batches before the restart
         # compare; the later ones hold one file more each.
-        restart = min(b.batch_id for b in rest.batches)
+        restart = min(b.batch_id for b in rest.records)
         got = {b: v for b, v in got.items() if b < restart}
         want = {b: v for b, v in want.items() if b < restart}
     assert _nonempty(got) == _nonempty(want), _differences(_nonempty(got), _nonempty(want))
-    late = sum(b.extra.get("late_rows", {}).get("join", 0) for b in (*first.batches, *rest.batches))
+    late = sum(b.extra.get("late_rows", {}).get("join", 0) for b in (*first.records, *rest.records))
     assert late > 0  # late rows were dropped, as by Spark
 
 

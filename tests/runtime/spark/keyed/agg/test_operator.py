@@ -133,7 +133,7 @@ def test_changelogs_are_a_small_fraction_of_the_snapshot_and_output_equals_spark
     ck = tmp_path / "ck"
     first = _run(spark, job, ck, policy=Flip(job.topology(), "agg", k=3), batches=3)
     rest = _run(spark, job, ck, policy=Flip(job.topology(), "agg", k=3))
-    assert len({b.tasks["agg"] for b in (*first.batches, *rest.batches)}) == 2  # shards moved
+    assert len({b.tasks["agg"] for b in (*first.records, *rest.records)}) == 2  # shards moved
     _every_batch_equals(got, want)
     logs = 0
     for d in _shard_dirs(ck):
