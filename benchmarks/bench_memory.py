@@ -10,7 +10,7 @@ a child process), with the batches run so far. The last line is the figure:
   last sample over the sample at ``--from-minute`` minus 1; target < 0.10.
 
 Run: ``.venv/bin/python benchmarks/bench_memory.py [--minutes 30] [--quick]``
-(``--quick``: 3 minutes, growth from minute 1; ``--smoke``: 45 seconds, runs at all).
+(``--quick``: 3 minutes, growth from minute 1; ``--smoke``: 21 seconds, runs at all).
 """
 
 from __future__ import annotations
@@ -60,13 +60,13 @@ def main(argv: list[str] | None = None, spark: Any | None = None) -> int:
     ap.add_argument("--trigger", type=float, default=0.5, help="Micro-batch interval (s).")
     ap.add_argument("--policy", default="elastic")
     ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--smoke", action="store_true", help="45 s, samples every 6 s: runs at all")
+    ap.add_argument("--smoke", action="store_true", help="21 s, samples every 6 s: runs at all")
     args = ap.parse_args(argv)
     _ARGV[:] = sys.argv[1:] if argv is None else argv
     if args.quick:
         args.minutes, args.every, args.from_minute = 3.0, 1.0, 1.0
     if args.smoke:
-        args.minutes, args.every, args.from_minute, args.rate = 0.75, 0.1, 0.1, 50.0
+        args.minutes, args.every, args.from_minute, args.rate = 0.35, 0.1, 0.1, 50.0
 
     from streamscale.runtime.spark.driver.job import Job
     from streamscale.runtime.spark.driver.runner import run_job

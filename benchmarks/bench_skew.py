@@ -204,7 +204,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true", help="90 s per run instead of 150 s.")
     ap.add_argument(
         "--smoke", action="store_true",
-        help="One 4-slot worker, 20 s runs, 1,000 keys, 5 ms a tuple: runs at all.",
+        help="One 4-slot worker, 14 s runs, 1,000 keys, 5 ms a tuple: runs at all.",
     )  # fmt: skip
     ap.add_argument(
         "--warmup-s", type=float, default=None,
@@ -238,7 +238,7 @@ def main(argv: list[str] | None = None) -> int:
     _ARGV[:] = sys.argv[1:] if argv is None else argv
     args.duration = 90.0 if args.quick else 150.0
     if args.smoke:
-        args.duration, args.warmup_s, args.trigger_s = 20.0, 8.0, 1.0
+        args.duration, args.warmup_s, args.trigger_s = 14.0, 5.0, 1.0
         args.workers, args.worker_cores, args.executor_cores = 1, 4, 2
         args.keys, args.shards, args.static_shards, args.cost_ms = 1000, 16, 4, 5.0
     if args.warmup_s is None:  # elastic reaches its 16 tasks and executors in about 60 s

@@ -57,6 +57,7 @@ import sys
 import tempfile
 import threading
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -281,8 +282,11 @@ def soak(
     t0 = time.monotonic()
     lock = threading.Lock()
 
+    tally = Tally()
+
     def on_batch(b: Any) -> None:
         with lock:
+            tally.add(b)
             if b.batch_id % args.every:
                 return
             s = {"state": kind, "master": master, "batch": b.batch_id,
@@ -313,26 +317,17 @@ def soak(
             checkpoint=ckpt, out=out, duration_s=minutes * 60, spark=spark, policy="elastic",
             state_url=url, on_batch=on_batch, resources=resources, max_batches=batches_max,
         )  # fmt: skip
-        n = sum(int(b.keyed_rows.get("rank", 0)) for b in res.records)
+        n = int(res.keyed_rows.get("rank", 0))  # the whole run's (records: the recent only)
         elapsed = time.monotonic() - t0
-        durations = [b.duration_s for b in res.records]
         line = {
             "state": kind,
             "master": master,
             "figure": "growth",
-            "batches": len(res.records),
+            "batches": res.batches,
             "tuples": n,
             "minutes": elapsed / 60,
-            "batches_per_hour": len(res.records) / elapsed * 3600,
-            "batch_p50_s": float(np.median(durations)) if durations else None,
-            "stage_p50_s": {  # each keyed operator's Spark job, per batch
-                op: float(np.median([b.extra.get("stage_s", {}).get(op, 0.0) for b in res.records]))
-                for op in ("rank", "totals")
-            }
-            if durations
-            else None,
-            "plan_changes": sum(1 for b in res.records if _applied(b)),
-            "control_errors": sum(1 for b in res.records if "control_error" in b.extra),
+            "batches_per_hour": res.batches / elapsed * 3600,
+            **tally.figures(),
             "executors_added": resources.added if resources is not None else 0,
             "executors_released": resources.released if resources is not None else 0,
             "warmup_batches": args.warmup,
@@ -353,9 +348,34 @@ def soak(
         shutil.rmtree(scratch, ignore_errors=True)
 
 
-def _applied(b: Any) -> bool:
-    """Whether the control step after batch ``b`` applied a new plan."""
-    return bool(b.extra.get("applied"))
+@dataclass
+class Tally:
+    """Every batch's figures over the whole run, from ``on_batch`` (a run's result keeps
+    only its recent batches): batch seconds, each keyed operator's Spark job seconds,
+    plan changes and control errors."""
+
+    durations: list[float] = field(default_factory=list)
+    stages: dict[str, list[float]] = field(default_factory=lambda: {"rank": [], "totals": []})
+    plan_changes: int = 0
+    control_errors: int = 0
+
+    def add(self, b: Any) -> None:
+        self.durations.append(b.duration_s)
+        for op, seconds in self.stages.items():
+            seconds.append(b.extra.get("stage_s", {}).get(op, 0.0))
+        self.plan_changes += bool(b.extra.get("applied"))
+        self.control_errors += "control_error" in b.extra
+
+    def figures(self) -> dict[str, Any]:
+        some = bool(self.durations)
+        return {
+            "batch_p50_s": float(np.median(self.durations)) if some else None,
+            "stage_p50_s": {op: float(np.median(v)) for op, v in self.stages.items()}
+            if some
+            else None,
+            "plan_changes": self.plan_changes,
+            "control_errors": self.control_errors,
+        }
 
 
 def plot(samples: list[dict[str, Any]], path: Path) -> None:

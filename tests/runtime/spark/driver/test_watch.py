@@ -64,9 +64,7 @@ _JOB = r"""
 import json, sys, time
 from pathlib import Path
 from streamscale.runtime.spark.keyed.functions import calculator
-from streamscale.runtime.spark.driver.job import Job
 from streamscale.runtime.spark.executors.resources import ExecutorResources, executor_conf
-from streamscale.runtime.spark.driver.runner import run_job
 from streamscale.runtime.spark.executors.session import build_session
 from streamscale.runtime.spark.state.state import LocalStateBackend
 from streamscale.scenarios.spark_log import ProgressLog
@@ -82,26 +80,21 @@ initial = res.alive()
 log = ProgressLog().attach(spark)
 params = {"latency_target_ms": 1000.0, "catch_up_s": 3.0, "startup_s": 3.0,
           "watch_period_s": 0.1, "rate_window_s": 0.5}
-if sys.argv[5] == "own":  # the job's own source: the generator by its options
-    job = Job.simple("calc", calculator, source_options=opts, instances=2, shards=8,
-                     trigger_s=1.0, params={"cost_kind": "wall"})
-    out = run_job(spark, job, policy="elastic", duration_s=float(sys.argv[4]),
-                  checkpoint=work / "ckpt", resources=res, out=work / "out", params=params)
-    records, fan = out.records, 1
-else:  # a caller's DataFrame that declares the generator and turns a tuple into 2 rows
-    import streamscale
-    from pyspark.sql import functions as F
-    from streamscale.runtime.spark.sources.source_registry import register_all
-    register_all(spark, "streamscale_generator")
-    df = spark.readStream.format("streamscale_generator").options(**opts).load()
-    df = df.withColumn("copy", F.explode(F.array(F.lit(0), F.lit(1))))
-    s = streamscale.stream(df, trigger_s=1.0, source=("streamscale_generator", opts))
-    s = s.key_by("key", instances=2, shards=8).process(calculator, name="calc",
-                                                       cost_kind="wall")
-    s.to("none", name="out")
-    out = s.run(checkpoint=work / "ckpt", duration_s=float(sys.argv[4]), spark=spark,
-                policy="elastic", params=params, resources=res, out=work / "out")
-    records, fan = out.records, 2
+# a caller's DataFrame that declares the generator and turns a tuple into 2 rows (a job's
+# own source, with its admission limit, runs under the watch in bench_autoscale's smoke test)
+import streamscale
+from pyspark.sql import functions as F
+from streamscale.runtime.spark.sources.source_registry import register_all
+register_all(spark, "streamscale_generator")
+df = spark.readStream.format("streamscale_generator").options(**opts).load()
+df = df.withColumn("copy", F.explode(F.array(F.lit(0), F.lit(1))))
+s = streamscale.stream(df, trigger_s=1.0, source=("streamscale_generator", opts))
+s = s.key_by("key", instances=2, shards=8).process(calculator, name="calc",
+                                                   cost_kind="wall")
+s.to("none", name="out")
+out = s.run(checkpoint=work / "ckpt", duration_s=float(sys.argv[4]), spark=spark,
+            policy="elastic", params=params, resources=res, out=work / "out")
+records, fan = out.records, 2
 spans = [(b.end_s, b.start_seq, b.end_seq) for b in log.seq_spans()]
 state = {}
 for shard_state in LocalStateBackend(work / "ckpt" / "state").load_all("calc").values():
@@ -139,13 +132,12 @@ def loopback(loopback_2x2: ClusterInfo) -> str:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("source", ["own", "declared"])
 def test_a_surge_gets_executors_while_a_batch_runs_and_state_stays_exact(
-    loopback: str, tmp_path: Path, source: str
+    loopback: str, tmp_path: Path
 ) -> None:
-    """The job's own source, and a caller's DataFrame that declares the source it reads
-    and makes two keyed rows of every tuple: the watch counts the source's tuples, the
-    boundary plans in rows, and a caller's reader takes no admission limit."""
+    """A caller's DataFrame that declares the source it reads and makes two keyed rows of
+    every tuple: the watch counts the source's tuples, the boundary plans in rows, and a
+    caller's reader takes no admission limit."""
     from streamscale.runtime.spark.sources.sources import generate
 
     # The watch samples every 0.1 s: the boundary, which plans on the offered rate the
@@ -161,7 +153,7 @@ def test_a_surge_gets_executors_while_a_batch_runs_and_state_stays_exact(
     script = tmp_path / "job.py"
     script.write_text(_JOB)
     proc = subprocess.run(
-        [sys.executable, str(script), loopback, str(tmp_path), json.dumps(opts), "90", source],
+        [sys.executable, str(script), loopback, str(tmp_path), json.dumps(opts), "90"],
         capture_output=True, text=True, timeout=600,
         env={**os.environ, "PYSPARK_PYTHON": sys.executable},
     )  # fmt: skip
@@ -191,13 +183,12 @@ def test_a_surge_gets_executors_while_a_batch_runs_and_state_stays_exact(
     replayed = replay_watch(watch_inputs(tmp_path / "out" / "metrics.jsonl"))
     asked = [r for r in replayed if r.run is not None]
     assert asked and all(r.match for r in replayed)
-    if source == "declared":
-        assert all(limit is None for limit in got["limits"])
+    assert all(limit is None for limit in got["limits"])
     rows = got["rows"]  # source tuples: the keyed rows over the fan-out
     # the batches streamscale committed (the last may end after Spark's last progress event)
     assert rows >= max(hi for _, _, hi in got["spans"]) > 450
     want = generate(opts, 0, rows).groupby("key")["value"].agg(["count", "sum"])
-    fan = 2 if source == "declared" else 1
+    fan = 2
     state = got["state"]
     assert set(state) == set(want.index)
     for key, (count, total) in state.items():
