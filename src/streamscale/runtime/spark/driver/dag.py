@@ -115,11 +115,9 @@ def run_graph(
     spark
         A SparkSession.
     graph
-        The job graph. One a linear job built (``Job.graph``: ``graph.linear``) runs its
-        keyed operator with the stateless operators after it and its file sinks inside
-        the reduce tasks (:func:`~streamscale.runtime.spark.driver.operator.linear_stage`),
-        the controller sees the job's snapshot (every operator of the chain) and a failed
-        batch names the keyed operator.
+        The job graph. A linear job's (``graph.linear``) runs its keyed operator, the
+        stateless operators after it and its file sinks in the reduce tasks
+        (:func:`~streamscale.runtime.spark.driver.operator.linear_stage`).
     duration_s
         Wall seconds until the query is stopped.
     checkpoint
@@ -168,8 +166,8 @@ def run_graph(
     Returns
     -------
     RunResult
-        The recent committed batches, the newest plan and whole-run totals (no cores,
-        physical limit or efficiency: the graph does not know them).
+        The recent batches, the newest plan and whole-run totals (no cores, physical
+        limit or efficiency: the graph does not know them).
 
     Raises
     ------
