@@ -32,6 +32,7 @@ def load(script: str) -> ModuleType:
     spec = importlib.util.spec_from_file_location(f"_smoke_{script}", BENCH / f"{script}.py")
     assert spec is not None and spec.loader is not None
     mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod  # as an import does (a dataclass looks its module up)
     spec.loader.exec_module(mod)
     return mod
 
