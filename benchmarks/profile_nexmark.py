@@ -140,7 +140,7 @@ def main(argv: list[str] | None = None) -> None:
         body_thread[0] = threading.get_ident()
         c0, t0, e0 = calls[0], time.perf_counter(), time.time() * 1000
         for obj, n, key in ((self.backend, "commit", "state.commit"),
-                            (self.clock_, "after_batch", "clock.after_batch")):  # fmt: skip
+                            (self.query_clock, "after_batch", "clock.after_batch")):  # fmt: skip
             cls = type(obj)
             if not getattr(getattr(cls, n), "_timed", False):
                 setattr(cls, n, _timed(parts, key, getattr(cls, n)))

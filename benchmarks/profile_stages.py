@@ -133,7 +133,7 @@ def _install(labels: Labels) -> Callable[[], None]:
     def run(self: Any, batch_df: Any, batch_id: int) -> None:
         labels.batch, labels.thread = batch_id, threading.get_ident()
         for obj, n, key in ((type(self.backend), "commit", "commit"),
-                            (type(self.clock_), "after_batch", "clock")):  # fmt: skip
+                            (type(self.query_clock), "after_batch", "clock")):  # fmt: skip
             patch(obj, n, lambda *a, _k=key, **kw: _k)
         labels.describe()
         t0 = time.perf_counter()

@@ -181,10 +181,10 @@ def run_graph(
         params=params, seed=seed, cluster=cluster, resources=resources, state_url=state_url,
         own_source=source_df is None,  # else the caller's DataFrame, not graph.source_format
     )  # fmt: skip
-    source_df, clock_ = _source(ctx, source_df, available_now=available_now)
+    source_df, query_clock = _source(ctx, source_df, available_now=available_now)
     _warm(ctx)
     body = _body(
-        ctx, clock_, out=out, on_batch=on_batch, max_batches=max_batches, fuse=fuse
+        ctx, query_clock, out=out, on_batch=on_batch, max_batches=max_batches, fuse=fuse
     )  # fmt: skip
     _drive(ctx, body, source_df, duration_s=duration_s, available_now=available_now)
     return _result(body, ctx.dead_dir)
@@ -395,8 +395,8 @@ def _source(
             "stream() needs a streaming DataFrame (spark.readStream...)",
             item=f"operator {graph.source}",
         )
-    clock_ = QueryClock.build(graph, source_df, ctx.checkpoint, available_now=available_now)
-    return clock_.paced(ctx.spark, source_df), clock_
+    query_clock = QueryClock.build(graph, source_df, ctx.checkpoint, available_now=available_now)
+    return query_clock.paced(ctx.spark, source_df), query_clock
 
 
 def _warm(ctx: RunContext) -> None:
@@ -411,7 +411,7 @@ def _warm(ctx: RunContext) -> None:
 
 def _body(
     ctx: RunContext,
-    clock_: QueryClock,
+    query_clock: QueryClock,
     *,
     out: Path | None,
     on_batch: Callable[[GraphBatch], None] | None,
@@ -455,7 +455,7 @@ def _body(
         spark=ctx.spark, graph=graph, specs=keyed.specs, indexes=keyed.indexes,
         realizers=keyed.realizers, realizer=GraphRealizer(keyed.realizers),
         collector=collector, controller=Controller(chosen.policy, ctl_cfg), inputs=inputs,
-        backend=keyed.backend, resources=ctx.resources, watch=watched.watch, clock_=clock_,
+        backend=keyed.backend, resources=ctx.resources, watch=watched.watch, query_clock=query_clock,
         base=ctx.base, dead_dir=ctx.dead_dir, dead_letters_max_mb=kept["dead_letters_max_mb"],
         history=RunHistory(), totals=GraphTotals(), on_batch=each, max_batches=max_batches,
         start=time.monotonic(), policy=chosen.name,
@@ -477,7 +477,7 @@ def _drive(
     watch running beside it. ``available_now``: the query again while its last run asked
     Spark for another batch (the query's clock ticked). A failed batch names the
     topology, or a linear job's keyed operator."""
-    graph, watch, clock_ = ctx.graph, ctx.watched.watch, body.clock_
+    graph, watch, query_clock = ctx.graph, ctx.watched.watch, body.query_clock
     linear: Job | None = graph.linear
     item = f"topology {graph.topology.name}" if linear is None else f"operator {linear.keyed}"
     stop_at = time.monotonic() + duration_s
@@ -494,7 +494,7 @@ def _drive(
                 stream = stream.trigger(availableNow=True)
             elif graph.trigger_s > 0:
                 stream = stream.trigger(processingTime=f"{graph.trigger_s} seconds")
-            ticks = clock_.ticks()
+            ticks = query_clock.ticks()
             ctx.watched.probe.query = stream.start()
             drive_query(
                 ctx.watched.probe.query, stop_at=stop_at, done=body.done,
@@ -502,7 +502,7 @@ def _drive(
             )  # fmt: skip
             if not available_now or body.done.is_set() or time.monotonic() >= stop_at:
                 break
-            if clock_.ticks() == ticks:
+            if query_clock.ticks() == ticks:
                 break
     finally:
         if watch is not None:

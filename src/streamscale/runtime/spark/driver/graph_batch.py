@@ -229,7 +229,7 @@ class GraphBatchBody:
     backend: StateBackend
     resources: Resources | None
     watch: SourceWatch | None
-    clock_: QueryClock
+    query_clock: QueryClock
     base: Path
     dead_dir: str
     dead_letters_max_mb: float
@@ -267,7 +267,7 @@ class GraphBatchBody:
 
     def _run(self, batch_df: Any, batch_id: int) -> None:
         t0 = time.perf_counter()
-        times = self.clock_.times(batch_id)
+        times = self.query_clock.times(batch_id)
         # tasks only for cores ready to run them (executors still starting get none): one
         # reading of the ready executors sizes the batch and places its tasks
         ready_of = getattr(self.resources, "ready_executors", None)
@@ -329,7 +329,7 @@ class GraphBatchBody:
             self.indexes[name].commit(batch_id, attempt, shards, hints)
         for name in self.graph.keyed:
             release(name)
-        self.clock_.after_batch(self.spark, ks.times)
+        self.query_clock.after_batch(self.spark, ks.times)
         return sinks, count_dead_letters(self.dead_dir, batch_id)
 
     def _fused(self, batch_df: Any, ks: KeyedPass) -> tuple[dict[str, SinkOut], int]:
@@ -362,7 +362,7 @@ class GraphBatchBody:
         observed = ks.observed
         extra: dict[str, Any] = {
             "backlog": self.collector.backlog,
-            **self.clock_.record(ks.times),
+            **self.query_clock.record(ks.times),
             "units": ks.units,
             "ready_cores": ks.ready_cores,
             "delta": figures["deltas"],
@@ -512,7 +512,7 @@ class KeyedPass:
                 df, spec, batch_id=batch_id, upto=upto, pmap=pmap, attempt=attempt,
                 hints=hints, drops=drops, dead_letter_dir=body.dead_dir, placed=placed,
                 initial=_initial(spec.fn, batch_id), routes=body.routes.setdefault(name, {}),
-                **body.clock_.keyed_args(self.times),
+                **body.query_clock.keyed_args(self.times),
             )  # fmt: skip
         self.record(name, attempt, hints, stats)
         return outputs
@@ -536,7 +536,7 @@ class KeyedPass:
         outputs, every = run_chain(
             df, spec, spec.fn, batch_id=batch_id, upto=upto, pmap=pmap,
             attempt=attempt, hints=hints, drops=drops, placed=placed, then=then,
-            **body.clock_.keyed_args(self.times),
+            **body.query_clock.keyed_args(self.times),
         )  # fmt: skip
         for fused, st in zip(then, every[1:], strict=False):
             assert fused.attempt is not None  # drawn above
