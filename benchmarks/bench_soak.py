@@ -138,10 +138,20 @@ def _jvm_procs(me: psutil.Process) -> list[psutil.Process]:
     return out
 
 
-def _executor_rss_mb(app_id: str, jvms: list[psutil.Process]) -> tuple[float, int]:
+def _rss(procs: list[psutil.Process]) -> int:
+    """Summed RSS of ``procs``, less those that exited while being read."""
+    total = 0
+    for q in procs:
+        with contextlib.suppress(psutil.Error):
+            total += q.memory_info().rss
+    return total
+
+
+def _executor_rss_mb(app_id: str, jvms: list[psutil.Process]) -> tuple[float | None, int]:
     """Mean RSS of a live executor of application ``app_id`` (its JVM and every Python
     process under it); in local mode (no executor processes) the Python daemon and
-    workers under the driver's JVM, as one executor."""
+    workers under the driver's JVM, as one executor. ``None`` when none is found (a
+    sample between two workers' lives): missing, not zero, so the growth fit skips it."""
     local = []
     for j in jvms:
         try:
@@ -154,14 +164,13 @@ def _executor_rss_mb(app_id: str, jvms: list[psutil.Process]) -> tuple[float, in
             cmd = " ".join(p.info["cmdline"] or ())
             if "CoarseGrainedExecutorBackend" not in cmd or app_id not in cmd:
                 continue
-            tree = [p, *p.children(recursive=True)]
-            sizes.append(sum(q.memory_info().rss for q in tree))
+            sizes.append(_rss([p, *p.children(recursive=True)]))
         except psutil.Error:
             continue
     if not sizes and local:
-        with contextlib.suppress(psutil.Error):
-            sizes.append(sum(q.memory_info().rss for q in local))
-    return (float(np.mean(sizes)) / 2**20 if sizes else 0.0), len(sizes)
+        sizes = [_rss(local)]
+    sizes = [x for x in sizes if x > 0]
+    return (float(np.mean(sizes)) / 2**20 if sizes else None), len(sizes)
 
 
 def sample(sc: Any, ckpt: Path, out: Path, url: str, state_dir: Path) -> dict[str, Any]:
@@ -194,14 +203,28 @@ def sample(sc: Any, ckpt: Path, out: Path, url: str, state_dir: Path) -> dict[st
 
 def growth(samples: list[dict[str, Any]], warmup_batches: int) -> dict[str, Any]:
     """Least-squares slope of each figure over the batch number after the warm-up, per
-    10,000 batches: in its unit and in percent of its mean over the same samples."""
+    10,000 batches: in its unit and in percent of its mean over the same samples (a
+    sample that misses a figure, ``None``, is left out of that figure's fit).
+
+    Examples
+    --------
+    >>> rows = [{"batch": b, **{f: 10.0 + b / 1000 for f in FIGURES}} for b in (0, 1000, 2000)]
+    >>> rows.append({"batch": 3000, **{f: 13.0 for f in FIGURES}, "executor_rss_mb": None})
+    >>> g = growth(rows, 0)
+    >>> round(g["executor_rss_mb_per_10k"], 6), round(g["open_fds_per_10k"], 6)
+    (10.0, 10.0)
+    """
     rows = [s for s in samples if s["batch"] >= warmup_batches]
     out: dict[str, Any] = {"samples_after_warmup": len(rows)}
     if len(rows) < 3:
         return out
-    x = np.asarray([r["batch"] for r in rows], dtype=float)
     for f in FIGURES:
-        y = np.asarray([r[f] for r in rows], dtype=float)
+        kept = [r for r in rows if r[f] is not None]  # a figure missing from a sample
+        if len(kept) < 3:
+            out[f"{f}_per_10k"] = out[f"{f}_pct_per_10k"] = None
+            continue
+        x = np.asarray([r["batch"] for r in kept], dtype=float)
+        y = np.asarray([r[f] for r in kept], dtype=float)
         slope = float(np.polyfit(x, y, 1)[0]) * 10_000
         mean = float(y.mean())
         out[f"{f}_per_10k"] = slope
