@@ -7,6 +7,7 @@ from hypothesis import strategies as st
 
 from streamscale.runtime.spark.executors.slots import (
     assign_slots,
+    keepers_first,
     node_demand,
     release_order,
     steer_to_ready,
@@ -39,6 +40,16 @@ def test_scale_in_releases_the_unused_nodes_executor_first_then_the_newest() -> 
     slots = {"executor-0": "1", "executor-1": "2", "executor-2": "3"}
     demand = {"executor-0": 2, "executor-1": 0, "executor-2": 2}
     assert release_order(slots, ["1", "2", "3"], demand) == ["2", "3", "1"]
+
+
+def test_scale_in_releases_a_late_registration_before_the_executors_the_run_started_with() -> None:
+    # settle saw 2 and 3; 0 and 1 (launched first, registered late) came after it: with
+    # no placement demand, scaling 4 -> 2 releases 1 and 0, not the warm 3 and 2
+    alive = keepers_first(["0", "1", "2", "3"], {"2", "3"})
+    assert alive == ["2", "3", "0", "1"]
+    assert release_order({}, alive, {})[:2] == ["1", "0"]
+    # no settle (a run that never waited): the order is the given one
+    assert keepers_first(["0", "1", "2"], set()) == ["0", "1", "2"]
 
 
 @given(

@@ -47,6 +47,7 @@ from streamscale.model.ids import executor_node
 from streamscale.runtime.run_config import RUN_SETTINGS
 from streamscale.runtime.spark.executors.slots import (
     assign_slots,
+    keepers_first,
     node_demand,
     release_order,
     steer_to_ready,
@@ -391,12 +392,9 @@ class ExecutorResources:
             return self._apply(plan)
 
     def _keepers_first(self, alive: Sequence[str]) -> list[str]:
-        """``alive`` with the executors settled before the first batch (warm) first, each
-        group oldest id first: scale-in releases from the end, so an executor whose
-        registration came in after :meth:`settle` (a standalone master launches up to
-        ``spark.cores.max`` before the first request; under load one registers seconds
-        late, with a lower id) goes before the warm ones the run started with."""
-        return sorted(alive, key=lambda e: e not in self._start)
+        """:func:`~streamscale.runtime.spark.executors.slots.keepers_first` of ``alive``
+        and the executors :meth:`settle` saw before the first batch."""
+        return keepers_first(alive, self._start)
 
     def ready_cores(self) -> int:
         """Cores of the executors that were alive at the previous batch boundary and still

@@ -11,9 +11,9 @@ New executors take the nodes the plan loads most among those without one.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 
-__all__ = ["assign_slots", "node_demand", "release_order"]
+__all__ = ["assign_slots", "keepers_first", "node_demand", "release_order"]
 
 
 def node_demand(placement: Mapping[str, str], nodes: Sequence[str]) -> dict[str, int]:
@@ -60,6 +60,19 @@ def assign_slots(
     for node, ex in zip(open_nodes, free, strict=False):
         out[node] = ex
     return out
+
+
+def keepers_first(alive: Sequence[str], settled: Collection[str]) -> list[str]:
+    """``alive`` with the executors ``settled`` before the first batch (warm) first, each
+    group in its given order: :func:`release_order` releases newest first, so an executor
+    whose registration came in after the settle (a standalone master launches up to
+    ``spark.cores.max`` before the first request; under load one registers seconds
+    late, with a lower id) goes before the warm ones the run started with.
+
+    >>> keepers_first(["0", "1", "2", "3"], {"2", "3"})
+    ['2', '3', '0', '1']
+    """
+    return sorted(alive, key=lambda e: e not in settled)
 
 
 def release_order(
