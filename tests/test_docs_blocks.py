@@ -102,7 +102,9 @@ def test_tutorial_python_blocks_run(spark: Any, tmp_path: Path) -> None:
     assert last_counts(spark, tmp_path / "tutorial" / "counts") == counts_per_user(spark, n)
     # step 5: the second run continued from the state the first committed in S3
     first, second = ns["first"], ns["second"]
-    assert first.batches == 2 and second.batches == 1
+    # max_batches stops the query once that many committed; a batch Spark had already
+    # started then completes and commits too (run_graph's contract): one more at most
+    assert first.batches in (2, 3) and second.batches in (1, 2)
     total = first.keyed_rows["running_count"] + second.keyed_rows["running_count"]
     assert last_counts(spark, tmp_path / "tutorial" / "s3" / "counts") == counts_per_user(
         spark, total
