@@ -66,7 +66,8 @@ class RunResult:
         Rows per second ``cores`` sustain at the job's mean per-tuple cost,
         ``cores ÷ mean per-tuple cost`` (NaN: no cost known).
     efficiency
-        ``throughput ÷ physical_limit`` (NaN where the limit is not known).
+        ``throughput ÷ physical_limit`` (NaN where the limit is not known): derived,
+        a property.
     """
 
     records: tuple[GraphBatch, ...]
@@ -84,4 +85,9 @@ class RunResult:
     rows: int = 0
     cores: int = 0
     physical_limit: float = math.nan
-    efficiency: float = math.nan
+
+    @property
+    def efficiency(self) -> float:
+        """``throughput ÷ physical_limit`` (NaN where the limit is not known)."""
+        limit = self.physical_limit
+        return self.throughput / limit if math.isfinite(limit) and limit > 0 else math.nan

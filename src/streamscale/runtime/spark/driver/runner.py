@@ -137,14 +137,7 @@ def run_job(
         params=run_params, seed=run_seed(seed), cluster=cluster, resources=resources,
         state_url=state_url,
     )  # fmt: skip
-    limit = physical_limit(job, cores)
-    return replace(
-        res,
-        cores=cores,
-        physical_limit=limit,
-        efficiency=res.throughput / limit if math.isfinite(limit) else math.nan,
-        rows=res.keyed_rows.get(job.keyed, 0),
-    )
+    return replace(res, cores=cores, physical_limit=physical_limit(job, cores))
 
 
 def linear_setup(
@@ -205,15 +198,13 @@ def summarize_run(
 
     Shared by the elastic runner and the Spark-native baseline so both report alike.
     """
-    limit = physical_limit(job, cores)
-    throughput = history.throughput()
     return RunResult(
         records=tuple(history.recent),
         batches=history.batches,
         plan=plan,
         dead_letters=dead_letters,
         keyed_rows={job.keyed: history.rows},
-        throughput=throughput,
+        throughput=history.throughput(),
         p50_ms=history.quantile(0.50),
         p99_ms=history.quantile(0.99),
         busy_s=history.busy_s,
@@ -221,6 +212,5 @@ def summarize_run(
         max_tasks=history.max_tasks,
         rows=history.rows,
         cores=cores,
-        physical_limit=limit,
-        efficiency=throughput / limit if math.isfinite(limit) else math.nan,
+        physical_limit=physical_limit(job, cores),
     )

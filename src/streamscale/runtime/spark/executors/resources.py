@@ -378,7 +378,7 @@ class ExecutorResources:
         """Hold ``n`` executors (within the bounds) while no batch runs: request more, or
         release the newest beyond ``n``; returns the executors released."""
         n = max(self.min_executors, min(self.max_executors, n))
-        alive = self._keepers_first(self.alive())
+        alive = keepers_first(self.alive(), self._start)
         excess = alive[n:][::-1]
         if excess and self._kill(excess):
             self.released += len(excess)
@@ -390,11 +390,6 @@ class ExecutorResources:
     def apply(self, plan: Plan, now: float) -> Mapping[str, Any]:
         with self._lock:
             return self._apply(plan)
-
-    def _keepers_first(self, alive: Sequence[str]) -> list[str]:
-        """:func:`~streamscale.runtime.spark.executors.slots.keepers_first` of ``alive``
-        and the executors :meth:`settle` saw before the first batch."""
-        return keepers_first(alive, self._start)
 
     def ready_cores(self) -> int:
         """Cores of the executors that were alive at the previous batch boundary and still
@@ -453,7 +448,7 @@ class ExecutorResources:
             figures["warm_up_s"] = self.clock() - t
         demand = node_demand(plan.placement.nodes, self.cluster().names)
         self.slots = assign_slots(self.slots, alive, demand)
-        order = release_order(self.slots, self._keepers_first(alive), demand)
+        order = release_order(self.slots, keepers_first(alive, self._start), demand)
         excess = order[: max(0, len(alive) - want)]
         if excess:  # killing lowers Spark's target by as many
             ok = self._kill(excess)
