@@ -444,6 +444,8 @@ COLUMNS: dict[str, tuple[str, ...]] = {
     "state": ("backend", "keys", "bytes_written_per_batch", "written_fraction", "batch_s",
               "recovery_s"),
     "memory": ("figure", "minutes", "batches", "rss_growth_pct", "python_growth_pct"),
+    "stages": ("rows_per_batch", "operators", "engine", "median_s", "ratio_vs_one_operator",
+               "streamscale_over_spark", "spark_mode"),
 }  # fmt: skip
 
 
@@ -499,8 +501,45 @@ def chaos() -> str:
     return f"{head}\n\n{held}\n\n{kinds}\n\n{_source('chaos', lines)}"
 
 
+#: the soak's growth figures: (label, field of its growth line, in % per 10,000 batches)
+SOAK_FIGURES = (
+    ("driver Python RSS", "driver_python_rss_mb_pct_per_10k"),
+    ("driver JVM RSS", "driver_jvm_rss_mb_pct_per_10k"),
+    ("JVM heap (after a GC)", "jvm_heap_mb_pct_per_10k"),
+    ("executor RSS", "executor_rss_mb_pct_per_10k"),
+    ("open files", "open_fds_pct_per_10k"),
+    ("threads", "threads_pct_per_10k"),
+    ("Spark checkpoint bytes", "spark_checkpoint_bytes_pct_per_10k"),
+    ("keyed state bytes", "state_bytes_pct_per_10k"),
+    ("output bytes", "output_bytes_pct_per_10k"),
+)
+
+
+def soak() -> str:
+    """The newest soak growth line of each state store: the run, then every figure's
+    growth per 10,000 batches after warm-up."""
+    newest = {x.get("state"): x for x in _lines("soak") if x.get("figure") == "growth"}
+    if not newest:
+        return _missing("soak", "python benchmarks/bench_soak.py --quick")
+    runs = [newest[k] for k in sorted(newest, key=str)]
+    head = _table(
+        ["state", "master", "batches", "minutes", "batch median s", "tuples",
+         "state equals pandas", "control errors"],
+        [[_fmt(x.get("state")), _fmt(x.get("master")), _fmt(x.get("batches")),
+          _fmt(x.get("minutes")), _fmt(x.get("batch_p50_s")), _fmt(x.get("tuples")),
+          _fmt(x.get("state_equals_pandas")), _fmt(x.get("control_errors"))] for x in runs],
+    )  # fmt: skip
+    growth = _table(
+        ["growth per 10,000 batches", *(f"{x.get('state')} (%)" for x in runs)],
+        [[label, *(_fmt(x.get(field)) for x in runs)] for label, field in SOAK_FIGURES],
+    )
+    sources = "\n".join(_source("soak", [x]) for x in runs)
+    return f"{head}\n\n{growth}\n\n{sources}"
+
+
 TABLES: dict[str, Callable[[], str]] = {
     "chaos": chaos,
+    "soak": soak,
     "trace": trace,
     "trace_headline": trace_headline,
     "autoscale": autoscale,

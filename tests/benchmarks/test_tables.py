@@ -94,3 +94,23 @@ def test_declarative_paths_are_tabled_beside_their_references_from_their_own_run
     assert "| elastic-agg | spark-sql | 1 | 10 | 300 | 400 | 0.75 |" in tables.datapath_agg()
     main_table = tables.datapath()  # the newest run with elastic's ratios, not the agg run
     assert "| elastic |" in main_table and "elastic-agg" not in main_table
+
+
+def test_the_soak_table_has_the_newest_growth_line_of_each_state_store(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(tables, "RESULTS", tmp_path)
+    stamp = {"bench": "soak", "commit": "abc", "cores": 2, "load_avg": [1.0],
+             "command": "python b.py", "master": "local[2]"}  # fmt: skip
+    sample = {**stamp, "batch": 100, "open_fds": 300, "run": "r1"}
+    old = {**stamp, "figure": "growth", "state": "local", "batches": 1000, "run": "r0",
+           "open_fds_pct_per_10k": 9.0}  # fmt: skip
+    local = {**old, "batches": 3000, "run": "r1", "open_fds_pct_per_10k": -1.8,
+             "state_equals_pandas": True}  # fmt: skip
+    s3 = {**old, "state": "s3", "batches": 2500, "run": "r2", "open_fds_pct_per_10k": 0.5}
+    _write(tmp_path / "soak.jsonl", [old, sample, local, s3])
+    out = tables.soak()
+    assert "| growth per 10,000 batches | local (%) | s3 (%) |" in out
+    assert "| open files | -1.8 | 0.5 |" in out and "| 9 |" not in out
+    assert "| local | local[2] | 3,000 |" in out and "| s3 | local[2] | 2,500 |" in out
+    assert "run r1 at commit" in out and "run r2 at commit" in out
