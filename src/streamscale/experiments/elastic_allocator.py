@@ -332,40 +332,55 @@ def _spread(runs: list[dict[str, Any]], name: str, m: str) -> float:
 
 
 def _markdown(res: dict[str, Any], rates: tuple[int, ...]) -> str:
-    runs, st, feas = res["runs"], res["setting"], res["feasibility"]
-    heads = [f"{m} {a}" for m in ("CPU", "BW") for a in ALGORITHMS]
-    util = [[r, *_by(runs, r, "cpu_utilization"), *_by(runs, r, "bw_utilization")] for r in rates]
-    dev = [[r, *_by(runs, r, "cpu_deviation"), *_by(runs, r, "bw_deviation")] for r in rates]
-    ok = [[r, *_by(runs, r, "feasible_fraction"), *_by(runs, r, "throughput")] for r in rates]
+    """The ``results.md`` text: the claims, the figures, the objective gap, feasibility and
+    the GMA variants, in that order."""
+    return "\n\n".join(
+        [
+            *_intro(res, rates),
+            *_figures(res, rates),
+            *_gap_section(res),
+            *_feasibility_section(res),
+            *_variants_section(res),
+        ]
+    )
+
+
+def _hits(res: dict[str, Any], m: str, n: int) -> str:
+    """Where each GMA variant is best and tied best on metric ``m`` (of ``n`` workloads)."""
+    parts = []
+    for label, key in (
+        ("GMA", "gma_best"),
+        ("GMA literal", "gma_literal_best"),
+        ("GMA-utl", "gma_utilization_best"),
+    ):
+        w = res[key][m]
+        parts.append(
+            f"{label} best at {len(w['best_at'])}/{n} "
+            f"({', '.join(map(str, w['best_at'])) or 'none'}), "
+            f"tied best at {len(w['tied_at'])}/{n}"
+        )
+    return "; ".join(parts)
+
+
+def _paper_claims(res: dict[str, Any], rates: tuple[int, ...]) -> list[list[str]]:
+    """Each of the paper's claims (§V.B) beside what was measured here."""
+    runs, feas = res["runs"], res["feasibility"]
     n = len(rates)
-
-    def hits(m: str) -> str:
-        parts = []
-        for label, key in (
-            ("GMA", "gma_best"),
-            ("GMA literal", "gma_literal_best"),
-            ("GMA-utl", "gma_utilization_best"),
-        ):
-            w = res[key][m]
-            parts.append(
-                f"{label} best at {len(w['best_at'])}/{n} "
-                f"({', '.join(map(str, w['best_at'])) or 'none'}), "
-                f"tied best at {len(w['tied_at'])}/{n}"
-            )
-        return "; ".join(parts)
-
     sc = res["setting_check"]
     spread = ", ".join(f"{a} {_spread(runs, a, 'cpu_deviation'):.4f}" for a in ALGORITHMS)
     throttled = ", ".join(f"{a} {v:.3f}" for a, v in sc["throttled_fraction"].items())
     t, m_ = feas["tiny"], feas["medium"]
-    claims = [
+    return [
         [
             "EA (GMA) has the highest CPU utilisation, 200–1200 t/s (Fig. 4a)",
-            hits("cpu_utilization"),
+            _hits(res, "cpu_utilization", n),
         ],
-        ["EA has the highest bandwidth utilisation (Fig. 4b)", hits("bw_utilization")],
-        ["EA has the lowest CPU deviation, most so at high load (Fig. 5a)", hits("cpu_deviation")],
-        ["EA has the lowest bandwidth deviation (Fig. 5b)", hits("bw_deviation")],
+        ["EA has the highest bandwidth utilisation (Fig. 4b)", _hits(res, "bw_utilization", n)],
+        [
+            "EA has the lowest CPU deviation, most so at high load (Fig. 5a)",
+            _hits(res, "cpu_deviation", n),
+        ],
+        ["EA has the lowest bandwidth deviation (Fig. 5b)", _hits(res, "bw_deviation", n)],
         [
             "Random fluctuates most",
             f"mean IQR over clusters of CPU deviation: {spread}; "
@@ -386,6 +401,108 @@ def _markdown(res: dict[str, Any], rates: tuple[int, ...]) -> str:
             f"(CP-SAT), {sc['gma_missed']} missed, {sc['undecided']} undecided",
         ],
     ]
+
+
+def _intro(res: dict[str, Any], rates: tuple[int, ...]) -> list[str]:
+    """The title, the setting, the paper's claims beside the measured and the definitions."""
+    st = res["setting"]
+    return [
+        "# Elastic Allocator (paper 002): GMA vs Random vs Even",
+        f"Top-k placed next to running word count and join on {st['nodes']} nodes "
+        f"(4 cores, 3 slots, 100 Mbit/s) with other work's load; medians over "
+        f"{st['clusters_per_rate']} clusters per workload (seed {st['seed']}). "
+        "Utilisation and deviation are on effective usage: an overloaded node or "
+        "link throttles the query. The paper reports Figs. 4–5 only as plots "
+        "(no numbers survive), so the comparison is with its claims. GMA minimises "
+        "deviation (default); GMA-utl maximises planned utilisation.",
+        "## Beside the paper's claims (§V.B)",
+        markdown_table(["paper 002 claims", "measured here"], _paper_claims(res, rates)),
+        "## Definitions",
+        DEFINITIONS,
+    ]
+
+
+def _figures(res: dict[str, Any], rates: tuple[int, ...]) -> list[str]:
+    """Figs. 4 and 5, link usage, the paired differences, feasibility and throughput."""
+    runs = res["runs"]
+    heads = [f"{m} {a}" for m in ("CPU", "BW") for a in ALGORITHMS]
+    util = [[r, *_by(runs, r, "cpu_utilization"), *_by(runs, r, "bw_utilization")] for r in rates]
+    dev = [[r, *_by(runs, r, "cpu_deviation"), *_by(runs, r, "bw_deviation")] for r in rates]
+    ok = [[r, *_by(runs, r, "feasible_fraction"), *_by(runs, r, "throughput")] for r in rates]
+    return [
+        "## Fig. 4: utilisation (Σ used / Σ capacity)",
+        markdown_table(["tuples/s", *heads], util),
+        "Every placement asks the same CPU of the cluster and carries the same query "
+        "traffic, so both utilisations differ only where a placement overloads a node or "
+        "link and the query is throttled (λ < 1).",
+        "## Link usage (what the links carry; lower at equal λ = less network traffic)",
+        markdown_table(
+            ["tuples/s", *ALGORITHMS], [[r, *_by(runs, r, "link_utilization")] for r in rates]
+        ),
+        "## Paired: GMA minus each baseline on the same cluster (median; share of "
+        "clusters where GMA is not worse)",
+        markdown_table(
+            [
+                "tuples/s",
+                "vs",
+                *(f"{m} diff" for m in METRICS),
+                "CPU utl not worse",
+                "CPU dev not worse",
+            ],
+            [
+                [
+                    r["rate"],
+                    r["baseline"],
+                    *(r[f"{m}_diff"] for m in METRICS),
+                    r["cpu_utilization_gma_not_worse"],
+                    r["cpu_deviation_gma_not_worse"],
+                ]
+                for r in res["paired"]
+            ],
+        ),
+        "## Fig. 5: deviation sqrt(Σ (R_i − R_avg)²)",
+        markdown_table(["tuples/s", *heads], dev),
+        "## Feasible placements (fraction of clusters) and query throughput λ (median)",
+        markdown_table(
+            [
+                "tuples/s",
+                *(f"feasible {a}" for a in ALGORITHMS),
+                *(f"λ {a}" for a in ALGORITHMS),
+            ],
+            ok,
+        ),
+    ]
+
+
+def _gap_section(res: dict[str, Any]) -> list[str]:
+    """The headline figures: Algorithm 1 literally against GMA with the added search."""
+    return [
+        "## Headline figures: Algorithm 1 literally vs with the added search\n\n"
+        f"Objective gap on {res['objective_gap']['instances']} tiny instances (2–3 "
+        "nodes, 2–5 operators), optimum of R_dev(CPU) + R_dev(BW) by exhaustive "
+        "search over feasible placements.\n\n"
+        + markdown_table(
+            ["figure", "variant", "paper", "measured"],
+            [[h["figure"], h["variant"], h["paper"], h["measured"]] for h in res["headline"]],
+        )
+        + "\n\n"
+        + markdown_table(
+            ["variant", "median excess %", "max excess %"],
+            [
+                [
+                    v,
+                    res["objective_gap"][v]["median_excess_pct"],
+                    res["objective_gap"][v]["max_excess_pct"],
+                ]
+                for v in ("gma-literal", "gma")
+            ],
+        ),
+    ]
+
+
+def _feasibility_section(res: dict[str, Any]) -> list[str]:
+    """Whether GMA is infeasible where a feasible placement exists, per instance size."""
+    feas = res["feasibility"]
     ftab = [
         [
             k,
@@ -401,6 +518,33 @@ def _markdown(res: dict[str, Any], rates: tuple[int, ...]) -> str:
         ]
         for k, v in feas.items()
     ]
+    return [
+        "## Is GMA infeasible where a feasible placement exists?",
+        markdown_table(
+            [
+                "instances",
+                "n",
+                "feasible",
+                "infeasible",
+                "undecided",
+                "GMA feasible",
+                "GMA missed",
+                "greedy only",
+                "Random",
+                "Even",
+            ],
+            ftab,
+        ),
+        "Tiny: 2–3 nodes, 2–6 operators, decided by exhaustive enumeration; medium: "
+        "4–6 nodes, 8–12 operators, and large: 10 nodes, 20 operators, decided by "
+        "CP-SAT (undecided: its time limit ran out). Instances are tight: the "
+        'operators need 50–110 % of the CPU free under D_CPU. "greedy only" is one '
+        "greedy descent without backtracking (Algorithm 1 read literally).",
+    ]
+
+
+def _variants_section(res: dict[str, Any]) -> list[str]:
+    """The GMA variants (utilisation objective; Algorithm 1 literally) and GMA's time."""
     vtab = [
         [
             name,
@@ -414,109 +558,13 @@ def _markdown(res: dict[str, Any], rates: tuple[int, ...]) -> str:
         for name, rows in res["variants"].items()
         for r in rows
     ]
-    return "\n\n".join(
-        [
-            "# Elastic Allocator (paper 002): GMA vs Random vs Even",
-            f"Top-k placed next to running word count and join on {st['nodes']} nodes "
-            f"(4 cores, 3 slots, 100 Mbit/s) with other work's load; medians over "
-            f"{st['clusters_per_rate']} clusters per workload (seed {st['seed']}). "
-            "Utilisation and deviation are on effective usage: an overloaded node or "
-            "link throttles the query. The paper reports Figs. 4–5 only as plots "
-            "(no numbers survive), so the comparison is with its claims. GMA minimises "
-            "deviation (default); GMA-utl maximises planned utilisation.",
-            "## Beside the paper's claims (§V.B)",
-            markdown_table(["paper 002 claims", "measured here"], claims),
-            "## Definitions",
-            DEFINITIONS,
-            "## Fig. 4: utilisation (Σ used / Σ capacity)",
-            markdown_table(["tuples/s", *heads], util),
-            "Every placement asks the same CPU of the cluster and carries the same query "
-            "traffic, so both utilisations differ only where a placement overloads a node or "
-            "link and the query is throttled (λ < 1).",
-            "## Link usage (what the links carry; lower at equal λ = less network traffic)",
-            markdown_table(
-                ["tuples/s", *ALGORITHMS], [[r, *_by(runs, r, "link_utilization")] for r in rates]
-            ),
-            "## Paired: GMA minus each baseline on the same cluster (median; share of "
-            "clusters where GMA is not worse)",
-            markdown_table(
-                [
-                    "tuples/s",
-                    "vs",
-                    *(f"{m} diff" for m in METRICS),
-                    "CPU utl not worse",
-                    "CPU dev not worse",
-                ],
-                [
-                    [
-                        r["rate"],
-                        r["baseline"],
-                        *(r[f"{m}_diff"] for m in METRICS),
-                        r["cpu_utilization_gma_not_worse"],
-                        r["cpu_deviation_gma_not_worse"],
-                    ]
-                    for r in res["paired"]
-                ],
-            ),
-            "## Fig. 5: deviation sqrt(Σ (R_i − R_avg)²)",
-            markdown_table(["tuples/s", *heads], dev),
-            "## Feasible placements (fraction of clusters) and query throughput λ (median)",
-            markdown_table(
-                [
-                    "tuples/s",
-                    *(f"feasible {a}" for a in ALGORITHMS),
-                    *(f"λ {a}" for a in ALGORITHMS),
-                ],
-                ok,
-            ),
-            "## Headline figures: Algorithm 1 literally vs with the added search\n\n"
-            f"Objective gap on {res['objective_gap']['instances']} tiny instances (2–3 "
-            "nodes, 2–5 operators), optimum of R_dev(CPU) + R_dev(BW) by exhaustive "
-            "search over feasible placements.\n\n"
-            + markdown_table(
-                ["figure", "variant", "paper", "measured"],
-                [[h["figure"], h["variant"], h["paper"], h["measured"]] for h in res["headline"]],
-            )
-            + "\n\n"
-            + markdown_table(
-                ["variant", "median excess %", "max excess %"],
-                [
-                    [
-                        v,
-                        res["objective_gap"][v]["median_excess_pct"],
-                        res["objective_gap"][v]["max_excess_pct"],
-                    ]
-                    for v in ("gma-literal", "gma")
-                ],
-            ),
-            "## Is GMA infeasible where a feasible placement exists?",
-            markdown_table(
-                [
-                    "instances",
-                    "n",
-                    "feasible",
-                    "infeasible",
-                    "undecided",
-                    "GMA feasible",
-                    "GMA missed",
-                    "greedy only",
-                    "Random",
-                    "Even",
-                ],
-                ftab,
-            ),
-            "Tiny: 2–3 nodes, 2–6 operators, decided by exhaustive enumeration; medium: "
-            "4–6 nodes, 8–12 operators, and large: 10 nodes, 20 operators, decided by "
-            "CP-SAT (undecided: its time limit ran out). Instances are tight: the "
-            'operators need 50–110 % of the CPU free under D_CPU. "greedy only" is one '
-            "greedy descent without backtracking (Algorithm 1 read literally).",
-            "## GMA variants: utilisation objective; Algorithm 1 literally (no search)",
-            markdown_table(
-                ["variant", "tuples/s", "CPU utl", "BW utl", "CPU dev", "BW dev", "feasible"],
-                vtab,
-            ),
-            f"GMA median time per placement: {res['gma_median_ms']:.3g} ms. Plots: "
-            + ", ".join(res["plots"])
-            + ".",
-        ]
-    )
+    return [
+        "## GMA variants: utilisation objective; Algorithm 1 literally (no search)",
+        markdown_table(
+            ["variant", "tuples/s", "CPU utl", "BW utl", "CPU dev", "BW dev", "feasible"],
+            vtab,
+        ),
+        f"GMA median time per placement: {res['gma_median_ms']:.3g} ms. Plots: "
+        + ", ".join(res["plots"])
+        + ".",
+    ]

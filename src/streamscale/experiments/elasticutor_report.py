@@ -158,11 +158,27 @@ def _sustained(results: Mapping[str, Any], pols: Sequence[str]) -> list[str]:
 def render(results: Mapping[str, Any], out: Path) -> str:
     """The ``results.md`` text; writes the PNG plots into ``out``."""
     out.mkdir(parents=True, exist_ok=True)
-    s = results["setup"]
     present = {r["policy"] for r in results["omega_sweep"]}
     pols = [p for p in ORDER if p in present]
-    cap = results.get("capacity", {})
-    md: list[str] = [
+    md = [
+        *_head(results),
+        *_settings(results),
+        *_omega(results, pols),
+        *_dips_and_moves(results),
+        *_skew_and_state(results),
+        *_sse(results),
+        *_table2(results),
+        *_executors_table(results),
+        *_scalability(results),
+    ]
+    _plots(results, out)
+    return "\n".join(md)
+
+
+def _head(results: Mapping[str, Any]) -> list[str]:
+    """The title, the cluster and the target figures (paper vs measured)."""
+    s = results["setup"]
+    return [
         "# Elasticutor (paper 000, §5) on the cluster simulator",
         "",
         f"Micro-benchmark cluster: {s['nodes']} nodes × 8 cores, {s['executors']} executors × "
@@ -181,6 +197,14 @@ def render(results: Mapping[str, Any], out: Path) -> str:
         ),
         "",
         *_reading(results),
+    ]
+
+
+def _settings(results: Mapping[str, Any]) -> list[str]:
+    """The simulator's settings: queues, sources, capacity, RC, SSE executors."""
+    s = results["setup"]
+    cap = results.get("capacity", {})
+    return [
         "## Settings",
         "",
         f"* Queues: {s.get('queue_s', 0.1):g} s of work per core before back-pressure "
@@ -204,6 +228,12 @@ def render(results: Mapping[str, Any], out: Path) -> str:
         f"executors: one per {s.get('sse_nodes_per_executor', 2)} nodes and operator "
         "(each holds at least one core).",
         "",
+    ]
+
+
+def _omega(results: Mapping[str, Any], pols: Sequence[str]) -> list[str]:
+    """Throughput and latency against ω, saturated and at an offered load (Fig. 6)."""
+    return [
         "## Throughput and latency vs ω (Fig. 6)",
         "",
         "Paper: Elasticutor best for ω > 0 and degrades marginally; static low but flat; "
@@ -224,6 +254,13 @@ def render(results: Mapping[str, Any], out: Path) -> str:
         else "(no offered-load runs)",
         "",
         *_sustained(results, pols),
+    ]
+
+
+def _dips_and_moves(results: Mapping[str, Any]) -> list[str]:
+    """The dips after each shuffle (Fig. 7) and the reassignment times (Fig. 11)."""
+    s = results["setup"]
+    return [
         "## Throughput dips after each shuffle at ω = 2 (Fig. 7)",
         "",
         f"Saturation, a separate run of {s.get('timeline_s', s['duration_s']):g} s after a "
@@ -285,6 +322,12 @@ def render(results: Mapping[str, Any], out: Path) -> str:
             ],
         ),
         "",
+    ]
+
+
+def _skew_and_state(results: Mapping[str, Any]) -> list[str]:
+    """Throughput against key skew (Fig. 10) and state size per shard (Fig. 9)."""
+    return [
         "## Throughput vs key skew α at ω = 2 (Fig. 10)",
         "",
         "Paper: static suffers most; Elasticutor ahead of RC for α ≤ 0.6, behind it at α ≥ 0.7.",
@@ -304,9 +347,13 @@ def render(results: Mapping[str, Any], out: Path) -> str:
         ),
         "",
     ]
+
+
+def _sse(results: Mapping[str, Any]) -> list[str]:
+    """The SSE-like stock exchange, saturated and at an offered load (Fig. 19)."""
     sse = results["sse"]
     nodes = sse[0]["nodes"] if sse else 0
-    md += [
+    return [
         f"## SSE-like stock exchange, {nodes} nodes (Fig. 19)",
         "",
         "Paper: naive-EC and Elasticutor ≈ 2× the throughput of static and RC, latency 1-2 "
@@ -345,12 +392,16 @@ def render(results: Mapping[str, Any], out: Path) -> str:
             ],
         ),
         "",
-        "## naive-EC vs Elasticutor (Table 2)",
-        "",
     ]
+
+
+def _table2(results: Mapping[str, Any]) -> list[str]:
+    """naive-EC against Elasticutor: migration and remote transfer (Table 2)."""
     nv = results["naive_vs_elastic"]
     t2 = PAPER["table2"]
-    md += [
+    return [
+        "## naive-EC vs Elasticutor (Table 2)",
+        "",
         markdown_table(
             ["metric", "naive-EC", "Elasticutor", "paper naive-EC", "paper Elasticutor"],
             [
@@ -371,7 +422,12 @@ def render(results: Mapping[str, Any], out: Path) -> str:
             ],
         ),
         "",
-        *_executors_table(results),
+    ]
+
+
+def _scalability(results: Mapping[str, Any]) -> list[str]:
+    """Elasticutor's throughput and scheduler time against the cluster size (Table 3)."""
+    return [
         "## Scalability of Elasticutor on the SSE workload (Table 3)",
         "",
         markdown_table(
@@ -394,8 +450,6 @@ def render(results: Mapping[str, Any], out: Path) -> str:
         "Plots: `omega.png`, `timeline_omega2.png`, `skew.png`, `state.png`, `sse.png`, "
         "`scalability.png`.",
     ]
-    _plots(results, out)
-    return "\n".join(md)
 
 
 def _executors_table(results: Mapping[str, Any]) -> list[str]:
