@@ -17,6 +17,7 @@ import math
 import tempfile
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -123,7 +124,7 @@ def run_command(
         if owned:
             spark.stop()
     return _summary(
-        res, graph, config, limit=limit,
+        replace(res, physical_limit=limit), graph, config,
         wall_s=time.monotonic() - t0, checkpoint=ckpt, out_dir=out_dir,
         metrics_url=None if exporter is None else exporter.url,
     )  # fmt: skip
@@ -134,14 +135,13 @@ def _summary(
     graph: JobGraph,
     config: RunConfig,
     *,
-    limit: float,
     wall_s: float,
     checkpoint: Path,
     out_dir: Path | None,
     metrics_url: str | None,
 ) -> dict[str, Any]:
     """The run's summary: rows in and out, the last plan's cores, throughput against the
-    physical ``limit`` (a linear job's; else NaN), latency, time and where it wrote."""
+    physical limit (a linear job's; else NaN), latency, time and where it wrote."""
     last = res.records[-1].cores if res.records else {}
     return {
         "job": graph.topology.name,
@@ -155,8 +155,8 @@ def _summary(
         else {s: res.sink_rows.get(s, 0) for s in graph.sinks},
         "cores_last": dict(last),
         "throughput": res.throughput,
-        "physical_limit": limit,
-        "efficiency": res.throughput / limit if math.isfinite(limit) else math.nan,
+        "physical_limit": res.physical_limit,
+        "efficiency": res.efficiency,
         "p50_ms": res.p50_ms,
         "p99_ms": res.p99_ms,
         "dead_letters": res.dead_letters,
