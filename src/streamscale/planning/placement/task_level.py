@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterator, MutableSequence, Sequence
+from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
@@ -205,73 +206,103 @@ def task_level(
     6.0
     """
     rng = np.random.default_rng(seed) if order == "random" else None
-    ng, nn = len(job.groups), len(job.nodes)
-    pc_g = job.task_cost
-    first_task: list[int] = []
-    group_of: list[int] = []
-    for g, k in enumerate(job.tasks):
-        first_task.append(len(group_of))
-        group_of.extend([g] * k)
-    pc = [pc_g[g] for g in group_of]
-    node = [-1] * len(group_of)
-    on_node: list[set[int]] = [set() for _ in range(nn)]
-    init = list(job.capacities)
-    cap = list(init)
-    singles: list[int] = []
-    last_pair: tuple[int, int] | None = None
-    last_node = -1
-
-    def fits(cost: float, n: int) -> bool:
-        return cost <= cap[n] + EPS * max(1.0, init[n])
-
+    first_task = [sum(job.tasks[:g]) for g in range(len(job.groups))]
+    packing = _Packing.of(job)
     for e in group_pair_order(job, priority):
         a, b = job.ends[e]
         ta = range(first_task[a], first_task[a] + job.tasks[a])
         tb = range(first_task[b], first_task[b] + job.tasks[b])
         for tm, tn in task_pairs(ta, tb, order, rng):
-            nm, nnode = node[tm], node[tn]
-            if nm < 0 or nnode < 0:
-                # pickNode (Algorithm 2)
-                if nm >= 0:
-                    n = nm
-                elif nnode >= 0:
-                    n = nnode
-                elif last_pair != (a, b) or last_node < 0 or not fits(pc[tm] + pc[tn], last_node):
-                    n = top_node(cap)
-                else:
-                    n = last_node
-                last_pair, last_node = (a, b), n
-                cm = 0.0 if nm >= 0 else pc[tm]
-                cn = 0.0 if nnode >= 0 else pc[tn]
-                if fits(cm + cn, n):
-                    for t, placed in ((tm, nm), (tn, nnode)):
-                        if placed < 0:
-                            node[t] = n
-                            on_node[n].add(t)
-                    cap[n] -= cm + cn
-                else:
-                    singles.extend(t for t, placed in ((tm, nm), (tn, nnode)) if placed < 0)
-            elif nm != nnode:
-                # Both placed apart: fuse the less capable node into the other.
-                src, dst = nm, nnode
-                if init[src] >= init[dst]:
-                    src, dst = dst, src
-                used = init[src] - cap[src]
-                if fits(used, dst):
-                    cap[dst] -= used
-                    cap[src] = init[src]
-                    for t in on_node[src]:
-                        node[t] = dst
-                    on_node[dst] |= on_node[src]
-                    on_node[src] = set()
-
-    counts = [[0] * nn for _ in range(ng)]
-    for t, n in enumerate(node):
-        if n >= 0:
-            counts[group_of[t]][n] += 1
+            packing.take((a, b), tm, tn)
+    counts = packing.counts(len(job.groups))
     # Tasks of broken pairs (and of groups in no pair) are the single tasks R.
-    free = [job.tasks[g] - sum(counts[g]) for g in range(ng)]
-    if not allocate_single_tasks(job, counts, cap, free) and backtrack:
+    free = [job.tasks[g] - sum(counts[g]) for g in range(len(job.groups))]
+    if not allocate_single_tasks(job, counts, packing.cap, free) and backtrack:
         counts = backtrack_search(job, counts) or counts
     name = "tl" if priority == "significance" else "tl-imc"
     return TaskAllocation.of(job, counts, name)
+
+
+@dataclass
+class _Packing:
+    """Algorithms 1–2's running state over one :func:`task_level` pass: each task's group
+    and node (``-1``: not placed), the tasks on each node, the capacity left and the last
+    pair's node (pickNode keeps filling it)."""
+
+    group_of: list[int]
+    pc: list[float]
+    init: list[float]
+    cap: list[float]
+    node: list[int]
+    on_node: list[set[int]]
+    last_pair: tuple[int, int] | None = None
+    last_node: int = -1
+
+    @classmethod
+    def of(cls, job: GroupJob) -> _Packing:
+        group_of = [g for g, k in enumerate(job.tasks) for _ in range(k)]
+        nn = len(job.nodes)
+        return cls(
+            group_of=group_of,
+            pc=[job.task_cost[g] for g in group_of],
+            init=list(job.capacities),
+            cap=list(job.capacities),
+            node=[-1] * len(group_of),
+            on_node=[set() for _ in range(nn)],
+        )
+
+    def fits(self, cost: float, n: int) -> bool:
+        return cost <= self.cap[n] + EPS * max(1.0, self.init[n])
+
+    def take(self, pair: tuple[int, int], tm: int, tn: int) -> None:
+        """Tasks ``tm`` and ``tn`` of group pair ``pair``: place the unplaced ones together
+        (pickNode, Algorithm 2), or fuse their two nodes when both are placed apart."""
+        nm, nt = self.node[tm], self.node[tn]
+        if nm < 0 or nt < 0:
+            self._place(pair, tm, tn)
+        elif nm != nt:
+            self._fuse(nm, nt)
+
+    def _place(self, pair: tuple[int, int], tm: int, tn: int) -> None:
+        nm, nt = self.node[tm], self.node[tn]
+        if nm >= 0:
+            n = nm
+        elif nt >= 0:
+            n = nt
+        elif (
+            pair != self.last_pair
+            or self.last_node < 0
+            or not self.fits(self.pc[tm] + self.pc[tn], self.last_node)
+        ):
+            n = top_node(self.cap)
+        else:
+            n = self.last_node
+        self.last_pair, self.last_node = pair, n
+        cost = (0.0 if nm >= 0 else self.pc[tm]) + (0.0 if nt >= 0 else self.pc[tn])
+        if self.fits(cost, n):  # else the pair is broken: its unplaced tasks are singles
+            for t, placed in ((tm, nm), (tn, nt)):
+                if placed < 0:
+                    self.node[t] = n
+                    self.on_node[n].add(t)
+            self.cap[n] -= cost
+
+    def _fuse(self, src: int, dst: int) -> None:
+        """Both placed apart: fuse the less capable node into the other when it fits."""
+        if self.init[src] >= self.init[dst]:
+            src, dst = dst, src
+        used = self.init[src] - self.cap[src]
+        if self.fits(used, dst):
+            self.cap[dst] -= used
+            self.cap[src] = self.init[src]
+            for t in self.on_node[src]:
+                self.node[t] = dst
+            self.on_node[dst] |= self.on_node[src]
+            self.on_node[src] = set()
+
+    def counts(self, groups: int) -> list[list[int]]:
+        """Placed tasks per group and node."""
+        out = [[0] * len(self.cap) for _ in range(groups)]
+        for t, n in enumerate(self.node):
+            if n >= 0:
+                out[self.group_of[t]][n] += 1
+        return out
