@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from collections import deque
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import typer
 
@@ -15,6 +16,10 @@ from streamscale.control.watch import WATCH_SETTINGS
 from streamscale.errors import StreamscaleError
 from streamscale.runtime.run_config import RUN_SETTINGS, RunConfig, parse_run
 from streamscale.settings import parse_pairs
+
+if TYPE_CHECKING:
+    from streamscale.model.cluster import Cluster
+    from streamscale.runtime.spark.driver.graph import JobGraph
 
 __all__ = ["ITEMS", "ensure_dir", "register", "run", "run_config"]
 
@@ -132,9 +137,7 @@ def run(
     }  # fmt: skip
     cfg = run_config({k: v for k, v in given.items() if v is not None}, param)
     from streamscale.model.io import load_cluster
-    from streamscale.runtime.spark.driver.command import load_job, run_command
-    from streamscale.runtime.spark.driver.graph_batch import GraphBatch
-    from streamscale.runtime.spark.driver.metrics import live_table
+    from streamscale.runtime.spark.driver.command import load_job
 
     # what cannot run is named before Spark starts
     graph = load_job(job_file, cfg)
@@ -142,6 +145,23 @@ def run(
     for path, option in ((out_dir, "--out"), (checkpoint, "--checkpoint")):
         if path is not None:
             ensure_dir(path, option)
+    summary = _run_live(out, graph, cfg, cluster=cluster, checkpoint=checkpoint, out_dir=out_dir)
+    if out.json:
+        out.emit(summary)
+        return
+    _print_summary(out, graph.topology.name, cfg.policy, summary, out_dir)
+
+
+def _run_live(
+    out: Output, graph: JobGraph, cfg: RunConfig, *, cluster: Cluster | None,
+    checkpoint: Path | None, out_dir: Path | None,
+) -> dict[str, Any]:  # fmt: skip
+    """:func:`~streamscale.runtime.spark.driver.command.run_command`, with a live table of
+    the last batches unless the output is JSON; returns its summary."""
+    from streamscale.runtime.spark.driver.command import run_command
+    from streamscale.runtime.spark.driver.graph_batch import GraphBatch
+    from streamscale.runtime.spark.driver.metrics import live_table
+
     title = f"{graph.topology.name} · {cfg.policy}"
     # the live table shows the last 10 batches: keep no more (a run lasts weeks)
     records: deque[GraphBatch] = deque(maxlen=10)
@@ -158,23 +178,22 @@ def run(
             live.update(live_table(records, title=title))
 
     try:
-        summary = run_command(
-            graph,
-            cfg,
-            cluster=cluster,
-            checkpoint=checkpoint,
-            out_dir=out_dir,
+        return run_command(
+            graph, cfg, cluster=cluster, checkpoint=checkpoint, out_dir=out_dir,
             on_batch=on_batch,
-        )
+        )  # fmt: skip
     finally:
         if live is not None:
             live.stop()
-    if out.json:
-        out.emit(summary)
-        return
+
+
+def _print_summary(
+    out: Output, name: str, policy: str, summary: dict[str, Any], out_dir: Path | None
+) -> None:
+    """The run's summary table, its rows per operator and sink, and where it wrote."""
     eff = summary["efficiency"]
     out.table(
-        f"{graph.topology.name} under {cfg.policy}",
+        f"{name} under {policy}",
         ["batches", "rows", "tuples/s", "efficiency", "p50 ms", "p99 ms", "dead letters"],
         [
             [

@@ -153,11 +153,8 @@ def run_native(
     from pyspark.sql import functions as F
 
     opts = dict(params or {})
-    op = job.operator
-    partitions = int(opts.get("partitions", op.instances))
+    partitions = int(opts.get("partitions", job.operator.instances))
     cores = int(spark.sparkContext.defaultParallelism)
-    fn = job.functions[job.keyed]
-    required = tuple(getattr(fn, "required_fields", ()))
     register_sources(spark)
     if job.source_class is not None:
         spark.dataSource.register(job.source_class)
@@ -179,35 +176,9 @@ def run_native(
             res = batch_df.withColumn("pid", F.spark_partition_id()).toPandas()
             duration = time.perf_counter() - t0
             now = clock() - t_start
-            lat = np.concatenate([np.asarray(x, dtype=float) for x in res["latency_ms"]] or [[]])
-            busy = res.groupby("pid")["busy_s"].sum()
-            loads = [float(busy.get(p, 0.0)) for p in range(partitions)]
-            rows = int(res["rows"].sum())
-            dead = int(res["dead"].sum())
-            dead_total[0] += dead
-            rec = GraphBatch(
-                batch_id=batch_id,
-                duration_s=duration,
-                keyed_rows={job.keyed: rows},
-                sinks={},
-                dead_letters=dead,
-                cores={job.keyed: cores},
-                tasks={job.keyed: partitions},
-                extra={
-                    "per_task": {str(p): {"busy_s": round(x, 6)} for p, x in enumerate(loads)},
-                    "out_rows": {job.keyed: int(res["out_rows"].sum())},
-                    "keys": len(res),
-                },
-                time=now,
-                rows=rows,
-                input_rate=rows / (now - last_end[0]) if now > last_end[0] else math.nan,
-                processing_rate=rows / duration if duration > 0 else math.nan,
-                latency_p50_ms=float(np.percentile(lat, 50)) if len(lat) else math.nan,
-                latency_p99_ms=float(np.percentile(lat, 99)) if len(lat) else math.nan,
-                delta=imbalance(loads),
-                busy_s=float(res["busy_s"].sum()),
-                policy=NATIVE_POLICY,
-            )
+            rec, lat = _record(res, job, batch_id, duration, now, last_end[0],
+                               cores=cores, partitions=partitions)  # fmt: skip
+            dead_total[0] += rec.dead_letters
             last_end[0] = now
             history.add(rec, lat)
             if writer is not None:
@@ -221,6 +192,66 @@ def run_native(
         finally:
             in_batch.clear()
 
+    query = _start(spark, job, partitions, on_micro_batch, checkpoint)
+    drive_query(
+        query,
+        stop_at=t_start + duration_s,
+        done=done,
+        in_batch=in_batch,
+        records=history.recent,
+        item=f"operator {job.keyed}",
+        clock=clock,
+    )
+    return summarize_run(history, job, cores, dead_letters=dead_total[0], plan=None)
+
+
+def _record(
+    res: Any, job: Job, batch_id: int, duration: float, now: float, last_end: float, *,
+    cores: int, partitions: int,
+) -> tuple[GraphBatch, np.ndarray]:  # fmt: skip
+    """One micro-batch's record from its collected rows (one per key touched, with its
+    Spark partition ``pid``), and every tuple's latency (ms)."""
+    lat = np.concatenate([np.asarray(x, dtype=float) for x in res["latency_ms"]] or [[]])
+    busy = res.groupby("pid")["busy_s"].sum()
+    loads = [float(busy.get(p, 0.0)) for p in range(partitions)]
+    rows = int(res["rows"].sum())
+    rec = GraphBatch(
+        batch_id=batch_id,
+        duration_s=duration,
+        keyed_rows={job.keyed: rows},
+        sinks={},
+        dead_letters=int(res["dead"].sum()),
+        cores={job.keyed: cores},
+        tasks={job.keyed: partitions},
+        extra={
+            "per_task": {str(p): {"busy_s": round(x, 6)} for p, x in enumerate(loads)},
+            "out_rows": {job.keyed: int(res["out_rows"].sum())},
+            "keys": len(res),
+        },
+        time=now,
+        rows=rows,
+        input_rate=rows / (now - last_end) if now > last_end else math.nan,
+        processing_rate=rows / duration if duration > 0 else math.nan,
+        latency_p50_ms=float(np.percentile(lat, 50)) if len(lat) else math.nan,
+        latency_p99_ms=float(np.percentile(lat, 99)) if len(lat) else math.nan,
+        delta=imbalance(loads),
+        busy_s=float(res["busy_s"].sum()),
+        policy=NATIVE_POLICY,
+    )
+    return rec, lat
+
+
+def _start(
+    spark: Any, job: Job, partitions: int, on_micro_batch: Callable[[Any, int], None],
+    checkpoint: Path,
+) -> Any:  # fmt: skip
+    """Start the query: the source, ``applyInPandasWithState`` on the operator's key over
+    ``partitions`` state partitions, ``on_micro_batch`` as its ``foreachBatch``."""
+    from pyspark.sql import functions as F
+
+    op = job.operator
+    fn = job.functions[job.keyed]
+    required = tuple(getattr(fn, "required_fields", ()))
     reader = spark.readStream.format(job.source_format)
     if job.source_options:
         reader = reader.options(**dict(job.source_options))
@@ -242,16 +273,6 @@ def run_native(
         )
         if job.trigger_s > 0:
             ws = ws.trigger(processingTime=f"{job.trigger_s} seconds")
-        query = ws.start()
+        return ws.start()
     finally:
         spark.conf.set("spark.sql.shuffle.partitions", previous)
-    drive_query(
-        query,
-        stop_at=t_start + duration_s,
-        done=done,
-        in_batch=in_batch,
-        records=history.recent,
-        item=f"operator {job.keyed}",
-        clock=clock,
-    )
-    return summarize_run(history, job, cores, dead_letters=dead_total[0], plan=None)
