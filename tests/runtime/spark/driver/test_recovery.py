@@ -73,7 +73,8 @@ def test_sigkilled_driver_resumes_with_exact_state(spark, tmp_path: Path) -> Non
     # the exact check below), so the restart may begin with the last batch written
     assert second[0] in (first[-1], first[-1] + 1, first[-1] + 2)
     n = _check_exact(ckpt / "state", OPTS)
-    assert n >= 150 * (len(first) + len(second))
+    # at least 150 rows per distinct batch: a batch the restart ran again counts once
+    assert n >= 150 * len(set(first) | set(second))
 
 
 def test_raising_operator_fails_the_batch_and_the_rerun_recovers(spark, tmp_path: Path) -> None:
