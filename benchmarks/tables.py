@@ -2,11 +2,15 @@
 documentation pages (``docs/**/*.md``) between ``<!-- results:NAME -->`` and
 ``<!-- /results:NAME -->``.
 
-Every table quotes one run — the lines of the newest ``run`` in
-``benchmarks/results/<bench>.jsonl`` (:mod:`_results`) — and names its command, commit,
-cores and load, so no Spark figure in the docs is typed by hand. ``--check`` exits 1
-when a document's block differs from what the files give (the drift test runs it);
-``--write`` rewrites the blocks.
+Every table quotes one run — the lines of the newest ``run`` of one clean commit in
+``benchmarks/results/<bench>.jsonl`` (:mod:`_results`), or the ``figure: "summary"``
+lines (medians over repeats) of one clean commit — and names its command, commit, cores
+and load, so no Spark figure in the docs is typed by hand. :func:`check_lines` refuses a
+table that would mix runs or commits, or quote a modified tree (``+dirty``); a block
+with no such run says which command records one. A block may hold several tables (per
+trace, per query), each from one run with its own source line. ``--check`` exits 1 when
+a document's block differs from what the files give (the drift test runs it); ``--write``
+rewrites the blocks; both exit 2 naming the table when one is refused.
 
 Run: ``.venv/bin/python benchmarks/tables.py --write`` after committing new results.
 """
@@ -16,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import shlex
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -36,13 +41,114 @@ def _lines(bench: str) -> list[Line]:
     return [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
 
 
-def latest_run(bench: str, where: Callable[[Line], bool] = lambda _: True) -> list[Line]:
-    """The lines of the newest run in ``results/<bench>.jsonl`` that satisfy ``where``."""
-    lines = [x for x in _lines(bench) if where(x)]
+class RefusedTable(ValueError):
+    """A table whose lines are not one run of one clean commit (:func:`check_lines`)."""
+
+
+def _run_of(x: Line) -> Any:
+    """The run that recorded ``x``; ``None`` for a line older than the ``run`` field, which
+    no table quotes (which lines ran together is not known)."""
+    return x.get("run")
+
+
+def _dirty(commit: Any) -> bool:
+    """A commit no checkout reproduces: a modified tree (``+dirty``), or none known."""
+    return not isinstance(commit, str) or commit in ("", "unknown") or commit.endswith("+dirty")
+
+
+def _names(values: Sequence[Any]) -> str:
+    return ", ".join(str(v) for v in values)
+
+
+def check_lines(table: str, lines: Sequence[Line]) -> list[Line]:
+    """``lines`` when one table may quote them together: the lines of one run of one
+    clean commit, or ``figure: "summary"`` lines (medians over repeats) of runs of one
+    clean commit. Anything else raises :class:`RefusedTable` naming ``table`` and the runs
+    or commits it would mix: a table never merges runs, nor quotes a modified tree.
+    Every table builder passes its lines through here."""
+    lines = list(lines)
     if not lines:
+        return lines
+    runs = list(dict.fromkeys(_run_of(x) for x in lines))
+    commits = list(dict.fromkeys(x.get("commit") for x in lines))
+    if None in runs:
+        raise RefusedTable(f"table {table!r}: lines without a run (commits {_names(commits)})")
+    if len(commits) > 1:
+        raise RefusedTable(
+            f"table {table!r} would mix commits {_names(commits)} (runs {_names(runs)})"
+        )
+    if _dirty(commits[0]):
+        raise RefusedTable(
+            f"table {table!r} would quote commit {commits[0]!r} of a modified tree "
+            f"(run {_names(runs)}): only a clean commit's run is quoted"
+        )
+    if len(runs) > 1 and not all(x.get("figure") == "summary" for x in lines):
+        raise RefusedTable(
+            f"table {table!r} would mix runs {_names(runs)} (commit {commits[0]}): one run "
+            "per table, or the summary lines of one clean commit"
+        )
+    return lines
+
+
+def _runs(bench: str) -> list[list[Line]]:
+    """Each run's lines in ``results/<bench>.jsonl``, the newest (last recorded) first;
+    lines without a ``run`` belong to none."""
+    by: dict[Any, list[Line]] = {}
+    for x in _lines(bench):
+        if _run_of(x) is not None:
+            by.setdefault(_run_of(x), []).append(x)
+    last = {_run_of(x): i for i, x in enumerate(_lines(bench))}
+    return [by[r] for r in sorted(by, key=last.__getitem__, reverse=True)]
+
+
+def _clean(run: Sequence[Line]) -> bool:
+    """A whole run of one clean commit (a run whose lines name several commits is not)."""
+    commits = {x.get("commit") for x in run}
+    return len(commits) == 1 and not _dirty(next(iter(commits)))
+
+
+def latest_run(bench: str, where: Callable[[Line], bool] = lambda _: True) -> list[Line]:
+    """The lines satisfying ``where`` of the newest run in ``results/<bench>.jsonl`` that
+    has such lines and is all of one clean commit; ``[]`` when there is none."""
+    for run in _runs(bench):
+        if _clean(run) and (got := [x for x in run if where(x)]):
+            return got
+    return []
+
+
+def _unclean_only(bench: str, where: Callable[[Line], bool] = lambda _: True) -> list[Line]:
+    """The newest run's lines satisfying ``where`` when no clean run has any (else ``[]``)."""
+    if latest_run(bench, where):
         return []
-    run = lines[-1].get("run", lines[-1].get("utc"))
-    return [x for x in lines if x.get("run", x.get("utc")) == run]
+    return next(([x for x in run if where(x)] for run in _runs(bench)
+                 if any(where(x) for x in run)), [])  # fmt: skip
+
+
+def newest_per(
+    bench: str,
+    key: Callable[[Line], Any],
+    where: Callable[[Line], bool] = lambda _: True,
+    *,
+    order: Callable[[Any], Any] = str,
+) -> tuple[list[list[Line]], dict[Any, list[Line]]]:
+    """Per value of ``key`` over the lines satisfying ``where``: the newest clean run with
+    such a line. Returns those runs, one list per run (its lines of the keys it is the
+    newest for, in the order of the keys sorted by ``order``), and per key that no clean run has, the
+    newest run's lines of that key (its command records a clean one)."""
+    chosen: dict[Any, list[Line]] = {}
+    unclean: dict[Any, list[Line]] = {}
+    for run in _runs(bench):
+        for k in dict.fromkeys(key(x) for x in run if where(x)):
+            if k not in chosen and _clean(run):
+                chosen[k] = run
+            elif k not in chosen and k not in unclean:
+                unclean[k] = [x for x in run if where(x) and key(x) == k]
+    tables: dict[Any, list[Line]] = {}
+    for k in sorted(chosen, key=order):
+        run = chosen[k]
+        mine = {j for j, r in chosen.items() if r is run}
+        tables.setdefault(_run_of(run[0]), [x for x in run if where(x) and key(x) in mine])
+    return list(tables.values()), {k: v for k, v in unclean.items() if k not in chosen}
 
 
 def _fmt(v: Any, digits: int = 3) -> str:
@@ -80,28 +186,52 @@ def _source(bench: str, lines: Sequence[Line]) -> str:
     )
 
 
-def _missing(bench: str, command: str) -> str:
-    return f"*No committed run of `{bench}` yet: `{command}` records one.*"
+def _missing(bench: str, command: str, unclean: Sequence[Line] = ()) -> str:
+    """What a block says in place of a table with no clean single run to quote: the
+    command that records one (``unclean``: the newest run there is, which is not quoted)."""
+    if not unclean:
+        return f"*No committed run of `{bench}` yet: `{command}` records one.*"
+    x = unclean[-1]
+    return (
+        f"*No committed run of `{bench}` from one clean commit yet (the newest, run "
+        f"{_run_of(x)} at `{x.get('commit')}`, is not quoted): `{command}` records one.*"
+    )
+
+
+def _command(lines: Sequence[Line], default: str) -> str:
+    """The command of the newest of ``lines`` (``default`` when none names one)."""
+    c = lines[-1].get("command") if lines else None
+    return c if isinstance(c, str) else default
 
 
 def autoscale() -> str:
     """The newest full-length surge run's table, then the newest quick run's with real
     and with emulated start-up."""
-    full = latest_run("autoscale", lambda x: x.get("quick") is False)
-    quick = latest_run("autoscale", lambda x: x.get("quick") is True and _real(x))
-    emulated = latest_run("autoscale", lambda x: x.get("quick") is True and not _real(x))
-    runs = ((full, "Full length"), (quick, "Quick"), (emulated, "Quick, start-up emulated"))
-    parts = [_autoscale(x, name) for x, name in runs if x]
+    kinds: tuple[tuple[str, Callable[[Line], bool], str], ...] = (
+        ("Full length", lambda x: x.get("quick") is False, ""),
+        ("Quick", lambda x: x.get("quick") is True and _real(x), " --quick"),
+        ("Quick, start-up emulated", lambda x: x.get("quick") is True and not _real(x),
+         " --quick --startup emulated"),
+    )  # fmt: skip
+    parts = []
+    for name, where, args in kinds:
+        if lines := latest_run("autoscale", where):
+            parts.append(_autoscale(check_lines("autoscale", lines), name))
+        elif unclean := _unclean_only("autoscale", where):
+            cmd = f"python benchmarks/bench_autoscale.py{args}"
+            parts.append(f"**{name}.** " + _missing("autoscale", cmd, unclean))
     return "\n\n".join(parts) or _missing("autoscale", "python benchmarks/bench_autoscale.py")
 
 
 def autoscale_headline() -> str:
     """The README's short surge table: the full-length run's share of tuples within the
     latency target and its core-seconds against the static peak sizing, per policy."""
-    lines = latest_run("autoscale", lambda x: x.get("quick") is not True)
+    lines = check_lines("autoscale_headline",
+                        latest_run("autoscale", lambda x: x.get("quick") is not True))  # fmt: skip
     pol = [x for x in lines if "policy" in x]
     if not pol:
-        return _missing("autoscale", "python benchmarks/bench_autoscale.py")
+        unclean = _unclean_only("autoscale", lambda x: x.get("quick") is not True)
+        return _missing("autoscale", "python benchmarks/bench_autoscale.py", unclean)
     peak = next((x["core_seconds"] for x in pol if x["policy"] == "static-peak"
                  and x.get("startup", "real") == "real"), None)  # fmt: skip
     target = pol[0].get("config", {}).get("latency_target_ms")
@@ -187,60 +317,28 @@ def _autoscale(lines: list[Line], name: str) -> str:
     return f"{head}\n\n{table}{tail}\n\n{_source('autoscale', lines)}"
 
 
-def _trace_runs() -> list[list[Line]]:
-    """Per trace file, by name: the newest line of each start-up mode and policy among the
-    runs of its newest scenario (window, minutes, peak rate), so that policies run apart
-    stand in one table; each line keeps its run and command."""
-    lines = [x for x in _lines("trace") if "trace" in x]
-    runs = []
-    for name in sorted({x["trace"] for x in lines}):
-        of = [x for x in lines if x["trace"] == name]
-        same = [x for x in of if _scenario(x) == _scenario(of[-1])]
-        newest = {_trace_key(x): x for x in same}
-        kept = {_run_of(x) for k, x in newest.items() if k[1] not in ("oracle", "ratios")}
-        last = {x.get("startup", "real"): x for x in same if x.get("policy") == "oracle"}
-        held = [x for k, x in newest.items() if _run_of(x) in kept or x in last.values()]
-        runs.append(sorted(held, key=same.index))
-    return runs
+def _old_trace(x: Line) -> bool:
+    """A line of the first real-traffic format (one run per policy set, no deployment)."""
+    return "trace" in x and "deployment" not in x
 
 
-def _trace_key(x: Line) -> tuple[Any, ...]:
-    """A line's place in the table: its mode and policy; the oracle's also its run (each
-    line is compared with the oracle of its own run, the start-up it measured)."""
-    key = (x.get("startup", "real"), x.get("policy", x.get("figure")))
-    return (*key, _run_of(x)) if key[1] == "oracle" else key
-
-
-def _run_of(x: Line) -> Any:
-    return x.get("run", x.get("utc"))
-
-
-def _scenario(x: Line) -> tuple[Any, ...]:
-    return (x.get("window"), x.get("minutes"), x.get("peak_rate"))
-
-
-def _sources(bench: str, lines: Sequence[Line]) -> str:
-    """:func:`_source` of every run among ``lines``, oldest first."""
-    runs = dict.fromkeys(x.get("run", x.get("utc")) for x in lines)
-    return "\n".join(
-        _source(bench, [x for x in lines if x.get("run", x.get("utc")) == r]) for r in runs
-    )
+def _trace_runs() -> tuple[list[list[Line]], dict[Any, list[Line]]]:
+    """Per trace file and start-up mode, the newest clean run that measured it (one table
+    per run), and the (trace, mode) pairs with no clean run."""
+    return newest_per("trace", lambda x: (x["trace"], x.get("startup", "real")), _old_trace)
 
 
 def _trace_rows(lines: list[Line], *, full: bool) -> list[list[str]]:
+    """The rows of one run's lines: per start-up mode, each policy against that mode's
+    ``static-peak`` and oracle of the same run."""
     rows = []
     for mode in dict.fromkeys(x.get("startup", "real") for x in lines):
-        every = [x for x in lines if x.get("startup", "real") == mode and "policy" in x]
-        oracles = {_run_of(x): x["core_seconds"] for x in every if x["policy"] == "oracle"}
-        newest_oracle = [x for x in every if x["policy"] == "oracle"][-1:]
-        of = [x for x in every if x["policy"] != "oracle"] + newest_oracle
+        of = [x for x in lines if x.get("startup", "real") == mode and "policy" in x]
+        ora = next((x["core_seconds"] for x in of if x["policy"] == "oracle"), None)
         peak = next((x["core_seconds"] for x in of if x["policy"] == "static-peak"), None)
         delay = of[0].get("startup_delay_s") if of else None
         start = f"emulated, {_fmt(delay)} s" if mode == "emulated" else "real"
         for x in of:
-            ora = oracles.get(
-                _run_of(x), newest_oracle[0]["core_seconds"] if newest_oracle else None
-            )
             if "error" in x:
                 rows.append([x["trace"], start, x["policy"], f"failed: {x['error']}"]
                             + [""] * (8 if full else 3))  # fmt: skip
@@ -276,42 +374,152 @@ HEAD_TRACE = ["trace", "start-up", "policy", "tuples within target", "core-s ÷ 
               "core-s ÷ oracle", "peak executors"]  # fmt: skip
 
 
+def _trace_missing(unclean: dict[Any, list[Line]]) -> list[str]:
+    """A line per (trace, start-up mode) with no clean run: the command that records one."""
+    out = []
+    for (name, mode), lines in sorted(unclean.items(), key=str):
+        words = shlex.split(_command(lines, ""))
+        path = words[words.index("--trace") + 1] if "--trace" in words[:-1] else name
+        cmd = f"python benchmarks/bench_trace.py --trace {path} --quick --startup {mode}"
+        out.append(f"`{name}`, start-up {mode}: " + _missing("trace", cmd, lines))
+    return out
+
+
+def trace_table(table: str, lines: list[Line], *, full: bool) -> str:
+    """One run's real-traffic table (:func:`check_lines` first), with its source."""
+    lines = check_lines(table, lines)
+    if not full:
+        return f"{_table(HEAD_TRACE, _trace_rows(lines, full=False))}\n\n{_source('trace', lines)}"
+    head = [*HEAD_TRACE, "slo batches", "core-seconds", "mean cores", "ups / downs", "p99 ms"]
+    first = next(x for x in lines if "policy" in x)
+    table_md = _table(head, _trace_rows(lines, full=True))
+    return f"{_trace_head(first)}\n\n{table_md}\n\n{_source('trace', lines)}"
+
+
 def trace_headline() -> str:
-    """The README's real-traffic table: per trace its newest run, every policy and mode."""
-    runs = _trace_runs()
-    if not runs:
+    """The README's real-traffic tables: per trace and start-up mode its newest clean
+    run, every policy of it, one table per run."""
+    runs, unclean = _trace_runs()
+    if not runs and not unclean:
         return _missing("trace", "python benchmarks/bench_trace.py --trace FILE")
-    rows = [r for lines in runs for r in _trace_rows(lines, full=False)]
-    sources = "\n".join(_sources("trace", lines) for lines in runs)
-    return f"{_table(HEAD_TRACE, rows)}\n\n{sources}"
+    parts = [trace_table("trace_headline", lines, full=False) for lines in runs]
+    return "\n\n".join(parts + _trace_missing(unclean))
 
 
 def trace() -> str:
-    """Per trace its newest run in full, with the scenario it ran."""
-    runs = _trace_runs()
-    if not runs:
+    """Per trace and start-up mode its newest clean run in full, with the scenario."""
+    runs, unclean = _trace_runs()
+    if not runs and not unclean:
         return _missing("trace", "python benchmarks/bench_trace.py --trace FILE")
-    head = [*HEAD_TRACE, "slo batches", "core-seconds", "mean cores", "ups / downs", "p99 ms"]
+    parts = [trace_table("trace", lines, full=True) for lines in runs]
+    return "\n\n".join(parts + _trace_missing(unclean))
+
+
+#: the command that records the first run of the deployments' format
+TRACE_DEPLOYMENTS_CMD = (
+    "python benchmarks/bench_trace.py --trace ../shared/traces/Twitter_volume_GOOG.csv "
+    "--deployment minutes --quick --repeats 3"
+)
+
+
+def _secs(v: Any) -> str:
+    """Seconds in words: whole minutes from two minutes on, else seconds."""
+    if not isinstance(v, int | float):
+        return "–"
+    return f"{v / 60:g} min" if v >= 120 and v % 60 == 0 else f"{v:g} s"
+
+
+def _deployment(x: Line, run: Sequence[Line]) -> str:
+    """``minutes (trigger 2 min, target 10 min, start-up 60 s emulated)``: a deployment
+    with its real trigger, latency target and start-up (from the summary line, else from
+    a repeat's line of the same trace, deployment and start-up)."""
+    same = [y for y in run if y.get("trace") == x.get("trace")
+            and y.get("deployment") == x.get("deployment")
+            and y.get("startup") == x.get("startup")]  # fmt: skip
+
+    def field(name: str) -> Any:
+        return next((y[name] for y in [x, *same] if y.get(name) is not None), None)
+
+    return (
+        f"{x.get('deployment')} (trigger {_secs(field('real_trigger_s'))}, target "
+        f"{_secs(field('real_target_s'))}, start-up {_secs(field('real_startup_s'))} "
+        f"{x.get('startup', 'real')})"
+    )
+
+
+def _spread(v: Any, pct: bool = False) -> str:
+    """``{"median", "min", "max"}`` as ``median (min–max)``."""
+    if not isinstance(v, dict) or v.get("median") is None:
+        return "–"
+    if pct:
+        return (f"{100 * v['median']:.1f} % ({100 * v.get('min', v['median']):.1f}–"
+                f"{100 * v.get('max', v['median']):.1f})")  # fmt: skip
+    return f"{_fmt(v['median'])} ({_fmt(v.get('min'))}–{_fmt(v.get('max'))})"
+
+
+HEAD_DEPLOYMENTS = ["trace", "deployment", "policy", "tuples within target",
+                    "core-hours ÷ oracle", "core-hours ÷ static-peak", "repeats"]  # fmt: skip
+
+
+def trace_deployments_table(lines: list[Line]) -> str:
+    """One run's summaries of the deployments' format (:func:`check_lines` first): per
+    trace, deployment, start-up and policy the median and range over the repeats."""
+    lines = check_lines("trace_deployments", lines)
+    rows = [
+        [f"`{x.get('trace')}`", _deployment(x, lines), str(x.get("policy")),
+         _spread(x.get("slo_tuples"), pct=True), _spread(x.get("core_hours_vs_oracle")),
+         _spread(x.get("core_hours_vs_static_peak")), _fmt(x.get("repeats"))]
+        for x in lines
+        if x.get("figure") == "summary" and "policy" in x
+    ]  # fmt: skip
+    scale = next((x.get("time_scale") for x in lines if x.get("time_scale")), None)
+    head = (
+        f"The trace replayed at {_fmt(scale)} trace seconds a second; medians over the "
+        "repeats, their range in brackets."
+        if scale
+        else "Medians over the repeats, their range in brackets."
+    )
+    return f"{head}\n\n{_table(HEAD_DEPLOYMENTS, rows)}\n\n{_source('trace', lines)}"
+
+
+def _deployment_key(x: Line) -> tuple[Any, ...]:
+    return (x.get("trace"), x.get("deployment"), x.get("startup", "real"))
+
+
+def trace_deployments() -> str:
+    """Per trace, deployment and start-up mode the newest clean run of the deployments'
+    format with its summary lines; one table per run (its repeats' lines with it)."""
+
+    def summary(x: Line) -> bool:
+        return "trace" in x and "deployment" in x and x.get("figure") == "summary"
+
+    runs, unclean = newest_per("trace", _deployment_key, summary)
+    whole = {_run_of(r[0]): r for r in _runs("trace")}
     parts = []
-    for lines in runs:
-        first = next(x for x in lines if "policy" in x)
-        table = _table(head, _trace_rows(lines, full=True))
-        parts.append(f"{_trace_head(first)}\n\n{table}\n\n{_sources('trace', lines)}")
-    return "\n\n".join(parts)
+    for run in runs:
+        keys = {_deployment_key(x) for x in run}
+        lines = whole[_run_of(run[0])]
+        parts.append(trace_deployments_table(
+            [x for x in lines if "deployment" in x and _deployment_key(x) in keys]
+        ))  # fmt: skip
+    for (name, deployment, mode), lines in sorted(unclean.items(), key=str):
+        cmd = _command(lines, TRACE_DEPLOYMENTS_CMD)
+        parts.append(f"`{name}`, {deployment}, start-up {mode}: "
+                     + _missing("trace", cmd, lines))  # fmt: skip
+    return "\n\n".join(parts) or _missing("trace_deployments", TRACE_DEPLOYMENTS_CMD)
 
 
 def _run_with(bench: str, figure: str) -> list[Line]:
-    """The lines of the newest run of ``bench`` that recorded a ``figure`` line."""
-    lines = _lines(bench)
-    runs = [x.get("run", x.get("utc")) for x in lines if x.get("figure") == figure]
-    if not runs:
-        return []
-    return [x for x in lines if x.get("run", x.get("utc")) == runs[-1]]
+    """The lines of the newest clean run of ``bench`` that recorded a ``figure`` line."""
+    return next((run for run in _runs(bench)
+                 if _clean(run) and any(x.get("figure") == figure for x in run)), [])  # fmt: skip
 
 
 def datapath() -> str:
     """The newest run comparing ``elastic`` with the other paths (``ratios``)."""
-    lines = [x for x in _run_with("datapath", "ratios") if x.get("path") != "dag"]
+    lines = check_lines(
+        "datapath", [x for x in _run_with("datapath", "ratios") if x.get("path") != "dag"]
+    )
     paths = [x for x in lines if "path" in x]
     if not paths:
         return _missing("datapath", "python benchmarks/bench_datapath.py")
@@ -333,7 +541,7 @@ def datapath() -> str:
 
 def datapath_agg() -> str:
     """The newest run of the declarative paths beside their Spark SQL references."""
-    lines = _run_with("datapath", "agg-ratios")
+    lines = check_lines("datapath_agg", _run_with("datapath", "agg-ratios"))
     figs = [x for x in lines if x.get("figure") == "agg-ratios"]
     if not figs:
         return _missing("datapath_agg", "python benchmarks/bench_datapath.py --paths "
@@ -351,9 +559,10 @@ def datapath_agg() -> str:
 
 
 def planner_scale() -> str:
-    lines = latest_run("planner_scale")
+    lines = check_lines("planner_scale", latest_run("planner_scale"))
     if not lines:
-        return _missing("planner_scale", "python benchmarks/bench_planner_scale.py")
+        return _missing("planner_scale", "python benchmarks/bench_planner_scale.py",
+                        _unclean_only("planner_scale"))  # fmt: skip
     rows = [
         [
             x.get("decision", "–"),
@@ -372,12 +581,33 @@ def planner_scale() -> str:
 
 
 def nexmark() -> str:
-    """Per query and engine the newest line (queries may be rerun alone: ``--queries``)."""
-    newest = {
-        (x["query"], x["engine"]): x for x in _lines("nexmark") if "query" in x and "engine" in x
-    }
-    if not newest:
+    """Per query its newest clean run (queries may be rerun alone: ``--queries``): one
+    table per run, with the queries it is the newest run of."""
+    runs, unclean = newest_per(
+        "nexmark", lambda x: x["query"], lambda x: "query" in x and "engine" in x
+        and x.get("bench", "nexmark") == "nexmark", order=_query_order,
+    )  # fmt: skip
+    if not runs and not unclean:
         return _missing("nexmark", "python benchmarks/bench_nexmark.py")
+    harness = [x[-1].get("harness") for x in runs]
+    parts = [nexmark_table(lines, harness=i == 0 or harness[i] != harness[i - 1])
+             for i, lines in enumerate(runs)]  # fmt: skip
+    if unclean:
+        qs = ",".join(sorted(unclean, key=_query_order))
+        parts.append(_missing("nexmark", f"python benchmarks/bench_nexmark.py --queries {qs}",
+                              next(iter(unclean.values()))))  # fmt: skip
+    return "\n\n".join(parts)
+
+
+def _query_order(q: Any) -> int:
+    return int(str(q).lstrip("q"))
+
+
+def nexmark_table(lines: list[Line], *, harness: bool = True) -> str:
+    """One run's Nexmark rows per query and engine (:func:`check_lines` first), under its
+    harness (``harness=False``: the same as the table's above, not repeated)."""
+    lines = check_lines("nexmark", lines)
+    newest = {(x["query"], x["engine"]): x for x in lines}
     queries = sorted({q for q, _ in newest}, key=lambda q: int(q.lstrip("q")))
     engines = ("spark-sql", "streamscale", "streamscale-1batch")
 
@@ -391,49 +621,40 @@ def nexmark() -> str:
 
     rows = [[q, *(cell(q, e) for e in engines)] for q in queries]
     table = _table(["query", "spark-sql rows/s", "streamscale", "streamscale, one batch"], rows)
-    lines = list(newest.values())
-    loads = [x["load_avg"][0] for x in lines if isinstance(x.get("load_avg"), list)]
-    runs = sorted({(x.get("commit"), x.get("command")) for x in lines})
-    src = "; ".join(f"`{c}` at `{k}`" for k, c in runs)
-    load = f", load {min(loads):.1f}–{max(loads):.1f}" if loads else ""
-    return (
-        f"{table}\n\n*Newest line per query and engine in `benchmarks/results/nexmark.jsonl` "
-        f"({lines[0].get('cores')} cores{load}): {src}. Harness: {lines[-1].get('harness')}.*"
-    )
+    head = f"Harness: {lines[-1].get('harness')}\n\n" if harness else ""
+    return f"{head}{table}\n\n{_source('nexmark', lines)}"
 
 
 def nexmark_surge() -> str:
-    """Per surge query (Q5, Q8) its newest whole run: every policy's line of that run."""
-    surge = [x for x in _lines("nexmark") if x.get("bench") == "nexmark-surge"]
-    newest = {x["query"]: x.get("run") for x in surge if x.get("figure") == "ratios"}
-    if not newest:
-        return _missing("nexmark-surge", "python benchmarks/bench_nexmark.py --surge")
-    rows, used = [], []
-    for q in sorted(newest, key=lambda q: int(q.lstrip("q"))):
-        run = [x for x in surge if x["query"] == q and x.get("run") == newest[q]]
-        pol = [x for x in run if "policy" in x]
+    """Per surge query (Q5, Q8) its newest clean whole run: every policy's line of that
+    run, one table per run."""
+    runs, unclean = newest_per(
+        "nexmark", lambda x: x["query"], lambda x: x.get("bench") == "nexmark-surge"
+    )
+    runs = [r for r in runs if any(x.get("figure") == "ratios" for x in r)]
+    if not runs:
+        return _missing("nexmark-surge", "python benchmarks/bench_nexmark.py --surge",
+                        next(iter(unclean.values()), []))  # fmt: skip
+    return "\n\n".join(nexmark_surge_table(r) for r in runs)
+
+
+def nexmark_surge_table(run: list[Line]) -> str:
+    """One run's surge rows per query and policy (:func:`check_lines` first)."""
+    run = check_lines("nexmark_surge", run)
+    rows = []
+    for q in sorted({x["query"] for x in run}, key=lambda q: int(q.lstrip("q"))):
+        pol = [x for x in run if x["query"] == q and "policy" in x]
         peak = next((x["core_seconds"] for x in pol if x["policy"] == "static-peak"), None)
-        used.append(run[-1])
         rows += [
             [q.upper(), x["policy"], _pct(x.get("slo_tuples")), _fmt(x.get("core_seconds")),
              _fmt(x["core_seconds"] / peak, 3) if peak else "–", _fmt(x.get("peak_executors")),
              _fmt(x.get("p99_ms"))]
             for x in pol
         ]  # fmt: skip
-    head = _surge_head(used[0], "events", warmup=True)
+    head = _surge_head(run[0], "events", warmup=True)
     table = _table(["query", "policy", "slo tuples", "core-seconds", "÷ static-peak",
                     "peak executors", "p99 ms"], rows)  # fmt: skip
-    srcs = "; ".join(
-        f"{x['query'].upper()}: run {x.get('run')} at commit `{x.get('commit')}`, load "
-        f"{x['load_avg'][0]:.1f}"
-        if isinstance(x.get("load_avg"), list)
-        else x["query"]
-        for x in used
-    )
-    return (
-        f"{head}\n\n{table}\n\n*From `benchmarks/results/nexmark.jsonl` on "
-        f"{used[0].get('cores')} cores ({srcs}): `{used[-1].get('command')}`.*"
-    )
+    return f"{head}\n\n{table}\n\n{_source('nexmark', run)}"
 
 
 #: The other Spark benchmarks: their lines' figures as they are, one row per line.
@@ -444,8 +665,8 @@ COLUMNS: dict[str, tuple[str, ...]] = {
     "state": ("backend", "keys", "bytes_written_per_batch", "written_fraction", "batch_s",
               "recovery_s"),
     "memory": ("figure", "minutes", "batches", "rss_growth_pct", "python_growth_pct"),
-    "stages": ("rows_per_batch", "operators", "engine", "median_s", "ratio_vs_one_operator",
-               "streamscale_over_spark", "spark_mode"),
+    "stages": ("rows_per_batch", "operators", "engine", "median_s", "batches",
+               "ratio_vs_one_operator", "streamscale_over_spark", "spark_mode"),
 }  # fmt: skip
 
 
@@ -453,14 +674,57 @@ def generic(bench: str) -> Callable[[], str]:
     """A table of the newest run's lines of ``bench`` over :data:`COLUMNS`."""
 
     def table() -> str:
-        lines = [x for x in latest_run(bench) if not x.get("sample")]
+        lines = check_lines(bench, [x for x in latest_run(bench) if not x.get("sample")])
         if not lines:
-            return _missing(bench, f"python benchmarks/bench_{bench}.py")
-        cols = [c for c in COLUMNS[bench] if any(c in x for x in lines)]
-        rows = [[_fmt(x.get(c)) for c in cols] for x in lines]
-        return f"{_table(cols, rows)}\n\n{_source(bench, lines)}"
+            return _missing(bench, f"python benchmarks/bench_{bench}.py", _unclean_only(bench))
+        return _lines_table(bench, lines)
 
     return table
+
+
+def _lines_table(bench: str, lines: list[Line]) -> str:
+    cols = [c for c in COLUMNS[bench] if any(c in x for x in lines)]
+    rows = [[_fmt(x.get(c)) for c in cols] for x in lines]
+    return f"{_table(cols, rows)}\n\n{_source(bench, lines)}"
+
+
+def stages() -> str:
+    """The newest clean run of ``bench_stages.py``: its ``summary`` lines (the median and
+    range over the repeats of each figure) when it has them, else its lines as they are."""
+    lines = check_lines("stages", latest_run("stages"))
+    if not lines:
+        return _missing("stages", "python benchmarks/bench_stages.py", _unclean_only("stages"))
+    return stages_table(lines)
+
+
+def stages_table(lines: list[Line]) -> str:
+    """One run's chain table (:func:`check_lines` first)."""
+    lines = check_lines("stages", lines)
+    summary = [x for x in lines if x.get("figure") == "summary"]
+    if not summary:
+        return _lines_table("stages", lines)
+    rows = [
+        [_fmt(x.get("rows_per_batch")), _fmt(x.get("operators")), str(x.get("engine")),
+         _spread(x.get("median_s")), _spread(x.get("ratio_vs_one_operator")),
+         _spread(x.get("streamscale_over_spark")), _fmt(x.get("repeats")),
+         _fmt(x.get("batches")), _fmt(x.get("spark_mode"))]
+        for x in summary
+    ]  # fmt: skip
+    head = ["rows per batch", "operators", "engine", "median s", "÷ one operator",
+            "streamscale_over_spark", "repeats", "scored batches", "spark mode"]  # fmt: skip
+    again = [f"{_fmt(x['rows_per_batch'])} rows: {x['engine']}, {x['operators']} operator(s), "
+             f"{_spread(x['again_over_first'])}" for x in summary if x.get("again_over_first")]  # fmt: skip
+    text = (
+        "Medians over the repeats, their range in brackets; each repeat one interleaved "
+        "pass over the configurations, forward and backward in turn."
+    )
+    if again:
+        text += " The pass's first configuration measured again at its end, over its first "
+        text += "measurement (the drift within a pass): " + "; ".join(again) + "."
+    note = next((x["note"] for x in lines if x.get("note")), None)
+    if note:
+        text += f" This run: {note}."
+    return f"{text}\n\n{_table(head, rows)}\n\n{_source('stages', lines)}"
 
 
 def _delayed(faults: list[Line]) -> int | None:
@@ -471,9 +735,9 @@ def _delayed(faults: list[Line]) -> int | None:
 
 def chaos() -> str:
     """The newest chaos run: what held, then the recovery per kind of fault."""
-    lines = latest_run("chaos")
+    lines = check_lines("chaos", latest_run("chaos"))
     if not lines:
-        return _missing("chaos", "python benchmarks/bench_chaos.py")
+        return _missing("chaos", "python benchmarks/bench_chaos.py", _unclean_only("chaos"))
     x = lines[-1]
     per = x.get("fault_list") or []
     head = f"`{x.get('trace')}` replayed in {_fmt(x.get('minutes'))} min at a peak of " \
@@ -516,25 +780,34 @@ SOAK_FIGURES = (
 
 
 def soak() -> str:
-    """The newest soak growth line of each state store: the run, then every figure's
-    growth per 10,000 batches after warm-up."""
-    newest = {x.get("state"): x for x in _lines("soak") if x.get("figure") == "growth"}
-    if not newest:
+    """Per state store the newest clean run's growth line: the run, then every figure's
+    growth per 10,000 batches after warm-up; one pair of tables per run."""
+    runs, unclean = newest_per("soak", lambda x: str(x.get("state")),
+                               lambda x: x.get("figure") == "growth")  # fmt: skip
+    if not runs and not unclean:
         return _missing("soak", "python benchmarks/bench_soak.py --quick")
-    runs = [newest[k] for k in sorted(newest, key=str)]
+    parts = [soak_table(run) for run in runs]
+    for state, lines in sorted(unclean.items()):
+        cmd = _command(lines, f"python benchmarks/bench_soak.py --quick --state {state}")
+        parts.append(f"State in {state}: " + _missing("soak", cmd, lines))
+    return "\n\n".join(parts)
+
+
+def soak_table(lines: list[Line]) -> str:
+    """One run's soak figures (:func:`check_lines` first)."""
+    lines = check_lines("soak", lines)
     head = _table(
         ["state", "master", "batches", "minutes", "batch median s", "tuples",
          "state equals pandas", "control errors"],
         [[_fmt(x.get("state")), _fmt(x.get("master")), _fmt(x.get("batches")),
           _fmt(x.get("minutes")), _fmt(x.get("batch_p50_s")), _fmt(x.get("tuples")),
-          _fmt(x.get("state_equals_pandas")), _fmt(x.get("control_errors"))] for x in runs],
+          _fmt(x.get("state_equals_pandas")), _fmt(x.get("control_errors"))] for x in lines],
     )  # fmt: skip
     growth = _table(
-        ["growth per 10,000 batches", *(f"{x.get('state')} (%)" for x in runs)],
-        [[label, *(_fmt(x.get(field)) for x in runs)] for label, field in SOAK_FIGURES],
+        ["growth per 10,000 batches", *(f"{x.get('state')} (%)" for x in lines)],
+        [[label, *(_fmt(x.get(field)) for x in lines)] for label, field in SOAK_FIGURES],
     )
-    sources = "\n".join(_source("soak", [x]) for x in runs)
-    return f"{head}\n\n{growth}\n\n{sources}"
+    return f"{head}\n\n{growth}\n\n{_source('soak', lines)}"
 
 
 TABLES: dict[str, Callable[[], str]] = {
@@ -542,6 +815,7 @@ TABLES: dict[str, Callable[[], str]] = {
     "soak": soak,
     "trace": trace,
     "trace_headline": trace_headline,
+    "trace_deployments": trace_deployments,
     "autoscale": autoscale,
     "autoscale_headline": autoscale_headline,
     "datapath": datapath,
@@ -550,6 +824,7 @@ TABLES: dict[str, Callable[[], str]] = {
     "nexmark": nexmark,
     "nexmark_surge": nexmark_surge,
     **{name: generic(name) for name in COLUMNS},
+    "stages": stages,
 }
 
 
@@ -576,6 +851,14 @@ def main(argv: list[str] | None = None) -> int:
     g.add_argument("--write", action="store_true", help="Rewrite the blocks.")
     g.add_argument("--check", action="store_true", help="Exit 1 when a block drifted.")
     args = ap.parse_args(argv)
+    try:
+        return _main(args)
+    except RefusedTable as exc:
+        print(f"tables: refused: {exc}", file=sys.stderr)
+        return 2
+
+
+def _main(args: argparse.Namespace) -> int:
     if args.check:
         stale = drift()
         for p in stale:

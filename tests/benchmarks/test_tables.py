@@ -96,7 +96,7 @@ def test_declarative_paths_are_tabled_beside_their_references_from_their_own_run
     assert "| elastic |" in main_table and "elastic-agg" not in main_table
 
 
-def test_the_soak_table_has_the_newest_growth_line_of_each_state_store(
+def test_the_soak_block_has_the_newest_clean_run_of_each_state_store_apart(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(tables, "RESULTS", tmp_path)
@@ -108,9 +108,170 @@ def test_the_soak_table_has_the_newest_growth_line_of_each_state_store(
     local = {**old, "batches": 3000, "run": "r1", "open_fds_pct_per_10k": -1.8,
              "state_equals_pandas": True}  # fmt: skip
     s3 = {**old, "state": "s3", "batches": 2500, "run": "r2", "open_fds_pct_per_10k": 0.5}
-    _write(tmp_path / "soak.jsonl", [old, sample, local, s3])
+    dirty = {**s3, "state": "gcs", "run": "r3", "commit": "abc+dirty",
+             "command": "python benchmarks/bench_soak.py --quick --state gcs"}  # fmt: skip
+    _write(tmp_path / "soak.jsonl", [old, sample, local, s3, dirty])
     out = tables.soak()
-    assert "| growth per 10,000 batches | local (%) | s3 (%) |" in out
-    assert "| open files | -1.8 | 0.5 |" in out and "| 9 |" not in out
+    assert "| growth per 10,000 batches | local (%) |" in out  # one table per run
+    assert "| growth per 10,000 batches | s3 (%) |" in out
+    assert "| open files | -1.8 |" in out and "| open files | 0.5 |" in out
+    assert "| 9 |" not in out
     assert "| local | local[2] | 3,000 |" in out and "| s3 | local[2] | 2,500 |" in out
     assert "run r1 at commit" in out and "run r2 at commit" in out
+    assert "run r3 at commit" not in out  # the modified tree's run is not quoted; its command is
+    assert "`python benchmarks/bench_soak.py --quick --state gcs` records one" in out
+
+
+STAMP = {"cores": 2, "load_avg": [0.5], "command": "python b.py"}
+
+
+def test_lines_of_two_runs_are_refused_naming_the_table_and_the_runs() -> None:
+    a = {"run": "r1", "commit": "abc", "median_s": 1.0, **STAMP}
+    b = {**a, "run": "r2", "median_s": 2.0}
+    assert tables.check_lines("stages", [a, {**a, "median_s": 3.0}]) == [a, {**a, "median_s": 3.0}]
+    with pytest.raises(tables.RefusedTable, match=r"table 'stages' would mix runs r1, r2"):
+        tables.check_lines("stages", [a, b])
+    with pytest.raises(tables.RefusedTable, match=r"would mix runs r1, r2"):
+        tables.stages_table([a, b])
+    other = {**b, "commit": "def"}
+    with pytest.raises(tables.RefusedTable, match=r"'stages' would mix commits abc, def"):
+        tables.check_lines("stages", [a, other])
+    with pytest.raises(tables.RefusedTable, match=r"lines without a run"):
+        tables.check_lines("stages", [a, {k: v for k, v in a.items() if k != "run"}])
+    # the summaries (medians over repeats) of several runs of one clean commit may share a table
+    sa, sb = {**a, "figure": "summary"}, {**b, "figure": "summary"}
+    assert tables.check_lines("stages", [sa, sb]) == [sa, sb]
+    with pytest.raises(tables.RefusedTable, match=r"would mix commits"):
+        tables.check_lines("stages", [sa, {**sb, "commit": "def"}])
+    with pytest.raises(tables.RefusedTable, match=r"modified tree"):
+        tables.check_lines("stages", [{**sa, "commit": "abc+dirty"}, {**sb, "commit": "abc+dirty"}])
+
+
+def _trace_run(run: str, commit: str, trace: str = "t.csv") -> list[dict[str, object]]:
+    stamp = {"bench": "trace", "trace": trace, "startup": "real", "run": run, "commit": commit,
+             "window": ",24", "minutes": 4.0, "peak_rate": 300.0, **STAMP}  # fmt: skip
+    return [
+        {**stamp, "policy": "elastic", "slo_tuples": 0.9, "core_seconds": 600.0},
+        {**stamp, "policy": "static-peak", "slo_tuples": 1.0, "core_seconds": 1000.0},
+        {**stamp, "policy": "oracle", "core_seconds": 400.0},
+        {**stamp, "figure": "ratios"},
+    ]
+
+
+def test_a_dirty_headline_is_refused_and_never_quoted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    dirty = _trace_run("r2", "abc+dirty")
+    with pytest.raises(
+        tables.RefusedTable, match=r"'trace_headline' would quote commit 'abc\+dirty'"
+    ):
+        tables.trace_table("trace_headline", dirty, full=False)
+    with pytest.raises(tables.RefusedTable, match=r"'trace_headline' would mix runs r1, r2"):
+        tables.trace_table("trace_headline", _trace_run("r1", "abc") + _trace_run("r2", "abc"),
+                           full=False)  # fmt: skip
+    monkeypatch.setattr(tables, "RESULTS", tmp_path)
+    _write(tmp_path / "trace.jsonl", _trace_run("r1", "abc") + dirty)
+    out = tables.trace_headline()  # the newest clean run, not the newer modified tree's
+    assert "| t.csv | real | elastic | 90.0 % | 0.6 | 1.5 | – |" in out
+    assert "run r1 at commit `abc`" in out and "r2 at" not in out
+    _write(tmp_path / "trace.jsonl", dirty)
+    out = tables.trace_headline()
+    assert "90.0 %" not in out
+    assert "No committed run of `trace` from one clean commit yet" in out
+    assert "`python benchmarks/bench_trace.py --trace t.csv --quick --startup real` records" in out
+
+
+def test_a_one_run_table_is_rendered_per_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(tables, "RESULTS", tmp_path)
+    _write(tmp_path / "trace.jsonl", _trace_run("r1", "abc") + _trace_run("r2", "def", "u.csv"))
+    out = tables.trace_headline()  # two traces, two runs: two tables, each with its source
+    assert out.count("| trace | start-up | policy |") == 2
+    assert "| t.csv | real | static-peak | 100.0 % | 1 | 2.5 | – |" in out
+    assert "| u.csv | real | oracle | – | 0.4 | 1 | – |" in out
+    assert "run r1 at commit `abc`" in out and "run r2 at commit `def`" in out
+
+
+def _deployment_run(run: str, commit: str) -> list[dict[str, object]]:
+    stamp = {"bench": "trace", "trace": "Twitter_volume_GOOG.csv", "deployment": "minutes",
+             "startup": "emulated", "run": run, "commit": commit, **STAMP}  # fmt: skip
+    real = {"time_scale": 75.0, "real_trigger_s": 120.0, "real_target_s": 600.0,
+            "real_startup_s": 60.0}  # fmt: skip
+    lines: list[dict[str, object]] = []
+    for r in range(3):
+        lines += [
+            {**stamp, **real, "policy": "elastic", "repeat": r, "slo_tuples": 0.99,
+             "core_hours": 1.0},
+            {**stamp, "policy": "oracle", "repeat": r, "core_hours": 0.5},
+        ]  # fmt: skip
+    return [
+        *lines,
+        {**stamp, "figure": "summary", "policy": "elastic", "repeats": 3,
+         "slo_tuples": {"median": 0.996, "min": 0.991, "max": 1.0},
+         "core_hours": {"median": 1.0, "min": 0.9, "max": 1.1},
+         "core_hours_vs_oracle": {"median": 1.8, "min": 1.6, "max": 2.05},
+         "core_hours_vs_static_peak": {"median": 0.62, "min": 0.6, "max": 0.7}},
+        {**stamp, "figure": "summary", "policy": "static-peak", "repeats": 3,
+         "slo_tuples": {"median": 1.0, "min": 1.0, "max": 1.0},
+         "core_hours_vs_oracle": {"median": 2.5, "min": 2.5, "max": 2.5},
+         "core_hours_vs_static_peak": {"median": 1.0, "min": 1.0, "max": 1.0}},
+    ]  # fmt: skip
+
+
+def test_the_deployments_table_quotes_one_runs_summaries(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(tables, "RESULTS", tmp_path)
+    out = tables.trace_deployments()  # nothing yet: the command that records it
+    assert "--deployment minutes --quick --repeats 3` records one" in out
+    old_format = _trace_run("r0", "abc")  # the first format's lines are not this table's
+    _write(tmp_path / "trace.jsonl", old_format + _deployment_run("r1", "abc")
+           + _deployment_run("r2", "abc+dirty"))  # fmt: skip
+    out = tables.trace_deployments()
+    assert (
+        "| `Twitter_volume_GOOG.csv` | minutes (trigger 2 min, target 10 min, start-up 60 s "
+        "emulated) | elastic | 99.6 % (99.1–100.0) | 1.8 (1.6–2.05) | 0.62 (0.6–0.7) | 3 |"
+    ) in out
+    assert "| static-peak | 100.0 % (100.0–100.0) | 2.5 (2.5–2.5) | 1 (1–1) | 3 |" in out
+    assert "75 trace seconds a second" in out
+    assert "run r1 at commit `abc`" in out and "r2" not in out and "r0" not in out
+    with pytest.raises(tables.RefusedTable, match=r"'trace_deployments' would quote"):
+        tables.trace_deployments_table(_deployment_run("r2", "abc+dirty"))
+
+
+def test_the_stages_table_gives_median_and_range_of_a_runs_summaries(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(tables, "RESULTS", tmp_path)
+    stamp = {"bench": "stages", "run": "r1", "commit": "abc", "rows_per_batch": 1000,
+             "quick": False, **STAMP}  # fmt: skip
+    lines = [
+        {**stamp, "engine": "streamscale", "operators": 3, "repeat": 0, "median_s": 0.5},
+        {**stamp, "figure": "summary", "engine": "streamscale", "operators": 1, "repeats": 3,
+         "batches": 10, "median_s": {"median": 0.5, "min": 0.4, "max": 0.6},
+         "ratio_vs_one_operator": {"median": 1.0, "min": 1.0, "max": 1.0},
+         "again_over_first": {"median": 0.9, "min": 0.85, "max": 1.0}},
+        {**stamp, "figure": "summary", "engine": "spark-sql", "operators": 3, "repeats": 3,
+         "batches": 10, "median_s": {"median": 0.8, "min": 0.7, "max": 0.9},
+         "ratio_vs_one_operator": {"median": 1.3, "min": 1.2, "max": 1.4},
+         "streamscale_over_spark": {"median": 0.6, "min": 0.55, "max": 0.7},
+         "spark_mode": "streaming append"},
+    ]  # fmt: skip
+    _write(tmp_path / "stages.jsonl", lines)
+    out = tables.stages()
+    assert (
+        "| 1,000 | 3 | spark-sql | 0.8 (0.7–0.9) | 1.3 (1.2–1.4) | 0.6 (0.55–0.7) | 3 | 10 |" in out
+    )
+    assert "streamscale, 1 operator(s), 0.9 (0.85–1)" in out
+
+
+def test_the_generator_exits_2_naming_a_refused_table(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    a = {"run": "r1", "commit": "abc", **STAMP}
+    merged = [a, {**a, "run": "r2"}]
+    monkeypatch.setitem(tables.TABLES, "stages", lambda: tables.stages_table(merged))
+    monkeypatch.setattr(tables, "DOCS", (Path(__file__).parents[2] / "docs" / "results.md",))
+    assert tables.main(["--check"]) == 2
+    assert "tables: refused: table 'stages' would mix runs r1, r2" in capsys.readouterr().err
