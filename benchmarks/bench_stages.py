@@ -19,15 +19,32 @@ that only counts. Every configuration reads the same files.
   (``spark_mode``), the chain Spark does stream, on the same rows.
 
 ``median_s``: the median of Spark's ``triggerExecution`` over the batches with input
-after the first (min and max beside it). One JSON line per engine, chain length and
-batch size: ``{"bench": "stages", "engine", "operators", "rows_per_batch", "median_s",
-"ratio_vs_one_operator", ...}``; ``ratio_vs_one_operator`` = ``median_s`` ÷ the same
-engine's one-operator ``median_s`` at the same batch size, in the same run;
-``ratio_vs_spark_sql`` = streamscale's ÷ Spark's at the same length and size. Lines are
-appended to ``benchmarks/results/stages.jsonl``.
+after the first (min and max beside it; ``batches``: how many were scored, at least 10
+in a full run: ``--batches 11``).
+
+**Order.** A configuration measured later in a session runs warmer (the session's
+caches, the JIT, the Python workers), so the order is part of the measurement: at each
+batch size every repeat runs all the configurations (chain length × engine) in one
+interleaved pass, forward in even repeats and backward in odd ones, and then the pass's
+first configuration once more (``again: true``, not scored: its ``again_over_first`` is
+its median over the same configuration's at the pass's start, the drift the pass saw).
+The session's first query is a warm-up, not recorded.
+
+One JSON line per configuration and repeat: ``{"bench": "stages", "engine",
+"operators", "rows_per_batch", "repeat", "position", "median_s", "min_s", "max_s",
+"batches", "ratio_vs_one_operator", ...}``; ``ratio_vs_one_operator`` = ``median_s`` ÷
+the same engine's one-operator ``median_s`` at the same batch size in the same repeat;
+on a ``spark-sql`` line, ``streamscale_over_spark`` = streamscale's (fused) ``median_s``
+÷ Spark's at the same length and size in the same repeat (below 1: streamscale is
+faster). After the repeats, per batch size, engine and length one ``figure: "summary"``
+line with ``repeats`` and, for ``median_s``, ``ratio_vs_one_operator`` and
+``streamscale_over_spark``, ``{"median", "min", "max"}`` over the repeats. ``--quick``
+(3 scored batches, one repeat) says so in every line (``quick: true`` and a ``note``).
+Lines are appended to ``benchmarks/results/stages.jsonl``.
 
 Run: ``.venv/bin/python benchmarks/bench_stages.py [--quick] [--rows 1000,50000]
-[--operators 1,2,3,4] [--batches 8] [--engines streamscale,streamscale-unfused,spark-sql]``.
+[--operators 1,2,3,4] [--batches 11] [--repeats 3]
+[--engines streamscale,streamscale-unfused,spark-sql]`` on a quiet host.
 """
 
 from __future__ import annotations
@@ -44,6 +61,8 @@ from typing import Any
 from _results import record
 
 CORES = 2
+#: scored batches per configuration in a full run (the first batch with input is not)
+FULL_SCORED = 10
 E, Z = 2, 8
 OPTIONS = {"keys": "10000", "alpha": "1.0", "cost_ms": "0", "seed": "7"}
 HARNESS = (
@@ -84,16 +103,16 @@ def write_inputs(directory: Path, rows: int, batches: int) -> None:
 
 def run_chain_streamscale(
     spark: Any, n: int, rows: int, batches: int, work: Path, *, sink: Any = "none",
-    fuse: bool = True,
+    fuse: bool = True, src: Path | None = None,
 ) -> Any:  # fmt: skip
-    """The chain of ``n`` over ``batches`` files of ``rows`` tuples (written under
-    ``work/in`` unless there); returns the run's result. ``fuse=False``: every keyed
-    operator in a stage of its own (:func:`~streamscale.runtime.spark.driver.dag.run_graph`)."""
+    """The chain of ``n`` over ``batches`` files of ``rows`` tuples (``src``, by default
+    ``work/in``, written unless there); returns the run's result. ``fuse=False``: every
+    keyed operator in a stage of its own (:func:`~streamscale.runtime.spark.driver.dag.run_graph`)."""
     from streamscale.runtime.spark.driver.dag import run_graph
     from streamscale.runtime.spark.driver.graph import JobGraph
     from streamscale.scenarios.harness import file_stream
 
-    src = work / "in"
+    src = work / "in" if src is None else src
     if not src.exists():
         write_inputs(src, rows, batches)
     job = chain_job(file_stream(spark, src), n).to(sink, name="out")
@@ -144,19 +163,26 @@ def _medians(seconds: list[float]) -> dict[str, Any]:
             "max_s": round(max(seconds), 4), "batches": len(seconds)}  # fmt: skip
 
 
-def measure(spark: Any, engine: str, n: int, rows: int, batches: int, work: Path) -> dict[str, Any]:
-    """One configuration: median batch seconds (Spark's progress, batches after the first)."""
+def measure(
+    spark: Any, engine: str, n: int, rows: int, batches: int, work: Path,
+    src: Path | None = None,
+) -> dict[str, Any]:  # fmt: skip
+    """One configuration: median batch seconds (Spark's progress, batches after the
+    first), over the files in ``src`` (default ``work/in``, written unless there); its
+    checkpoints under ``work``, which must be new."""
     from streamscale.scenarios.harness import batch_seconds, file_stream
     from streamscale.scenarios.spark_log import ProgressLog
 
-    src = work / "in"
+    src = work / "in" if src is None else src
     if not src.exists():
         write_inputs(src, rows, batches)
     log = ProgressLog().attach(spark)
     extra: dict[str, Any] = {}
     try:
         if engine.startswith("streamscale"):
-            run_chain_streamscale(spark, n, rows, batches, work, fuse=engine == "streamscale")
+            run_chain_streamscale(
+                spark, n, rows, batches, work, fuse=engine == "streamscale", src=src
+            )
         else:
             refused = (
                 None if n == 1 else spark_update_refusal(spark, file_stream(spark, src), n, work)
@@ -176,23 +202,104 @@ def measure(spark: Any, engine: str, n: int, rows: int, batches: int, work: Path
     return {**_medians(secs), **extra}
 
 
+Config = tuple[int, str]
+
+
+def pass_order(configs: list[Config], repeat: int) -> list[Config]:
+    """The configurations of one repeat's pass: forward in even repeats, backward in odd
+    ones, then the pass's first configuration again (the drift check)."""
+    order = configs if repeat % 2 == 0 else configs[::-1]
+    return [*order, order[0]]
+
+
+def ratios(lines: list[dict[str, Any]]) -> None:
+    """Set ``ratio_vs_one_operator`` and, on ``spark-sql`` lines, ``streamscale_over_spark``
+    on the scored lines of one pass (one batch size, one repeat), in place; the pass's
+    repeated first configuration gets ``again_over_first``."""
+    scored = [x for x in lines if not x.get("again")]
+    med = {(x["engine"], x["operators"]): x["median_s"] for x in scored}
+    base = min(x["operators"] for x in scored)
+    for x in lines:
+        m = x["median_s"]
+        if x.get("again"):
+            first = med.get((x["engine"], x["operators"]))
+            x["again_over_first"] = round(m / first, 3) if m and first else None
+            continue
+        one = med.get((x["engine"], base))
+        x["ratio_vs_one_operator"] = round(m / one, 3) if m and one else None
+        x["ratio_base_operators"] = base
+        ours = med.get(("streamscale", x["operators"]))
+        if x["engine"] == "spark-sql" and ours and m:
+            x["streamscale_over_spark"] = round(ours / m, 3)
+
+
+def _spread(values: list[Any]) -> dict[str, Any] | None:
+    got = [v for v in values if v is not None]
+    if not got:
+        return None
+    return {"median": round(statistics.median(got), 4), "min": min(got), "max": max(got)}
+
+
+def summaries(lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per batch size, engine and length, over the repeats of its scored lines: one
+    ``figure: "summary"`` line with the median and range of ``median_s`` and of each
+    ratio; the first configuration's also with the passes' ``again_over_first``."""
+    out = []
+    keys = dict.fromkeys((x["rows_per_batch"], x["engine"], x["operators"]) for x in lines)
+    for rows, engine, n in keys:
+        of = [x for x in lines if (x["rows_per_batch"], x["engine"], x["operators"])
+              == (rows, engine, n)]  # fmt: skip
+        scored = [x for x in of if not x.get("again")]
+        line: dict[str, Any] = {
+            "bench": "stages", "figure": "summary", "engine": engine, "operators": n,
+            "rows_per_batch": rows, "repeats": len(scored),
+            "batches": min((x["batches"] for x in scored), default=0),
+            "median_s": _spread([x["median_s"] for x in scored]),
+            "ratio_vs_one_operator": _spread([x.get("ratio_vs_one_operator") for x in scored]),
+        }  # fmt: skip
+        if engine == "spark-sql":
+            line["streamscale_over_spark"] = _spread(
+                [x.get("streamscale_over_spark") for x in scored]
+            )
+            line["spark_mode"] = scored[-1].get("spark_mode") if scored else None
+        again = [x["again_over_first"] for x in of if x.get("again")]
+        if again:
+            line["again_over_first"] = _spread(again)
+        out.append(line)
+    return out
+
+
 def main(argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else argv
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rows", default="1000,50000", help="rows a batch")
     ap.add_argument("--operators", default="1,2,3,4")
-    ap.add_argument("--batches", type=int, default=8, help="files (= batches) per run")
+    ap.add_argument("--batches", type=int, default=FULL_SCORED + 1,
+                    help="files (= batches) per configuration; the first is not scored")  # fmt: skip
+    ap.add_argument("--repeats", type=int, default=None,
+                    help="interleaved passes per batch size (default 3; --quick: 1)")  # fmt: skip
     ap.add_argument("--engines", default="streamscale,streamscale-unfused,spark-sql")
-    ap.add_argument("--quick", action="store_true", help="4 batches per run")
+    ap.add_argument("--quick", action="store_true", help="4 batches (3 scored), one repeat")
     args = ap.parse_args(argv)
     if args.quick:
         args.batches = 4
+    repeats = args.repeats if args.repeats is not None else (1 if args.quick else 3)
+    if repeats < 1 or args.batches < 2:
+        ap.error("--repeats must be >= 1 and --batches >= 2")
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from streamscale.runtime.spark.executors.session import build_session
 
     sizes = [int(r) for r in args.rows.split(",") if r.strip()]
     lengths = [int(n) for n in args.operators.split(",") if n.strip()]
     engines = [e.strip() for e in args.engines.split(",") if e.strip()]
+    configs = [(n, e) for n in lengths for e in engines]
+    scored = args.batches - 1
+    flags: dict[str, Any] = {"quick": args.quick}
+    if scored < FULL_SCORED:
+        flags["note"] = (
+            f"{'quick: ' if args.quick else ''}{scored} scored batches per configuration, "
+            f"fewer than a full run's {FULL_SCORED}"
+        )
     spark = build_session(f"local[{CORES}]", shuffle_partitions=CORES)
     spark.conf.set("spark.sql.session.timeZone", "UTC")
     with tempfile.TemporaryDirectory(prefix="streamscale-bench-stages-") as tmp:
@@ -202,32 +309,34 @@ def main(argv: list[str] | None = None) -> None:
         write_inputs(warm / "in", min(sizes), 2)
         run_chain_streamscale(spark, 2, min(sizes), 2, warm)
         for rows in sizes:
-            work = Path(tmp) / f"rows-{rows}"
-            write_inputs(work / "in", rows, args.batches)
-            base: dict[str, float] = {}
-            ours: dict[int, float] = {}
-            for n in lengths:  # engines back to back at each length
-                for engine in engines:
-                    got = measure(spark, engine, n, rows, args.batches, work / engine)
-                    med = got["median_s"]
-                    if n == lengths[0] and med:
-                        base[engine] = med
-                    ratio = med / base[engine] if med and base.get(engine) else None
+            src = Path(tmp) / f"rows-{rows}" / "in"
+            write_inputs(src, rows, args.batches)
+            measured: list[dict[str, Any]] = []
+            for r in range(repeats):
+                order = pass_order(configs, r)
+                lines: list[dict[str, Any]] = []
+                for i, (n, engine) in enumerate(order):
+                    work = Path(tmp) / f"rows-{rows}" / f"r{r}-{i}-{engine}-{n}"
+                    got = measure(spark, engine, n, rows, args.batches, work, src)
                     line: dict[str, Any] = {
                         "bench": "stages", "engine": engine, "operators": n,
-                        "rows_per_batch": rows, **got,
-                        "ratio_vs_one_operator": None if ratio is None else round(ratio, 3),
-                        "ratio_base_operators": lengths[0],
+                        "rows_per_batch": rows, "repeat": r, "position": i,
+                        "order": "forward" if r % 2 == 0 else "backward", **got,
                     }  # fmt: skip
+                    if i == len(order) - 1:
+                        line["again"] = True
                     if engine.startswith("streamscale"):
                         line["policy"] = "static"
                         line["fused"] = engine == "streamscale"
-                    if engine == "streamscale" and med:
-                        ours[n] = med
-                    elif engine == "spark-sql" and med and ours.get(n):
-                        line["streamscale_over_spark"] = round(ours[n] / med, 3)
-                    line["harness"] = HARNESS
-                    print(json.dumps(record("stages", line, argv=argv)), flush=True)
+                    lines.append(line)
+                ratios(lines)
+                for line in lines:
+                    full = {**line, **flags, "harness": HARNESS}
+                    print(json.dumps(record("stages", full, argv=argv)), flush=True)
+                measured += lines
+            for line in summaries(measured):
+                full = {**line, **flags, "harness": HARNESS}
+                print(json.dumps(record("stages", full, argv=argv)), flush=True)
     spark.stop()
 
 
