@@ -240,3 +240,26 @@ def test_a_request_is_held_however_the_samples_after_it_size_the_load() -> None:
     # a later, larger request replaces the first one's count and hold
     f = f.request(10, until=120.0)
     assert (f.at(110.0), f.at(121.0)) == (10, 0)
+
+
+def test_the_forecast_asks_for_executors_a_start_up_before_the_rise() -> None:
+    """Flat 100 t/s on 2 of 8 executors (2 cores, 50 t/s a core): the reactive watch asks
+    for nothing; a forecast peak of 300 t/s asks at once for what serves it at 90 %, and
+    keeps it as the boundary's floor (the need) while the forecast holds."""
+    from streamscale.control.watch import forecast_executors
+
+    cfg = WatchConfig(rate_window_s=1.0)
+    state, asked = WatchState(), []
+    for peak in (None, None, 300.0, 300.0):
+        view = WatchView(50.0, 4, 2, 2, 8, 4.0, 2.0, forecast_peak=peak)
+        t = 0.25 * len(asked)
+        state, r = watch_step(state, Sample(t, 100.0 * t, 100.0 * t), view, config=cfg,
+                              latency_target_s=2.0, catch_up_s=5.0, max_utilization=0.9,
+                              theta=1.0, catch_up_form="drain")  # fmt: skip
+        asked.append(None if r is None else r.executors)
+    # 300 / (50 × 0.9) = 6.7 cores: 4 executors, asked for at the first forecast sample
+    assert asked[:3] == [None, None, 4] and state.need == 4
+    assert forecast_executors(WatchView(50.0, 4, 2, 2, 8, 4.0, 2.0), max_utilization=0.9) == 0
+    # never beyond the cluster
+    big = WatchView(50.0, 4, 2, 2, 8, 4.0, 2.0, forecast_peak=1e6)
+    assert forecast_executors(big, max_utilization=0.9) == 8

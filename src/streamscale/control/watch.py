@@ -101,6 +101,42 @@ WATCH_SETTINGS = Schema(
         "the longest of the latest observed (s)",
         low=0.0,
     ),
+    Setting(
+        "forecast",
+        bool,
+        True,
+        "ask for executors a start-up before the offered rate forecast over the next "
+        "start-up and trigger needs them, and keep them while it does (off: react to the "
+        "rate seen)",
+    ),
+    Setting(
+        "history",
+        str,
+        None,
+        "a timestamp,value CSV of the same load's earlier days: the forecast's daily "
+        "profile (default: the trend of the rate seen)",
+    ),
+    Setting(
+        "history_origin",
+        str,
+        None,
+        "the history's timestamp at second history_origin_s of the source's clock, for a "
+        "replay (default: the source's clock is the wall clock, UTC)",
+    ),
+    Setting(
+        "history_origin_s",
+        float,
+        0.0,
+        "the second of the source's clock at which history_origin holds",
+    ),
+    Setting(
+        "time_scale",
+        float,
+        1.0,
+        "history seconds per second of the source's clock (a replay's compression)",
+        low=0.0,
+        low_open=True,
+    ),
 )
 
 
@@ -117,6 +153,11 @@ class WatchConfig:
     proactive: bool = WATCH_SETTINGS["proactive"].default
     growth_horizon: str = WATCH_SETTINGS["growth_horizon"].default
     startup_s: float = WATCH_SETTINGS["startup_s"].default
+    forecast: bool = WATCH_SETTINGS["forecast"].default
+    history: str | None = WATCH_SETTINGS["history"].default
+    history_origin: str | None = WATCH_SETTINGS["history_origin"].default
+    history_origin_s: float = WATCH_SETTINGS["history_origin_s"].default
+    time_scale: float = WATCH_SETTINGS["time_scale"].default
 
     @classmethod
     def from_params(cls, params: dict[str, Any] | None) -> WatchConfig:
@@ -152,6 +193,9 @@ class WatchView:
     max_executors: int
     startup_s: float  # learned: the longest observed request-to-ready time
     trigger_s: float
+    #: the offered rate forecast over the next start-up and trigger
+    #: (:func:`~streamscale.control.forecast.forecast_rate`; ``None``: no forecast)
+    forecast_peak: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -362,6 +406,58 @@ def watch_step(
     >>> asked(WatchConfig(rate_window_s=1.0))
     [(2.5, 4, 'offered 300 t/s, backlog 0 beyond one trigger: 7 cores')]
     """
+    new, request = _react(
+        state, sample, view, config=config, latency_target_s=latency_target_s,
+        catch_up_s=catch_up_s, max_utilization=max_utilization, theta=theta,
+        catch_up_form=catch_up_form,
+    )  # fmt: skip
+    return _foresee(new, request, view, max_utilization=max_utilization)
+
+
+def forecast_executors(view: WatchView, *, max_utilization: float) -> int:
+    """Executors whose cores serve the forecast peak at ``max_utilization`` (0: no
+    forecast, or no service rate measured yet).
+
+    >>> view = WatchView(50.0, 4, 2, 2, 8, 4.0, 2.0, forecast_peak=300.0)
+    >>> forecast_executors(view, max_utilization=0.9)  # 300 / 45 = 6.7 cores
+    4
+    """
+    peak, mu = view.forecast_peak, view.service_rate
+    if peak is None or mu is None or not mu > 0 or not peak > 0:
+        return 0
+    cores = max(1, math.ceil(peak / (mu * max_utilization) - 1e-9))
+    return min(view.max_executors, math.ceil(cores / view.cores_per_executor))
+
+
+def _foresee(
+    new: WatchState, request: Request | None, view: WatchView, *, max_utilization: float
+) -> tuple[WatchState, Request | None]:
+    """The reactive answer with the forecast laid over it: the executors the forecast
+    peak needs are held at the boundary (the need), and asked for at once when more than
+    requested — a start-up before the rise, not a trigger after it."""
+    ahead = forecast_executors(view, max_utilization=max_utilization)
+    if ahead == 0:
+        return new, request
+    new = replace(new, need=max(new.need, ahead))
+    if ahead <= view.executors_requested or (request is not None and request.executors >= ahead):
+        return new, request
+    reason = f"forecast {view.forecast_peak:.0f} t/s within the start-up and a trigger"
+    return new, Request(ahead, reason, {"forecast_peak": view.forecast_peak, "executors": ahead})
+
+
+def _react(
+    state: WatchState,
+    sample: Sample,
+    view: WatchView,
+    *,
+    config: WatchConfig,
+    latency_target_s: float,
+    catch_up_s: float,
+    max_utilization: float,
+    theta: float,
+    catch_up_form: str,
+) -> tuple[WatchState, Request | None]:
+    """The reactive answer: :func:`watch_step` without the forecast."""
     keep = tuple(s for s in state.samples if s.now >= sample.now - config.rate_window_s)
     new = WatchState((*keep, sample), over_since=state.over_since)
     # the rate since the previous sample sizes the step (a window average would ramp up

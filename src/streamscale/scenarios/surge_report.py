@@ -123,8 +123,9 @@ def markdown(figures: Mapping[str, Mapping[str, Any]], cfg: Any, *, oracle: Any 
             f"{oracle.core_seconds:.0f} | {share(oracle.core_seconds)} | "
             f"{oracle.core_seconds / window:.2f} | {max(oracle.executors)} | – | – | – |"
         )
-    saving = _saving(figures, oracle)
-    return (head + "\n".join(rows) + "\n\n" + saving
+    title, rest = head.split("\n\n", 1)
+    saving = _saving(figures, oracle)  # the headline, right under the title
+    return (title + "\n\n" + saving + rest + "\n".join(rows) + "\n\n"
             + "![executors, rate and p99 over time](timeline.png)\n")  # fmt: skip
 
 

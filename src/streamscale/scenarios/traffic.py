@@ -19,14 +19,31 @@ import itertools
 import math
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from streamscale.runtime.spark.sources.rate_trace import RateTrace, TraceWindow, read_rate_trace
+from streamscale.runtime.spark.sources.rate_trace import (
+    RateTrace,
+    TraceWindow,
+    parse_window,
+    read_rate_trace,
+    read_trace_rows,
+)
+from streamscale.scenarios.deployment import Deployment, day_window
+from streamscale.scenarios.excess import Held
 from streamscale.scenarios.surge import SurgeConfig
 
-__all__ = ["Oracle", "TrafficConfig", "measure_startup", "observed_startup", "oracle"]
+__all__ = [
+    "Oracle",
+    "TrafficConfig",
+    "held_of",
+    "measure_startup",
+    "observed_startup",
+    "oracle",
+    "write_history",
+]
 
 
 @dataclass(frozen=True)
@@ -40,6 +57,50 @@ class TrafficConfig(SurgeConfig):
     """
 
     load: RateTrace | None = field(default=None, compare=False)
+    #: the real deployment the replay stands for (``None``: a bare replay)
+    deployment: Deployment | None = field(default=None, compare=False)
+    #: the load's earlier days (a ``timestamp,value`` CSV, all before the window): the
+    #: forecast's history
+    history: str | None = None
+
+    @classmethod
+    def for_deployment(
+        cls,
+        path: str,
+        deployment: Deployment,
+        *,
+        quick: bool = False,
+        window: str | None = None,
+        minutes: float | None = None,
+        history: str | None = None,
+        history_out: Path | None = None,
+        peak_rate: float = 300.0,
+        **settings: Any,
+    ) -> TrafficConfig:
+        """The replay of ``path`` standing for ``deployment``: its window (``window``, else
+        :func:`~streamscale.scenarios.deployment.day_window`), replayed at the deployment's
+        compression (or in ``minutes``, every constant rescaled with it), its trigger,
+        latency target and emulated start-up; the rows of ``history`` (default: the trace
+        itself) before the window written to ``history_out`` for the forecast."""
+        rows = read_trace_rows(path)
+        w = (
+            parse_window(window)
+            if window
+            else day_window(rows, deployment.window_hours(quick=quick))
+        )
+        if minutes is not None:
+            deployment = deployment.rescaled(w.hours * 60.0 / minutes)
+        past = read_trace_rows(history) if history else rows
+        start = w.start or rows[0][0]
+        hist = None
+        if history_out is not None and write_history(past, start, history_out):
+            hist = str(history_out)
+        settings.setdefault("startup_delay_s", deployment.emulated_startup_s)
+        return cls.from_trace(
+            path, window=w, minutes=deployment.minutes(w.hours), peak_rate=peak_rate,
+            trigger_s=deployment.trigger_s, latency_target_ms=deployment.target_s * 1000.0,
+            deployment=deployment, history=hist, **settings,
+        )  # fmt: skip
 
     @classmethod
     def from_trace(
@@ -99,10 +160,32 @@ class TrafficConfig(SurgeConfig):
 
     def describe(self) -> str:
         t = self.trace
-        return (
+        what = (
             f"{t.name}, window {t.window} replayed in {t.minutes:g} min "
             f"(p99 at {t.peak_rate:g} t/s, max {t.max_rate:.0f})"
         )
+        if self.deployment is None:
+            return what
+        return (
+            f"{what}, standing for {self.deployment.describe(self.startup, self.startup_delay_s)}"
+        )
+
+    def foresight_params(self) -> dict[str, Any]:
+        """The forecasting policy's settings for this replay: the start-up it assumes
+        until it sees one (``startup_delay_s``), cores sized for the latency target
+        (``latency_slo_s``) rather than the trigger, the history on the source's clock (the
+        window's first timestamp at the end of the warm-up, ``scale`` trace seconds a
+        second) and a scale-down delay of one start-up and a trigger (rent before
+        buying: an executor idle that long costs what starting another would)."""
+        startup = self.startup_delay_s
+        out: dict[str, Any] = {"scale_down_delay_s": startup + self.trigger_s,
+                               "startup_s": startup,
+                               "latency_slo_s": self.latency_target_ms / 1000.0}  # fmt: skip
+        t = self.trace
+        if self.history is not None and t.origin is not None:
+            out.update(history=self.history, history_origin=t.origin.isoformat(sep=" "),
+                       history_origin_s=self.warmup_s, time_scale=t.scale)  # fmt: skip
+        return out
 
     def trace_fields(self) -> dict[str, Any]:
         """What a result line says of the trace."""
@@ -181,6 +264,34 @@ def oracle(load: RateTrace, *, cost_ms: float, executor_cores: int, startup_s: f
         executors=tuple(held),
         startup_s=startup_s,
     )
+
+
+def write_history(rows: list[tuple[Any, float]], before: Any, path: Path) -> bool:
+    """Write the ``rows`` strictly before ``before`` to ``path`` in the trace format (the
+    forecast's history: nothing of the replayed window or after it); ``False`` when none
+    is."""
+    past = [(t, v) for t, v in rows if t < before]
+    if not past:
+        return False
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lines = ["timestamp,value", *(f"{t.isoformat(sep=' ')},{v!r}" for t, v in past)]
+    path.write_text("\n".join(lines) + "\n")
+    return True
+
+
+def held_of(outcome: Any, cfg: TrafficConfig) -> list[Held]:
+    """A run's executors as billed (:func:`~streamscale.scenarios.scoring.bill`), on the
+    replay's clock: for :func:`~streamscale.scenarios.excess.excess_split`."""
+    from streamscale.scenarios.scoring import bill
+
+    spans = sorted(outcome.executors, key=lambda e: (e.added_s, e.executor))
+    starts = bill(spans, outcome.requests, window=(0.0, math.inf)).starts
+    zero = outcome.t0 + cfg.warmup_s
+    return [
+        Held(t - zero, e.added_s - zero, None if e.removed_s is None else e.removed_s - zero)
+        for e, (_, t) in zip(spans, starts, strict=True)
+        for _ in range(max(1, e.cores // cfg.executor_cores))
+    ]
 
 
 def measure_startup(master: str, cfg: SurgeConfig, *, timeout_s: float = 120.0) -> float:

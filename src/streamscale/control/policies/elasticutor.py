@@ -42,6 +42,7 @@ from streamscale.model import (
     unit_id,
 )
 from streamscale.planning.adapters.elasticutor import (
+    cycle_headroom,
     external_rate,
     queueing_allocation,
 )
@@ -176,7 +177,7 @@ class QueueingSized(PolicyBase):
         (:mod:`streamscale.control.sharing`): each instance's λ/μ (the backlog's catch-up
         included) split over its units by shard load, packed at ``max_utilization`` or
         the share of a batch cycle its fixed cost leaves, whichever is less
-        (:func:`~streamscale.model.snapshot.batch_headroom`)."""
+        (:func:`~streamscale.planning.adapters.elasticutor.cycle_headroom`)."""
         if not self.params.get("share_cores"):
             return plan
         if not self._measured(context.snapshot):  # a batch that processed nothing: hold
@@ -197,7 +198,7 @@ class QueueingSized(PolicyBase):
         demand = [d for ds in by_op.values() for d in ds]
         if not sum(demand) > 0:  # no work to size on: hold what is held
             return with_slots(plan, held_cores(current.allocation))
-        headroom = 1.0 if context.snapshot is None else context.snapshot.batch_headroom
+        headroom = cycle_headroom(context)
         capacity = min(self.params["max_utilization"], headroom)
         slots = shared_slots(demand, capacity=capacity, current=current.allocation.slots)
         figures["batch_headroom"] = round(headroom, 3)

@@ -27,6 +27,7 @@ import numpy as np
 
 from streamscale.errors import StreamscaleError
 from streamscale.model import Allocation, Plan, instance_of, operator_of
+from streamscale.model.snapshot import batch_headroom
 from streamscale.planning.allocation.queueing import QueueingProblem, allocate
 from streamscale.planning.allocation.surge import CATCH_UP_FORM
 from streamscale.planning.balancing.shard_balance import THETA
@@ -56,6 +57,7 @@ from streamscale.settings import Schema, Setting
 __all__ = [
     "CATCH_UP_S",
     "MAX_UTILIZATION",
+    "cycle_headroom",
     "elasticutor_step",
     "external_rate",
     "naive_ec_step",
@@ -108,6 +110,16 @@ SETTINGS = Schema(
     ),
     CATCH_UP_FORM,
     Setting(
+        "latency_slo_s",
+        float,
+        None,
+        "end-to-end latency each tuple should meet (s): micro-batches may stretch to a third "
+        "of it, so cores are sized for that cycle rather than for the trigger (default: the "
+        "trigger's cycle)",
+        low=0.0,
+        low_open=True,
+    ),
+    Setting(
         "phi0_kbps",
         float,
         512.0,
@@ -126,6 +138,31 @@ def settings(context: PlanningContext) -> dict[str, Any]:
     total = context.cluster.total_cores
     out["max_cores"] = total if out["max_cores"] is None else min(out["max_cores"], total)
     return out
+
+
+def cycle_headroom(context: PlanningContext) -> float:
+    """The share of a batch cycle a core's work may take
+    (:func:`~streamscale.model.snapshot.batch_headroom`), for the cycle the batches aim at:
+    the trigger's, or a third of ``latency_slo_s`` when longer — a tuple waits up to one
+    cycle for its batch to start and one for it to end, so a cycle of a third of the
+    target leaves a third for bursts. 1 without a snapshot.
+
+    >>> from streamscale.model import Cluster, Edge, Node, Operator, Snapshot, Topology
+    >>> snap = Snapshot.build(time=1.0, batch_overhead_s=0.5, cycle_target_s=2.0)
+    >>> ops = [Operator("src", "source", rate=1.0), Operator("out", "sink")]
+    >>> topo = Topology.build("t", ops, [Edge("src", "out")])
+    >>> ctx = PlanningContext(topo, Cluster((Node("n", 4),)), snapshot=snap)
+    >>> cycle_headroom(ctx)
+    0.75
+    >>> cycle_headroom(replace(ctx, params={"latency_slo_s": 15.0}))  # a 5 s cycle
+    0.9
+    """
+    snap = context.snapshot
+    if snap is None:
+        return 1.0
+    slo = SETTINGS.read(context.params)["latency_slo_s"]
+    cycle = snap.cycle_target_s if slo is None else max(snap.cycle_target_s, slo / 3.0)
+    return batch_headroom(snap.batch_overhead_s, cycle)
 
 
 def planning_inputs(
@@ -238,7 +275,7 @@ def queueing_allocation(
     # a micro-batch lasts its fixed cost plus its busiest core's work: a unit loaded above
     # the cycle's headroom stretches every batch, so an executor gets the cores that keep
     # each of its units within it (its shards are then spread over them)
-    headroom = 1.0 if context.snapshot is None else context.snapshot.batch_headroom
+    headroom = cycle_headroom(context)
     if headroom < 1.0:
         for j in range(len(k)):
             low = math.ceil(need[j] / headroom - 1e-9)

@@ -20,10 +20,11 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
+from streamscale.control.forecast import DAY_S, RateHistory, forecast_rate
 from streamscale.control.stimulus import watch_input
 from streamscale.control.watch import Sample, WatchConfig, WatchState, WatchView, watch_step
 from streamscale.errors import StreamscaleError
@@ -219,6 +220,10 @@ class SourceWatch:
     #: until the batch thread drains them into the batch's metrics line (bounded: a run
     #: that never drains keeps the latest)
     inputs: deque[dict[str, Any]] = field(default_factory=lambda: deque(maxlen=1024))
+    #: the load's earlier days on the forecaster's clock (``config.history``)
+    history: RateHistory | None = None
+    #: the offered rate seen at each sample, on the forecaster's clock (the last hour's)
+    _seen: deque[tuple[float, float]] = field(default_factory=lambda: deque(maxlen=4096))
     _state: WatchState = field(default_factory=WatchState)
     _stop: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
@@ -311,6 +316,7 @@ class SourceWatch:
             startup_s=res.startup_s(self.config.startup_s),
             trigger_s=self.trigger_s,
         )
+        view = replace(view, forecast_peak=self.foresee(now, offset, view.startup_s))
         sample = Sample(now, available, float(offset["seq"]), max(0.0, now - fixed_at))
         self._state, request = watch_step(
             self._state, sample, view, config=self.config,
@@ -335,6 +341,29 @@ class SourceWatch:
             res.hold_at_least(self._state.need, hold_s=3.0 * self.config.period_s(self.trigger_s))
         if request is not None and res.request_more(request.executors, hold_s=self.hold_s):
             self.requests.append((now, request.executors, request.reason, request.figures))
+
+    def foresee(self, now: float, offset: Mapping[str, Any], startup_s: float) -> float | None:
+        """The offered rate's forecast peak over the next start-up and trigger
+        (:func:`~streamscale.control.forecast.forecast_rate`), from the rates seen so far
+        and the history; ``None`` when the forecast is off. Its clock is the source's
+        (seconds since the stream's start) when the history is a replay's
+        (``history_origin``), else the wall clock."""
+        if not self.config.forecast:
+            return None
+        t0 = offset.get("t0")
+        clock = (
+            now - float(t0) if self.config.history_origin and isinstance(t0, int | float) else now
+        )
+        if self.rate is not None:
+            self._seen.append((clock, self.rate))
+        horizon = startup_s + self.trigger_s
+        scale = self.config.time_scale
+        level = 3600.0 / scale if self.history is not None else 4.0 * horizon
+        while self._seen and self._seen[0][0] < clock - level:
+            self._seen.popleft()
+        f = forecast_rate(list(self._seen), clock, horizon, history=self.history,
+                          period_s=DAY_S / scale, level_s=level)  # fmt: skip
+        return None if f.method == "none" else f.peak
 
     def effective_rate(self) -> float | None:
         """Tuples per second a core sustains across batches: the busy-time rate times the
@@ -455,6 +484,30 @@ def warm_executors(sc: Any, executors: Sequence[str], cores: int) -> set[str]:
     return {r.executor for r in reduce_runs(sc, group, n)} & set(targets)
 
 
+def load_history(config: WatchConfig) -> RateHistory | None:
+    """The forecast's history (``config.history``, a ``timestamp,value`` CSV) on the
+    forecaster's clock: the source's, with ``history_origin`` at second
+    ``history_origin_s`` and ``time_scale`` history seconds a second, or the wall clock
+    (UTC) without an origin; one-line errors naming the file or the origin."""
+    from datetime import datetime
+
+    from streamscale.runtime.spark.sources.rate_trace import read_trace_rows
+
+    if config.history is None:
+        return None
+    rows = read_trace_rows(config.history)
+    if config.history_origin is None:
+        return RateHistory.from_rows(rows, origin=datetime(1970, 1, 1))
+    try:
+        origin = datetime.fromisoformat(config.history_origin)
+    except ValueError:
+        raise StreamscaleError(
+            "not a timestamp", item=f"history_origin {config.history_origin!r}"
+        ) from None
+    return RateHistory.from_rows(rows, origin=origin, scale=config.time_scale,
+                                 at_s=config.history_origin_s)  # fmt: skip
+
+
 def split_watch_params(
     params: Mapping[str, Any] | None,
 ) -> tuple[WatchConfig, dict[str, Any]]:
@@ -513,6 +566,7 @@ def make_watch(
         catch_up_form=s["catch_up_form"],
         admission_file=admission,
         warm=warm,
+        history=load_history(config),
     )
     if admission is None:
         return watch, {}

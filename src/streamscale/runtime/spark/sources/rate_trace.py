@@ -130,7 +130,7 @@ class RateTrace:
     ``starts[i]`` of the replay to the next start, until ``length_s``.
 
     ``scale`` is trace seconds per replayed second; ``peak_rate`` the rate the window's
-    99th percentile maps to.
+    99th percentile maps to; ``origin`` the trace's timestamp at second 0 of the replay.
     """
 
     name: str
@@ -141,6 +141,7 @@ class RateTrace:
     rates: tuple[float, ...]
     length_s: float
     scale: float
+    origin: datetime | None = None
 
     @property
     def max_rate(self) -> float:
@@ -237,4 +238,5 @@ def read_rate_trace(
         rates=tuple(float(r) for r in rates),
         length_s=replay_s,
         scale=span / replay_s,
+        origin=inside[0][0],
     )
