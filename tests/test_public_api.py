@@ -27,6 +27,7 @@ PUBLIC = {
     "Executors": "streamscale.runtime.spark.app",
     "RunResult": "streamscale.runtime.spark.driver.result",
     "GraphBatch": "streamscale.runtime.spark.driver.graph_batch",
+    "StreamingQuery": "streamscale.runtime.spark.driver.query",
     "StreamscaleError": "streamscale.errors",
 }
 SPARK_METHODS = ("applyInPandasWithState", "transformWithStateInPandas", "transformWithState")
@@ -47,7 +48,7 @@ def _public_callables() -> list[tuple[str, Callable[..., object]]]:
         ("session", streamscale.session),
     ]
     for cls in (streamscale.Stream, streamscale.KeyedStream, streamscale.WindowedStream,
-                streamscale.Executors):  # fmt: skip
+                streamscale.Executors, streamscale.StreamingQuery):  # fmt: skip
         for name, fn in inspect.getmembers(cls, inspect.isfunction):
             if not name.startswith("_"):
                 out.append((f"{cls.__name__}.{name}", fn))

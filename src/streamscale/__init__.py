@@ -15,8 +15,12 @@ What a user types comes from here::
   (:class:`KeyedStream`) answers Spark's stateful ``GroupedData`` methods;
 * :func:`session` — a SparkSession; :class:`Executors` — the Spark executors a run may
   hold, given once to :func:`session` and to :meth:`Stream.run`;
-* :class:`RunResult` and :class:`GraphBatch` — what :meth:`Stream.run` returns (its
-  recent batches, ``records``, each a :class:`GraphBatch`);
+* :class:`StreamingQuery` — what :meth:`Stream.start` returns: the running job, with
+  Spark's ``awaitTermination``, ``stop``, ``isActive``, ``lastProgress``,
+  ``recentProgress`` and ``exception``; :meth:`Stream.run` starts it and waits for its end;
+* :class:`RunResult` and :class:`GraphBatch` — what :meth:`Stream.run` (and
+  ``StreamingQuery.result()``) returns (its recent batches, ``records``, each a
+  :class:`GraphBatch`);
 * :class:`StreamscaleError` — every error a user can cause, in one line.
 
 The names are loaded on first use, so ``import streamscale`` (and the pure layers below
@@ -35,6 +39,7 @@ if TYPE_CHECKING:
     from streamscale.runtime.spark.api import KeyedStream, Stream, WindowedStream, stream
     from streamscale.runtime.spark.app import Executors, session
     from streamscale.runtime.spark.driver.graph_batch import GraphBatch
+    from streamscale.runtime.spark.driver.query import StreamingQuery
     from streamscale.runtime.spark.driver.result import RunResult
 
 __version__ = "0.1.0"
@@ -44,6 +49,7 @@ __all__ = [
     "KeyedStream",
     "RunResult",
     "Stream",
+    "StreamingQuery",
     "StreamscaleError",
     "WindowedStream",
     "__version__",
@@ -61,6 +67,7 @@ _LAZY = {
     "Executors": "streamscale.runtime.spark.app",
     "RunResult": "streamscale.runtime.spark.driver.result",
     "GraphBatch": "streamscale.runtime.spark.driver.graph_batch",
+    "StreamingQuery": "streamscale.runtime.spark.driver.query",
 }
 
 

@@ -9,7 +9,7 @@
     totals = ranked.union(e.map_batches(odd_only)).key_by("bucket").process(bucket_totals)
     ranked.to("parquet", path="ranked")
     totals.to(lambda df, batch_id: ...)
-    totals.run(checkpoint="ck", duration_s=60)
+    query = totals.start(checkpoint="ck")      # runs until query.stop()
 
 ``stream(df).key_by(k)`` answers Spark's own stateful methods of ``df.groupBy(k)``
 (``applyInPandasWithState``, ``transformWithStateInPandas``, ``transformWithState``)
@@ -18,8 +18,10 @@ with Spark's signatures, so a job moves over by replacing ``df.groupBy(k)``.
 Every call adds an operator (or a sink) to one topology shared by the streams
 derived from the same :func:`stream`; :meth:`Stream.run` builds the same
 :class:`~streamscale.runtime.spark.driver.graph.JobGraph` that a topology YAML with
-those operators and edges builds, and runs it with
-:func:`~streamscale.runtime.spark.driver.dag.run_graph`.
+those operators and edges builds, and :meth:`Stream.start` starts it with
+:func:`~streamscale.runtime.spark.driver.dag.start_graph`: a
+:class:`~streamscale.runtime.spark.driver.query.StreamingQuery` with Spark's methods
+(:meth:`Stream.run`: start, then wait for the end).
 """
 
 from __future__ import annotations
@@ -34,12 +36,14 @@ from streamscale.model import Operator, Topology
 from streamscale.runtime.run_config import RUN_SETTINGS
 from streamscale.runtime.spark.api_graph import (
     Builder,
+    add_agg,
     check_sizes,
     declared_schema,
     declared_source,
     interval,
     name_of,
     refuse_unknown,
+    start_job,
 )
 from streamscale.runtime.spark.api_spark import SparkStateful
 
@@ -48,6 +52,7 @@ if TYPE_CHECKING:
 
     from streamscale.runtime.spark.app import Executors
     from streamscale.runtime.spark.driver.graph_batch import GraphBatch
+    from streamscale.runtime.spark.driver.query import StreamingQuery
     from streamscale.runtime.spark.driver.result import RunResult
     from streamscale.runtime.spark.executors.resources import Resources
 
@@ -260,7 +265,7 @@ class Stream:
         """The topology built so far (what a YAML file would describe)."""
         return self._b.topology()
 
-    def run(
+    def start(
         self,
         *,
         checkpoint: str | Path,
@@ -275,8 +280,8 @@ class Stream:
         on_batch: Callable[[GraphBatch], None] | None = None,
         executors: Executors | None = None,
         resources: Resources | None = None,
-    ) -> RunResult:
-        """Run the whole job this stream belongs to.
+    ) -> StreamingQuery:
+        """Start the whole job this stream belongs to, as Spark's ``writeStream.start()``.
 
         Every setting is parsed once, by :func:`~streamscale.runtime.run_config.parse_run`,
         before the query starts; a bad one is refused in one line naming it.
@@ -287,7 +292,10 @@ class Stream:
             Spark's offsets and commits (``checkpoint/spark``) and, unless ``state_url``,
             the keyed state (``checkpoint/state``); a run on it resumes.
         duration_s, max_batches
-            When to stop (``duration_s`` defaults as ``streamscale run --duration``).
+            When to stop. Neither given: when stopped
+            (:meth:`~streamscale.runtime.spark.driver.query.StreamingQuery.stop`), or at
+            the end of the source's data with ``available_now``; either given,
+            ``duration_s`` defaults as ``streamscale run --duration``.
         out
             Where the sinks' paths and the dead letters go (default ``checkpoint``).
         spark
@@ -309,6 +317,43 @@ class Stream:
 
         Returns
         -------
+        StreamingQuery
+            The running job, once its Spark query started: Spark's ``awaitTermination``,
+            ``stop``, ``isActive``, ``lastProgress``, ``recentProgress`` and
+            ``exception``, and ``result()`` once it ended (a
+            :class:`~streamscale.runtime.spark.driver.result.RunResult`).
+        """
+        return start_job(
+            self._b, checkpoint=checkpoint, duration_s=duration_s, out=out,
+            max_batches=max_batches, spark=spark, policy=policy, params=params, seed=seed,
+            state_url=state_url, on_batch=on_batch, executors=executors, resources=resources,
+        )  # fmt: skip
+
+    def run(
+        self,
+        *,
+        checkpoint: str | Path,
+        duration_s: float | None = None,
+        out: str | Path | None = None,
+        max_batches: int | None = None,
+        spark: SparkSession | None = None,
+        policy: str | None = None,
+        params: Mapping[str, object] | None = None,
+        seed: int | None = None,
+        state_url: str | None = None,
+        on_batch: Callable[[GraphBatch], None] | None = None,
+        executors: Executors | None = None,
+        resources: Resources | None = None,
+    ) -> RunResult:
+        """Run the whole job this stream belongs to until it ends: :meth:`start`, then
+        ``awaitTermination()``; the keywords are :meth:`start`'s. With neither
+        ``max_batches`` nor ``duration_s`` it runs until interrupted (Ctrl-C stops it
+        between two batches, then the interrupt goes on), or to the end of the source's
+        data with ``available_now``. A failed batch raises its :class:`StreamscaleError`
+        (nothing of it was committed; a run on ``checkpoint`` retries it).
+
+        Returns
+        -------
         RunResult
             The recent batches (``records``, each a
             :class:`~streamscale.runtime.spark.driver.graph_batch.GraphBatch`) and whole-run
@@ -320,40 +365,15 @@ class Stream:
         >>> [b.batch_id for b in result.records]  # doctest: +SKIP
         [0, 1]
         """
-        from streamscale.runtime.run_config import parse_run
+        from streamscale.runtime.spark.driver.query import wait_for
 
-        given = {"duration_s": duration_s, "max_batches": max_batches, "policy": policy,
-                 "seed": seed, "state_url": state_url}  # fmt: skip
-        cfg = parse_run({k: v for k, v in given.items() if v is not None}, params)
-        if executors is not None and resources is not None:
-            raise StreamscaleError("give executors= or resources=, not both", item="run")
-        from streamscale.runtime.spark.driver.dag import run_graph
-        from streamscale.runtime.spark.driver.graph import JobGraph
-
-        graph = JobGraph.build(self._b.topology(), self._b.functions)
-        df = self._b.source_df
-        session = spark if spark is not None else getattr(df, "sparkSession", None)
-        if session is None:
-            raise StreamscaleError("no SparkSession: pass spark=", item="run")
-        if executors is not None:
-            resources = executors.resources(session)
-        # absolute: executors resolve a relative path against their own working directory
-        return run_graph(
-            session,
-            graph,
-            duration_s=cfg.duration_s,
-            checkpoint=Path(checkpoint).absolute(),
-            out=None if out is None else Path(out).absolute(),
-            max_batches=cfg.max_batches,
-            source_df=df,
-            policy=cfg.policy,
-            params=cfg.params,
-            seed=cfg.seed,
-            state_url=cfg.state_url,
-            available_now=self._b.available_now,
-            on_batch=on_batch,
-            resources=resources,
-        )
+        return wait_for(
+            self.start(
+                checkpoint=checkpoint, duration_s=duration_s, out=out, max_batches=max_batches,
+                spark=spark, policy=policy, params=params, seed=seed, state_url=state_url,
+                on_batch=on_batch, executors=executors, resources=resources,
+            )
+        )  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -519,26 +539,11 @@ def _add_agg(
     name: str | None,
     window: tuple[str, str, str | None] | None,
     session: bool = False,
-    *,
-    bounds: tuple[str, str] | None = None,
-    wait_ms: float = 0.0,
+    **opts: Any,
 ) -> Stream:
-    from streamscale.runtime.spark.compat.event_time import watermark_of
-    from streamscale.runtime.spark.keyed.agg.spec import Aggregation
-
-    b = k._s._b
-    n = b.fresh(name or ("window_agg" if window else "agg"))
-    wm = watermark_of(b.source_df.schema) if b.source_df is not None else None
-    fn = Aggregation.build(
-        k.keys, aggs, mode=mode, max_collect=max_collect, item=f"operator {n}",
-        window=window, watermark=wm, session=session, bounds=bounds, wait_ms=wait_ms,
-    )  # fmt: skip
-    if k._s._from == ("source",) and b.source_df is not None:
-        fn.resolve(b.source_df, item=f"operator {n}")  # refuse before the query starts
-    b.functions[n] = fn
-    op = Operator(name=n, key=",".join(k.keys), instances=k.instances, shards=k.shards)
-    b.add(op, k._s._from, grouping="key")
-    return Stream(b, (n,))
+    keyed = (k.keys, k.instances, k.shards)
+    n = add_agg(k._s._b, k._s._from, keyed, aggs, mode, max_collect, name, window, session, **opts)
+    return Stream(k._s._b, (n,))
 
 
 def stream(

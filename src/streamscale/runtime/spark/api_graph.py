@@ -3,23 +3,33 @@ functions, and the checks of what a stream is given before a query starts."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import math
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from streamscale.errors import StreamscaleError
 from streamscale.model import Edge, Operator, Topology
 from streamscale.model.topology import Grouping
 from streamscale.runtime.run_config import RUN_SETTINGS
 
+if TYPE_CHECKING:
+    from streamscale.runtime.spark.app import Executors
+    from streamscale.runtime.spark.driver.graph_batch import GraphBatch
+    from streamscale.runtime.spark.driver.query import StreamingQuery
+    from streamscale.runtime.spark.executors.resources import Resources
+
 __all__ = [
     "Builder",
+    "add_agg",
     "check_sizes",
     "declared_schema",
     "declared_source",
     "interval",
     "name_of",
     "refuse_unknown",
+    "start_job",
 ]
 
 
@@ -131,3 +141,86 @@ def check_sizes(instances: int, shards: int, where: str) -> None:
     for what, v in (("instances", instances), ("shards", shards)):
         if isinstance(v, bool) or not isinstance(v, int) or v < 1:
             raise StreamscaleError(f"{what} must be a whole number >= 1, not {v!r}", item=where)
+
+
+def start_job(
+    b: Builder,
+    *,
+    checkpoint: str | Path,
+    duration_s: float | None,
+    out: str | Path | None,
+    max_batches: int | None,
+    spark: Any | None,
+    policy: str | None,
+    params: Mapping[str, object] | None,
+    seed: int | None,
+    state_url: str | None,
+    on_batch: Callable[[GraphBatch], None] | None,
+    executors: Executors | None,
+    resources: Resources | None,
+) -> StreamingQuery:
+    """Start the job ``b`` built (:meth:`~streamscale.runtime.spark.api.Stream.start`):
+    its settings parsed once, then :func:`~streamscale.runtime.spark.driver.dag.start_graph`.
+    Neither ``max_batches`` nor ``duration_s``: it runs until stopped."""
+    from streamscale.runtime.run_config import parse_run
+
+    given = {"duration_s": duration_s, "max_batches": max_batches, "policy": policy,
+             "seed": seed, "state_url": state_url}  # fmt: skip
+    cfg = parse_run({k: v for k, v in given.items() if v is not None}, params)
+    if executors is not None and resources is not None:
+        raise StreamscaleError("give executors= or resources=, not both", item="run")
+    from streamscale.runtime.spark.driver.dag import start_graph
+    from streamscale.runtime.spark.driver.graph import JobGraph
+
+    graph = JobGraph.build(b.topology(), b.functions)
+    df = b.source_df
+    session = spark if spark is not None else getattr(df, "sparkSession", None)
+    if session is None:
+        raise StreamscaleError("no SparkSession: pass spark=", item="run")
+    if executors is not None:
+        resources = executors.resources(session)
+    unlimited = duration_s is None and max_batches is None
+    # absolute: executors resolve a relative path against their own working directory
+    return start_graph(
+        session, graph, duration_s=math.inf if unlimited else cfg.duration_s,
+        checkpoint=Path(checkpoint).absolute(),
+        out=None if out is None else Path(out).absolute(), max_batches=cfg.max_batches,
+        source_df=df, policy=cfg.policy, params=cfg.params, seed=cfg.seed,
+        state_url=cfg.state_url, available_now=b.available_now, on_batch=on_batch,
+        resources=resources,
+    )  # fmt: skip
+
+
+def add_agg(
+    b: Builder,
+    inputs: tuple[str, ...],
+    keyed: tuple[tuple[str, ...], int, int],
+    aggs: tuple[Any, ...],
+    mode: str,
+    max_collect: int | None,
+    name: str | None,
+    window: tuple[str, str, str | None] | None,
+    session: bool = False,
+    *,
+    bounds: tuple[str, str] | None = None,
+    wait_ms: float = 0.0,
+) -> str:
+    """Add a keyed aggregation of ``inputs`` (``keyed``: its key columns, instances and
+    shards) to ``b``, checked against the source's schema when it reads the source;
+    its operator's name."""
+    from streamscale.runtime.spark.compat.event_time import watermark_of
+    from streamscale.runtime.spark.keyed.agg.spec import Aggregation
+
+    keys, instances, shards = keyed
+    n = b.fresh(name or ("window_agg" if window else "agg"))
+    wm = watermark_of(b.source_df.schema) if b.source_df is not None else None
+    fn = Aggregation.build(
+        keys, aggs, mode=mode, max_collect=max_collect, item=f"operator {n}",
+        window=window, watermark=wm, session=session, bounds=bounds, wait_ms=wait_ms,
+    )  # fmt: skip
+    if inputs == ("source",) and b.source_df is not None:
+        fn.resolve(b.source_df, item=f"operator {n}")  # refuse before the query starts
+    b.functions[n] = fn
+    op = Operator(name=n, key=",".join(keys), instances=instances, shards=shards)
+    b.add(op, inputs, grouping="key")
+    return n

@@ -27,6 +27,7 @@ keeps the source's admission limit. The run keeps a bounded history
 
 from __future__ import annotations
 
+import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping
@@ -42,6 +43,7 @@ from streamscale.model import Cluster, Plan
 from streamscale.runtime.run_config import RUN_SETTINGS, RunParams, parse_params
 from streamscale.runtime.spark.compat.event_time import QueryClock
 from streamscale.runtime.spark.driver.drive import (
+    BatchGate,
     drive_query,
     register_graph_source,
     run_seed,
@@ -60,6 +62,7 @@ from streamscale.runtime.spark.driver.history import RunHistory
 from streamscale.runtime.spark.driver.job import Job
 from streamscale.runtime.spark.driver.metrics import MetricsWriter
 from streamscale.runtime.spark.driver.operator import linear_stage
+from streamscale.runtime.spark.driver.query import StreamingQuery, start_query, wait_for
 from streamscale.runtime.spark.driver.result import RunResult
 from streamscale.runtime.spark.driver.watch import SourceWatch, make_watch, warm_keyed_path
 from streamscale.runtime.spark.executors.resources import Resources, is_cluster_master
@@ -83,12 +86,14 @@ __all__ = [
     "PlanAndPolicy",
     "RunContext",
     "RunResult",
+    "StreamingQuery",
     "Watched",
     "run_graph",
+    "start_graph",
 ]
 
 
-def run_graph(
+def start_graph(
     spark: Any,
     graph: JobGraph,
     *,
@@ -107,8 +112,10 @@ def run_graph(
     state_url: str | None = None,
     available_now: bool = RUN_SETTINGS["available_now"].default,
     fuse: bool = True,
-) -> RunResult:
-    """Run ``graph`` for ``duration_s`` seconds (or ``max_batches`` batches).
+) -> StreamingQuery:
+    """Start ``graph``; it runs for ``duration_s`` seconds (or ``max_batches`` batches)
+    or until stopped (:meth:`StreamingQuery.stop
+    <streamscale.runtime.spark.driver.query.StreamingQuery.stop>`).
 
     Parameters
     ----------
@@ -119,7 +126,7 @@ def run_graph(
         stateless operators after it and its file sinks in the reduce tasks
         (:func:`~streamscale.runtime.spark.driver.operator.linear_stage`).
     duration_s
-        Wall seconds until the query is stopped.
+        Wall seconds until the query is stopped (``math.inf``: until stopped).
     checkpoint
         Spark's offsets (``spark/``) and every keyed operator's state (``state/``).
     out
@@ -165,15 +172,12 @@ def run_graph(
 
     Returns
     -------
-    RunResult
-        The recent batches, the newest plan and whole-run totals (no cores, physical
-        limit or efficiency: the graph does not know them).
-
-    Raises
-    ------
-    StreamscaleError
-        A batch failed (the message names the operator's error); nothing of it
-        was committed and running again on ``checkpoint`` retries it.
+    StreamingQuery
+        The running job, once its Spark query started; its ``result()`` once it ended
+        (:class:`RunResult`: no cores, physical limit or efficiency, which the graph does
+        not know). A failed batch ends it with a :class:`StreamscaleError` naming the
+        operator's error (nothing of it was committed; a run on ``checkpoint`` retries
+        it); a setting, the state or the source refused raises one here.
     """
     require_classic(spark)
     ctx = _context(
@@ -186,8 +190,40 @@ def run_graph(
     body = _body(
         ctx, query_clock, out=out, on_batch=on_batch, max_batches=max_batches, fuse=fuse
     )  # fmt: skip
-    _drive(ctx, body, source_df, duration_s=duration_s, available_now=available_now)
-    return _result(body, ctx.dead_dir)
+    return _launch(ctx, body, source_df, duration_s=duration_s, available_now=available_now)
+
+
+def run_graph(
+    spark: Any,
+    graph: JobGraph,
+    *,
+    duration_s: float,
+    checkpoint: Path,
+    out: Path | None = None,
+    max_batches: int | None = None,
+    plan: Plan | None = None,
+    on_batch: Callable[[GraphBatch], None] | None = None,
+    source_df: Any | None = None,
+    policy: str | Policy,
+    params: Mapping[str, Any] | RunParams | None = None,
+    seed: int | None = None,
+    cluster: Cluster | None = None,
+    resources: Resources | None = None,
+    state_url: str | None = None,
+    available_now: bool = RUN_SETTINGS["available_now"].default,
+    fuse: bool = True,
+) -> RunResult:
+    """Run ``graph`` for ``duration_s`` seconds (or ``max_batches`` batches): as
+    :func:`start_graph`, and return its ``result()`` once the query ended (a failed batch
+    raises its :class:`StreamscaleError`: nothing of it was committed)."""
+    return wait_for(
+        start_graph(
+            spark, graph, duration_s=duration_s, checkpoint=checkpoint, out=out,
+            max_batches=max_batches, plan=plan, on_batch=on_batch, source_df=source_df,
+            policy=policy, params=params, seed=seed, cluster=cluster, resources=resources,
+            state_url=state_url, available_now=available_now, fuse=fuse,
+        )
+    )  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -465,17 +501,36 @@ def _body(
     )  # fmt: skip
 
 
+def _launch(
+    ctx: RunContext, body: GraphBatchBody, source_df: Any, *, duration_s: float, available_now: bool
+) -> StreamingQuery:
+    """The query's driver in a thread of its own; its batches pass a gate (stops come
+    between them: :class:`~streamscale.runtime.spark.driver.drive.BatchGate`)."""
+    gate = BatchGate(body, ctx.spark)
+
+    def drive(stop: threading.Event) -> RunResult:
+        _drive(ctx, body, gate, source_df, stop=stop, duration_s=duration_s,
+               available_now=available_now)  # fmt: skip
+        return _result(body, ctx.dead_dir)
+
+    return start_query(
+        drive, gate=gate, recent=body.history.recent, spark_query=lambda: ctx.watched.probe.query
+    )
+
+
 def _drive(
     ctx: RunContext,
     body: GraphBatchBody,
+    gate: BatchGate,
     source_df: Any,
     *,
+    stop: threading.Event,
     duration_s: float,
     available_now: bool,
 ) -> None:
-    """Run the query through ``body`` until it is done or ``duration_s`` passed, the
-    watch running beside it. ``available_now``: the query again while its last run asked
-    Spark for another batch (the query's clock ticked). A failed batch names the
+    """Run the query through ``gate`` until it is done, ``stop`` is set or ``duration_s``
+    passed, the watch beside it. ``available_now``: the query again while its last run
+    asked Spark for another batch (the query's clock ticked). A failed batch names the
     topology, or a linear job's keyed operator."""
     graph, watch, query_clock = ctx.graph, ctx.watched.watch, body.query_clock
     linear: Job | None = graph.linear
@@ -486,7 +541,7 @@ def _drive(
     try:
         while True:
             stream = (
-                source_df.writeStream.foreachBatch(body)
+                source_df.writeStream.foreachBatch(gate)
                 .option("checkpointLocation", str((ctx.checkpoint / "spark").resolve()))
                 .queryName(f"streamscale-graph-{graph.topology.name}-{uuid.uuid4().hex[:8]}")
             )
@@ -499,10 +554,11 @@ def _drive(
             drive_query(
                 ctx.watched.probe.query, stop_at=stop_at, done=body.done,
                 in_batch=body.in_batch, records=body.history.recent, item=item,
+                gate=gate, stop=stop,
             )  # fmt: skip
-            if not available_now or body.done.is_set() or time.monotonic() >= stop_at:
+            if not available_now or gate.closed or time.monotonic() >= stop_at:
                 break
-            if query_clock.ticks() == ticks:
+            if body.done.is_set() or query_clock.ticks() == ticks:
                 break
     finally:
         if watch is not None:

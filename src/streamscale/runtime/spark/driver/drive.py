@@ -11,7 +11,7 @@ import secrets
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import Any, Never
 
 from streamscale.control import Controller, Policy
 from streamscale.control.loop import step
@@ -21,6 +21,7 @@ from streamscale.runtime.spark.executors.resources import Resources
 from streamscale.settings import Frozen
 
 __all__ = [
+    "BatchGate",
     "await_commit",
     "backlog_of",
     "control_step",
@@ -29,6 +30,8 @@ __all__ = [
     "register_graph_source",
     "run_seed",
     "share_by_default",
+    "stop_between_batches",
+    "stop_spark_query",
 ]
 
 
@@ -216,12 +219,18 @@ def drive_query(
     records: Iterable[Any],
     item: str,
     clock: Callable[[], float] = time.monotonic,
+    gate: BatchGate | None = None,
+    stop: threading.Event | None = None,
 ) -> None:
-    """Run a streaming query until ``done`` or ``stop_at`` (on ``clock``), then stop it.
+    """Run a streaming query until ``done``, ``stop`` or ``stop_at`` (on ``clock``), then
+    stop it.
 
-    Stops between batches when possible; an interrupted batch is simply not
-    committed and is replayed by the next run. A failed batch raises a
-    :class:`StreamscaleError` naming ``item`` with the operator's own message.
+    With ``gate`` (the query's ``foreachBatch`` function) the stop comes between batches
+    (:func:`stop_between_batches`): the running batch finishes and commits, and no other
+    one starts. Without it, the query is stopped once no batch runs (``in_batch``) and
+    Spark reported the last one; an interrupted batch is not committed and is replayed
+    by the next run. A failed batch raises a :class:`StreamscaleError` naming ``item``
+    with the operator's own message.
     """
     failure: BaseException | None = None
     try:
@@ -232,17 +241,195 @@ def drive_query(
             except Exception as exc:  # the query died: a batch failed
                 failure = exc
                 break
-            if done.is_set() or clock() >= stop_at:
-                longest = max((r.duration_s for r in records), default=0.0)
-                wait_until = clock() + max(30.0, 3.0 * longest)
-                while in_batch.is_set() and clock() < wait_until:
-                    time.sleep(0.01)
-                await_commit(query, records, until=wait_until, clock=clock)
-                query.stop()
+            if done.is_set() or clock() >= stop_at or (stop is not None and stop.is_set()):
+                if gate is not None:
+                    stop_between_batches(query, gate, records, clock=clock)
+                else:
+                    _stop_when_idle(query, in_batch, records, clock=clock)
                 break
     finally:
-        if query.isActive:
-            query.stop()
+        if query.isActive:  # left early (an error in this thread): cut the batch short
+            if gate is not None:
+                gate.close()
+                gate.force()
+            stop_spark_query(query, gate)
     failure = failure or query.exception()
     if failure is not None:
-        raise StreamscaleError(f"batch failed: {failure_message(failure)}", item=item)
+        err = StreamscaleError(f"batch failed: {failure_message(failure)}", item=item)
+        err.__cause__ = failure
+        raise err
+
+
+def _drain_until(records: Iterable[Any], clock: Callable[[], float]) -> float:
+    """How long a stop waits for the running batch: three times the longest recent one,
+    at least :data:`DRAIN_S`."""
+    longest = max((r.duration_s for r in _listed(records)), default=0.0)
+    return clock() + max(DRAIN_S, 3.0 * longest)
+
+
+def _listed(records: Iterable[Any]) -> list[Any]:
+    """``records`` as a list (the batch thread may append while this reads)."""
+    for _ in range(3):
+        try:
+            return list(records)
+        except RuntimeError:
+            continue
+    return []
+
+
+def _stop_when_idle(
+    query: Any, in_batch: threading.Event, records: Iterable[Any], *, clock: Callable[[], float]
+) -> None:
+    wait_until = _drain_until(records, clock)
+    while in_batch.is_set() and clock() < wait_until:
+        time.sleep(0.01)
+    await_commit(query, records, until=wait_until, clock=clock)
+    query.stop()
+
+
+def stop_between_batches(
+    query: Any, gate: BatchGate, records: Iterable[Any], *, clock: Callable[[], float]
+) -> None:
+    """Stop ``query`` between two batches: ``gate`` closes (a batch Spark starts from now
+    on runs nothing), the running batch finishes and Spark commits it
+    (:func:`await_commit`), then the query stops (:func:`stop_spark_query`).
+
+    A running batch still unfinished after the drain bound (:func:`_drain_until`) is cut
+    short: its Spark jobs are cancelled, its state is not committed and the next run on
+    the checkpoint replays it.
+    """
+    gate.close()
+    until = _drain_until(records, clock)
+    if gate.wait_idle(until, clock=clock):
+        await_commit(query, records, until=until, clock=clock)
+    else:
+        gate.force()
+    stop_spark_query(query, gate)
+
+
+def stop_spark_query(query: Any, gate: BatchGate | None) -> None:
+    """``query.stop()``; with ``gate``, from a thread of its own, and once Spark marked the
+    query stopped, a batch held at the gate unwinds (:meth:`BatchGate.release`):
+    Spark's ``stop`` waits for the query's thread, which waits in the gate."""
+    if gate is None:
+        query.stop()
+        return
+    failed: list[BaseException] = []
+
+    def stop() -> None:
+        try:
+            query.stop()
+        except Exception as exc:  # reported below, in the caller's thread
+            failed.append(exc)
+
+    t = threading.Thread(target=stop, name="streamscale-query-stop", daemon=True)
+    t.start()
+    while t.is_alive() and query.isActive:
+        time.sleep(0.01)
+    gate.release()
+    t.join()
+    if failed:
+        raise failed[0]
+
+
+#: The least time a stop waits for the running batch to finish (seconds).
+DRAIN_S = 30.0
+
+
+class BatchGate:
+    """The ``foreachBatch`` function of a query that stops between batches.
+
+    Runs ``body(df, batch_id)`` for every batch until :meth:`close`. A batch Spark starts
+    after that runs nothing: it waits until the query is stopped (:meth:`release`) and
+    then unwinds as an interrupted one, so Spark takes it for the stop (its offsets stay
+    uncommitted and the next run on the checkpoint replays it). Spark's ``stop()`` never
+    meets a batch's own Spark jobs (cancelling those ends in a ``StackOverflowError`` of
+    Spark's own check of the interrupted batch's long error message), unless the running
+    batch outlasted the drain bound (:meth:`force`): that batch unwinds the same way.
+    """
+
+    def __init__(self, body: Callable[[Any, int], None], spark: Any) -> None:
+        self.body = body
+        self.spark = spark
+        self._lock = threading.Condition()
+        self._running: int | None = None  # the thread running a batch's body
+        self._closed = False
+        self._forced = False
+        self._released = threading.Event()
+
+    def __call__(self, df: Any, batch_id: int) -> None:
+        with self._lock:
+            held = self._closed
+            if not held:
+                self._running = threading.get_ident()
+        if held:
+            self._unwind()
+        try:
+            self.body(df, batch_id)
+        except Exception:
+            if not self._forced:
+                raise
+            cut = True  # the stop cancelled this batch's jobs: unwind as interrupted
+        else:
+            cut = False
+        finally:
+            with self._lock:
+                self._running = None
+                self._lock.notify_all()
+        if cut:
+            self._unwind()
+
+    @property
+    def closed(self) -> bool:
+        """Whether the query is stopping (no batch starts any more)."""
+        return self._closed
+
+    def in_batch(self) -> bool:
+        """Whether the calling thread runs a batch (an ``on_batch`` callback)."""
+        return self._running == threading.get_ident()
+
+    def close(self) -> None:
+        """No batch starts from now on."""
+        with self._lock:
+            self._closed = True
+
+    def wait_idle(self, until: float, *, clock: Callable[[], float] = time.monotonic) -> bool:
+        """Wait (until ``until`` on ``clock``) for the running batch to finish; whether it
+        did."""
+        with self._lock:
+            while self._running is not None:
+                left = until - clock()
+                if left <= 0:
+                    return False
+                self._lock.wait(min(left, 0.1))
+            return True
+
+    def force(self) -> None:
+        """The running batch is cut short by the stop that follows."""
+        self._forced = True
+
+    def release(self) -> None:
+        """The query is stopped: a batch held at the gate unwinds."""
+        self._released.set()
+
+    def _unwind(self) -> Never:
+        """End the batch as Spark's stop interrupted it: wait for the stop, then an
+        interrupted JVM call in the query's own thread (Python calls from a
+        ``foreachBatch`` run in it). Its error carries no stack trace, so that Spark's
+        check of the message for the interruption stays short."""
+        from py4j.protocol import Py4JJavaError
+
+        self._released.wait(RELEASE_S)
+        jvm = self.spark.sparkContext._jvm
+        gateway = self.spark.sparkContext._gateway
+        jvm.java.lang.Thread.currentThread().interrupt()  # kept: stop() interrupted it
+        try:
+            jvm.java.lang.Thread.sleep(1)
+        except Py4JJavaError as exc:
+            exc.java_exception.setStackTrace(gateway.new_array(jvm.java.lang.StackTraceElement, 0))
+            raise exc from None
+        raise StreamscaleError("the query stopped before this batch ran", item="batch")
+
+
+#: How long a batch held at a closed gate waits for the query's stop (seconds).
+RELEASE_S = 600.0
