@@ -125,8 +125,8 @@ def workload(
 
 
 def _problems(ctx: PlanningContext, plan: Plan) -> tuple[QueueingProblem, Any, Any]:
-    execs, loads = planning_inputs(ctx)
-    names = [ex.instance for ex in execs]
+    insts, loads = planning_inputs(ctx)
+    names = [ex.instance for ex in insts]
     q = QueueingProblem(
         tuple(loads[n].arrival for n in names),
         tuple(loads[n].service for n in names),
@@ -134,7 +134,7 @@ def _problems(ctx: PlanningContext, plan: Plan) -> tuple[QueueingProblem, Any, A
         T_MAX_MS / 1000.0,
         ctx.cluster.total_cores,
     )
-    return q, execs, loads
+    return q, insts, loads
 
 
 def bench_scheduler_time(nodes: int, changes: int, seed: int) -> dict[str, Any]:
@@ -149,17 +149,17 @@ def bench_scheduler_time(nodes: int, changes: int, seed: int) -> dict[str, Any]:
     total_k: list[int] = []
     for snap in workload(topo, changes, seed):
         ctx = PlanningContext(topo, cluster, snap, params={"latency_target_ms": T_MAX_MS})
-        q, execs, loads = _problems(ctx, plan)
-        x0 = placement_matrix(plan, execs, names)
+        q, insts, loads = _problems(ctx, plan)
+        x0 = placement_matrix(plan, insts, names)
         t0 = time.perf_counter()
         alloc = allocate(q)
         problem = AssignmentProblem(
             tuple(8 for _ in names),
             x0,
             alloc.cores,
-            tuple(float(loads[ex.instance].state) for ex in execs),
-            tuple(names.index(ex.home) for ex in execs),
-            tuple(loads[ex.instance].bytes_rate for ex in execs),
+            tuple(float(loads[ex.instance].state) for ex in insts),
+            tuple(names.index(ex.home) for ex in insts),
+            tuple(loads[ex.instance].bytes_rate for ex in insts),
         )
         assign_cores(problem)
         sched.append((time.perf_counter() - t0) * 1000.0)
@@ -201,9 +201,9 @@ def _remote_bytes_rate(ctx: PlanningContext, plan: Plan) -> float:
     Each executor's input + output bytes/s, weighted by the load share of its
     shards served by tasks away from its home node (paper 000, §5 remote transfer).
     """
-    execs, loads = planning_inputs(ctx)
+    insts, loads = planning_inputs(ctx)
     total = 0.0
-    for ex in execs:
+    for ex in insts:
         ld = loads[ex.instance]
         if ld.load <= 0:
             continue

@@ -212,7 +212,7 @@ def test_more_elastic_executors_than_cores_is_refused_at_once(topo: Topology) ->
         with pytest.raises(StreamscaleError) as err:
             make_policy(name, topo, small, seed=0)
         assert err.value.item == f"policy {name}"
-        assert "4 elastic executors need a core each, the cluster has 3" in str(err.value)
+        assert "4 instances need a core each, the cluster has 3" in str(err.value)
     enough = Cluster.build([Node("a", cores=2), Node("b", cores=2)])
     assert make_policy("elastic", topo, enough, seed=0).name == "elastic"
     make_policy("static", topo, small, seed=0)  # one fixed plan: not sized, not refused

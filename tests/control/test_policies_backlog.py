@@ -14,7 +14,7 @@ from streamscale.model import (
     Snapshot,
     Topology,
 )
-from streamscale.planning.elastic_plan import backlog_rates, executor_loads, executors
+from streamscale.planning.elastic_plan import backlog_rates, instance_loads, keyed_instances
 
 
 def _snapshot(loads: np.ndarray, *, backlog: float = 0.0, source_backlog: float = 0.0) -> Snapshot:
@@ -44,9 +44,9 @@ def test_backlog_rates_hand_checked(topo: Topology) -> None:
 def test_backlog_spread_by_load(topo: Topology, cluster: Cluster) -> None:
     loads = _even(1.0)
     loads[:64] *= 3.0  # executor 0 carries half of the operator's load
-    execs = executors(topo, cluster)
-    plain = executor_loads(topo, execs, _snapshot(loads), catch_up_s=30.0)
-    more = executor_loads(topo, execs, _snapshot(loads, backlog=6000.0), catch_up_s=30.0)
+    insts = keyed_instances(topo, cluster)
+    plain = instance_loads(topo, insts, _snapshot(loads), catch_up_s=30.0)
+    more = instance_loads(topo, insts, _snapshot(loads, backlog=6000.0), catch_up_s=30.0)
     assert more["calc[0]"].backlog_rate == pytest.approx(100.0)
     assert more["calc[1]"].backlog_rate == pytest.approx(100.0 / 3)
     for inst, ld in plain.items():

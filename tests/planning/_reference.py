@@ -15,7 +15,7 @@ import numpy as np
 from streamscale.model import Cluster, CoreMove, Plan, Topology
 from streamscale.model.ids import instance_of, parse_unit, unit_id
 from streamscale.planning.balancing.shard_balance import BalanceResult, imbalance, task_loads
-from streamscale.planning.elastic_plan import ExecutorInfo, executor_id
+from streamscale.planning.elastic_plan import InstanceInfo, instance_name
 
 _EPS = 1e-12
 
@@ -61,23 +61,23 @@ def balance_shards(
     return BalanceResult(tuple(final), moves, delta0, imbalance(per), rounds)
 
 
-def executors(topology: Topology, cluster: Cluster) -> tuple[ExecutorInfo, ...]:
+def keyed_instances(topology: Topology, cluster: Cluster) -> tuple[InstanceInfo, ...]:
     """Homes by a scan of every node per executor: fewest homes per core, most cores."""
     taken = dict.fromkeys(cluster.names, 0)
     cores = {n.name: n.cores for n in cluster.nodes}
-    out: list[ExecutorInfo] = []
+    out: list[InstanceInfo] = []
     for op in topology.processing:
         if not op.keyed:
             continue
         for e in range(op.instances):
             home = min(cluster.names, key=lambda n: (taken[n] / cores[n], -cores[n]))
             taken[home] += 1
-            out.append(ExecutorInfo(executor_id(op.name, e), op.name, e, op.shards, home))
+            out.append(InstanceInfo(instance_name(op.name, e), op.name, e, op.shards, home))
     return tuple(out)
 
 
 def realize_units(
-    current: Plan, execs: Sequence[ExecutorInfo], x: np.ndarray, nodes: Sequence[str]
+    current: Plan, insts: Sequence[InstanceInfo], x: np.ndarray, nodes: Sequence[str]
 ) -> tuple[dict[str, str], dict[str, list[int | None]]]:
     """Unit names of assignment ``x``, every node visited for every executor."""
     by_inst: dict[str, list[tuple[int, str]]] = {}
@@ -89,7 +89,7 @@ def realize_units(
         units.sort()
     placement: dict[str, str] = {}
     renames: dict[str, list[int | None]] = {}
-    for j, ex in enumerate(execs):
+    for j, ex in enumerate(insts):
         k = int(x[:, j].sum())
         old = by_inst.get(ex.instance, [])
         top = max((t for t, _ in old), default=-1) + 1

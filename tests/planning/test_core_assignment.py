@@ -143,7 +143,7 @@ def test_one_core_short_matches_brute_force(p: AssignmentProblem) -> None:
 def test_errors() -> None:
     with pytest.raises(InfeasibleError):
         AssignmentProblem((1, 1), np.zeros((2, 2)), (2, 1), (1.0, 1.0), (0, 1))
-    with pytest.raises(ModelError, match="executor 1"):
+    with pytest.raises(ModelError, match="instance 1"):
         AssignmentProblem((2, 2), np.zeros((2, 2)), (1, 0), (1.0, 1.0), (0, 1))
     with pytest.raises(ModelError, match="shape"):
         AssignmentProblem((2, 2), np.zeros((3, 2)), (1, 1), (1.0, 1.0), (0, 1))

@@ -17,9 +17,9 @@ from streamscale.model import (
     Topology,
 )
 from streamscale.planning.elastic_plan import (
-    executor_loads,
-    executors,
     fill_assignment,
+    instance_loads,
+    keyed_instances,
     placement_matrix,
     realize_units,
     table_to_tasks,
@@ -45,16 +45,16 @@ def _topo(instances: int = 2, shards: int = 4) -> Topology:
 
 def test_executors_and_homes() -> None:
     cluster = Cluster.build([Node("a", cores=8), Node("b", cores=4)])
-    execs = executors(_topo(instances=3), cluster)
-    assert [e.instance for e in execs] == ["op[0]", "op[1]", "op[2]"]  # non-keyed skipped
-    assert [e.home for e in execs] == ["a", "b", "a"]  # proportional to cores
+    insts = keyed_instances(_topo(instances=3), cluster)
+    assert [e.instance for e in insts] == ["op[0]", "op[1]", "op[2]"]  # non-keyed skipped
+    assert [e.home for e in insts] == ["a", "b", "a"]  # proportional to cores
 
 
 def test_loads_from_snapshot_and_model() -> None:
     topo = _topo()
     cluster = Cluster.uniform(2, cores=2)
-    execs = executors(topo, cluster)
-    model = executor_loads(topo, execs, None)
+    insts = keyed_instances(topo, cluster)
+    model = instance_loads(topo, insts, None)
     assert model["op[0]"].load == pytest.approx(0.5)  # 1000 t/s × 1 ms over 2 executors
     assert model["op[0]"].arrival == pytest.approx(500.0)
     assert model["op[0]"].state == 4000
@@ -63,7 +63,7 @@ def test_loads_from_snapshot_and_model() -> None:
         operators={"op": OperatorStats(1000.0, 1000.0, 2000.0)},
         shards=[ShardStats("op", s, 0.1 * s, 1, 10 * s) for s in range(8)],
     )
-    obs = executor_loads(topo, execs, snap)
+    obs = instance_loads(topo, insts, snap)
     assert obs["op[1]"].shard_load.tolist() == pytest.approx([0.4, 0.5, 0.6, 0.7])
     assert obs["op[1]"].arrival == pytest.approx(2.2 * 2000.0)
     assert obs["op[1]"].shard_bytes.tolist() == [40, 50, 60, 70]
@@ -71,18 +71,18 @@ def test_loads_from_snapshot_and_model() -> None:
 
 def test_realize_units_keeps_ids_and_renames_on_same_node() -> None:
     topo = _topo(instances=1)
-    execs = executors(topo, Cluster.uniform(2, cores=4))
+    insts = keyed_instances(topo, Cluster.uniform(2, cores=4))
     cur = Plan(placement=Placement({"op[0]#0": "n1", "op[0]#1": "n2", "op[0]#2": "n1"}))
     nodes = ["n1", "n2"]
-    assert placement_matrix(cur, execs, nodes).tolist() == [[2], [1]]
+    assert placement_matrix(cur, insts, nodes).tolist() == [[2], [1]]
     # one core fewer on n1: n1 keeps its lowest unit (0), unit 2 is released
     x = np.array([[1], [1]])
-    place, ren = realize_units(cur, execs, x, nodes)
+    place, ren = realize_units(cur, insts, x, nodes)
     assert place == {"op[0]#0": "n1", "op[0]#1": "n2"}
     assert ren["op[0]"] == [0, 1, None]
     # drop n2's core: unit 2 (n1) is renamed into the freed index 1, same node
     x = np.array([[2], [0]])
-    place, ren = realize_units(cur, execs, x, nodes)
+    place, ren = realize_units(cur, insts, x, nodes)
     assert place == {"op[0]#0": "n1", "op[0]#1": "n1"}
     assert ren["op[0]"] == [0, None, 1]
     table = ("op[0]#2", "op[0]#1", "op[0]#0", "op[0]#2")
@@ -127,9 +127,9 @@ def _queued_at_executor_1() -> Snapshot:
 
 def test_catch_up_goes_to_the_executor_the_queue_waits_at() -> None:
     topo = _topo()
-    execs = executors(topo, Cluster.uniform(2, cores=2))
+    insts = keyed_instances(topo, Cluster.uniform(2, cores=2))
     snap = _queued_at_executor_1()
-    loads = executor_loads(topo, execs, snap, catch_up_s=30.0)
+    loads = instance_loads(topo, insts, snap, catch_up_s=30.0)
     assert loads["op[0]"].backlog_rate == pytest.approx(0.0)
     assert loads["op[1]"].backlog_rate == pytest.approx(600.0 / 30.0)
     assert loads["op[1]"].queued == pytest.approx(600.0)
@@ -138,7 +138,7 @@ def test_catch_up_goes_to_the_executor_the_queue_waits_at() -> None:
 
 def test_no_nodes() -> None:
     with pytest.raises(ModelError):
-        executors(_topo(), Cluster(()))
+        keyed_instances(_topo(), Cluster(()))
 
 
 def _random_topology(rng: np.random.Generator) -> Topology:
@@ -164,7 +164,7 @@ def test_executors_match_the_scanning_reference() -> None:
             for i in range(int(rng.integers(1, 30)))
         ]
         cluster, topo = Cluster.build(nodes), _random_topology(rng)
-        assert executors(topo, cluster) == ref.executors(topo, cluster)
+        assert keyed_instances(topo, cluster) == ref.keyed_instances(topo, cluster)
 
 
 def test_realize_units_matches_the_reference() -> None:
@@ -172,28 +172,28 @@ def test_realize_units_matches_the_reference() -> None:
     for _ in range(60):
         topo = _random_topology(rng)
         cluster = Cluster.uniform(int(rng.integers(1, 12)), cores=4)
-        execs = executors(topo, cluster)
+        insts = keyed_instances(topo, cluster)
         nodes = list(cluster.names)
         units = {}
-        for ex in execs:
+        for ex in insts:
             for t in rng.choice(12, int(rng.integers(0, 6)), replace=False).tolist():
                 units[f"{ex.instance}#{t}"] = str(rng.choice([*nodes, "gone"]))
         units["stray"] = nodes[0]
         cur = Plan(placement=Placement(units))
-        x = rng.integers(0, 3, (len(nodes), len(execs)))
-        assert realize_units(cur, execs, x, nodes) == ref.realize_units(cur, execs, x, nodes)
+        x = rng.integers(0, 3, (len(nodes), len(insts)))
+        assert realize_units(cur, insts, x, nodes) == ref.realize_units(cur, insts, x, nodes)
 
 
 def test_latency_catch_up_sizes_for_the_larger_of_rate_and_backlog() -> None:
     topo = _topo()
-    execs = executors(topo, Cluster.uniform(2, cores=2))
+    insts = keyed_instances(topo, Cluster.uniform(2, cores=2))
     snap = _queued_at_executor_1()
     # executor 1: 500 t/s arriving, its 600 queued tuples at 600 / 30 = 20 t/s: the rate
     # decides (draining would add them: 520); with a 1 s catch-up the queue decides (600)
-    slow = executor_loads(topo, execs, snap, catch_up_s=30.0, catch_up_form="latency")
+    slow = instance_loads(topo, insts, snap, catch_up_s=30.0, catch_up_form="latency")
     assert slow["op[1]"].arrival == pytest.approx(500.0)
-    fast = executor_loads(topo, execs, snap, catch_up_s=1.0, catch_up_form="latency")
+    fast = instance_loads(topo, insts, snap, catch_up_s=1.0, catch_up_form="latency")
     assert fast["op[1]"].arrival == pytest.approx(600.0)
     assert fast["op[0]"].arrival == pytest.approx(500.0)
     with pytest.raises(ValueError, match="catch_up_form"):
-        executor_loads(topo, execs, snap, catch_up_s=1.0, catch_up_form="soon")
+        instance_loads(topo, insts, snap, catch_up_s=1.0, catch_up_form="soon")

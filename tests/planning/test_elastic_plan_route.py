@@ -19,8 +19,8 @@ from streamscale.model import (
 from streamscale.planning.balancing.shard_balance import balance_shards, imbalance, task_loads
 from streamscale.planning.elastic_plan import (
     assemble,
-    executor_loads,
-    executors,
+    instance_loads,
+    keyed_instances,
     route,
     table_delta,
     table_to_tasks,
@@ -60,21 +60,21 @@ def test_table_delta_matches_imbalance() -> None:
 def test_route_equals_balancing_every_executor(seed: int, theta: float) -> None:
     rng = np.random.default_rng(seed)
     topo, cluster = _topo(), _cluster()
-    execs = executors(topo, cluster)
+    insts = keyed_instances(topo, cluster)
     shards = []
     for op, e in (("a", 3), ("b", 2)):
         shards += [ShardStats(op, i, float(v), 1, 100) for i, v in enumerate(rng.random(e * 16))]
     snap = Snapshot.build(time=1.0, operators={}, shards=shards)
-    loads = executor_loads(topo, execs, snap)
-    cores = {ex.instance: int(rng.integers(1, 4)) for ex in execs}
+    loads = instance_loads(topo, insts, snap)
+    cores = {ex.instance: int(rng.integers(1, 4)) for ex in insts}
     tables = {}
-    for ex in execs:
+    for ex in insts:
         # tables over 1..3 tasks: some executors lose tasks (orphans), some gain
         k0 = int(rng.integers(1, 4))
         tables[ex.instance] = tasks_to_table(ex.instance, rng.integers(0, k0, ex.shards).tolist())
     plan: Plan = assemble({}, {}, tables)
-    got, results = route(plan, execs, loads, cores, theta=theta)
-    for ex in execs:
+    got, results = route(plan, insts, loads, cores, theta=theta)
+    for ex in insts:
         cur = table_to_tasks(tables[ex.instance], ex.instance, ex.shards, None)
         ref = balance_shards(loads[ex.instance].shard_load, cur, cores[ex.instance], theta=theta)
         assert got[ex.instance] == tasks_to_table(ex.instance, ref.tasks)
@@ -83,38 +83,38 @@ def test_route_equals_balancing_every_executor(seed: int, theta: float) -> None:
         assert results[ex.instance].delta_after == pytest.approx(ref.delta_after)
     # the tables and δ a caller read already give the same routing, result for result
     known = {}
-    for ex in execs:
+    for ex in insts:
         cur = table_to_tasks(tables[ex.instance], ex.instance, ex.shards, None)
         known[ex.instance] = (
             cur,
             table_delta(loads[ex.instance].shard_load, cur, cores[ex.instance]),
         )
-    assert route(plan, execs, loads, cores, theta=theta, known=known) == (got, results)
+    assert route(plan, insts, loads, cores, theta=theta, known=known) == (got, results)
 
 
 def test_route_applies_renames_on_the_fast_path() -> None:
     topo, cluster = _topo(shards=4), _cluster()
-    execs = executors(topo, cluster)
+    insts = keyed_instances(topo, cluster)
     snap = Snapshot.build(time=1.0, operators={}, shards=[])
-    loads = executor_loads(topo, execs, snap)
-    inst = execs[0].instance
+    loads = instance_loads(topo, insts, snap)
+    inst = insts[0].instance
     plan = assemble({}, {}, {inst: tasks_to_table(inst, [0, 2, 0, 2])})
-    cores = {ex.instance: 2 for ex in execs}
+    cores = {ex.instance: 2 for ex in insts}
     # unit 2 renamed to 1: balanced already, yet the table must name the new unit
-    got, _ = route(plan, execs, loads, cores, {inst: [0, None, 1]}, theta=1.2)
+    got, _ = route(plan, insts, loads, cores, {inst: [0, None, 1]}, theta=1.2)
     assert got[inst] == (f"{inst}#0", f"{inst}#1", f"{inst}#0", f"{inst}#1")
 
 
 def test_shard_records_in_any_order() -> None:
     topo, cluster = _topo(shards=2), _cluster()
-    execs = executors(topo, cluster)
+    insts = keyed_instances(topo, cluster)
     ops = {"a": OperatorStats(100.0, 100.0, 1000.0), "b": OperatorStats(100.0, 100.0, 500.0)}
     recs = [ShardStats("a", i, 0.01 * (i + 1), 1, 10 * i) for i in range(6)]
     recs += [ShardStats("b", i, 0.02 * (i + 1), 1, 7 * i) for i in range(4)]
     rng = np.random.default_rng(0)
     mixed = [recs[i] for i in rng.permutation(len(recs))]
-    a = executor_loads(topo, execs, Snapshot.build(time=1.0, operators=ops, shards=recs))
-    b = executor_loads(topo, execs, Snapshot.build(time=1.0, operators=ops, shards=mixed))
+    a = instance_loads(topo, insts, Snapshot.build(time=1.0, operators=ops, shards=recs))
+    b = instance_loads(topo, insts, Snapshot.build(time=1.0, operators=ops, shards=mixed))
     for inst, ld in a.items():
         np.testing.assert_allclose(ld.shard_load, b[inst].shard_load)
         np.testing.assert_array_equal(ld.shard_bytes, b[inst].shard_bytes)

@@ -100,7 +100,7 @@ def test_free_and_idle_executors() -> None:
 
 
 def test_bad_problem() -> None:
-    with pytest.raises(ModelError, match="executor 1"):
+    with pytest.raises(ModelError, match="instance 1"):
         QueueingProblem((1.0, -1.0), (1.0, 1.0), 1.0, 1.0, 2)
     with pytest.raises(ModelError):
         QueueingProblem((1.0,), (1.0,), 1.0, 0.0, 2)

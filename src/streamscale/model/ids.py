@@ -8,7 +8,8 @@ typed values and functions here, never through slicing.
 kind       string form          meaning
 =========  ===================  ===========================================
 operator   ``op``               a vertex of the topology
-instance   ``op[e]`` or ``op``  elastic executor ``e`` of ``op`` (paper 000);
+instance   ``op[e]`` or ``op``  instance ``e`` of ``op`` (Elasticutor's
+                                "elastic executor", paper 000);
                                 a bare ``op`` is an operator-level instance
                                 (RC units, paper 001 groups, paper 004 tasks)
 unit       ``inst#i``           the ``i``-th core-sized piece of an instance:
@@ -65,7 +66,7 @@ _NODE = re.compile(r"^executor-(?P<i>\d+)$")
 
 @dataclass(frozen=True, slots=True, order=True)
 class InstanceId:
-    """An instance: executor ``index`` of ``operator`` (``None``: the operator itself)."""
+    """An instance: number ``index`` of ``operator`` (``None``: the operator itself)."""
 
     operator: str
     index: int | None = None

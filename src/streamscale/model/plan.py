@@ -1,7 +1,7 @@
 """Plans: how much (allocation), where (placement) and which keys (routing).
 
-Vocabulary (docs/architecture.md, "Vocabulary"): an *instance* is an elastic executor, a group's
-task or a task's thread bundle; a *unit* is one core-sized piece of an
+Vocabulary (docs/architecture.md, "Vocabulary"): an *instance* is Elasticutor's elastic
+executor, a group's task or a task's thread bundle; a *unit* is one core-sized piece of an
 instance (an Elasticutor task, a paper-001 task, a paper-004 thread); a
 *target* of routing is a unit (or a node, for ALBIC's key group → node).
 

@@ -2,7 +2,7 @@
 
 Loads are in cores (1.0 = one core fully busy); rates in tuples/s; sizes in bytes.
 A shard is identified by its operator and its index within the operator
-(executor ``e`` with ``Z`` shards owns indices ``e·Z … e·Z+Z−1``); in ALBIC's
+(instance ``e`` with ``Z`` shards owns indices ``e·Z … e·Z+Z−1``); in ALBIC's
 terms a shard is a key group.
 """
 

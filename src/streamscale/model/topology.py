@@ -43,7 +43,7 @@ class Operator:
     tuple_bytes
         Size of one output tuple in bytes.
     instances
-        Parallelism: executors (Elasticutor), tasks (paper 001), threads (004).
+        Parallelism: instances (Elasticutor's elastic executors), tasks (paper 001), threads (004).
     shards
         Shards (key groups) per instance for keyed operators.
     rate

@@ -1,17 +1,17 @@
-"""Elastic-executor plans: the glue between the domain model and Elasticutor's planners.
+"""Plans of instances: the glue between the domain model and Elasticutor's planners.
 
-Paper 000 (Elasticutor), §3: every keyed operator has ``E`` elastic executors
-(``operator.instances``), each owning ``Z`` shards (``operator.shards``) by a
-static hash; executor ``e`` of operator ``op`` is the instance ``op[e]`` and its
-``k`` cores are the units ``op[e]#0 … op[e]#k−1``. This module extracts what the
-planners need from a snapshot (per-shard load and state, per-executor rates), keeps
+Paper 000 (Elasticutor), §3: every keyed operator has ``E`` instances (the paper's
+elastic executors, ``operator.instances``), each owning ``Z`` shards
+(``operator.shards``) by a static hash; instance ``e`` of operator ``op`` is ``op[e]``
+and its ``k`` cores are the units ``op[e]#0 … op[e]#k−1``. This module extracts what the
+planners need from a snapshot (per-shard load and state, per-instance rates), keeps
 unit identities stable across re-plans (so a shard only "moves" when it has to) and
 assembles :class:`~streamscale.model.Plan` objects. It is pure: no clock, no I/O.
 
 Examples
 --------
-A keyed operator of two executors with four shards each, at 300 t/s and μ = 1000/10 ms
-= 100 t/s per core, on two 2-core nodes: each executor gets 150 t/s, each shard 3/8 of a
+A keyed operator of two instances with four shards each, at 300 t/s and μ = 1000/10 ms
+= 100 t/s per core, on two 2-core nodes: each instance gets 150 t/s, each shard 3/8 of a
 core. ``agg[1]`` grows from one core to two: its new task takes two of its shards
 (δ = 2 → 1), ``agg[0]``'s table is kept.
 
@@ -21,21 +21,21 @@ core. ``agg[1]`` grows from one core to two: its new task takes two of its shard
 ...                             Operator("agg", key="k", cost_ms=10.0, instances=2, shards=4)],
 ...                       [Edge("src", "agg", "key"), Edge("agg", "out")])
 >>> cluster = Cluster.uniform(2, cores=2)
->>> execs = executors(topo, cluster)
->>> [(e.instance, e.home) for e in execs]
+>>> insts = keyed_instances(topo, cluster)
+>>> [(e.instance, e.home) for e in insts]
 [('agg[0]', 'n1'), ('agg[1]', 'n2')]
->>> loads = executor_loads(topo, execs, None, rate=300.0)
+>>> loads = instance_loads(topo, insts, None, rate=300.0)
 >>> loads["agg[1]"].arrival, loads["agg[1]"].service, loads["agg[1]"].shard_load.tolist()
 (150.0, 100.0, [0.375, 0.375, 0.375, 0.375])
 >>> x = fill_assignment(np.zeros((2, 2), dtype=int), [2, 1], [2, 2], [0, 1])
->>> units, _ = realize_units(Plan(), execs, x, cluster.names)
->>> tables, _ = route(Plan(), execs, loads, {"agg[0]": 2, "agg[1]": 1})
+>>> units, _ = realize_units(Plan(), insts, x, cluster.names)
+>>> tables, _ = route(Plan(), insts, loads, {"agg[0]": 2, "agg[1]": 1})
 >>> plan = assemble({"agg[0]": 2, "agg[1]": 1}, units, tables)
->>> x = fill_assignment(placement_matrix(plan, execs, cluster.names), [2, 2], [2, 2], [0, 1])
->>> units, renames = realize_units(plan, execs, x, cluster.names)
+>>> x = fill_assignment(placement_matrix(plan, insts, cluster.names), [2, 2], [2, 2], [0, 1])
+>>> units, renames = realize_units(plan, insts, x, cluster.names)
 >>> units["agg[1]#1"], renames
 ('n2', {'agg[0]': [0, 1], 'agg[1]': [0]})
->>> tables, done = route(plan, execs, loads, {"agg[0]": 2, "agg[1]": 2}, renames)
+>>> tables, done = route(plan, insts, loads, {"agg[0]": 2, "agg[1]": 2}, renames)
 >>> tables["agg[1]"], done["agg[1]"].delta_after, tables["agg[0]"] == plan.routing.tables["agg[0]"]
 (('agg[1]#1', 'agg[1]#1', 'agg[1]#0', 'agg[1]#0'), 1.0, True)
 """
@@ -65,14 +65,14 @@ from streamscale.planning.allocation.surge import CATCH_UP_FORM, CATCH_UP_FORMS
 from streamscale.planning.balancing.shard_balance import THETA, BalanceResult, balance_shards
 
 __all__ = [
-    "ExecutorInfo",
-    "ExecutorLoad",
+    "InstanceInfo",
+    "InstanceLoad",
     "assemble",
     "backlog_rates",
-    "executor_id",
-    "executor_loads",
-    "executors",
     "fill_assignment",
+    "instance_loads",
+    "instance_name",
+    "keyed_instances",
     "placement_matrix",
     "realize_units",
     "route",
@@ -83,14 +83,14 @@ __all__ = [
 ]
 
 
-def executor_id(operator: str, index: int) -> str:
-    """Instance id of executor ``index`` of ``operator`` (``op[e]``, :mod:`streamscale.model.ids`)."""
+def instance_name(operator: str, index: int) -> str:
+    """Id of instance ``index`` of ``operator`` (``op[e]``, :mod:`streamscale.model.ids`)."""
     return instance_id(operator, index)
 
 
 @dataclass(frozen=True, slots=True)
-class ExecutorInfo:
-    """One elastic executor: its operator, index, shard count ``Z`` and home node I(j)."""
+class InstanceInfo:
+    """One instance: its operator, index, shard count ``Z`` and home node I(j)."""
 
     instance: str
     operator: str
@@ -100,15 +100,15 @@ class ExecutorInfo:
 
 
 @dataclass(frozen=True, slots=True)
-class ExecutorLoad:
-    """Observed or modelled demand of one executor.
+class InstanceLoad:
+    """Observed or modelled demand of one instance.
 
     ``shard_load`` is in cores per local shard (length ``Z``); ``shard_bytes`` is the
     state size of each local shard; ``arrival`` λ_j and ``service`` μ_j are tuples/s
     (μ per core); ``bytes_rate`` is input + output bytes/s (data intensity × k);
-    ``backlog_rate`` is the part of ``arrival`` that drains the executor's share of
+    ``backlog_rate`` is the part of ``arrival`` that drains the instance's share of
     the backlog within the catch-up time (0 without backlog); ``queued`` the tuples
-    waiting at the executor's own tasks (0 when the snapshot does not say).
+    waiting at the instance's own tasks (0 when the snapshot does not say).
     """
 
     shard_load: np.ndarray
@@ -128,22 +128,22 @@ class ExecutorLoad:
         return int(self.shard_bytes.sum())
 
 
-def executors(topology: Topology, cluster: Cluster) -> tuple[ExecutorInfo, ...]:
-    """All elastic executors of the topology's keyed processing operators.
+def keyed_instances(topology: Topology, cluster: Cluster) -> tuple[InstanceInfo, ...]:
+    """All instances of the topology's keyed processing operators.
 
     Home nodes I(j) are spread over the nodes in proportion to their cores
-    (each executor goes to the node with the most cores not yet hosting a home),
+    (each instance goes to the node with the most cores not yet hosting a home),
     a pure function of the topology and cluster so every re-plan agrees on them.
     """
     if not cluster.nodes:
-        raise ModelError("cluster has no nodes to run executors on", item="cluster")
+        raise ModelError("cluster has no nodes to run instances on", item="cluster")
     names = cluster.names
     cores = [n.cores for n in cluster.nodes]
     # the node with the fewest homes per core, then the most cores, then the first:
     # a heap of (taken / cores, −cores, position) pops exactly what a scan would pick
     heap = [(0.0, -c, i, 0) for i, c in enumerate(cores)]
     heapq.heapify(heap)
-    out: list[ExecutorInfo] = []
+    out: list[InstanceInfo] = []
     for op in topology.processing:
         if not op.keyed:
             continue
@@ -151,7 +151,7 @@ def executors(topology: Topology, cluster: Cluster) -> tuple[ExecutorInfo, ...]:
             # ratio comparison keeps heterogeneous nodes proportionally loaded
             _, neg, i, taken = heapq.heappop(heap)
             heapq.heappush(heap, ((taken + 1) / cores[i], neg, i, taken + 1))
-            out.append(ExecutorInfo(executor_id(op.name, e), op.name, e, op.shards, names[i]))
+            out.append(InstanceInfo(instance_name(op.name, e), op.name, e, op.shards, names[i]))
     return tuple(out)
 
 
@@ -198,25 +198,25 @@ def backlog_rates(
     return out
 
 
-def executor_loads(
+def instance_loads(
     topology: Topology,
-    execs: Sequence[ExecutorInfo],
+    insts: Sequence[InstanceInfo],
     snapshot: Snapshot | None,
     *,
     rate: float | None = None,
     catch_up_s: float | None = None,
     catch_up_form: str = CATCH_UP_FORM.default,
-) -> dict[str, ExecutorLoad]:
-    """Per-executor demand from a snapshot, falling back to the topology's model.
+) -> dict[str, InstanceLoad]:
+    """Per-instance demand from a snapshot, falling back to the topology's model.
 
     Shard loads come from ``snapshot.shards`` (global index ``e·Z + s``); an operator
     without shard statistics spreads its load ``λ/μ`` evenly over its shards. The
-    arrival rate of executor ``j`` is its share of the operator's load times μ, so
-    skew across executors is visible to the queueing model (paper 000, §4.1).
+    arrival rate of instance ``j`` is its share of the operator's load times μ, so
+    skew across instances is visible to the queueing model (paper 000, §4.1).
     With ``catch_up_s``, the operator's :func:`backlog_rates` is added (DS2-style
-    catch-up): the tuples queued at the operator's own tasks go to the executor
+    catch-up): the tuples queued at the operator's own tasks go to the instance
     they wait at (shard ``backlog`` of the snapshot), the sources' share is spread
-    in proportion to load. ``catch_up_form="latency"`` sizes an executor for the larger
+    in proportion to load. ``catch_up_form="latency"`` sizes an instance for the larger
     of its arrival rate and its backlog's catch-up rate instead of their sum: served
     first in, first out at that capacity, the backlog's last tuple waits at most
     ``catch_up_s`` (the sum drains the whole backlog within ``catch_up_s``, DS2's aim).
@@ -230,13 +230,13 @@ def executor_loads(
         for name, stats in snapshot.operators.items():
             if stats.backlog > 0:
                 own_rate[name] = stats.backlog / catch_up_s
-    by_op: dict[str, list[ExecutorInfo]] = {}
-    for ex in execs:
+    by_op: dict[str, list[InstanceInfo]] = {}
+    for ex in insts:
         by_op.setdefault(ex.operator, []).append(ex)
     # columns built once: snapshots carry thousands of shards per operator
     sh = snapshot.shards if snapshot is not None else ()
     rows = _shard_rows(sh)
-    out: dict[str, ExecutorLoad] = {}
+    out: dict[str, InstanceLoad] = {}
     for name, group in by_op.items():
         op = topology.operator(name)
         stats = snapshot.operators.get(name) if snapshot else None
@@ -271,12 +271,12 @@ def executor_loads(
             mine = float(queued[ex.index * z : (ex.index + 1) * z].sum())
             catch_up = extra.get(name, 0.0) * share
             if own_total > 0 and catch_up_s:
-                # an executor's own queue is its own: split the operator's queue by
-                # where it waits, the sources' share by load (a throttled executor's
+                # an instance's own queue is its own: split the operator's queue by
+                # where it waits, the sources' share by load (a throttled instance's
                 # observed load understates its demand, its queue does not)
                 own = own_rate.get(name, 0.0)
                 catch_up += own * (mine / own_total - share)
-            out[ex.instance] = ExecutorLoad(
+            out[ex.instance] = InstanceLoad(
                 shard_load=sl.copy(),
                 shard_bytes=state[ex.index * z : (ex.index + 1) * z].copy(),
                 arrival=max(arrival, catch_up)
@@ -329,14 +329,14 @@ def _in_bytes(topology: Topology, name: str) -> float:
     return float(np.mean([topology.edge_bytes(e) for e in ins])) if ins else 0.0
 
 
-def placement_matrix(plan: Plan, execs: Sequence[ExecutorInfo], nodes: Sequence[str]) -> np.ndarray:
-    """x̃: cores of each executor (columns) on each node (rows) in ``plan``.
+def placement_matrix(plan: Plan, insts: Sequence[InstanceInfo], nodes: Sequence[str]) -> np.ndarray:
+    """x̃: cores of each instance (columns) on each node (rows) in ``plan``.
 
     Units on nodes the cluster no longer has are ignored (their cores are gone).
     """
     row = {n: i for i, n in enumerate(nodes)}
-    col = {ex.instance: j for j, ex in enumerate(execs)}
-    x = np.zeros((len(nodes), len(execs)), dtype=np.int64)
+    col = {ex.instance: j for j, ex in enumerate(insts)}
+    x = np.zeros((len(nodes), len(insts)), dtype=np.int64)
     for unit, node in plan.placement.nodes.items():
         u = parse_unit(unit)
         j, i = (col.get(u.instance) if u else None), row.get(node)
@@ -358,7 +358,7 @@ def _units_by_instance(plan: Plan, nodes: set[str]) -> dict[str, list[tuple[int,
 
 def realize_units(
     current: Plan,
-    execs: Sequence[ExecutorInfo],
+    insts: Sequence[InstanceInfo],
     x: np.ndarray,
     nodes: Sequence[str],
 ) -> tuple[dict[str, str], dict[str, list[int | None]]]:
@@ -366,7 +366,7 @@ def realize_units(
 
     Returns the placement (unit → node) and, per instance, the map from old unit
     index to new unit index (``None`` when the unit is released). On each node an
-    executor keeps its lowest-numbered units; units numbered past the new ``k`` are
+    instance keeps its lowest-numbered units; units numbered past the new ``k`` are
     renamed into freed indices on the same node, so their shards keep their state
     (paper 000, §3: tasks of one node share state).
     """
@@ -374,7 +374,7 @@ def realize_units(
     placement: dict[str, str] = {}
     renames: dict[str, list[int | None]] = {}
     ks = x.sum(axis=0).tolist()
-    for j, ex in enumerate(execs):
+    for j, ex in enumerate(insts):
         k = int(ks[j])
         old = by_inst.get(ex.instance, [])
         top = max((t for t, _ in old), default=-1) + 1
@@ -449,8 +449,8 @@ def fill_assignment(
 
     Examples
     --------
-    Executor 1 (home node 1, one core there) grows to three: node 1's free core, then
-    node 0's, beside executor 0.
+    Instance 1 (home node 1, one core there) grows to three: node 1's free core, then
+    node 0's, beside instance 0.
 
     >>> fill_assignment(np.array([[1, 0], [0, 1]]), [1, 3], [2, 2], [0, 1]).tolist()
     [[1, 1], [0, 2]]
@@ -480,25 +480,25 @@ def fill_assignment(
 
 def route(
     current: Plan,
-    execs: Sequence[ExecutorInfo],
-    loads: Mapping[str, ExecutorLoad],
+    insts: Sequence[InstanceInfo],
+    loads: Mapping[str, InstanceLoad],
     cores: Mapping[str, int],
     renames: Mapping[str, Sequence[int | None]] | None = None,
     *,
     theta: float = THETA.default,
     known: Mapping[str, tuple[list[int | None], float | None]] | None = None,
 ) -> tuple[dict[str, tuple[str, ...]], dict[str, BalanceResult]]:
-    """Routing tables for every executor after a change of ``k`` (paper 000, §3.1).
+    """Routing tables for every instance after a change of ``k`` (paper 000, §3.1).
 
     Shards keep their task when it survives (through ``renames``), orphans and new
     tasks are handled by :func:`~streamscale.planning.balancing.shard_balance.balance_shards`.
-    ``known`` holds, per executor, the :func:`table_to_tasks` and :func:`table_delta`
+    ``known`` holds, per instance, the :func:`table_to_tasks` and :func:`table_delta`
     of these very inputs when the caller has them already (a re-plan reads every
     table once, not twice).
     """
     tables: dict[str, tuple[str, ...]] = {}
     results: dict[str, BalanceResult] = {}
-    for ex in execs:
+    for ex in insts:
         mapping = renames.get(ex.instance) if renames is not None else None
         old = current.routing.tables.get(ex.instance)
         k = cores[ex.instance]
@@ -529,7 +529,7 @@ def route(
 def table_delta(loads: np.ndarray, tasks: Sequence[int | None], k: int) -> float | None:
     """δ of ``tasks`` over ``k`` tasks (as :func:`imbalance`); ``None`` if a shard has no task.
 
-    A lean form of ``imbalance(task_loads(...))`` for the many small executors of
+    A lean form of ``imbalance(task_loads(...))`` for the many small instances of
     one re-plan (paper 000, §3.1).
     """
     if k < 1 or None in tasks or (len(tasks) and max(tasks) >= k):  # type: ignore[type-var]
@@ -548,19 +548,19 @@ def trim_cores(
     *,
     wait_s: float = 0.05,
 ) -> list[int]:
-    """Remove cores until ``Σk ≤ limit`` (never below one per executor).
+    """Remove cores until ``Σk ≤ limit`` (never below one per instance).
 
-    Demand is read from the queues first: an executor whose tasks hold more than
+    Demand is read from the queues first: an instance whose tasks hold more than
     ``wait_s`` seconds of queued work per core (``queued_s``: queued tuples ÷ μ,
     in core-seconds) is throttled — it serves at most its cores, so its observed
     load is no measure of its demand — and loses a core only once every
-    executor that is not throttled is down to one. Within each group a core
-    comes from the executor whose utilisation ``need / (k − 1)`` stays lowest
+    instance that is not throttled is down to one. Within each group a core
+    comes from the instance whose utilisation ``need / (k − 1)`` stays lowest
     without it, so the scarce cores go where demand per core is highest.
 
     Examples
     --------
-    Six cores for a limit of four: without a core the first executor would run at
+    Six cores for a limit of four: without a core the first instance would run at
     1.0/2 = 0.5, the second at 1.5/1 (the third has one): the first loses two.
 
     >>> trim_cores([3, 2, 1], [1.0, 1.5, 0.5], 4)

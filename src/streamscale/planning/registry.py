@@ -23,7 +23,7 @@ from streamscale.model import Cluster, PerformanceModel, Plan, Snapshot, Topolog
 from streamscale.settings import Schema
 
 if TYPE_CHECKING:
-    from streamscale.planning.elastic_plan import ExecutorLoad
+    from streamscale.planning.elastic_plan import InstanceLoad
 
 __all__ = [
     "ADAPTERS_PACKAGE",
@@ -51,7 +51,7 @@ ADAPTERS_PACKAGE = "streamscale.planning.adapters"
 class PlanningContext:
     """Everything an adapter may read. ``now`` is injected; ``seed`` drives randomness.
 
-    ``loads`` is the demand of each elastic executor (``op[e]``) for this decision,
+    ``loads`` is the demand of each instance (``op[e]``) for this decision,
     computed once by the caller (:func:`streamscale.planning.adapters.elasticutor.with_loads`)
     so that every step of one decision reads the same figures; ``None``: each step
     derives them from the snapshot.
@@ -65,7 +65,7 @@ class PlanningContext:
     params: Mapping[str, Any] = field(default_factory=dict)
     seed: int | None = None
     now: float = 0.0
-    loads: Mapping[str, ExecutorLoad] | None = None
+    loads: Mapping[str, InstanceLoad] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -237,8 +237,8 @@ def compose(
 
     Examples
     --------
-    Elasticutor's chain on two executors of 150 t/s each (μ = 100 t/s per core, T_max =
-    20 ms): the queueing model asks for 3 + 2 cores, the placer puts them on the executors'
+    Elasticutor's chain on two instances of 150 t/s each (μ = 100 t/s per core, T_max =
+    20 ms): the queueing model asks for 3 + 2 cores, the placer puts them on the instances'
     home nodes, the balancer routes the shards (see the steps' own examples).
 
     >>> from streamscale.model import Cluster, Edge, Operator, Topology

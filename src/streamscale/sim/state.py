@@ -20,13 +20,13 @@ from streamscale.errors import ModelError
 from streamscale.model import Operator, Plan, Topology
 from streamscale.model.plan import unit_id
 
-__all__ = ["LATENCY_BINS", "OpState", "Pools", "SimConfig", "executor_id", "shard_targets"]
+__all__ = ["LATENCY_BINS", "OpState", "Pools", "SimConfig", "instance_name", "shard_targets"]
 
 #: Upper edges (seconds) of the latency histogram bins: 0.1 ms … ~3 h, log-spaced.
 LATENCY_BINS: np.ndarray = np.logspace(-4, 4, 321)
 
 
-def executor_id(operator: str, index: int) -> str:
+def instance_name(operator: str, index: int) -> str:
     """Instance id of executor ``index`` of ``operator`` (CONTRACTS: ``op[e]``)."""
     return f"{operator}[{index}]"
 
@@ -159,7 +159,7 @@ def shard_targets(
     out = np.zeros(st.shards, dtype=np.int64)
     protocol = "ec"
     for e in range(st.executors):
-        inst = executor_id(name, e)
+        inst = instance_name(name, e)
         if not st.keyed:
             k = int(plan.allocation.cores.get(inst, 0))
             if k < 1:

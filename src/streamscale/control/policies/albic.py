@@ -17,7 +17,7 @@ implementation of it; it decides the node count from the demand before balancing
    ``max_migrations`` / ``max_migration_bytes`` per round, collocating key groups
    that exchange traffic (``Snapshot.traffic``: shard ``g`` of an upstream keyed
    operator feeding shard ``g`` of a downstream one sharing its key).
-4. **Realize as units.** Executor ``op[e]`` gets one unit per node holding any of
+4. **Realize as units.** Instance ``op[e]`` gets one unit per node holding any of
    its shards, ``op[e]#i`` where ``i`` is the node's index in the cluster, placed
    on that node; its routing table sends each shard to its node's unit. So a shard
    moves exactly when its key group changes node, and ``Allocation.cores[op[e]]``
@@ -60,9 +60,9 @@ ALBIC_POLICY_SETTINGS = ALBIC_SETTINGS.merged(
 
 
 def realize_nodes(plan: Plan, cluster: Cluster, instances: Mapping[str, int]) -> Plan:
-    """The key group → node plan of the ``albic`` balancer as per-(executor, node) units.
+    """The key group → node plan of the ``albic`` balancer as per-(instance, node) units.
 
-    ``instances`` maps each keyed operator to its executor count; the balancer's
+    ``instances`` maps each keyed operator to its instance count; the balancer's
     operator-level units ``op#j`` are replaced, every other entry of ``plan`` kept.
     """
     index = {n: i for i, n in enumerate(cluster.names)}
@@ -113,7 +113,7 @@ class AlbicPolicy(PolicyBase):
         u = self.params["target_utilization"]
         need = max(1, math.ceil(demand / u - 1e-9))
         keep = set(prefix_cluster(self.cluster, need).names)
-        ops = {ex.operator for ex in self.execs}
+        ops = {ex.operator for ex in self.insts}
         used = _used_nodes(current, ops) & set(self.cluster.names)
         active = [n for n in self.cluster.nodes if n.name in keep | used]
         draining = sorted(used - keep)
@@ -142,7 +142,7 @@ class AlbicPolicy(PolicyBase):
 
 
 def _shards_from(context: PlanningContext) -> tuple[ShardStats, ...]:
-    """Shard records from the executors' demand, for snapshots that carry none."""
+    """Shard records from the instances' demand, for snapshots that carry none."""
     out: list[ShardStats] = []
     for inst, ld in (context.loads or {}).items():
         iid = parse_instance(inst)

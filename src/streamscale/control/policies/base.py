@@ -28,10 +28,10 @@ from streamscale.model import (
 )
 from streamscale.planning.adapters.elasticutor import with_loads
 from streamscale.planning.elastic_plan import (
-    ExecutorInfo,
-    ExecutorLoad,
+    InstanceInfo,
+    InstanceLoad,
     assemble,
-    executors,
+    keyed_instances,
     placement_matrix,
     realize_units,
 )
@@ -52,7 +52,7 @@ __all__ = [
 
 
 class PolicyBase:
-    """Topology, cluster, parsed settings, executors and the last shard sizes."""
+    """Topology, cluster, parsed settings, instances and the last shard sizes."""
 
     name = ""
     #: sizes cores from load: the watch may request executors for it between boundaries
@@ -71,12 +71,12 @@ class PolicyBase:
         self.params = params  # parsed at the edge (read-only), read as they are
         self.seed = seed
         self.models = dict(models or {})
-        self.execs: tuple[ExecutorInfo, ...] = executors(topology, cluster)
-        self._by_instance = {ex.instance: ex for ex in self.execs}
+        self.insts: tuple[InstanceInfo, ...] = keyed_instances(topology, cluster)
+        self._by_instance = {ex.instance: ex for ex in self.insts}
         self._state: dict[str, np.ndarray] = {}
 
     def shard_bytes(self, instance: str, shard: int) -> int:
-        """State size of local ``shard`` of executor ``instance`` (last snapshot, else model)."""
+        """State size of local ``shard`` of instance ``instance`` (last snapshot, else model)."""
         sizes = self._state.get(instance)
         if sizes is not None and 0 <= shard < sizes.size:
             return int(sizes[shard])
@@ -94,7 +94,7 @@ class PolicyBase:
         cluster: Cluster | None = None,
         params: Mapping[str, Any] | None = None,
     ) -> PlanningContext:
-        """This decision's planning context, the executors' demand computed once in it."""
+        """This decision's planning context, the instances' demand computed once in it."""
         ctx = PlanningContext(
             self.topology,
             cluster or self.cluster,
@@ -104,14 +104,14 @@ class PolicyBase:
             seed=self.seed,
             now=now,
         )
-        if not self.execs:
+        if not self.insts:
             return ctx
         ctx = with_loads(ctx)
         self._state = {inst: ld.shard_bytes for inst, ld in self.loads(ctx).items()}
         return ctx
 
     @staticmethod
-    def loads(context: PlanningContext) -> Mapping[str, ExecutorLoad]:
+    def loads(context: PlanningContext) -> Mapping[str, InstanceLoad]:
         return context.loads or {}
 
     def compose(
@@ -156,11 +156,11 @@ def prefix_cluster(cluster: Cluster, cores: int) -> Cluster:
     return cluster
 
 
-def static_plan(execs: tuple[ExecutorInfo, ...]) -> Plan:
-    """One core per executor on its home node; every shard on that core (paper 000, §5)."""
-    cores = {ex.instance: 1 for ex in execs}
-    placement = {unit_id(ex.instance, 0): ex.home for ex in execs}
-    tables = {ex.instance: (unit_id(ex.instance, 0),) * ex.shards for ex in execs}
+def static_plan(insts: tuple[InstanceInfo, ...]) -> Plan:
+    """One core per instance on its home node; every shard on that core (paper 000, §5)."""
+    cores = {ex.instance: 1 for ex in insts}
+    placement = {unit_id(ex.instance, 0): ex.home for ex in insts}
+    tables = {ex.instance: (unit_id(ex.instance, 0),) * ex.shards for ex in insts}
     return assemble(cores, placement, tables)
 
 
@@ -170,32 +170,32 @@ def packed_initial(
     params: Mapping[str, Any],
     models: Mapping[str, PerformanceModel] | None = None,
 ) -> Plan:
-    """One core per executor, homes on the fewest leading nodes that hold them all.
+    """One core per instance, homes on the fewest leading nodes that hold them all.
 
     The start of the placement-aware policies: a job begins on ``executor-0 …`` and
     grows from there rather than touching every node it may ever use.
     """
     n = sum(op.instances for op in topology.processing if op.keyed)
-    return static_plan(executors(topology, prefix_cluster(cluster, n)))
+    return static_plan(keyed_instances(topology, prefix_cluster(cluster, n)))
 
 
 def keep_unit_ids(
-    current: Plan, placed: Plan, execs: tuple[ExecutorInfo, ...], cluster: Cluster
+    current: Plan, placed: Plan, insts: tuple[InstanceInfo, ...], cluster: Cluster
 ) -> Plan:
-    """``placed`` with its executors' units renamed so that units staying on their node keep
+    """``placed`` with its instances' units renamed so that units staying on their node keep
     their ids (paper 000, §3): a placer that numbers units afresh then moves no shard whose
-    node keeps a unit of its executor."""
+    node keeps a unit of its instance."""
     nodes = list(cluster.names)
-    x = placement_matrix(placed, execs, nodes)
-    mine, _ = realize_units(current, execs, x, nodes)
-    ours = {ex.instance for ex in execs}
+    x = placement_matrix(placed, insts, nodes)
+    mine, _ = realize_units(current, insts, x, nodes)
+    ours = {ex.instance for ex in insts}
     placement = {u: n for u, n in placed.placement.nodes.items() if instance_of(u) not in ours}
     placement.update(mine)
     return Plan(placed.allocation, Placement(dict(sorted(placement.items()))), placed.routing)
 
 
 def place_packed(
-    execs: tuple[ExecutorInfo, ...],
+    insts: tuple[InstanceInfo, ...],
     context: PlanningContext,
     sized: Plan,
     placer: str,
@@ -209,7 +209,7 @@ def place_packed(
     one core each) and adds one node at a time
     while the placer fails (:class:`InfeasibleError`) or its result is not ``feasible``;
     the last attempt uses the whole cluster and is returned as it is. Returns the plan
-    (the units of ``execs`` keep their ids where they stay, :func:`keep_unit_ids`), the
+    (the units of ``insts`` keep their ids where they stay, :func:`keep_unit_ids`), the
     step's figures and the number of nodes offered.
     """
     cluster = context.cluster
@@ -227,7 +227,7 @@ def place_packed(
             n += 1
             continue
         if feasible(res) or last:
-            plan = keep_unit_ids(sized, res.plan, execs, cluster)
+            plan = keep_unit_ids(sized, res.plan, insts, cluster)
             figures = {f"placer:{placer}.{k}": v for k, v in res.figures.items()}
             if res.notes:
                 figures["notes"] = list(res.notes)

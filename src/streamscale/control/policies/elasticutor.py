@@ -1,10 +1,10 @@
-"""Elasticutor's policies and baselines (paper 000) over the keyed operators' executors.
+"""Elasticutor's policies and baselines (paper 000) over the keyed operators' instances.
 
-* ``elastic`` — queueing-model allocation (§4.1), migration-aware CPU-to-executor
-  assignment (§4.2, Algorithm 1) and intra-executor shard balancing (§3.1).
+* ``elastic`` — queueing-model allocation (§4.1), migration-aware CPU-to-instance
+  assignment (§4.2, Algorithm 1) and intra-instance shard balancing (§3.1).
 * ``naive-ec`` — the same ``k``, cores assigned without regard to migration cost
   or locality (§5 baseline).
-* ``static`` — one core per executor, never changes (§5 "static").
+* ``static`` — one core per instance, never changes (§5 "static").
 * ``rc`` — resource-centric: operator-level core counts and repartitioning of
   shards across all of the operator's units (§5 "RC"), balanced as Elasticutor
   balances (δ > θ triggers, down to θ).
@@ -47,7 +47,7 @@ from streamscale.planning.adapters.elasticutor import (
     queueing_allocation,
 )
 from streamscale.planning.adapters.elasticutor_rc import RC_SETTINGS, rc_plan
-from streamscale.planning.elastic_plan import assemble, executors, trim_cores
+from streamscale.planning.elastic_plan import assemble, keyed_instances, trim_cores
 from streamscale.planning.registry import PlanningContext
 from streamscale.settings import Frozen, Schema, Setting
 
@@ -118,7 +118,7 @@ def _elastic_initial(
     params: Mapping[str, Any],
     models: Mapping[str, PerformanceModel] | None = None,
 ) -> Plan:
-    return static_plan(executors(topology, cluster))
+    return static_plan(keyed_instances(topology, cluster))
 
 
 def _rc_initial(
@@ -131,7 +131,7 @@ def _rc_initial(
     cores: dict[str, int] = {}
     placement: dict[str, str] = {}
     tables: dict[str, tuple[str, ...]] = {}
-    for ex in executors(topology, cluster):
+    for ex in keyed_instances(topology, cluster):
         cores[ex.operator] = cores.get(ex.operator, 0) + 1
         unit = unit_id(ex.operator, ex.index)
         placement[unit] = ex.home
@@ -144,7 +144,7 @@ class QueueingSized(PolicyBase):
     the cluster's cores); shared by every policy that sizes with the queueing model."""
 
     mid_batch = True
-    core_each = False  # whether every executor's cores are assigned one by one (>= 1 each)
+    core_each = False  # whether every instance's cores are assigned one by one (>= 1 each)
 
     def __init__(
         self,
@@ -160,13 +160,13 @@ class QueueingSized(PolicyBase):
                 params.derive(**derived) if isinstance(params, Frozen) else {**params, **derived}
             )
         super().__init__(topology, cluster, params, seed, models)
-        # an elastic executor holds at least one core (paper 000, §4.1): with more of
+        # an instance holds at least one core (paper 000, §4.1): with more of
         # them than the cluster's cores every assignment is infeasible, and a run would
         # keep its first plan with a control error at every batch
-        if self.core_each and len(self.execs) > cluster.total_cores:
+        if self.core_each and len(self.insts) > cluster.total_cores:
             raise StreamscaleError(
-                f"{len(self.execs)} elastic executors need a core each, the cluster has "
-                f"{cluster.total_cores}: fewer executors per keyed operator, or more cores",
+                f"{len(self.insts)} instances need a core each, the cluster has "
+                f"{cluster.total_cores}: fewer instances per keyed operator, or more cores",
                 item=f"policy {self.name}",
             )
 
@@ -184,7 +184,7 @@ class QueueingSized(PolicyBase):
             return with_slots(plan, held_cores(current.allocation))
         loads = self.loads(context)
         by_op: dict[str, list[float]] = {}
-        for ex in self.execs:
+        for ex in self.insts:
             ld = loads.get(ex.instance)
             if ld is None:
                 continue
@@ -213,7 +213,7 @@ class QueueingSized(PolicyBase):
         four executors before the first batches of tuples ran on cold ones."""
         if snapshot is None:
             return True
-        ops = {ex.operator for ex in self.execs}
+        ops = {ex.operator for ex in self.insts}
         return any(
             (st := snapshot.operators.get(op)) is not None and st.service_rate is not None
             for op in ops
@@ -228,8 +228,8 @@ class QueueingSized(PolicyBase):
     initial=_elastic_initial,
 )
 class ElasticPolicy(QueueingSized):
-    """Elasticutor (paper 000, §3–§4): queueing-model cores per executor, Algorithm 1
-    core assignment and intra-executor shard balancing, composed from the registry."""
+    """Elasticutor (paper 000, §3–§4): queueing-model cores per instance, Algorithm 1
+    core assignment and intra-instance shard balancing, composed from the registry."""
 
     placer = "elasticutor"
 
@@ -251,7 +251,7 @@ class ElasticPolicy(QueueingSized):
 
 @policy(
     "naive-ec",
-    "elastic executors with the same cores, assigned without migration/locality cost",
+    "instances with the same cores, assigned without migration/locality cost",
     settings=ELASTIC_SETTINGS,
     steps=(("allocator", "queueing"), ("placer", "naive-ec"), ("balancer", "shard")),
     initial=_elastic_initial,
@@ -264,24 +264,24 @@ class NaiveEcPolicy(ElasticPolicy):
 
 @policy(
     "static",
-    "one core per executor, never changes",
+    "one core per instance, never changes",
     settings=ELASTIC_SETTINGS,
     initial=_elastic_initial,
 )
 class StaticPolicy(QueueingSized):
-    """One core per executor on its home node; every shard on that core (paper 000, §5)."""
+    """One core per instance on its home node; every shard on that core (paper 000, §5)."""
 
     mid_batch = False
 
     def decide(self, snapshot: Snapshot, current: Plan, now: float) -> Decision:
         self.context(snapshot, now)
-        plan = static_plan(self.execs)
+        plan = static_plan(self.insts)
         return decision(current, plan, "static plan", {"cores": plan.allocation.total})
 
 
 @policy(
     "rc",
-    "resource-centric: operator-level cores, shards repartitioned across executors",
+    "resource-centric: operator-level cores, shards repartitioned across instances",
     settings=ELASTIC_SETTINGS,
     steps=(("allocator", "queueing"), ("balancer", "rc")),
     initial=_rc_initial,
@@ -299,7 +299,7 @@ class RcPolicy(QueueingSized):
         context = self.context(snapshot, now)
         loads = self.loads(context)
         ops: dict[str, list[float]] = {}
-        for ex in self.execs:
+        for ex in self.insts:
             ld = loads[ex.instance]
             acc = ops.setdefault(ex.operator, [0.0, ld.service, 0.0, 0.0])
             acc[0] += ld.arrival
@@ -319,7 +319,7 @@ class RcPolicy(QueueingSized):
             context,
             current,
             dict(zip(names, k, strict=True)),
-            self.execs,
+            self.insts,
             loads,
             damped=self.damped,
         )
@@ -345,18 +345,18 @@ class RcDampedPolicy(RcPolicy):
 
 @policy(
     "proportional",
-    "cores = ceil(load / target utilization) per executor, no queueing model",
+    "cores = ceil(load / target utilization) per instance, no queueing model",
     settings=ELASTIC_SETTINGS,
     steps=(("placer", "elasticutor"), ("balancer", "shard")),
     initial=_elastic_initial,
 )
 class ProportionalPolicy(QueueingSized):
-    """``k_e = ⌈(load_e + backlog share) / target_utilization⌉`` per executor.
+    """``k_e = ⌈(load_e + backlog share) / target_utilization⌉`` per instance.
 
     The one-step sizing of production autoscalers (docs/algorithms.md, "Beyond the
-    papers"): the observed busy cores of an executor divided by the target
+    papers"): the observed busy cores of an instance divided by the target
     utilisation, plus the cores that drain its share of the backlog within
-    ``catch_up_s``. Totals above ``max_cores`` are trimmed from the executor that
+    ``catch_up_s``. Totals above ``max_cores`` are trimmed from the instance that
     stays least utilised. Cores are then assigned by Algorithm 1 (paper 000, §4.2)
     and shards balanced as in §3.1, so only the sizing rule differs from ``elastic``.
     """
@@ -365,16 +365,16 @@ class ProportionalPolicy(QueueingSized):
         context = self.context(snapshot, now)
         loads = self.loads(context)
         u = self.params["target_utilization"]
-        need = np.zeros(len(self.execs))
-        for j, ex in enumerate(self.execs):
+        need = np.zeros(len(self.insts))
+        for j, ex in enumerate(self.insts):
             ld = loads[ex.instance]
             backlog_cores = ld.backlog_rate / ld.service if math.isfinite(ld.service) else 0.0
             need[j] = (ld.load + backlog_cores) / u
         k = np.maximum(1, np.ceil(need - 1e-9)).astype(np.int64)
-        queued_s = [loads[ex.instance].queued / loads[ex.instance].service for ex in self.execs]
+        queued_s = [loads[ex.instance].queued / loads[ex.instance].service for ex in self.insts]
         k = trim_cores(k, need, self.params["max_cores"], queued_s)
         cores = {**current.allocation.cores}
-        cores.update({ex.instance: int(k[j]) for j, ex in enumerate(self.execs)})
+        cores.update({ex.instance: int(k[j]) for j, ex in enumerate(self.insts)})
         sized = Plan(Allocation(cores), current.placement, current.routing)
         plan, figures = self.compose(
             context, sized, [("placer", "elasticutor"), ("balancer", "shard")]

@@ -2,7 +2,7 @@
 
 At each decision:
 
-1. **Cores per executor** as ``elastic`` sizes them (registered ``queueing``
+1. **Cores per instance** as ``elastic`` sizes them (registered ``queueing``
    allocator, paper 000 §4.1).
 2. **Other work on the nodes.** ``Snapshot.nodes[n].cpu`` (% of one core) is what
    node ``n`` is busy with; this job's own share there — the shard loads the
@@ -100,7 +100,7 @@ class GmaPolicy(QueueingSized):
         # them; the new units have none yet, so it sees the even split they will get
         unrouted = Plan(sized.allocation, sized.placement, Routing({}))
         placed, place_figs, offered = place_packed(
-            self.execs, placing, unrouted, "gma", feasible=_fits(self.cluster)
+            self.insts, placing, unrouted, "gma", feasible=_fits(self.cluster)
         )
         placed = Plan(placed.allocation, placed.placement, sized.routing)
         plan, route_figs = self.compose(context, placed, [("balancer", "collocate")])

@@ -193,7 +193,7 @@ def model_initial(
     params: Mapping[str, Any],
     models: Mapping[str, PerformanceModel] | None = None,
 ) -> Plan:
-    """The sized and mapped start (module docstring); the packed one-core-per-executor plan
+    """The sized and mapped start (module docstring); the packed one-core-per-instance plan
     when the topology models no source rate."""
     try:
         rate = float(sum(topology.rates(None)[s.name] for s in topology.sources))

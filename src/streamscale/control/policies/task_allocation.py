@@ -2,13 +2,13 @@
 
 At each decision:
 
-1. **Cores per executor** as ``elastic`` sizes them: the registered ``queueing``
+1. **Cores per instance** as ``elastic`` sizes them: the registered ``queueing``
    allocator (paper 000, §4.1's M/M/k model, with the same backlog catch-up and
    utilisation floor), capped at the cluster's cores.
 2. **Tasks to nodes** by the registered ``td`` placer (paper 001, §4: top-down,
    group-aware) or ``tl`` placer (§3.2: task-level, pairs by relative
-   significance). Every executor ``op[e]`` is a group whose tasks are its units;
-   the IMC between two executors is the snapshot's shard-to-shard ``traffic``
+   significance). Every instance ``op[e]`` is a group whose tasks are its units;
+   the IMC between two instances is the snapshot's shard-to-shard ``traffic``
    between their shards (two keyed operators sharing a key: ``a[e]`` talks to
    ``b[e]`` only), else the edge's rate spread evenly. Each task costs one whole
    core (a Spark task holds an executor core), so no node gets more units than
@@ -56,7 +56,7 @@ class TaskAllocationPolicy(QueueingSized):
         context = self.context(snapshot, now)
         sized, figures = self.compose(context, current, [("allocator", "queueing")])
         placing = replace(context, params={**context.params, "task_cost": "core"})
-        placed, place_figs, offered = place_packed(self.execs, placing, sized, self.placer)
+        placed, place_figs, offered = place_packed(self.insts, placing, sized, self.placer)
         plan, route_figs = self.compose(context, placed, [("balancer", "collocate")])
         figures.update(place_figs)
         figures.update({k: v for k, v in route_figs.items() if k != "cores"})

@@ -3,7 +3,7 @@
 Every keyed processing operator's shards are ALBIC's key groups. The plan
 represents "key group on node" by giving each operator one unit per node,
 ``f"{op}#{j}"`` placed on the ``j``-th node of the cluster
-(``Allocation.cores[op]`` = number of nodes), and routing each executor's
+(``Allocation.cores[op]`` = number of nodes), and routing each instance's
 local shard to the unit of the node that holds it — the resource-centric
 form of the plan contract, so ``Plan.diff`` counts every key group that
 changes node as a remote shard move.

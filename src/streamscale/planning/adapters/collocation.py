@@ -1,7 +1,7 @@
 """Balancer ``collocate``: traffic-aware routing of every keyed operator's shards.
 
-The units are whatever the plan's placement holds: an executor ``op[e]`` with
-units ``op[e]#i`` routes its own shards over them (a *pool* per executor); an
+The units are whatever the plan's placement holds: an instance ``op[e]`` with
+units ``op[e]#i`` routes its own shards over them (a *pool* per instance); an
 operator with operator-level units ``op#t`` (RC, paper 004's threads) routes
 all its shards over those (one pool). Pools are routed operator by operator in
 topological order, so a downstream shard sees where its upstream partner was
@@ -9,7 +9,7 @@ just routed; a partner not yet routed counts at its node in the current plan.
 Partners come from ``Snapshot.traffic`` (shard → shard tuples/s); without traffic
 this is plain load balancing that keeps shards where they are when it can.
 
-Shard loads are ``context.loads`` (the executors' demand of this decision) when
+Shard loads are ``context.loads`` (the instances' demand of this decision) when
 given, else the snapshot's shard loads. Allocation and placement are unchanged.
 See :func:`streamscale.planning.balancing.collocate.route_pool` for the rule.
 """
@@ -90,7 +90,7 @@ def local_traffic_share(context: PlanningContext, plan: Plan) -> float | None:
 
 
 def _pools(plan: Plan, op: str, instances: int) -> list[tuple[list[int], list[str]]]:
-    """(executor indices, units) per pool of ``op``: one per executor, or one for all."""
+    """(instance indices, units) per pool of ``op``: one per instance, or one for all."""
     by_inst: dict[str, list[str]] = {}
     for u in plan.placement.nodes:
         by_inst.setdefault(instance_of(u), []).append(u)
@@ -156,8 +156,8 @@ def collocate_step(context: PlanningContext, plan: Plan) -> StepResult:
         op = context.topology.operator(op_name)
         z = op.shards
         loads = _shard_loads(context, op_name, op.instances * z)
-        for execs, units in _pools(plan, op_name, op.instances):
-            shards = [e * z + s for e in execs for s in range(z)]
+        for insts, units in _pools(plan, op_name, op.instances):
+            shards = [e * z + s for e in insts for s in range(z)]
             cur: list[str | None] = []
             for g in shards:
                 table = plan.routing.tables.get(instance_id(op_name, g // z), ())
@@ -179,9 +179,9 @@ def collocate_step(context: PlanningContext, plan: Plan) -> StepResult:
             )
             deltas.append(res.delta)
             moves += res.moves
-            for e in execs:
+            for e in insts:
                 tables[instance_id(op_name, e)] = res.units[
-                    execs.index(e) * z : (execs.index(e) + 1) * z
+                    insts.index(e) * z : (insts.index(e) + 1) * z
                 ]
             for g, u in zip(shards, res.units, strict=True):
                 node[(op_name, g)] = plan.placement.nodes[u]

@@ -1,9 +1,9 @@
 """Registry adapters for Elasticutor's planners (paper 000) and its baselines.
 
-* allocator ``queueing`` — M/M/k Jackson-network allocation per executor (§4.1);
-* placer ``elasticutor`` — migration-aware CPU-to-executor assignment (§4.2, Algorithm 1);
+* allocator ``queueing`` — M/M/k Jackson-network allocation per instance (§4.1);
+* placer ``elasticutor`` — migration-aware CPU-to-instance assignment (§4.2, Algorithm 1);
 * placer ``naive-ec`` — the same cores assigned obliviously (§5 baseline);
-* balancer ``shard`` — intra-executor shard balancing (§3.1);
+* balancer ``shard`` — intra-instance shard balancing (§3.1);
 * balancer ``rc`` — resource-centric operator-level repartitioning (§5 baseline),
   in :mod:`streamscale.planning.adapters.elasticutor_rc`.
 
@@ -32,12 +32,12 @@ from streamscale.planning.allocation.queueing import QueueingProblem, allocate
 from streamscale.planning.allocation.surge import CATCH_UP_FORM
 from streamscale.planning.balancing.shard_balance import THETA
 from streamscale.planning.elastic_plan import (
-    ExecutorInfo,
-    ExecutorLoad,
+    InstanceInfo,
+    InstanceLoad,
     assemble,
-    executor_loads,
-    executors,
     fill_assignment,
+    instance_loads,
+    keyed_instances,
     placement_matrix,
     realize_units,
     route,
@@ -167,27 +167,27 @@ def cycle_headroom(context: PlanningContext) -> float:
 
 def planning_inputs(
     context: PlanningContext,
-) -> tuple[tuple[ExecutorInfo, ...], Mapping[str, ExecutorLoad]]:
-    """The executors to plan and their demand: ``context.loads`` when the caller computed
+) -> tuple[tuple[InstanceInfo, ...], Mapping[str, InstanceLoad]]:
+    """The instances to plan and their demand: ``context.loads`` when the caller computed
     them for this decision (:func:`with_loads`), else from the snapshot or the topology's
     model."""
-    execs = executors(context.topology, context.cluster)
-    if not execs:
+    insts = keyed_instances(context.topology, context.cluster)
+    if not insts:
         raise StreamscaleError(
             "no keyed operator to plan (set 'key' on an operator)", item=context.topology.name
         )
     if context.loads is not None:
-        return execs, context.loads
-    return execs, _executor_loads(context, execs)
+        return insts, context.loads
+    return insts, _instance_loads(context, insts)
 
 
-def _executor_loads(
-    context: PlanningContext, execs: tuple[ExecutorInfo, ...]
-) -> dict[str, ExecutorLoad]:
+def _instance_loads(
+    context: PlanningContext, insts: tuple[InstanceInfo, ...]
+) -> dict[str, InstanceLoad]:
     s = SETTINGS.read(context.params)
-    return executor_loads(
+    return instance_loads(
         context.topology,
-        execs,
+        insts,
         context.snapshot,
         rate=context.rate,
         catch_up_s=s["catch_up_s"],
@@ -196,21 +196,21 @@ def _executor_loads(
 
 
 def with_loads(context: PlanningContext) -> PlanningContext:
-    """``context`` with the executors' demand computed once, for every step of a decision.
+    """``context`` with the instances' demand computed once, for every step of a decision.
 
     Topologies without keyed operators get an empty mapping (nothing to plan).
     """
-    execs = executors(context.topology, context.cluster)
-    return replace(context, loads=_executor_loads(context, execs) if execs else {})
+    insts = keyed_instances(context.topology, context.cluster)
+    return replace(context, loads=_instance_loads(context, insts) if insts else {})
 
 
 #: default catch-up time (s) of the backlog term in λ (DS2-style, docs/algorithms.md "Beyond the papers")
 CATCH_UP_S: float = SETTINGS["catch_up_s"].default
-#: default per-core utilisation bound of executors whose operator has a backlog
+#: default per-core utilisation bound of instances whose operator has a backlog
 MAX_UTILIZATION: float = SETTINGS["max_utilization"].default
 
 
-def external_rate(context: PlanningContext, loads: Mapping[str, ExecutorLoad]) -> float:
+def external_rate(context: PlanningContext, loads: Mapping[str, InstanceLoad]) -> float:
     """λ_0: the sources' observed output rate (plus their backlog's catch-up rate),
     else their modelled rate."""
     topo, snap = context.topology, context.snapshot
@@ -251,11 +251,11 @@ def queueing_allocation(
     operator has a backlog) get at least
     ``⌈θ · λ/μ / max_utilization⌉`` cores: under back-pressure the observed λ is
     capped by the bottleneck, and the latency model, which averages over all
-    executors and pools each executor's cores, happily leaves a task at ρ → 1
+    instances and pools each instance's cores, happily leaves a task at ρ → 1
     (balancing only guarantees δ ≤ θ, so the hottest task runs at θ·ρ), where
     it throttles the sources for everyone (DS2-style utilisation band,
     docs/algorithms.md "Beyond the papers"). When the cores do not suffice, they are
-    trimmed from executors that are not throttled first: ``queued_s`` is each
+    trimmed from instances that are not throttled first: ``queued_s`` is each
     entry's queued work in core-seconds (:func:`trim_cores`).
     """
     s = settings(context)
@@ -273,7 +273,7 @@ def queueing_allocation(
             floored += low - k[j]
             k[j] = low
     # a micro-batch lasts its fixed cost plus its busiest core's work: a unit loaded above
-    # the cycle's headroom stretches every batch, so an executor gets the cores that keep
+    # the cycle's headroom stretches every batch, so an instance gets the cores that keep
     # each of its units within it (its shards are then spread over them)
     headroom = cycle_headroom(context)
     if headroom < 1.0:
@@ -307,12 +307,12 @@ def queueing_allocation(
     params=SETTINGS,
 )
 def queueing_step(context: PlanningContext, plan: Plan) -> StepResult:
-    """Cores per executor from the Jackson-network model (paper 000, §4.1).
+    """Cores per instance from the Jackson-network model (paper 000, §4.1).
 
     Examples
     --------
-    Two executors of ``agg`` receive 150 t/s each and one core serves μ = 100 t/s; two
-    4-core nodes; T_max = 20 ms. With two cores each an executor is an M/M/2 queue (a = 1.5)
+    Two instances of ``agg`` receive 150 t/s each and one core serves μ = 100 t/s; two
+    4-core nodes; T_max = 20 ms. With two cores each an instance is an M/M/2 queue (a = 1.5)
     with E[T] = 22.9 ms; a third core for one of them gives 11.6 ms, and E[T] = (22.9 +
     11.6)/2 = 17.2 ms ≤ 20: five cores.
 
@@ -329,8 +329,8 @@ def queueing_step(context: PlanningContext, plan: Plan) -> StepResult:
     >>> dict(r.plan.allocation.cores), f["status"], round(f["expected_latency_ms"], 1)
     ({'agg[0]': 3, 'agg[1]': 2}, 'met', 17.2)
     """
-    execs, loads = planning_inputs(context)
-    names = [ex.instance for ex in execs]
+    insts, loads = planning_inputs(context)
+    names = [ex.instance for ex in insts]
     k, figures = queueing_allocation(
         context,
         names,
@@ -340,7 +340,7 @@ def queueing_step(context: PlanningContext, plan: Plan) -> StepResult:
         [loads[n].backlog_rate > 0 for n in names],
         [loads[n].queued / loads[n].service for n in names],
     )
-    cores = {**others(plan.allocation.cores, execs), **dict(zip(names, k, strict=True))}
+    cores = {**others(plan.allocation.cores, insts), **dict(zip(names, k, strict=True))}
     new = Plan(Allocation(cores, plan.allocation.slots), plan.placement, plan.routing)
     notes = ()
     if figures["status"] != "met":
@@ -348,9 +348,9 @@ def queueing_step(context: PlanningContext, plan: Plan) -> StepResult:
     return StepResult(new, figures, notes)
 
 
-def others(mapping: Mapping[str, Any], execs: tuple[ExecutorInfo, ...]) -> dict[str, Any]:
-    """Entries of ``mapping`` that belong to no planned executor (kept untouched)."""
-    mine = {ex.instance for ex in execs} | {ex.operator for ex in execs}
+def others(mapping: Mapping[str, Any], insts: tuple[InstanceInfo, ...]) -> dict[str, Any]:
+    """Entries of ``mapping`` that belong to no planned instance (kept untouched)."""
+    mine = {ex.instance for ex in insts} | {ex.operator for ex in insts}
     return {
         k: v
         for k, v in mapping.items()
@@ -358,51 +358,51 @@ def others(mapping: Mapping[str, Any], execs: tuple[ExecutorInfo, ...]) -> dict[
     }
 
 
-def _targets(plan: Plan, execs: tuple[ExecutorInfo, ...], x0: np.ndarray) -> list[int]:
+def _targets(plan: Plan, insts: tuple[InstanceInfo, ...], x0: np.ndarray) -> list[int]:
     have = x0.sum(axis=0)
     return [
         int(plan.allocation.cores.get(ex.instance, max(int(have[j]), 1)))
-        for j, ex in enumerate(execs)
+        for j, ex in enumerate(insts)
     ]
 
 
 def _assignment_problem(
     context: PlanningContext, plan: Plan
-) -> tuple[tuple[ExecutorInfo, ...], Mapping[str, ExecutorLoad], AssignmentProblem]:
-    execs, loads = planning_inputs(context)
+) -> tuple[tuple[InstanceInfo, ...], Mapping[str, InstanceLoad], AssignmentProblem]:
+    insts, loads = planning_inputs(context)
     nodes = list(context.cluster.names)
-    x0 = placement_matrix(plan, execs, nodes)
+    x0 = placement_matrix(plan, insts, nodes)
     problem = AssignmentProblem(
         capacity=tuple(n.cores for n in context.cluster.nodes),
         current=x0,
-        target=tuple(_targets(plan, execs, x0)),
-        state=tuple(float(loads[ex.instance].state) for ex in execs),
-        home=tuple(nodes.index(ex.home) for ex in execs),
-        data_rate=tuple(loads[ex.instance].bytes_rate for ex in execs),
+        target=tuple(_targets(plan, insts, x0)),
+        state=tuple(float(loads[ex.instance].state) for ex in insts),
+        home=tuple(nodes.index(ex.home) for ex in insts),
+        data_rate=tuple(loads[ex.instance].bytes_rate for ex in insts),
     )
-    return execs, loads, problem
+    return insts, loads, problem
 
 
 def _place(
     context: PlanningContext,
     plan: Plan,
-    execs: tuple[ExecutorInfo, ...],
-    loads: Mapping[str, ExecutorLoad],
+    insts: tuple[InstanceInfo, ...],
+    loads: Mapping[str, InstanceLoad],
     res: AssignmentResult,
 ) -> StepResult:
     nodes = list(context.cluster.names)
-    placement, renames = realize_units(plan, execs, res.x, nodes)
-    cores = {ex.instance: int(res.x[:, j].sum()) for j, ex in enumerate(execs)}
+    placement, renames = realize_units(plan, insts, res.x, nodes)
+    cores = {ex.instance: int(res.x[:, j].sum()) for j, ex in enumerate(insts)}
     # orphaned shards only (θ = ∞): balancing proper is the balancer's step
-    tables, _ = route(plan, execs, loads, cores, renames, theta=math.inf)
+    tables, _ = route(plan, insts, loads, cores, renames, theta=math.inf)
     new = assemble(
-        {**others(plan.allocation.cores, execs), **cores},
-        {**others(plan.placement.nodes, execs), **placement},
-        {**others(plan.routing.tables, execs), **tables},
+        {**others(plan.allocation.cores, insts), **cores},
+        {**others(plan.placement.nodes, insts), **placement},
+        {**others(plan.routing.tables, insts), **tables},
     )
     per_node: dict[str, dict[str, int]] = {node: {} for node in nodes}
     for i, j in zip(*np.nonzero(res.x), strict=True):
-        per_node[nodes[i]][execs[j].instance] = int(res.x[i, j])
+        per_node[nodes[i]][insts[j].instance] = int(res.x[i, j])
     figures = {
         "migration_cost_bytes": res.cost,
         "phi_kbps": res.phi / 1024.0 if math.isfinite(res.phi) else math.inf,
@@ -422,13 +422,13 @@ def _place(
     params=SETTINGS,
 )
 def elasticutor_step(context: PlanningContext, plan: Plan) -> StepResult:
-    """Assign cores to executors minimising state migration (paper 000, §4.2).
+    """Assign cores to instances minimising state migration (paper 000, §4.2).
 
     Examples
     --------
-    Two executors of ``agg`` receive 150 t/s each and one core serves μ = 100 t/s; two
+    Two instances of ``agg`` receive 150 t/s each and one core serves μ = 100 t/s; two
     4-core nodes; T_max = 20 ms. The queueing allocator's cores (3 and 2) all go to the
-    executors' home nodes, so no state moves.
+    instances' home nodes, so no state moves.
 
     >>> from streamscale.model import Cluster, Edge, Operator, Plan, Topology
     >>> from streamscale.planning.registry import PlanningContext
@@ -443,22 +443,22 @@ def elasticutor_step(context: PlanningContext, plan: Plan) -> StepResult:
     >>> r.figures["cores_per_node"], r.figures["migration_cost_bytes"]
     ({'n1': {'agg[0]': 3}, 'n2': {'agg[1]': 2}}, 0.0)
     """
-    execs, loads, problem = _assignment_problem(context, plan)
+    insts, loads, problem = _assignment_problem(context, plan)
     res = assign_cores(problem, phi0=SETTINGS.read(context.params)["phi0_kbps"] * 1024.0)
-    return _place(context, plan, execs, loads, res)
+    return _place(context, plan, insts, loads, res)
 
 
 @register(
-    "placer", "naive-ec", "naive-EC: the same cores per executor, taken at random", params=SETTINGS
+    "placer", "naive-ec", "naive-EC: the same cores per instance, taken at random", params=SETTINGS
 )
 def naive_ec_step(context: PlanningContext, plan: Plan) -> StepResult:
     """Assign cores obliviously of migration cost and locality (paper 000, §5).
 
     Examples
     --------
-    Two executors of ``agg`` receive 150 t/s each and one core serves μ = 100 t/s; two
+    Two instances of ``agg`` receive 150 t/s each and one core serves μ = 100 t/s; two
     4-core nodes; T_max = 20 ms. The queueing allocator's cores (3 and 2), drawn at random:
-    two of the five land away from their executor's home node.
+    two of the five land away from their instance's home node.
 
     >>> from streamscale.model import Cluster, Edge, Operator, Plan, Topology
     >>> from streamscale.planning.registry import PlanningContext
@@ -472,24 +472,24 @@ def naive_ec_step(context: PlanningContext, plan: Plan) -> StepResult:
     >>> r.figures["cores_per_node"], r.figures["remote_cores"]
     ({'n1': {'agg[0]': 2, 'agg[1]': 1}, 'n2': {'agg[0]': 1, 'agg[1]': 1}}, 2)
     """
-    execs, loads, problem = _assignment_problem(context, plan)
-    return _place(context, plan, execs, loads, naive_ec(problem, seed=context.seed))
+    insts, loads, problem = _assignment_problem(context, plan)
+    return _place(context, plan, insts, loads, naive_ec(problem, seed=context.seed))
 
 
 @register(
     "balancer",
     "shard",
-    "Elasticutor intra-executor shard balancing (delta <= theta)",
+    "Elasticutor intra-instance shard balancing (delta <= theta)",
     params=SETTINGS,
 )
 def shard_step(context: PlanningContext, plan: Plan) -> StepResult:
-    """Rebalance every executor's shards over its tasks (paper 000, §3.1).
+    """Rebalance every instance's shards over its tasks (paper 000, §3.1).
 
     Units the allocation asks for but the placement lacks are placed home-first.
 
     Examples
     --------
-    Two executors of ``agg`` receive 150 t/s each and one core serves μ = 100 t/s; two
+    Two instances of ``agg`` receive 150 t/s each and one core serves μ = 100 t/s; two
     4-core nodes; T_max = 20 ms. After the queueing allocator (3 and 2 cores) and the
     placer, ``agg[1]``'s four equal shards split 2 + 2 (δ = 1); ``agg[0]``'s cannot do
     better than 2 + 1 + 1 on three tasks (δ = 2/(4/3) = 1.5 > θ).
@@ -510,22 +510,22 @@ def shard_step(context: PlanningContext, plan: Plan) -> StepResult:
     >>> figures["balancer:shard"]["delta_after"], figures["balancer:shard"]["above_theta"]
     (1.5, 1)
     """
-    execs, loads = planning_inputs(context)
+    insts, loads = planning_inputs(context)
     nodes = list(context.cluster.names)
-    x0 = placement_matrix(plan, execs, nodes)
-    k = _targets(plan, execs, x0)
+    x0 = placement_matrix(plan, insts, nodes)
+    k = _targets(plan, insts, x0)
     renames = None
     placement = {u: n for u, n in plan.placement.nodes.items()}
     if x0.sum(axis=0).tolist() != k:
-        homes = [nodes.index(ex.home) for ex in execs]
+        homes = [nodes.index(ex.home) for ex in insts]
         x = fill_assignment(x0, k, [n.cores for n in context.cluster.nodes], homes)
-        mine, renames = realize_units(plan, execs, x, nodes)
-        placement = {**others(plan.placement.nodes, execs), **mine}
-    cores = {ex.instance: k[j] for j, ex in enumerate(execs)}
+        mine, renames = realize_units(plan, insts, x, nodes)
+        placement = {**others(plan.placement.nodes, insts), **mine}
+    cores = {ex.instance: k[j] for j, ex in enumerate(insts)}
     theta = SETTINGS.read(context.params)["theta"]
     before = []
     known: dict[str, tuple[list[int | None], float | None]] = {}
-    for ex in execs:
+    for ex in insts:
         cur = table_to_tasks(plan.routing.tables.get(ex.instance), ex.instance, ex.shards, None)
         d = table_delta(loads[ex.instance].shard_load, cur, cores[ex.instance])
         if d is not None:
@@ -533,12 +533,12 @@ def shard_step(context: PlanningContext, plan: Plan) -> StepResult:
         known[ex.instance] = (cur, d)
     # without renames route reads the same tables against the same cores
     tables, results = route(
-        plan, execs, loads, cores, renames, theta=theta, known=known if renames is None else None
+        plan, insts, loads, cores, renames, theta=theta, known=known if renames is None else None
     )
     new = assemble(
-        {**others(plan.allocation.cores, execs), **cores},
+        {**others(plan.allocation.cores, insts), **cores},
         placement,
-        {**others(plan.routing.tables, execs), **tables},
+        {**others(plan.routing.tables, insts), **tables},
     )
     after = [r.delta_after for r in results.values()]
     figures = {

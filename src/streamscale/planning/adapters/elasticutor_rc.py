@@ -2,9 +2,9 @@
 
 The balancer ``rc`` turns a plan into the RC paradigm: each keyed operator gets
 ``k`` operator-level units ``op#t`` (the plan's operator-level allocation, or the
-sum of its executors' cores when the allocation is per executor), placed where
+sum of its instances' cores when the allocation is per instance), placed where
 they were or on the nodes with most free cores, and the operator's shards are
-repartitioned across all of them — the routing tables stay keyed by executor
+repartitioned across all of them — the routing tables stay keyed by instance
 ``op[e]`` with ``Z`` entries, but entries may name any unit of the operator.
 As in the paper ("RC uses the same performance model, load balancing algorithm
 and intra-process state sharing mechanism as Elasticutor", §5), a repartitioning
@@ -33,17 +33,17 @@ from streamscale.planning.adapters.elasticutor import (
 )
 from streamscale.planning.balancing.rc import place_units, rc_rebalance
 from streamscale.planning.balancing.shard_balance import imbalance, task_loads
-from streamscale.planning.elastic_plan import ExecutorInfo, ExecutorLoad, assemble
+from streamscale.planning.elastic_plan import InstanceInfo, InstanceLoad, assemble
 from streamscale.planning.registry import PlanningContext, StepResult, register
 from streamscale.settings import Schema, Setting
 
 __all__ = ["operator_cores", "rc_plan", "rc_step", "rc_target"]
 
 
-def operator_cores(plan: Plan, execs: tuple[ExecutorInfo, ...]) -> dict[str, int]:
-    """``k`` per operator: operator-level allocation, else Σ of its executors' cores."""
+def operator_cores(plan: Plan, insts: tuple[InstanceInfo, ...]) -> dict[str, int]:
+    """``k`` per operator: operator-level allocation, else Σ of its instances' cores."""
     out: dict[str, int] = {}
-    for ex in execs:
+    for ex in insts:
         if ex.operator in plan.allocation.cores:
             out[ex.operator] = int(plan.allocation.cores[ex.operator])
         else:
@@ -62,8 +62,8 @@ def rc_plan(
     context: PlanningContext,
     plan: Plan,
     cores: Mapping[str, int],
-    execs: tuple[ExecutorInfo, ...],
-    loads: Mapping[str, ExecutorLoad],
+    insts: tuple[InstanceInfo, ...],
+    loads: Mapping[str, InstanceLoad],
     *,
     damped: bool = False,
 ) -> StepResult:
@@ -83,10 +83,10 @@ def rc_plan(
     theta = RC_SETTINGS.read(context.params)["theta"]
     low = rc_target(context, theta, damped=damped)
     order = list(context.cluster.names)
-    by_op: dict[str, list[ExecutorInfo]] = {}
-    for ex in execs:
+    by_op: dict[str, list[InstanceInfo]] = {}
+    for ex in insts:
         by_op.setdefault(ex.operator, []).append(ex)
-    kept = others(plan.placement.nodes, execs)
+    kept = others(plan.placement.nodes, insts)
     used = Counter(kept.values())
     free = {n.name: n.cores - used[n.name] for n in context.cluster.nodes}
     current: dict[str, dict[int, str]] = {op: {} for op in by_op}
@@ -147,9 +147,9 @@ def rc_plan(
         totals["delta_before"] = max(totals["delta_before"], res.delta_before)
         totals["delta_after"] = max(totals["delta_after"], res.delta_after)
     new = assemble(
-        {**others(plan.allocation.cores, execs), **{op: int(cores[op]) for op in by_op}},
+        {**others(plan.allocation.cores, insts), **{op: int(cores[op]) for op in by_op}},
         placement,
-        {**others(plan.routing.tables, execs), **tables},
+        {**others(plan.routing.tables, insts), **tables},
     )
     totals["cores"] = {op: int(cores[op]) for op in by_op}
     totals["theta"] = theta
@@ -195,7 +195,7 @@ def rc_step(context: PlanningContext, plan: Plan) -> StepResult:
 
     Examples
     --------
-    The executors of :func:`~streamscale.planning.adapters.elasticutor.queueing_step`'s
+    The instances of :func:`~streamscale.planning.adapters.elasticutor.queueing_step`'s
     example hold 3 + 2 cores after the placer. RC turns them into five operator-level units
     ``agg#0 … agg#4`` and repartitions all eight shards of 0.375 cores over them: 2, 2, 2, 1,
     1 shards (δ = 0.75/0.6 = 1.25, the best five units allow). Every shard that changes node
@@ -217,5 +217,5 @@ def rc_step(context: PlanningContext, plan: Plan) -> StepResult:
     >>> f["cores"], f["delta_after"], f["remote_moves"], f["migration_bytes"]
     ({'agg': 5}, 1.25, 5, 500)
     """
-    execs, loads = planning_inputs(context)
-    return rc_plan(context, plan, operator_cores(plan, execs), execs, loads)
+    insts, loads = planning_inputs(context)
+    return rc_plan(context, plan, operator_cores(plan, insts), insts, loads)

@@ -6,10 +6,10 @@ group's tasks. Instances come from the plan's allocation when it has one
 one group of ``instances`` tasks ``f"{op}#{i}"``. An operator's processing
 cost and its edges' IMC come from :meth:`GroupJob.from_topology` (snapshot
 when present, else ``cost_ms`` × the rate propagated from ``context.rate``);
-an operator split into executors ``op[e]`` shares them evenly, and every
-executor pair of two connected operators shares the edge's IMC evenly — unless
+an operator split into instances ``op[e]`` shares them evenly, and every
+instance pair of two connected operators shares the edge's IMC evenly — unless
 the snapshot reports shard-to-shard ``traffic`` for that edge: then each
-executor pair gets the traffic between its shards (× the edge's tuple bytes), so
+instance pair gets the traffic between its shards (× the edge's tuple bytes), so
 the diagonal traffic of two operators sharing a key links ``a[e]`` to ``b[e]``
 only.
 
@@ -166,10 +166,10 @@ def build_job(context: PlanningContext, plan: Plan) -> GroupJob:
 def _instance_traffic(
     context: PlanningContext, per_op: dict[str, list[tuple[str, int]]]
 ) -> dict[tuple[str, str], dict[tuple[str, str], float]]:
-    """Tuples/s between executor instances, per operator pair, from the snapshot's traffic.
+    """Tuples/s between instances, per operator pair, from the snapshot's traffic.
 
-    Only operator pairs whose two sides are split into executors ``op[e]`` are read;
-    a shard ``g`` of an operator with ``Z`` shards per executor belongs to ``op[g // Z]``.
+    Only operator pairs whose two sides are split into instances ``op[e]`` are read;
+    a shard ``g`` of an operator with ``Z`` shards per instance belongs to ``op[g // Z]``.
     """
     snap = context.snapshot
     if snap is None or not snap.traffic:

@@ -1,6 +1,6 @@
-"""Model-based core allocation: executors as M/M/k queues in a Jackson network.
+"""Model-based core allocation: instances as M/M/k queues in a Jackson network.
 
-Paper 000 (Elasticutor), §4.1. Executor ``j`` receives λ_j tuples/s and each of
+Paper 000 (Elasticutor), §4.1. Instance ``j`` receives λ_j tuples/s and each of
 its ``k_j`` cores serves μ_j tuples/s; with λ_0 the external arrival rate,
 
     E[T](k) = (1/λ_0) Σ_j λ_j E[T_j](k_j),
@@ -87,15 +87,15 @@ class QueueingProblem:
     Attributes
     ----------
     arrival
-        λ_j per executor (tuples/s).
+        λ_j per instance (tuples/s).
     service
-        μ_j per executor: tuples/s one core processes (``inf`` = free operator).
+        μ_j per instance: tuples/s one core processes (``inf`` = free operator).
     external
         λ_0, the rate of the input stream (tuples/s).
     latency_target
         T_max in seconds.
     max_cores
-        Cores available to all executors together.
+        Cores available to all instances together.
     """
 
     arrival: tuple[float, ...]
@@ -110,10 +110,10 @@ class QueueingProblem:
         for j, (lam, mu) in enumerate(zip(self.arrival, self.service, strict=True)):
             if not lam >= 0 or not math.isfinite(lam):
                 raise ModelError(
-                    f"arrival rate must be finite and >= 0, got {lam}", item=f"executor {j}"
+                    f"arrival rate must be finite and >= 0, got {lam}", item=f"instance {j}"
                 )
             if not mu > 0:
-                raise ModelError(f"service rate must be > 0, got {mu}", item=f"executor {j}")
+                raise ModelError(f"service rate must be > 0, got {mu}", item=f"instance {j}")
         if not self.external >= 0:
             raise ModelError("external rate must be >= 0", item="queueing")
         if not self.latency_target > 0:
@@ -134,7 +134,7 @@ class QueueingAllocation:
 
     cores: tuple[int, ...]
     latency: float
-    executor_latency: tuple[float, ...]
+    instance_latency: tuple[float, ...]
     status: Status
     shortfall: int = 0
 
@@ -152,7 +152,7 @@ class QueueingAllocation:
 
 
 def expected_latency(problem: QueueingProblem, cores: Sequence[int]) -> float:
-    """E[T](k) of the Jackson network in seconds (``inf`` if any executor is unstable)."""
+    """E[T](k) of the Jackson network in seconds (``inf`` if any instance is unstable)."""
     if problem.external <= 0:
         return 0.0
     total = 0.0
@@ -163,7 +163,7 @@ def expected_latency(problem: QueueingProblem, cores: Sequence[int]) -> float:
 
 
 def _fewest_stable(lam: float, mu: float) -> int:
-    """The fewest servers with ``k μ > λ`` (1 for an infinitely fast executor). ``λ / μ``
+    """The fewest servers with ``k μ > λ`` (1 for an infinitely fast instance). ``λ / μ``
     can round just below an integer that ``k μ`` reaches exactly (λ = 3μ computed as a
     sum): the product decides, as :func:`mmk_latency` does."""
     if math.isinf(mu):
@@ -187,13 +187,13 @@ def allocate(problem: QueueingProblem) -> QueueingAllocation:
     Returns
     -------
     QueueingAllocation
-        Cores per executor, the reached E[T], per-executor E[T_j] and the status.
+        Cores per instance, the reached E[T], per-instance E[T_j] and the status.
 
     Examples
     --------
-    A chain of two executors that every tuple passes (λ_0 = λ_1 = λ_2 = 4 t/s). The start
+    A chain of two instances that every tuple passes (λ_0 = λ_1 = λ_2 = 4 t/s). The start
     is one core and two, the fewest stable: E[T] = 1/(5 − 4) + 0.6 = 1.6 s. The greedy
-    adds the core to the first executor (1.6 → 0.84 s), then to the second, and stops
+    adds the core to the first instance (1.6 → 0.84 s), then to the second, and stops
     at 0.61 s ≤ 0.8 s; trying every (k_1, k_2) confirms that 5 cores is the fewest.
 
     >>> p = QueueingProblem(arrival=(4.0, 4.0), service=(5.0, 3.0), external=4.0,

@@ -1,7 +1,7 @@
 """One step to the needed size: the cores a keyed operator needs *now*, from the offered
 rate and the backlog, with the start-up time of new cores in the catch-up term.
 
-The batch-boundary planner sizes each executor with Elasticutor's queueing model
+The batch-boundary planner sizes each instance with Elasticutor's queueing model
 (paper 000, §4.1) from the rates measured over the last period. Under a step surge those
 rates lag (the period averages the old rate with the new one) and the decision waits
 for the batch that the surge made long. This sizing reads what the source offers — the
@@ -12,7 +12,7 @@ cores' capacity, for ``startup_s`` (Flink's autoscaler adds ``restart.time`` wor
 to its catch-up term the same way; DS2, Kalavri et al., OSDI 2018, §3), then drains in
 ``catch_up_s``. The operator is one M/M/k queue
 whose ``k`` is the fewest cores meeting the latency target (the §4.1 model with one
-executor), floored, as the boundary planner floors backlogged executors, at
+instance), floored, as the boundary planner floors backlogged instances, at
 ``θ · λ / μ / max_utilization``.
 """
 
@@ -29,7 +29,7 @@ __all__ = ["CATCH_UP_FORM", "CATCH_UP_FORMS", "surge_cores"]
 # rate to the arrival rate, ``latency`` takes the larger of the two
 CATCH_UP_FORMS: tuple[str, ...] = ("drain", "latency")
 
-#: The setting, declared once: the Elasticutor steps' and :func:`executor_loads`' default.
+#: The setting, declared once: the Elasticutor steps' and :func:`instance_loads`' default.
 CATCH_UP_FORM = Setting(
     "catch_up_form",
     str,

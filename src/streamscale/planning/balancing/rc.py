@@ -3,7 +3,7 @@
 Paper 000 (Elasticutor), §2.2 and §5: in the resource-centric paradigm an
 operator scales by changing its number of tasks, and load is balanced by
 repartitioning its key space across all of them, so shards move between
-executors and their state migrates whenever source and destination tasks sit on
+instances and their state migrates whenever source and destination tasks sit on
 different nodes. For a fair comparison the paper gives RC the same performance
 model, the same balancing algorithm and the same intra-process state sharing as
 Elasticutor; this module does the same: the §3.1 balancing rounds run over the

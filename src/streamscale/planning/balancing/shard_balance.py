@@ -1,6 +1,6 @@
-"""Intra-executor shard balancing (paper 000, Elasticutor, §3.1).
+"""Intra-instance shard balancing (paper 000, Elasticutor, §3.1).
 
-An elastic executor's ``Z`` shards map to its ``k`` tasks through a routing
+An instance's ``Z`` shards map to its ``k`` tasks through a routing
 table. The imbalance is δ = max task load / mean task load. Balancing runs in
 rounds: each round considers moving one shard from the most loaded task to the
 least loaded one and applies the move that lowers the load of that pair's
@@ -81,7 +81,7 @@ def balance_shards(
     theta: float = THETA.default,
     max_rounds: int | None = None,
 ) -> BalanceResult:
-    """Rebalance one executor's shards over ``k`` tasks (paper 000, §3.1).
+    """Rebalance one instance's shards over ``k`` tasks (paper 000, §3.1).
 
     Parameters
     ----------

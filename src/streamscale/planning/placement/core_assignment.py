@@ -1,15 +1,15 @@
-"""CPU-to-executor assignment (paper 000, Elasticutor, §4.2, Algorithm 1) and naive-EC.
+"""CPU-to-instance assignment (paper 000, Elasticutor, §4.2, Algorithm 1) and naive-EC.
 
-``n`` nodes with ``c_i`` cores; executor ``j`` has its main process on node
+``n`` nodes with ``c_i`` cores; instance ``j`` has its main process on node
 ``I(j)``, state ``s_j``, current assignment ``x̃_ij`` and target ``k_j``. The
 migration cost of moving to ``X`` is
 
     C(X | X̃) = Σ_j Σ_i max(0, s_j x̃_ij / X̃_j − s_j x_ij / X_j)
 
-(state assumed spread evenly over an executor's cores), subject to node
-capacities, ``X_j ≥ k_j`` and, for data-intensive executors ``E(φ)`` (input +
+(state assumed spread evenly over an instance's cores), subject to node
+capacities, ``X_j ≥ k_j`` and, for data-intensive instances ``E(φ)`` (input +
 output bytes/s per core above φ), cores only on ``I(j)``. Algorithm 1 takes each
-under-provisioned executor in descending data intensity and moves cores to it
+under-provisioned instance in descending data intensity and moves cores to it
 one at a time: a data-intensive one only on ``I(j)``, from the donor with the
 least ``C⁻``; any other from the (node, donor) pair minimising ``C⁻ + C⁺`` with
 
@@ -18,20 +18,20 @@ least ``C⁻``; any other from the (node, donor) pair minimising ``C⁻ + C⁺``
 On FAIL, φ doubles (from φ̃ = 512 KB/s) and the algorithm reruns.
 
 Choices (docs/algorithms.md, "000 — Elasticutor"): free cores act as an over-provisioned idle
-executor with zero cost; the prose's *descending* data-intensity order is used.
-Taking the only core of an executor costs its whole state ``s_j`` (``C⁻`` is
+instance with zero cost; the prose's *descending* data-intensity order is used.
+Taking the only core of an instance costs its whole state ``s_j`` (``C⁻`` is
 undefined at ``X_j = 1``, and all of the state must move). A data-intensive
-executor's inherited remote cores are released first, so constraint (c) holds
+instance's inherited remote cores are released first, so constraint (c) holds
 for the cores it had as well as for those it gets.
-Donors are over-provisioned executors and free cores; when a data-intensive
-executor finds none on ``I(j)``, it may displace a core of a non-data-intensive
-executor there (least ``C⁻``), which then joins the queue and is served
+Donors are over-provisioned instances and free cores; when a data-intensive
+instance finds none on ``I(j)``, it may displace a core of a non-data-intensive
+instance there (least ``C⁻``), which then joins the queue and is served
 elsewhere — the listing's ``Ê ∈ E \\ E⁺_Δ``, made feasibility-preserving. Surplus
 cores left after every target is met are released where ``C⁻`` is least, so
 ``X_j = k_j`` on return.
 
-The implementation keeps each executor's cores as a sparse ``node → count`` map
-and scans only nodes an executor or donor occupies, so one reassignment costs
+The implementation keeps each instance's cores as a sparse ``node → count`` map
+and scans only nodes an instance or donor occupies, so one reassignment costs
 O(Δ · (|E⁻| + n)) rather than a rescan of the whole matrix per core.
 """
 
@@ -68,15 +68,15 @@ class AssignmentProblem:
     capacity
         Cores ``c_i`` of each node.
     current
-        ``x̃`` as an ``n × m`` integer array (cores of executor ``j`` on node ``i``).
+        ``x̃`` as an ``n × m`` integer array (cores of instance ``j`` on node ``i``).
     target
-        ``k_j`` per executor (``≥ 1``).
+        ``k_j`` per instance (``≥ 1``).
     state
-        ``s_j`` in bytes per executor.
+        ``s_j`` in bytes per instance.
     home
-        Node index ``I(j)`` of each executor's main process.
+        Node index ``I(j)`` of each instance's main process.
     data_rate
-        Input + output bytes/s of each executor (data intensity is this ÷ ``k_j``).
+        Input + output bytes/s of each instance (data intensity is this ÷ ``k_j``).
     """
 
     capacity: Sequence[int]
@@ -94,14 +94,14 @@ class AssignmentProblem:
                 f"current assignment has shape {cur.shape}, want {(n, m)}", item="assignment"
             )
         if len(self.state) != m or len(self.home) != m:
-            raise ModelError("state and home need one entry per executor", item="assignment")
+            raise ModelError("state and home need one entry per instance", item="assignment")
         if self.data_rate and len(self.data_rate) != m:
-            raise ModelError("data_rate needs one entry per executor", item="assignment")
+            raise ModelError("data_rate needs one entry per instance", item="assignment")
         for j, k in enumerate(self.target):
             if k < 1:
-                raise ModelError(f"target must be >= 1, got {k}", item=f"executor {j}")
+                raise ModelError(f"target must be >= 1, got {k}", item=f"instance {j}")
             if not 0 <= self.home[j] < n:
-                raise ModelError(f"home node {self.home[j]} out of range", item=f"executor {j}")
+                raise ModelError(f"home node {self.home[j]} out of range", item=f"instance {j}")
         if cur.size and cur.min() < 0:
             raise ModelError("current assignment has negative entries", item="assignment")
         if sum(self.target) > sum(self.capacity):
@@ -116,10 +116,10 @@ class AssignmentResult:
     """Output of an assignment.
 
     ``x`` is the new ``n × m`` assignment; ``phi`` the data-intensity threshold of
-    the successful run (``inf`` when no executor was treated as data-intensive);
+    the successful run (``inf`` when no instance was treated as data-intensive);
     ``attempts`` the runs needed (φ doublings + 1); ``cost`` = C(X|X̃) in bytes;
-    ``data_intensive`` the executors in E(φ); ``remote_cores`` the cores placed
-    away from their executor's home node; ``reassigned`` the cores that changed
+    ``data_intensive`` the instances in E(φ); ``remote_cores`` the cores placed
+    away from their instance's home node; ``reassigned`` the cores that changed
     owner or were released.
     """
 
@@ -144,7 +144,7 @@ def migration_cost(current: np.ndarray, new: np.ndarray, state: Sequence[float])
 
 
 class _State:
-    """Sparse mutable assignment: per executor ``node → cores``, per node free cores."""
+    """Sparse mutable assignment: per instance ``node → cores``, per node free cores."""
 
     def __init__(self, p: AssignmentProblem) -> None:
         cur = np.asarray(p.current, dtype=np.int64)
@@ -179,7 +179,7 @@ class _State:
 
 
 def _c_minus(s: float, big_x: int, x_i: int) -> float:
-    # an executor's only core: all of its state must move wherever it goes next
+    # an instance's only core: all of its state must move wherever it goes next
     return s * (big_x - x_i) / (big_x * (big_x - 1)) if big_x > 1 else s
 
 
@@ -207,7 +207,7 @@ def _run(p: AssignmentProblem, phi: float) -> _State | None:
     di = [intensity[j] > phi for j in range(st.m)]
     for j in range(st.m):
         if di[j]:
-            # constraint (c): a data-intensive executor keeps no remote core, not
+            # constraint (c): a data-intensive instance keeps no remote core, not
             # even one it held before; it is served again on its home node
             for i in [i for i in st.x[j] if i != home[j]]:
                 for _ in range(st.x[j][i]):
@@ -292,7 +292,7 @@ def _pick_any(
 def assign_cores(
     problem: AssignmentProblem, *, phi0: float = PHI0, max_attempts: int = 64
 ) -> AssignmentResult:
-    """Migration-aware CPU-to-executor assignment (paper 000, §4.2, Algorithm 1).
+    """Migration-aware CPU-to-instance assignment (paper 000, §4.2, Algorithm 1).
 
     Parameters
     ----------
@@ -306,14 +306,14 @@ def assign_cores(
     Returns
     -------
     AssignmentResult
-        With ``X_j = k_j`` for every executor and node capacities respected.
+        With ``X_j = k_j`` for every instance and node capacities respected.
 
     Examples
     --------
-    Two nodes of two cores. Executor 0 (home node 0, 400 bytes of state) gives up one of its
-    two cores; executor 1 (home node 1, 100 bytes, one core) needs three. Only two
-    assignments meet the targets: executor 1 takes node 0's released core and node 1's free
-    one, moving a third of its state (100 × (1 − 2/3) ≈ 33.3 bytes), or executor 0 moves to
+    Two nodes of two cores. Instance 0 (home node 0, 400 bytes of state) gives up one of its
+    two cores; instance 1 (home node 1, 100 bytes, one core) needs three. Only two
+    assignments meet the targets: instance 1 takes node 0's released core and node 1's free
+    one, moving a third of its state (100 × (1 − 2/3) ≈ 33.3 bytes), or instance 0 moves to
     node 1 instead (466.7 bytes).
 
     >>> import numpy as np
@@ -323,7 +323,7 @@ def assign_cores(
     >>> r.x.tolist(), round(r.cost, 1), r.remote_cores
     ([[1, 1], [0, 2]], 33.3, 1)
 
-    When executor 1 sends 3 MB/s it is data-intensive at φ̃ (1 MB/s per core > 512 KB/s)
+    When instance 1 sends 3 MB/s it is data-intensive at φ̃ (1 MB/s per core > 512 KB/s)
     and may only use its home node, which has two cores: the run fails, φ doubles to
     1 MiB/s, and the second run gives the same answer.
 
@@ -361,15 +361,15 @@ def _result(
 def naive_ec(problem: AssignmentProblem, *, seed: int | None = None) -> AssignmentResult:
     """Naive-EC baseline (paper 000, §5): the same ``k``, cores chosen obliviously.
 
-    Surplus cores are released at random among the executor's cores and missing
+    Surplus cores are released at random among the instance's cores and missing
     cores are taken uniformly at random among the free cores of the cluster,
     ignoring migration cost, home nodes and data intensity.
 
     Examples
     --------
-    Executor 1 (home node 1, 100 bytes of state) grows from one core to two. Algorithm 1
+    Instance 1 (home node 1, 100 bytes of state) grows from one core to two. Algorithm 1
     takes the free core on node 1 and moves nothing; naive-EC draws among the four free
-    cores and, for some seeds, splits the executor over two nodes, moving half its state.
+    cores and, for some seeds, splits the instance over two nodes, moving half its state.
 
     >>> import numpy as np
     >>> p = AssignmentProblem(capacity=[2, 2, 2], current=np.array([[2, 0], [0, 1], [0, 0]]),

@@ -2,7 +2,7 @@
 :mod:`~streamscale.runtime.spark.keyed.agg.chain`).
 
 :func:`fused_chains` reads the graph once: a declarative aggregation whose only input is
-a declarative aggregation with the same key columns, executors and shards, that feeds
+a declarative aggregation with the same key columns, instances and shards, that feeds
 nothing else, is its follower; followers chain. :func:`offer` decides per batch how far
 each chain fuses: as long as the followers' partition maps group the shards as the
 leader's and their units are pinned alike; the rest of the chain runs operator by

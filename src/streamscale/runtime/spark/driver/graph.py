@@ -270,7 +270,7 @@ def merged_default_plan(graph: JobGraph, cluster: Cluster) -> Plan:
 
 
 #: Planning slots per core when no cluster is given: a unit is a Spark task, and tasks
-#: queue on the cores, so more (smaller) tasks than cores is how a skewed executor gets
+#: queue on the cores, so more (smaller) tasks than cores is how a skewed instance gets
 #: its share.
 SLOTS_PER_CORE = 2
 
@@ -285,7 +285,7 @@ def local_cluster(*, physical: int, instances: int) -> Cluster:
         Spark's default parallelism (the cores the local tasks run on).
     instances
         The keyed instances of the job, summed over its keyed operators: each needs at
-        least one slot (an elastic executor holds a core).
+        least one slot (an instance holds a core).
 
     Returns
     -------

@@ -136,7 +136,7 @@ class GraphTotals:
 
 
 def op_cores(plan: Plan, graph: JobGraph) -> dict[str, int]:
-    """Cores per keyed operator in ``plan``: its instances' cores summed, executor-level
+    """Cores per keyed operator in ``plan``: its instances' cores summed, instance-level
     (``op[e]``) and operator-level (``op``, as ``rc`` and ``model-driven`` plan) alike."""
     from streamscale.model.ids import operator_of
 

@@ -3,7 +3,7 @@
 A DAG has one :class:`~streamscale.runtime.spark.driver.collector.SparkCollector` and one
 :class:`~streamscale.runtime.spark.routing.realizer.SparkRealizer` per keyed operator. The
 controller and its policy plan the whole topology at once (the Elasticutor
-policies size every keyed operator's executors from one queueing model), so this
+policies size every keyed operator's instances from one queueing model), so this
 module presents them as one collector and one realizer:
 
 * :class:`GraphCollector` merges the per-operator snapshots — each keyed
@@ -12,7 +12,7 @@ module presents them as one collector and one realizer:
   source's backlog, edge rates from the keyed operator at the edge, CPU per node
   summed;
 * shard-to-shard traffic between keyed operators on the same key (same key field,
-  executors and shards, fed through stateless operators only): shard ``g`` of the
+  instances and shards, fed through stateless operators only): shard ``g`` of the
   upstream feeds shard ``g`` of the downstream alone, so the traffic is the
   downstream shard's arrival rate (:func:`aligned_traffic`); other keyed edges are
   all-to-all and no placement changes them, so none is reported;
@@ -206,7 +206,7 @@ def aligned_traffic(
     topology: Topology, ops: Mapping[str, OperatorStats], shards: list[ShardStats]
 ) -> list[Traffic]:
     """Tuples/s from shard ``g`` of a keyed operator to shard ``g`` of the keyed operator
-    it feeds on the same key (same field, executors and shards)."""
+    it feeds on the same key (same field, instances and shards)."""
     rows: dict[str, dict[int, int]] = {}
     for s in shards:
         rows.setdefault(s.operator, {})[s.shard] = s.rows

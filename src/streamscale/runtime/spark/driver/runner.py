@@ -156,7 +156,7 @@ def linear_setup(
     Default cluster: the executors' capacity with ``resources``, else
     :func:`~streamscale.runtime.spark.driver.graph.local_cluster` (the one every job
     plans for) and Spark's parallelism as the cores; default plan: the policy's initial
-    plan (a policy object: one unit per executor)."""
+    plan (a policy object: one unit per instance)."""
     physical = int(spark.sparkContext.defaultParallelism)
     if resources is not None:
         cluster = resources.cluster()

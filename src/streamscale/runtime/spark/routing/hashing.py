@@ -6,7 +6,7 @@ Murmur3 hash lands in ``p``, so the keyed stage can give each row a *native
 partition key* and let Spark's own shuffle put it in its unit's partition.
 :func:`murmur3_bytes` and :func:`xxhash64_bytes` compute Spark's ``hash()`` and
 ``xxhash64()`` of strings (numpy over many strings at once), the hashes that place a
-key on its executor and shard (:mod:`~streamscale.runtime.spark.routing.routing`).
+key on its instance and shard (:mod:`~streamscale.runtime.spark.routing.routing`).
 """
 
 from __future__ import annotations

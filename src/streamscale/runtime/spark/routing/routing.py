@@ -1,4 +1,4 @@
-"""Two-tier routing of keyed tuples onto Spark tasks (paper 000, §3, "elastic executor").
+"""Two-tier routing of keyed tuples onto Spark tasks (paper 000, §3: instances, its "elastic executors").
 
 A key maps to one of ``E`` instances of its operator (Elasticutor's elastic
 executors) and to one of ``Z`` shards of that instance by two *static* hashes that
@@ -52,7 +52,7 @@ __all__ = [
     "shard_of",
 ]
 
-#: The key → (executor, shard) hashes, as recorded with an operator's state.
+#: The key → (instance, shard) hashes, as recorded with an operator's state.
 HASH_SCHEME = "spark-xxhash64-murmur3/string"
 
 
@@ -78,7 +78,7 @@ def instance_of(key: Any, instances: int) -> int:
 
 
 def shard_of(key: Any, shards: int) -> int:
-    """The local shard ``pmod(hash(key), Z)`` of ``key`` within its executor (paper 000, §3)."""
+    """The local shard ``pmod(hash(key), Z)`` of ``key`` within its instance (paper 000, §3)."""
     return int(_hashes([key], 1, shards)[1][0])
 
 
@@ -142,15 +142,15 @@ class PartitionMap:
             inst = instance_id(operator, e)
             table = tables.get(inst)
             if table is None:
-                raise StreamscaleError("plan has no routing table", item=f"executor {inst}")
+                raise StreamscaleError("plan has no routing table", item=f"instance {inst}")
             if len(table) != z:
                 raise StreamscaleError(
                     f"routing table has {len(table)} entries, expected {z}",
-                    item=f"executor {inst}",
+                    item=f"instance {inst}",
                 )
             for unit in table:
                 if not unit:
-                    raise StreamscaleError("routing table names no unit", item=f"executor {inst}")
+                    raise StreamscaleError("routing table names no unit", item=f"instance {inst}")
                 p = index.get(unit)
                 if p is None:
                     p = index[unit] = len(units)

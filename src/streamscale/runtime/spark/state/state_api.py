@@ -199,7 +199,7 @@ def query_committed(spark_checkpoint: Path) -> int:
     return max((int(n) for n in names if n.isdigit()), default=-1)
 
 
-def check_layout(backend: StateBackend, operator: str, executors: int, shards: int) -> None:
+def check_layout(backend: StateBackend, operator: str, instances: int, shards: int) -> None:
     """Check that ``operator``'s state was written under this run's layout, or record it.
 
     The layout is the key hashes (:data:`~streamscale.runtime.spark.routing.routing.HASH_SCHEME`),
@@ -219,14 +219,15 @@ def check_layout(backend: StateBackend, operator: str, executors: int, shards: i
     read = getattr(backend, "layout", None)
     if read is None:
         return
-    want: dict[str, Any] = {"hash": HASH_SCHEME, "executors": executors, "shards": shards}
+    # _layout.json names E (the instances) "executors": the key of the records already written
+    want: dict[str, Any] = {"hash": HASH_SCHEME, "executors": instances, "shards": shards}
     have = read(operator)
     item = f"operator {operator}"
     if have is None:
         if backend.has_shards(operator):  # type: ignore[attr-defined]
             raise StreamscaleError(
                 "shard state has no layout record (written before layouts were recorded, "
-                f"under other key hashes than {HASH_SCHEME}); reading it with E={executors}, "
+                f"under other key hashes than {HASH_SCHEME}); reading it with E={instances}, "
                 f"Z={shards} would look for keys in the wrong shards: move it away to start "
                 "from an empty state",
                 item=item,

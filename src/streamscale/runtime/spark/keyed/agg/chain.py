@@ -1,7 +1,7 @@
 """Consecutive declarative aggregations on one key, run in one keyed stage.
 
 ``key_by(k).agg(...)`` followed by ``key_by(k).agg(...)`` over its output (same key
-columns, same executors and shards) puts each group of the second operator in the
+columns, same instances and shards) puts each group of the second operator in the
 shard of the first's that emitted it: the second's input needs no shuffle. Fused, the
 first operator's reduce task merges its partials into its shard state as always
 (:mod:`~streamscale.runtime.spark.keyed.agg.operator`), then hands the groups it emits
