@@ -27,24 +27,24 @@ def _differences(a: object, b: object) -> set[str]:
 
 def test_rows_change_only_what_they_name() -> None:
     base_wl, base_s = workload({}, {})
-    assert (base_wl.nodes, base_wl.executors, base_wl.shards) == (4, 1, 1024)
+    assert (base_wl.nodes, base_wl.instances, base_wl.shards) == (4, 1, 1024)
     assert base_wl == elasticutor._stock(4, elasticutor.setup(True), 1)
     for _label, stock, changes in ROWS[1:]:
         wl, s = workload(stock, changes)
         assert _differences(s, base_s) == set(changes)
         named = set(stock)
-        # the cluster size and the executors per operator resize the executors and
+        # the cluster size and the instances per operator resize the instances and
         # shards (1024 per operator in all) and, on a quick run, the state
         if "nodes" in stock or "sse_nodes_per_executor" in changes:
-            named |= {"executors", "shards"}
-            assert wl.executors * wl.shards == 1024
+            named |= {"instances", "shards"}
+            assert wl.instances * wl.shards == 1024
         if "nodes" in stock or "sse_scale_state" in changes:
             named |= {"state_scale"}
         assert _differences(wl, base_wl) == named
 
 
 def test_static_ceiling_hand_checked() -> None:
-    # 4 nodes × 8 cores, 12 operators sized equally: int(32 / 12) = 2 executors (cores)
+    # 4 nodes × 8 cores, 12 operators sized equally: int(32 / 12) = 2 instances (cores)
     # each. Per order: transactor 0.1 ms (2 cores: 20,000/s), a statistics operator
     # 0.6 × 0.25 = 0.15 ms (13,333/s), an event operator 0.6 × 0.05 = 0.03 ms (66,667/s).
     wl, _ = workload({}, {})

@@ -30,16 +30,16 @@ class Uniform:
         return self.r
 
     def weights(
-        self, operator: str, executors: int, shards: int, now: float
+        self, operator: str, instances: int, shards: int, now: float
     ) -> tuple[Hashable, np.ndarray]:
-        n = executors * shards
+        n = instances * shards
         return 0, np.full(n, 1.0 / n)
 
 
 def station(
     replicas: int, cores: int, cost_ms: float, *, keyed: bool
 ) -> tuple[Topology, Cluster, Plan]:
-    """``replicas`` independent stations of ``cores`` cores each (one shard per executor)."""
+    """``replicas`` independent stations of ``cores`` cores each (one shard per instance)."""
     ops = [
         Operator("src", kind="source"),
         Operator("st", key="k" if keyed else None, cost_ms=cost_ms, instances=replicas, shards=1),
@@ -54,7 +54,7 @@ def station(
 
 
 def two_stage(
-    executors: int = 2, shards: int = 8, *, nodes: int = 2, cores: int = 2, upstream: int = 4
+    instances: int = 2, shards: int = 8, *, nodes: int = 2, cores: int = 2, upstream: int = 4
 ) -> tuple[Topology, Cluster]:
     """src → op (keyed, 1 ms, 32 KB/shard) → sink on ``nodes`` × ``cores``."""
     ops = [
@@ -63,9 +63,9 @@ def two_stage(
             "op",
             key="k",
             cost_ms=1.0,
-            instances=executors,
+            instances=instances,
             shards=shards,
-            state_bytes=32 * 1024 * executors * shards,
+            state_bytes=32 * 1024 * instances * shards,
         ),
         Operator("sink", kind="sink"),
     ]

@@ -182,7 +182,7 @@ def test_elastic_pauses_one_shard_rc_pauses_the_operator() -> None:
     rc.run_until(5.0)
     assert not st.rc_active and st.buf.sum() == 0.0
     (a, b), *_ = st.reconfigurations
-    # the global sync costs rc_sync_s per upstream executor (4 here) plus
+    # the global sync costs rc_sync_s per upstream instance (4 here) plus
     # rc_sync_shard_s per moved shard (all 16 change unit)
     cfg = rc.config
     assert st.shard_moves == 16
@@ -292,7 +292,7 @@ def _waited(sim: Simulator) -> float:
 
 
 def test_rc_pause_is_counted_as_waiting() -> None:
-    # a 1 s global sync (4 upstream executors × 0.25 s) at 2000 t/s offered on 4
+    # a 1 s global sync (4 upstream instances × 0.25 s) at 2000 t/s offered on 4
     # cores: the tuples held upstream and at the source wait λ·P²/2 = 1000
     # tuple-seconds during the pause alone, and all of it shows in the latency
     runs = []

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from streamscale.experiments.elasticutor import POLICIES, Setup, run
-from streamscale.experiments.elasticutor_report import _executors_table, dips
+from streamscale.experiments.elasticutor_report import _instances_table, dips
 from streamscale.sim.run import Sample
 
 
@@ -98,7 +98,7 @@ def test_dips_measure_recovery_after_each_shuffle() -> None:
     assert dips(_samples([100.0] * 30), [10.0, 20.0], 30.0)["mean_dip_s"] == 0.0
 
 
-def test_executor_table_sets_naive_beside_elastic() -> None:
+def test_instance_table_sets_naive_beside_elastic() -> None:
     rows = [
         {
             "executors_per_operator": y,
@@ -115,6 +115,6 @@ def test_executor_table_sets_naive_beside_elastic() -> None:
             (4, "elastic", 2.0),
         )
     ]
-    md = "\n".join(_executors_table({"sse_executors": rows}))
+    md = "\n".join(_instances_table({"sse_executors": rows}))
     assert "8 (default)" in md and "| 3 |" in md.replace(".0 ", " ")
-    assert _executors_table({"sse_executors": rows[:2]}) == []
+    assert _instances_table({"sse_executors": rows[:2]}) == []

@@ -14,7 +14,7 @@ from streamscale.sim.workloads import MicroBenchmark
 
 
 def _wl() -> MicroBenchmark:
-    return MicroBenchmark(nodes=2, cores=4, executors=2, shards=32, keys=2000, omega=6, seed=2)
+    return MicroBenchmark(nodes=2, cores=4, instances=2, shards=32, keys=2000, omega=6, seed=2)
 
 
 @pytest.mark.parametrize("name", ["static", "elastic", "rc"])
@@ -59,7 +59,7 @@ def test_waiting_at_a_throttled_source_counts_in_latency() -> None:
     # backlog grows by 3000 − X t/s (X served); by Little's law the tuple-seconds
     # waited per tuple emitted are ∫(3000 − X)t dt / XT = (3000 − X)T / 2X (T/4 at X = 2000)
     wl = MicroBenchmark(
-        nodes=1, cores=2, executors=2, shards=4, keys=2000, alpha=0.0, rate=3000.0, seed=2
+        nodes=1, cores=2, instances=2, shards=4, keys=2000, alpha=0.0, rate=3000.0, seed=2
     )
     topo = wl.static_topology()
     cluster = wl.cluster()

@@ -60,7 +60,7 @@ def parse_param_items(items: list[str]) -> dict[str, Any]:
 
 
 def shard_sizes(topology: Topology, snapshot: Snapshot | None) -> Any:
-    """``shard_bytes(instance, shard)`` for executor instances ``op[e]`` (paper 000 ids).
+    """``shard_bytes(instance, shard)`` for instances ``op[e]`` (paper 000 ids).
 
     Sizes come from the snapshot's shard statistics (global index ``e·Z + s``),
     else the operator's state spread evenly; other instances count zero.

@@ -89,7 +89,12 @@ _KB = 1024
 
 @dataclass(frozen=True)
 class Setup:
-    """Sizes of one reproduction run (see :func:`setup`)."""
+    """Sizes of one reproduction run (see :func:`setup`).
+
+    ``executors``, ``sse_nodes_per_executor`` and ``sse_executor_sweep`` count instances
+    (Elasticutor's elastic executors): the names are keys of ``results.json``'s setup and
+    of the ablation records.
+    """
 
     nodes: int
     executors: int
@@ -115,7 +120,7 @@ class Setup:
 
 
 def setup(quick: bool) -> Setup:
-    """The paper's sizes (32 nodes × 8 cores, 32 executors × 256 shards), or a quick run."""
+    """The paper's sizes (32 nodes × 8 cores, 32 instances × 256 shards), or a quick run."""
     if quick:
         return Setup(
             nodes=4,
@@ -188,16 +193,16 @@ def _simulate(
 
 
 def _stock(nodes: int, s: Setup, seed: int, per: int | None = None) -> StockExchange:
-    # one executor per ``per`` nodes and operator (12 operators share the cores):
-    # every executor holds at least one core, so 12 × nodes/2 executors (192 on
-    # 256 cores) leave no executor room to scale and sink a core into each of the
-    # 80 light event executors; nodes/4 (96) leaves 2.7 cores per executor. The
+    # one instance per ``per`` nodes and operator (12 operators share the cores):
+    # every instance holds at least one core, so 12 × nodes/2 instances (192 on
+    # 256 cores) leave no instance room to scale and sink a core into each of the
+    # 80 light event instances; nodes/4 (96) leaves 2.7 cores per instance. The
     # shards per operator stay fixed; a quick run scales the state with the
-    # cluster so each executor holds as much as on the paper's 32 nodes
+    # cluster so each instance holds as much as on the paper's 32 nodes
     e = max(1, nodes // (per or s.sse_nodes_per_executor))
     return StockExchange(
         nodes=nodes,
-        executors=e,
+        instances=e,
         shards=max(1, s.sse_shards_per_op // e),
         state_scale=nodes / 32 if s.sse_scale_state else 1.0,
         seed=seed,
@@ -277,7 +282,7 @@ def run(
     # keys per core as in the paper (10 K keys on 256 cores), one generator per node
     base = MicroBenchmark(
         nodes=s.nodes,
-        executors=s.executors,
+        instances=s.executors,
         shards=s.shards,
         keys=max(1, 10_000 * s.nodes // 32),
         generators=s.nodes,
@@ -488,7 +493,7 @@ def _sse_results(
     rates: dict[tuple[Any, ...], float],
 ) -> dict[str, Any]:
     """The stock-exchange tables: per policy (measured, offered, timeline), naive against
-    elastic, the scalability sweep and the executors-per-operator sweep."""
+    elastic, the scalability sweep and the instances-per-operator sweep."""
     sse_ceiling = stock.hot_shard_ceiling(s.warmup_s + s.sse_s)
     sse_runs = {p: done[("sse", p)] for p in POLICIES}
     out: dict[str, Any] = {}

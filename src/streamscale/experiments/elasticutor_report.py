@@ -168,7 +168,7 @@ def render(results: Mapping[str, Any], out: Path) -> str:
         *_skew_and_state(results),
         *_sse(results),
         *_table2(results),
-        *_executors_table(results),
+        *_instances_table(results),
         *_scalability(results),
     ]
     _plots(results, out)
@@ -181,8 +181,8 @@ def _head(results: Mapping[str, Any]) -> list[str]:
     return [
         "# Elasticutor (paper 000, §5) on the cluster simulator",
         "",
-        f"Micro-benchmark cluster: {s['nodes']} nodes × 8 cores, {s['executors']} executors × "
-        f"{s['shards']} shards (static: one executor per core); {s['duration_s']:g} s measured "
+        f"Micro-benchmark cluster: {s['nodes']} nodes × 8 cores, {s['executors']} instances × "
+        f"{s['shards']} shards (static: one instance per core); {s['duration_s']:g} s measured "
         f"after {s['warmup_s']:g} s warm-up; seed {results['seed']}"
         + (" (quick run: smaller cluster than the paper's 32 nodes)." if results["quick"] else "."),
         "",
@@ -201,7 +201,7 @@ def _head(results: Mapping[str, Any]) -> list[str]:
 
 
 def _settings(results: Mapping[str, Any]) -> list[str]:
-    """The simulator's settings: queues, sources, capacity, RC, SSE executors."""
+    """The simulator's settings: queues, sources, capacity, RC, SSE instances."""
     s = results["setup"]
     cap = results.get("capacity", {})
     return [
@@ -220,12 +220,12 @@ def _settings(results: Mapping[str, Any]) -> list[str]:
         "which the hottest shard fills one core (a shard never spans cores), worst key "
         "permutation of the run.",
         "* RC as the paper describes it (`rc`: same balancing as Elasticutor, δ > θ = 1.2 "
-        "triggers a repartitioning down to θ; global sync = 20 ms per upstream executor + "
+        "triggers a repartitioning down to θ; global sync = 20 ms per upstream instance + "
         "0.2 ms per moved shard (the per-shard figure is an assumption)); `rc-damped` adds "
         "hysteresis, small-gain holds and no "
-        "decisions during a pause (not in the paper). SSE static: the same executors for "
+        "decisions during a pause (not in the paper). SSE static: the same instances for "
         "every operator (no per-operator cost knowledge), one per core. SSE elastic "
-        f"executors: one per {s.get('sse_nodes_per_executor', 2)} nodes and operator "
+        f"instances: one per {s.get('sse_nodes_per_executor', 2)} nodes and operator "
         "(each holds at least one core).",
         "",
     ]
@@ -335,7 +335,7 @@ def _skew_and_state(results: Mapping[str, Any]) -> list[str]:
         _sweep_table(results["skew_sweep"], "alpha", "α", ["static", "rc", "elastic"]),
         "",
         "The hot-shard ceiling bounds RC and Elasticutor alike (static is bound by its "
-        "hottest executor, lower still).",
+        "hottest instance, lower still).",
         "",
         "## Throughput vs state size per shard at ω = 2 (Fig. 9)",
         "",
@@ -452,8 +452,8 @@ def _scalability(results: Mapping[str, Any]) -> list[str]:
     ]
 
 
-def _executors_table(results: Mapping[str, Any]) -> list[str]:
-    """SSE figures of naive-EC and Elasticutor for other executor counts per operator."""
+def _instances_table(results: Mapping[str, Any]) -> list[str]:
+    """SSE figures of naive-EC and Elasticutor for other instance counts per operator."""
     rows = results.get("sse_executors", [])
     if len({r["executors_per_operator"] for r in rows}) < 2:
         return []
@@ -476,15 +476,15 @@ def _executors_table(results: Mapping[str, Any]) -> list[str]:
             ]
         )
     return [
-        "### Executors per operator (SSE, saturation)",
+        "### Instances per operator (SSE, saturation)",
         "",
-        "Every executor holds at least one core, so the executors per operator fix how much "
+        "Every instance holds at least one core, so the instances per operator fix how much "
         "room each has to scale and how many cores the light operators hold; naive-EC and "
         "Elasticutor only differ in how cores are assigned.",
         "",
         markdown_table(
             [
-                "executors per operator",
+                "instances per operator",
                 "Elasticutor K orders/s",
                 "naive-EC K orders/s",
                 "naive-EC migration MB/s",
@@ -500,7 +500,7 @@ def _executors_table(results: Mapping[str, Any]) -> list[str]:
 
 
 def _reading(results: Mapping[str, Any]) -> list[str]:
-    """Measured facts that explain the figures (pauses, executor granularity, caps)."""
+    """Measured facts that explain the figures (pauses, instance granularity, caps)."""
     s = results["setup"]
     out = ["Reading the figures (measured in this run):", ""]
     pauses = {r["policy"]: r for r in results.get("reassignment_omega2", [])}
@@ -508,7 +508,7 @@ def _reading(results: Mapping[str, Any]) -> list[str]:
     if rc:
         out.append(
             f"* RC at ω = 2: {rc['global_pauses']} global pauses, {rc['mean_pause_s']:.2f} s "
-            f"each on average, with {s['nodes']} upstream generator executors (the sync "
+            f"each on average, with {s['nodes']} upstream generator instances (the sync "
             "grows with them and with the shards moved)."
         )
     cap = results.get("capacity", {}).get("micro")
@@ -525,7 +525,7 @@ def _reading(results: Mapping[str, Any]) -> list[str]:
         nodes = sse[0]["nodes"]
         per = max(1, nodes // s.get("sse_nodes_per_executor", 2))
         out.append(
-            f"* SSE on {nodes} nodes: {12 * per} elastic executors (12 operators × "
+            f"* SSE on {nodes} nodes: {12 * per} instances (12 operators × "
             f"{per}) on {nodes * 8} cores; each keeps at least one core, "
             "so the 5 light event operators hold cores they use a fraction of."
         )
@@ -546,7 +546,7 @@ def _misses(results: Mapping[str, Any]) -> list[str]:
         out.append(
             f"* Missed, RC's dip: {each} s after the measured shuffles. RC repartitions "
             "until δ settles, each time a global pause "
-            f"({pause:.2f} s on average here); the sync cost per upstream executor "
+            f"({pause:.2f} s on average here); the sync cost per upstream instance "
             "and per moved shard is not raised to reach the paper's 10-20 s."
         )
     cap = results.get("capacity", {}).get("sse")
@@ -559,9 +559,9 @@ def _misses(results: Mapping[str, Any]) -> list[str]:
         out.append(
             f"* Missed, SSE throughput: Elasticutor reaches "
             f"{sse['elastic']['throughput'] / cap:.0%} of the CPU capacity and static "
-            f"{sse['static']['throughput'] / cap:.0%}. Every executor keeps at least "
-            "one core and the allocation starts from ⌊λ/μ⌋ + 1 cores per executor, so "
-            "each executor holds up to a core of slack; static with the same executors "
+            f"{sse['static']['throughput'] / cap:.0%}. Every instance keeps at least "
+            "one core and the allocation starts from ⌊λ/μ⌋ + 1 cores per instance, so "
+            "each instance holds up to a core of slack; static with the same instances "
             "for every operator is not the weak baseline the paper's was."
         )
     ys = results.get("sse_executors", [])
@@ -576,7 +576,7 @@ def _misses(results: Mapping[str, Any]) -> list[str]:
         out.append(
             "* Missed, naive-EC ÷ Elasticutor migration: naive-EC vs Elasticutor state "
             f"migration with {'; '.join(parts)}. Both re-plan cores every second at "
-            "saturation; executors of one or two cores leave Algorithm 1 little to "
+            "saturation; instances of one or two cores leave Algorithm 1 little to "
             "choose between, and Elasticutor still moves shards to and from the remote "
             "cores its φ doubling admits."
         )

@@ -120,7 +120,7 @@ class NexmarkSurgeJob:
 
 def adaptive_instances(cfg: SurgeConfig, instances: int, keyed: int) -> int:
     """Instances per keyed operator, of ``keyed`` operators, under a policy that sizes
-    them: an elastic executor holds at least one core (paper 000, §4.1), so together
+    them: an instance holds at least one core (paper 000, §4.1), so together
     they get at most the cluster's cores (``max_executors × executor_cores``); with
     more, every decision is infeasible and the job keeps its first plan.
 

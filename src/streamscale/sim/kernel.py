@@ -1,7 +1,7 @@
 """The simulator kernel: a continuous-operator (Storm-like) cluster in small time steps.
 
 Paper 000, §3 and §5 describe the system simulated here: operators made of
-executors, each executor's key subspace split into shards by a static hash,
+instances, each instance's key subspace split into shards by a static hash,
 shards routed to tasks (one per core) by a dynamic table, per-task FIFO queues,
 back-pressure that throttles the sources when a queue is full, and state that
 moves with a shard when its task is on another node.
@@ -33,7 +33,7 @@ vector over the shards or the pools of an operator, never a loop over tuples:
   how one overloaded task throttles the whole topology in Storm. An upstream
   operator that cannot emit stalls. Tuples RC holds upstream during its global
   synchronisation count against the queues; those Elasticutor's receiver holds
-  for a paused shard do not (they wait in the executor's main process). When a
+  for a paused shard do not (they wait in the instance's main process). When a
   shard resumes, its held tuples enter the new task's queue only as room allows
   (oldest first, new tuples of the shard behind them); the rest waits in the
   receiver, counted in the latency and against that queue's bound, so a long
@@ -42,7 +42,7 @@ vector over the shards or the pools of an operator, never a loop over tuples:
   labeling-tuple protocol per shard, or RC's global synchronisation per operator.
 * **Network**: state migrations share the full-duplex NICs fairly at the
   nodes' bandwidth (moves within a node are free, §3.1); tuples an elastic
-  executor forwards to its remote tasks are limited by the home node's
+  instance forwards to its remote tasks are limited by the home node's
   bandwidth and counted as remote transfer (they do not slow migrations).
 
 Sources and sinks use no cores (the generator is not the object of study). A
@@ -75,7 +75,7 @@ class Demand(Protocol):
         ...
 
     def weights(
-        self, operator: str, executors: int, shards: int, now: float
+        self, operator: str, instances: int, shards: int, now: float
     ) -> tuple[Hashable, np.ndarray]:
         """A version tag and the share of ``operator``'s input per global shard (sums to 1)."""
         ...
@@ -140,8 +140,8 @@ class Simulator:
             st = OpState(
                 op=op,
                 keyed=op.keyed,
-                executors=op.instances,
-                per_executor=z,
+                instances=op.instances,
+                per_instance=z,
                 cost=op.cost_ms / 1000.0,
                 cv=cfg.cost_cv,
                 exponential=cfg.service == "exponential",
@@ -158,7 +158,7 @@ class Simulator:
             st.allocate()
             self.ops[op.name] = st
         self._names = names
-        self._upstream_executors = {
+        self._upstream_instances = {
             name: sum(topo.operator(e.src).instances for e in topo.inputs(name)) for name in names
         }
 
@@ -169,7 +169,7 @@ class Simulator:
             st.target[:] = target
             st.dest[:] = target
             st.protocol = protocol
-            st.home[:] = st.pools.node[target[:: st.per_executor]]
+            st.home[:] = st.pools.node[target[:: st.per_instance]]
         self._refresh()
 
     # -- plan changes --------------------------------------------------------
@@ -193,7 +193,7 @@ class Simulator:
                 st.pools.node[active], st.pools.units[active], minlength=units.size
             )
             st.remote_mask = (
-                st.pools.node[st.route] != np.repeat(st.home, st.per_executor)
+                st.pools.node[st.route] != np.repeat(st.home, st.per_instance)
                 if st.keyed and st.protocol == "ec"
                 else np.zeros(st.shards, dtype=bool)
             )
@@ -261,7 +261,7 @@ class Simulator:
             self.source_hist[src][int(np.searchsorted(LATENCY_BINS, w))] += emit
 
     def _weights(self, st: OpState) -> None:
-        version, p = self.demand.weights(st.op.name, st.executors, st.per_executor, self.now)
+        version, p = self.demand.weights(st.op.name, st.instances, st.per_instance, self.now)
         if version != st.p_version:
             if p.shape != (st.shards,):
                 raise ModelError(f"weights must have {st.shards} entries", item=st.op.name)
@@ -290,7 +290,7 @@ class Simulator:
         if rm.any():
             # forwarding to remote tasks is limited by the home node's bandwidth
             need = np.bincount(
-                np.repeat(st.home, st.per_executor)[rm], st.p[rm], minlength=self.speed.size
+                np.repeat(st.home, st.per_instance)[rm], st.p[rm], minlength=self.speed.size
             )
             per = need * st.in_bytes
             k = per > 0
@@ -356,7 +356,7 @@ class Simulator:
         if rm.any():
             moved = (a[rm] * st.in_bytes + served[rm] * st.out_bytes).astype(float)
             self.remote += np.bincount(
-                np.repeat(st.home, st.per_executor)[rm], moved, minlength=self.remote.size
+                np.repeat(st.home, st.per_instance)[rm], moved, minlength=self.remote.size
             )
         st.emitted += tot
         st.in_system_s += float(res.area.sum()) + float(st.buf.sum()) * dt
@@ -369,7 +369,7 @@ class Simulator:
         the end of RC's global synchronisation) may hold more tuples than its new
         task's queue can take. They enter it oldest first, at most up to the
         queue's bound (``capacity`` per core); the rest keeps waiting in the
-        executor's receiver (RC: the upstream send buffers), counted in the
+        instance's receiver (RC: the upstream send buffers), counted in the
         latency and against the queue's bound, so it drains at the service rate.
         They enter at the start of the step, before its service, as carried tuples.
         """

@@ -9,9 +9,9 @@ task's bounded queue as room allows, see the kernel). Other shards and
 upstream operators never stop.
 
 Resource-centric (RC, §2.2 and §5.1): repartitioning at operator level needs a
-global synchronisation: every upstream executor pauses (tuples they emit are
+global synchronisation: every upstream instance pauses (tuples they emit are
 held), in-flight tuples of the moved shards are drained, the upstream routing
-tables are updated (a cost that grows with the number of upstream executors and
+tables are updated (a cost that grows with the number of upstream instances and
 with the shards moved: ``upstream × rc_sync_s + moved × rc_sync_shard_s``),
 all the moved states are migrated, and only then does the whole operator
 resume.
@@ -46,7 +46,7 @@ class KernelView(Protocol):
     ops: dict[str, OpState]
     bytes_per_s: np.ndarray
     migrated: np.ndarray
-    _upstream_executors: dict[str, int]
+    _upstream_instances: dict[str, int]
 
 
 def progress(sim: KernelView, st: OpState) -> bool:
@@ -155,9 +155,9 @@ def _rc(sim: KernelView, st: OpState) -> bool:
         moving = np.flatnonzero(st.target != st.route)
         if not moving.size:
             return False
-        upstream = max(sim._upstream_executors.get(st.op.name, 1), 1)
+        upstream = max(sim._upstream_instances.get(st.op.name, 1), 1)
         cfg = sim.config
-        # every upstream executor pauses and drains its in-flight tuples (§5.1,
+        # every upstream instance pauses and drains its in-flight tuples (§5.1,
         # Fig. 12a), and every moved shard's routing entry is handed over
         _start(sim, st, moving, upstream * cfg.rc_sync_s + cfg.rc_sync_shard_s * moving.size)
         st.rc_active = True

@@ -13,7 +13,7 @@ class SimRealizer:
 
     A shard whose target unit (or that unit's node) changes moves by the
     operator's protocol: Elasticutor's labeling tuple when every target is one
-    of the executor's own units, RC's global synchronisation otherwise
+    of the instance's own units, RC's global synchronisation otherwise
     (paper 000, §3.2). ``current()`` is the last plan applied, which the shards
     reach as their moves complete.
     """

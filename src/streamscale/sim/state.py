@@ -3,7 +3,7 @@
 A *pool* is a set of cores sharing one FIFO queue. For a keyed operator every
 unit (Elasticutor task / RC task) is its own pool of one core and shards are
 routed to pools by the plan's routing tables; a stateless operator has one pool
-per executor whose cores serve a shared queue (shuffle grouping to whichever
+per instance whose cores serve a shared queue (shuffle grouping to whichever
 core is free), which is what makes an M/M/k station. A pool is identified by
 ``(unit, node)``: a unit that changes node is a new pool, so its shards move
 with their state, as in paper 000, §3.2.
@@ -27,7 +27,7 @@ LATENCY_BINS: np.ndarray = np.logspace(-4, 4, 321)
 
 
 def instance_name(operator: str, index: int) -> str:
-    """Instance id of executor ``index`` of ``operator`` (CONTRACTS: ``op[e]``)."""
+    """Id of instance ``index`` of ``operator`` (CONTRACTS: ``op[e]``)."""
     return f"{operator}[{index}]"
 
 
@@ -71,8 +71,8 @@ class OpState:
 
     op: Operator
     keyed: bool
-    executors: int
-    per_executor: int
+    instances: int
+    per_instance: int
     cost: float
     cv: float
     exponential: bool
@@ -119,7 +119,7 @@ class OpState:
 
     @property
     def shards(self) -> int:
-        return self.executors * self.per_executor
+        return self.instances * self.per_instance
 
     def allocate(self) -> None:
         s = self.shards
@@ -139,7 +139,7 @@ class OpState:
             setattr(self, name, np.zeros(s, dtype=np.int64))
         self.phase = np.zeros(s, dtype=np.int8)
         self.remote_mask = np.zeros(s, dtype=bool)
-        self.home = np.zeros(self.executors, dtype=np.int64)
+        self.home = np.zeros(self.instances, dtype=np.int64)
         self.p = np.full(s, 1.0 / s)
 
     def backlog(self) -> float:
@@ -151,19 +151,19 @@ def shard_targets(
 ) -> tuple[np.ndarray, str]:
     """Pool index wanted for every shard of ``st`` under ``plan``, and the protocol.
 
-    The protocol is ``rc`` when a routing target is not one of the executor's own
+    The protocol is ``rc`` when a routing target is not one of the instance's own
     units (operator-level repartitioning), else ``ec`` (CONTRACTS.md).
     """
     name = st.op.name
-    z = st.per_executor
+    z = st.per_instance
     out = np.zeros(st.shards, dtype=np.int64)
     protocol = "ec"
-    for e in range(st.executors):
+    for e in range(st.instances):
         inst = instance_name(name, e)
         if not st.keyed:
             k = int(plan.allocation.cores.get(inst, 0))
             if k < 1:
-                raise ModelError("stateless executor has no cores in the plan", item=inst)
+                raise ModelError("stateless instance has no cores in the plan", item=inst)
             node = _node_of(plan, unit_id(inst, 0), node_index)
             out[e] = st.pools.get(inst, node_index[node], node, cores=k)
             continue
@@ -213,15 +213,15 @@ class SimConfig:
     ec_sync_s
         Fixed control latency of Elasticutor's labeling-tuple handshake (§5.1: ≈2 ms).
     rc_sync_s
-        RC's synchronisation cost per upstream executor (pause, clean in-flight
-        tuples, update routing); it grows with the upstream executors (§5.1, Fig. 12a).
-        The default puts 32 upstream executors at 0.64 s, 2.5 orders of magnitude
+        RC's synchronisation cost per upstream instance (pause, clean in-flight
+        tuples, update routing); it grows with the upstream instances (§5.1, Fig. 12a).
+        The default puts 32 upstream instances at 0.64 s, 2.5 orders of magnitude
         above Elasticutor's 2 ms, as the paper reports (2-3 orders).
     rc_sync_shard_s
         RC's synchronisation cost per moved shard (its routing entry handed over
         in the global protocol). The paper gives no per-shard figure; 0.2 ms (a
         tenth of Elasticutor's whole per-shard handshake) is an assumption. At
-        2 ms per shard and upstream executor, the first repartitioning of the
+        2 ms per shard and upstream instance, the first repartitioning of the
         32-node run (thousands of shards) paused RC for longer than the run.
     max_rate
         Cap on a saturating source (tuples/s) so the step stays finite.

@@ -10,8 +10,8 @@ A finite source ``rate`` may ramp up linearly over ``ramp_s`` seconds.
   order rates drift (log-normal random walk per epoch) with bursts of sudden
   popularity, standing in for the proprietary order trace (Fig. 18).
 
-Key → executor and key → shard are static hashes (CONTRACTS.md):
-``executor = h1(key) % E`` and ``shard = h2(key) % Z`` with a splitmix64 mix.
+Key → instance and key → shard are static hashes (CONTRACTS.md):
+``instance = h1(key) % E`` and ``shard = h2(key) % Z`` with a splitmix64 mix.
 Every random choice is a pure function of the seed and the epoch, so any time
 can be evaluated in any order.
 """
@@ -47,10 +47,10 @@ def mix64(x: np.ndarray, salt: int) -> np.ndarray:
         return z ^ (z >> np.uint64(31))
 
 
-def key_shards(keys: int, executors: int, shards: int) -> np.ndarray:
+def key_shards(keys: int, instances: int, shards: int) -> np.ndarray:
     """Global shard index ``e·Z + s`` of each key ``0 … keys−1``."""
     k = np.arange(keys, dtype=np.uint64)
-    e = (mix64(k, 1) % np.uint64(executors)).astype(np.int64)
+    e = (mix64(k, 1) % np.uint64(instances)).astype(np.int64)
     s = (mix64(k, 2) % np.uint64(shards)).astype(np.int64)
     return e * shards + s
 
@@ -91,7 +91,7 @@ class MicroBenchmark:
 
     nodes: int = 32
     cores: int = 8
-    executors: int = 32
+    instances: int = 32
     shards: int = 256
     keys: int = 10_000
     alpha: float = 0.5
@@ -114,9 +114,9 @@ class MicroBenchmark:
     def cluster(self) -> Cluster:
         return Cluster.uniform(self.nodes, cores=self.cores, bandwidth_mbps=self.bandwidth_mbps)
 
-    def topology(self, *, executors: int | None = None, shards: int | None = None) -> Topology:
-        """Generator → calculator → sink; ``executors``/``shards`` override the calculator's."""
-        e = executors or self.executors
+    def topology(self, *, instances: int | None = None, shards: int | None = None) -> Topology:
+        """Generator → calculator → sink; ``instances``/``shards`` override the calculator's."""
+        e = instances or self.instances
         z = shards or self.shards
         ops = [
             Operator("generator", kind="source", instances=self.generators, tuple_bytes=128),
@@ -135,9 +135,9 @@ class MicroBenchmark:
         return Topology.build("micro-benchmark", ops, edges)
 
     def static_topology(self) -> Topology:
-        """The static approach's topology: one executor per core, same shards per operator."""
+        """The static approach's topology: one instance per core, same shards per operator."""
         e = self.nodes * self.cores
-        return self.topology(executors=e, shards=max(1, self.executors * self.shards // e))
+        return self.topology(instances=e, shards=max(1, self.instances * self.shards // e))
 
     def version(self, now: float) -> int:
         """Index of the key permutation in force at ``now``.
@@ -170,7 +170,7 @@ class MicroBenchmark:
         """Tuples/s at which the hottest shard fills one core, for the worst key
         permutation in force before ``end`` (a shard is never split over cores)."""
         worst = max(
-            float(self._w.shard_weights(self.executors, self.shards, v, self.frequencies(v)).max())
+            float(self._w.shard_weights(self.instances, self.shards, v, self.frequencies(v)).max())
             for v in range(self.version(end) + 1)
         )
         return 1000.0 / self.cost_ms / worst
@@ -195,7 +195,7 @@ class StockExchange:
     with probability ``trade_ratio`` (a 160-byte record) sent to 6 statistics
     operators (≈200–400 MB of state each) and 5 event operators (< 10 MB).
     ``state_scale`` multiplies every operator's state (a scaled-down cluster
-    keeps the state per executor of the full one).
+    keeps the state per instance of the full one).
     Popularity: Zipf(α) over ``stocks`` at the start; every ``epoch_s`` each
     stock's log-rate takes a N(0, ``volatility``²) step and with probability
     ``burst_p`` a stock bursts by ×``burst_x`` for ``burst_epochs`` epochs.
@@ -203,7 +203,7 @@ class StockExchange:
 
     nodes: int = 32
     cores: int = 8
-    executors: int = 32
+    instances: int = 32
     shards: int = 64
     stocks: int = 2000
     alpha: float = 0.5
@@ -231,8 +231,8 @@ class StockExchange:
     def cluster(self) -> Cluster:
         return Cluster.uniform(self.nodes, cores=self.cores, bandwidth_mbps=self.bandwidth_mbps)
 
-    def topology(self, *, executors: int | None = None, shards: int | None = None) -> Topology:
-        e = executors or self.executors
+    def topology(self, *, instances: int | None = None, shards: int | None = None) -> Topology:
+        e = instances or self.instances
         z = shards or self.shards
         rng = np.random.default_rng([self.seed, 17])
 
@@ -263,9 +263,9 @@ class StockExchange:
         return Topology.build("sse", ops, edges)
 
     def static_topology(self, *, sized_by_cost: bool = False) -> Topology:
-        """The static approach: one core per executor, every core used.
+        """The static approach: one core per instance, every core used.
 
-        By default every operator gets the same number of executors: a static
+        By default every operator gets the same number of instances: a static
         deployment does not know its operators' per-tuple costs. ``sized_by_cost``
         sizes each operator in proportion to its expected load (an oracle that
         knows every cost and the trade ratio; not the paper's baseline).
@@ -278,7 +278,7 @@ class StockExchange:
             share = dict.fromkeys(share, 1.0)
         total = sum(share.values())
         cores = self.nodes * self.cores
-        per_op = self.executors * self.shards
+        per_op = self.instances * self.shards
         count = {n: max(1, int(cores * v / total)) for n, v in share.items()}
         while sum(count.values()) > max(cores, len(count)):
             count[max(count, key=lambda n: count[n])] -= 1
@@ -319,7 +319,7 @@ class StockExchange:
         core, for the worst popularity epoch before ``end``."""
         per_core = max(self.transactor_ms, self.trade_ratio * self.statistics_ms)
         worst = max(
-            float(self._w.shard_weights(self.executors, self.shards, e, self.shares(e)).max())
+            float(self._w.shard_weights(self.instances, self.shards, e, self.shares(e)).max())
             for e in range(self.version(end) + 1)
         )
         return 1000.0 / per_core / worst
@@ -367,9 +367,9 @@ class _Demand:
         return r * min(1.0, now / ramp) if math.isfinite(r) and ramp > 0 else r
 
     def weights(
-        self, operator: str, executors: int, shards: int, now: float
+        self, operator: str, instances: int, shards: int, now: float
     ) -> tuple[int, np.ndarray]:
         v = self.wl.version(now)
         if v != self._freq[0]:
             self._freq = (v, self._freq_of(v))
-        return v, self.wl._w.shard_weights(executors, shards, v, self._freq[1])
+        return v, self.wl._w.shard_weights(instances, shards, v, self._freq[1])
