@@ -535,11 +535,11 @@ def _sse_results(
         if n == sse_nodes or ("scale", n) in done
         for r in [ela if n == sse_nodes else done[("scale", n)]]
     ]  # fmt: skip
-    out["sse_executors"] = _executor_sweep(done, s, sse_runs, sse_nodes)
+    out["sse_executors"] = _instance_sweep(done, s, sse_runs, sse_nodes)
     return out
 
 
-def _executor_sweep(
+def _instance_sweep(
     done: Done, s: Setup, sse_runs: dict[str, SimResult], sse_nodes: int
 ) -> list[dict[str, Any]]:
     y_rows: list[dict[str, Any]] = []

@@ -1,4 +1,4 @@
-"""Two-tier routing of keyed tuples onto Spark tasks (paper 000, §3: instances, its "elastic executors").
+"""Two-tier routing of keyed tuples onto Spark tasks (paper 000, §3).
 
 A key maps to one of ``E`` instances of its operator (Elasticutor's elastic
 executors) and to one of ``Z`` shards of that instance by two *static* hashes that
