@@ -18,8 +18,9 @@ Each policy runs in its own SparkSession on the same cluster:
   (the load's cores plus one, in whole executors), one task per slot, never changed;
 * ``spark-dynamic`` — Spark's own dynamic allocation with its default timeouts over a
   job with one task per slot of the largest cluster (so pending tasks give it a reason
-  to scale), shuffle tracking on; ``spark-dynamic-tuned`` — the same with the idle and
-  shuffle-tracking timeouts a user would shorten for a streaming job;
+  to scale), shuffle tracking on; ``spark-dynamic-tuned`` — the same with the timeouts
+  a user shortens for micro-batches (idle, cached-data and shuffle-tracking: 10 s) over
+  a job with one task per slot of ``static-peak``'s executors (:func:`policy_instances`);
 * ``restart-ds2`` — the calculator as Spark's own ``transformWithStateInPandas`` on
   RocksDB, rescaled the way Flink's autoscaler applies DS2: stop, repartition the state
   offline, restart with the new parallelism and executors
@@ -90,10 +91,18 @@ DYNAMIC_SETTINGS: dict[str, dict[str, str]] = {
         "spark.dynamicAllocation.schedulerBacklogTimeout": "1s",
         "spark.dynamicAllocation.sustainedSchedulerBacklogTimeout": "1s",
     },
-    "spark-dynamic-tuned": {  # what a user shortens for micro-batches of a few seconds
+    # What a user shortens for micro-batches of a few seconds: an executor may go once no
+    # task ran on it for five triggers of 2 s, whatever it holds. A finished batch's
+    # shuffle files are never read again (each batch is a new shuffle; the keyed state is
+    # in the state store), yet shuffle tracking keeps an executor holding them for
+    # shuffleTracking.timeout (Spark's default: for ever); the keyed stage caches its
+    # outputs until the operator's next batch, and cached blocks keep an executor for
+    # cachedExecutorIdleTimeout (default: for ever).
+    "spark-dynamic-tuned": {
         "spark.dynamicAllocation.enabled": "true",
         "spark.dynamicAllocation.shuffleTracking.enabled": "true",
         "spark.dynamicAllocation.shuffleTracking.timeout": "10s",
+        "spark.dynamicAllocation.cachedExecutorIdleTimeout": "10s",
         "spark.dynamicAllocation.executorIdleTimeout": "10s",
         "spark.dynamicAllocation.schedulerBacklogTimeout": "1s",
         "spark.dynamicAllocation.sustainedSchedulerBacklogTimeout": "1s",
@@ -272,7 +281,16 @@ def micro_benchmark_job() -> SurgeJob:
 
 
 def policy_instances(cfg: SurgeConfig, policy: str) -> int:
-    """Keyed instances (tasks) of each policy's job: one per slot for the static sizings."""
+    """Keyed instances (tasks) of each policy's job: one per slot for the static sizings.
+
+    Every batch runs one keyed task per instance whatever its load, and Spark's dynamic
+    allocation asks for the executors whose slots hold a stage's tasks. ``spark-dynamic``
+    runs one per slot of the largest cluster. ``spark-dynamic-tuned`` runs ``static-peak``'s
+    count, as a user sizes a stateful query's partitions: they are fixed at its first
+    batch (Spark keeps ``spark.sql.shuffle.partitions`` in the checkpoint), a task is the
+    most a partition's work gets of a batch, and the base load's count would hold the job
+    below the peak for good.
+    """
     peak = cfg.static_executors(cfg.base_rate * cfg.peak_factor) * cfg.executor_cores
     base = cfg.static_executors(cfg.base_rate) * cfg.executor_cores
     return {
@@ -283,7 +301,7 @@ def policy_instances(cfg: SurgeConfig, policy: str) -> int:
         "static-peak": peak,
         "static-base": base,
         "spark-dynamic": cfg.max_executors * cfg.executor_cores,
-        "spark-dynamic-tuned": cfg.max_executors * cfg.executor_cores,
+        "spark-dynamic-tuned": peak,
     }[policy]
 
 
