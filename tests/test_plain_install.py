@@ -13,6 +13,7 @@ the network or a wheel cache; this needs neither.)
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -58,6 +59,38 @@ def run_plain(tmp_path: Path, code: str, timeout: float = 120) -> subprocess.Com
         [sys.executable, "-c", code], env=plain_env(tmp_path), cwd=tmp_path,
         capture_output=True, text=True, timeout=timeout,
     )  # fmt: skip
+
+
+def test_the_base_install_declares_the_protobuf_sparks_state_api_needs() -> None:
+    """pyspark's ``transformWithStateInPandas`` (the ``restart-ds2`` baseline) imports the
+    protobuf code generated for its state messages, which refuses a protobuf runtime older
+    than the one that generated it; pyspark does not declare protobuf (the development
+    install had it only through OR-Tools, of the ``papers`` extra), so the base
+    dependencies must, from that version on, and the lock must pin such a version."""
+    import tomllib
+    from importlib.util import find_spec
+
+    from packaging.requirements import Requirement
+    from packaging.version import Version
+
+    pyspark = find_spec("pyspark")
+    assert pyspark is not None and pyspark.origin is not None
+    generated = Path(pyspark.origin).parent / "sql" / "streaming" / "proto" / "StateMessage_pb2.py"
+    m = re.search(
+        r"ValidateProtobufRuntimeVersion\(\s*_runtime_version\.Domain\.PUBLIC,\s*"
+        r"(\d+),\s*(\d+),\s*(\d+),",
+        generated.read_text(),
+    )
+    assert m is not None, generated
+    needed = Version(".".join(m.groups()))
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    declared = [Requirement(d) for d in project["dependencies"]]
+    protobuf = [r for r in declared if r.name == "protobuf"]
+    assert len(protobuf) == 1, "the base dependencies do not declare protobuf"
+    lows = [Version(s.version) for s in protobuf[0].specifier if s.operator in (">=", "==")]
+    assert lows and max(lows) >= needed, (str(protobuf[0].specifier), str(needed))
+    pins = re.findall(r"^protobuf==(\S+)$", (ROOT / "requirements.lock").read_text(), re.M)
+    assert len(pins) == 1 and Version(pins[0]) in protobuf[0].specifier, pins
 
 
 def test_the_extras_are_blocked(tmp_path: Path) -> None:
