@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 LOCK   := requirements.lock
 LATEST := .venv-latest
 
-.PHONY: demo demo-saturation test test-latest lint lock env docs check-java check-python clean
+.PHONY: demo demo-seconds demo-saturation test test-latest lint lock env docs check-java check-python clean
 
 check-python:
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "streamscale needs Python >= 3.11 (found %s)" % sys.version.split()[0])'
@@ -23,8 +23,14 @@ env: $(STAMP)
 check-java:
 	@command -v java >/dev/null 2>&1 || { echo "streamscale: Java 17+ is required by Spark and was not found; install it (e.g. 'apt-get install openjdk-17-jre-headless') or set JAVA_HOME" >&2; exit 1; }
 
+# The bundled trace at the 'minutes' deployment (c = 60: trigger 2 min, target 10 min, a
+# 60 s start-up emulated at 1 s): the 2 h around its 8th day's steepest rise, elastic and
+# static-peak, with the oracle. 'make demo-seconds': the 'seconds' deployment, real start-up.
 demo: env check-java
-	$(VENV)/bin/streamscale traffic --out report
+	$(VENV)/bin/streamscale traffic --deployment minutes --hours 2 --warmup 15 --out report
+
+demo-seconds: env check-java
+	$(VENV)/bin/streamscale traffic --deployment seconds --hours 1 --out report-seconds
 
 demo-saturation: env check-java
 	$(VENV)/bin/streamscale demo

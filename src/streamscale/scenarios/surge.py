@@ -63,6 +63,7 @@ __all__ = [
 STARTUP_MODES = ("real", "emulated")
 SURGE_POLICIES = (
     "elastic",
+    "elastic-reactive",
     "elastic-standby",
     "elastic-proactive",
     "proportional",
@@ -78,6 +79,8 @@ ADAPTIVE = ("elastic", "proportional")
 #: standby executor held beyond the plan (billed like every executor), or sized for the
 #: offered rate's trend one executor start-up ahead
 VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
+    # the reactive policy: no forecast, the controller's default scale-down delay
+    "elastic-reactive": ("elastic", {"forecast": False}),
     "elastic-standby": ("elastic", {"standby_executors": 1}),
     "elastic-proactive": ("elastic", {"proactive": True}),
 }
@@ -232,6 +235,11 @@ class SurgeConfig:
         peak = self.base_rate * self.peak_factor
         return f"0:{self.base_rate},{w + p}:{peak},{w + 2 * p}:{self.base_rate}"
 
+    def foresight_params(self) -> dict[str, Any]:
+        """Settings a forecasting policy gets on this scenario (none: the step surge has
+        no history; :class:`~streamscale.scenarios.traffic.TrafficConfig` gives one)."""
+        return {}
+
     def source_options(self) -> dict[str, str]:
         """The generator's options for this scenario."""
         return {
@@ -295,6 +303,7 @@ def policy_instances(cfg: SurgeConfig, policy: str) -> int:
     base = cfg.static_executors(cfg.base_rate) * cfg.executor_cores
     return {
         "elastic": cfg.elastic_instances,
+        "elastic-reactive": cfg.elastic_instances,
         "elastic-standby": cfg.elastic_instances,
         "elastic-proactive": cfg.elastic_instances,
         "proportional": cfg.elastic_instances,
@@ -390,6 +399,7 @@ def run_policy(
                     "latency_target_ms": cfg.trigger_s * 1000.0,
                     "catch_up_s": cfg.latency_target_ms / 2000.0,
                     "catch_up_form": "latency",
+                    **(cfg.foresight_params() if foresees(policy) else {}),
                     **extra,
                 },
                 on_batch=lambda rec: on_batch(_row(policy, rec, sc)),
@@ -415,6 +425,16 @@ def run_policy(
         spark.stop()
         shutil.rmtree(scratch, ignore_errors=True)
     return outcome
+
+
+#: the policies that size with the forecast and the latency target (the scenario's own
+#: history, scale-down delay and SLO: ``cfg.foresight_params()``)
+FORESIGHT = ("elastic",)
+
+
+def foresees(policy: str) -> bool:
+    """Whether ``policy`` sizes with the forecast (``elastic``; not ``elastic-reactive``)."""
+    return policy in FORESIGHT
 
 
 def _resources(cfg: SurgeConfig, sc: Any, instances: int) -> Any:
