@@ -1,5 +1,6 @@
-"""Elastic executors under a load surge, against static sizing, Spark's dynamic allocation
-and restart-based DS2 rescaling of Spark's own stateful operator.
+"""Executors that follow streamscale's plan under a load surge, against static sizing,
+Spark's dynamic allocation and restart-based DS2 rescaling of Spark's own stateful
+operator.
 
 Starts a loopback Spark standalone cluster (``--workers`` × ``--worker-cores`` task
 slots, executors of ``--executor-cores``, 2 by default), runs the surge scenario

@@ -2,9 +2,9 @@
 
 Prints one JSON line per figure, each with a ``"bench"`` key:
 
-* ``scheduler_time`` — median wall time of allocation (§4.1) + CPU-to-executor
+* ``scheduler_time`` — median wall time of allocation (§4.1) + CPU-to-instance
   assignment (§4.2, Algorithm 1) for an SSE-like topology (1 transactor + 11
-  analytics operators, 4 executors per node, 8 cores per node) on 8/16/32 nodes
+  analytics operators, 4 instances per node, 8 cores per node) on 8/16/32 nodes
   under a stream of changing workloads; ``pipeline_ms`` adds building the
   problems from a snapshot and shard balancing (the whole ``elastic`` step).
 * ``migration`` — state migrated (shard state whose task changes node) summed
@@ -48,12 +48,12 @@ __all__ = ["main", "sse_topology", "workload"]
 
 SHARDS = 64
 SHARD_BYTES = 32 * 1024
-BASE_BUSY = 0.55  # cores per executor at the base load
+BASE_BUSY = 0.55  # cores per instance at the base load
 T_MAX_MS = 1.6
 
 
 def sse_topology(nodes: int) -> Topology:
-    """SSE-like: orders → transactor → 11 analytics → sink; 4 executors per node."""
+    """SSE-like: orders → transactor → 11 analytics → sink; 4 instances per node."""
     analytics = 3 * nodes
     per = [analytics // 11 + (1 if i < analytics % 11 else 0) for i in range(11)]
     lam0 = BASE_BUSY * nodes * 4000.0
@@ -82,8 +82,8 @@ def workload(
 ) -> Iterator[Snapshot]:
     """Snapshots of a drifting, skewed workload.
 
-    Executors of an operator carry Zipf(0.5) weights that swap pairwise (key
-    popularity shifts), shards inside an executor Zipf(0.5) weights that shuffle,
+    Instances of an operator carry Zipf(0.5) weights that swap pairwise (key
+    popularity shifts), shards inside an instance Zipf(0.5) weights that shuffle,
     and the total rate drifts multiplicatively within 0.7–1.4 of ``scale`` × the base.
     """
     rng = np.random.default_rng(seed)
@@ -196,9 +196,9 @@ def _sizes(snap: Snapshot) -> Any:
 
 
 def _remote_bytes_rate(ctx: PlanningContext, plan: Plan) -> float:
-    """Bytes/s an executor's main process exchanges with tasks on other nodes.
+    """Bytes/s an instance's main process exchanges with tasks on other nodes.
 
-    Each executor's input + output bytes/s, weighted by the load share of its
+    Each instance's input + output bytes/s, weighted by the load share of its
     shards served by tasks away from its home node (paper 000, §5 remote transfer).
     """
     insts, loads = planning_inputs(ctx)
@@ -221,7 +221,7 @@ def bench_migration(nodes: int, changes: int, seed: int, *, scale: float = 1.0) 
     """State migrated over the same changes by Elasticutor and naive-EC (paper 000, §5).
 
     ``scale`` multiplies the base load: at 1.0 about half the cores are allocated,
-    at 1.5 most of them, so Algorithm 1 must also take cores from other executors.
+    at 1.5 most of them, so Algorithm 1 must also take cores from other instances.
     """
     topo, cluster = sse_topology(nodes), Cluster.uniform(nodes, cores=8)
     plans = {p: initial_plan("elastic", topo, cluster) for p in ("elasticutor", "naive-ec")}

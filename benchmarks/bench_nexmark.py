@@ -9,7 +9,7 @@ partitions for every run.
 
 * ``streamscale``: the query's job on streamscale's Python API
   (:mod:`streamscale.nexmark.streamscale_engine`) under ``--policy`` (keyed operators: 2
-  executors × 8 shards), a streaming query; ``rows_per_s`` = input rows of the batches
+  instances × 8 shards), a streaming query; ``rows_per_s`` = input rows of the batches
   after the first ÷ their Spark ``triggerExecution`` seconds;
 * ``spark-sql``: the query in Spark SQL (:mod:`streamscale.nexmark.spark_sql`). Where
   Spark streams it (Q0-Q3, Q11) it is timed like streamscale; where it does not (Q4-Q8:

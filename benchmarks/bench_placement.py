@@ -24,7 +24,7 @@ plus the keyed→keyed edge's own remote bytes) and one ratio line per policy ag
 
 Each keyed operator has ``--instances`` instances, by default the cluster's cores shared
 among the keyed operators (two of two on four one-core workers): an elastic instance
-holds a core of its own, so the policies that size elastic executors refuse more.
+holds a core of its own, so the policies that size instances refuse more.
 
 Run: ``.venv/bin/python benchmarks/bench_placement.py [--quick | --smoke]
 [--policies static,albic] [--instances N]``.

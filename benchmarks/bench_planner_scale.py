@@ -1,22 +1,22 @@
 """One ``elastic`` decision at internet scale (paper 000, §3.1, §4.1, §4.2).
 
-Times everything the ``elastic`` policy computes for one decision — the executors'
+Times everything the ``elastic`` policy computes for one decision — the instances'
 demand from the snapshot, the queueing allocation (§4.1), Algorithm 1's core
-assignment (§4.2), intra-executor shard balancing and routing (§3.1) — and the plan
+assignment (§4.2), intra-instance shard balancing and routing (§3.1) — and the plan
 diff the controller derives from it, through the controller itself
 (``Controller.handle([Observed(snapshot, plan, now)])``, as the control loop calls it).
 
 Workload: a source feeding a chain of ``--operators`` keyed operators (1 ms per tuple
-per core, selectivity 1); the executors are split evenly over the operators, each with
-``shards ÷ executors`` shards; nodes of 8 cores, one per 4 executors (paper 000's
+per core, selectivity 1); the instances are split evenly over the operators, each with
+``shards ÷ instances`` shards; nodes of 8 cores, one per 4 instances (paper 000's
 SSE set-up). Shard popularity is Zipf(``--alpha``) over each operator's keys in random
 order; state per shard grows with its popularity. Two snapshots: ``A`` at the base
-rate (mean demand ``--busy`` cores per executor), ``B`` at ``--surge`` × the base with
-``--omega`` key swaps per operator (popularity moving between executors) and a
+rate (mean demand ``--busy`` cores per instance), ``B`` at ``--surge`` × the base with
+``--omega`` key swaps per operator (popularity moving between instances) and a
 source backlog of ``--backlog-s`` seconds of input. Two decisions per size:
 
-* ``scale-out`` — snapshot ``A`` from the initial plan (one core per executor): every
-  executor grows and every routing table is rebalanced;
+* ``scale-out`` — snapshot ``A`` from the initial plan (one core per instance): every
+  instance grows and every routing table is rebalanced;
 * ``re-plan`` — snapshot ``B`` from the plan ``scale-out`` produced.
 
 One JSON line per size and decision (``"bench": "planner_scale"``) with the median,
@@ -63,7 +63,7 @@ from streamscale.planning.registry import compose
 
 __all__ = ["SIZES", "decision_inputs", "main", "snapshot", "topology"]
 
-#: (executors, shards) of the full run
+#: (instances, shards) of the full run
 SIZES: tuple[tuple[int, int], ...] = tuple(
     (e, z) for e in (64, 256, 1000) for z in (10_000, 100_000)
 )
@@ -71,17 +71,17 @@ SIZES: tuple[tuple[int, int], ...] = tuple(
 QUICK: tuple[tuple[int, int], ...] = ((64, 10_000), (1000, 100_000))
 COST_MS = 1.0
 CORES_PER_NODE = 8
-EXECUTORS_PER_NODE = 4
+INSTANCES_PER_NODE = 4
 BASE_STATE = 4 * 1024
 HOT_STATE = 64 * 1024
 
 
-def topology(executors: int, shards: int, operators: int) -> Topology:
-    """Source → ``operators`` keyed operators in a chain → sink, ``executors`` split evenly."""
+def topology(instances: int, shards: int, operators: int) -> Topology:
+    """Source → ``operators`` keyed operators in a chain → sink, ``instances`` split evenly."""
     per = [
-        executors // operators + (1 if i < executors % operators else 0) for i in range(operators)
+        instances // operators + (1 if i < instances % operators else 0) for i in range(operators)
     ]
-    z = max(shards // executors, 1)
+    z = max(shards // instances, 1)
     ops = [Operator("events", kind="source", tuple_bytes=128)]
     edges = []
     prev = "events"
@@ -92,15 +92,15 @@ def topology(executors: int, shards: int, operators: int) -> Topology:
         prev = name
     ops.append(Operator("sink", kind="sink"))
     edges.append(Edge(prev, "sink"))
-    return Topology.build(f"chain{operators}x{executors}", ops, edges)
+    return Topology.build(f"chain{operators}x{instances}", ops, edges)
 
 
-def cluster(executors: int) -> Cluster:
-    return Cluster.uniform(math.ceil(executors / EXECUTORS_PER_NODE), cores=CORES_PER_NODE)
+def cluster(instances: int) -> Cluster:
+    return Cluster.uniform(math.ceil(instances / INSTANCES_PER_NODE), cores=CORES_PER_NODE)
 
 
 def _popularity(topo: Topology, alpha: float, rng: np.random.Generator) -> dict[str, np.ndarray]:
-    """Zipf(α) over an operator's executors × Zipf(α) over each executor's shards, shuffled."""
+    """Zipf(α) over an operator's instances × Zipf(α) over each instance's shards, shuffled."""
     out = {}
     for op in topo.processing:
         ew = rng.permutation(1.0 / np.arange(1, op.instances + 1) ** alpha)
@@ -118,7 +118,7 @@ def snapshot(
     backlog_s: float,
     t: float,
 ) -> Snapshot:
-    """Observed statistics: each operator's rate is ``busy`` cores per executor × μ."""
+    """Observed statistics: each operator's rate is ``busy`` cores per instance × μ."""
     mu = 1000.0 / COST_MS
     ops: dict[str, OperatorStats] = {}
     shards: list[ShardStats] = []
@@ -142,7 +142,7 @@ def snapshot(
 
 
 def decision_inputs(
-    executors: int,
+    instances: int,
     shards: int,
     *,
     operators: int = 4,
@@ -155,12 +155,12 @@ def decision_inputs(
 ) -> tuple[Topology, Cluster, Snapshot, Snapshot]:
     """The topology, cluster and the two snapshots (``A``: base, ``B``: surge with drift)."""
     rng = np.random.default_rng(seed)
-    topo = topology(executors, shards, operators)
-    clu = cluster(executors)
+    topo = topology(instances, shards, operators)
+    clu = cluster(instances)
     weights = _popularity(topo, alpha, rng)
     snap_a = snapshot(topo, weights, busy=busy, backlog_s=0.0, t=0.0)
     for w in weights.values():
-        # ω swaps of a hot key with a random one: popularity moves between executors
+        # ω swaps of a hot key with a random one: popularity moves between instances
         hot = np.argsort(-w)[: max(omega, 1)]
         for a in hot[:omega]:
             b = int(rng.integers(w.size))
@@ -224,9 +224,9 @@ def _breakdown(policy: Any, snap: Snapshot, plan: Plan) -> dict[str, float]:
 
 
 def bench(
-    executors: int, shards: int, *, repeats: int, seed: int, **cfg: Any
+    instances: int, shards: int, *, repeats: int, seed: int, **cfg: Any
 ) -> list[dict[str, Any]]:
-    topo, clu, snap_a, snap_b = decision_inputs(executors, shards, seed=seed, **cfg)
+    topo, clu, snap_a, snap_b = decision_inputs(instances, shards, seed=seed, **cfg)
     policy = make_policy("elastic", topo, clu, seed=seed)
     start = initial_plan("elastic", topo, clu)
     lines = []
@@ -240,7 +240,7 @@ def bench(
             {
                 "bench": "planner_scale",
                 "decision": kind,
-                "executors": executors,
+                "executors": instances,
                 "shards": shards,
                 "shards_per_executor": topo.processing[0].shards,
                 "shards_total": sum(op.instances * op.shards for op in topo.processing),
@@ -264,7 +264,7 @@ def bench(
                 "policy": "elastic",
                 "seed": seed,
                 **{k: v for k, v in cfg.items() if k != "operators"},
-                "target_s": 1.0 if (executors, shards) == (1000, 100_000) else None,
+                "target_s": 1.0 if (instances, shards) == (1000, 100_000) else None,
             }
         )
     return lines
@@ -285,7 +285,7 @@ def main(argv: list[str] | None = None) -> int:
         "--size",
         action="append",
         default=None,
-        metavar="EXECxSHARDS",
+        metavar="INSTxSHARDS",
         help="run only this size (e.g. 1000x100000); repeatable",
     )
     ap.add_argument("--no-record", action="store_true", help="do not append to benchmarks/results")
@@ -295,7 +295,7 @@ def main(argv: list[str] | None = None) -> int:
         try:
             sizes = [(int(a), int(b)) for a, _, b in (s.lower().partition("x") for s in args.size)]
         except ValueError:
-            print(f"--size: want EXECUTORSxSHARDS, got {args.size}", file=sys.stderr)
+            print(f"--size: want INSTANCESxSHARDS, got {args.size}", file=sys.stderr)
             return 2
     for name in ("operators", "repeats", "omega"):
         v = getattr(args, name)
@@ -305,7 +305,7 @@ def main(argv: list[str] | None = None) -> int:
     for e, z in sizes:
         if e < args.operators or z < e:
             print(
-                f"--size {e}x{z}: need executors >= operators and shards >= executors",
+                f"--size {e}x{z}: need instances >= operators and shards >= instances",
                 file=sys.stderr,
             )
             return 2

@@ -5,15 +5,15 @@ slots, executors of ``--executor-cores``), then runs generator → keyed calcula
 offered ``--load`` × its capacity (saturation, ``max_rows_per_batch`` bounding each
 batch) with the per-tuple cost *waited* (``cost_kind: wall``: the slots behave like
 cores on a small machine) under ``static`` and ``elastic``, on the same executors, one
-after the other, set up as paper 000 §6 sets them up: ``static`` has one executor
-instance per core (all cores used, shards fixed); ``elastic`` has ``y`` elastic
-executors of ``z`` = 256 shards (``y`` = one per Spark executor, the paper's "one or
-two executors per node"), whose cores the queueing model sizes and whose shards are
-balanced over those cores. With ``y`` = cores every elastic executor holds one core
+after the other, set up as paper 000 §6 sets them up: ``static`` has one instance per
+core (all cores used, shards fixed); ``elastic`` has ``y`` instances (the paper's
+elastic executors) of ``z`` = 256 shards (``y`` = one per Spark executor, the paper's
+"one or two executors per node"), whose cores the queueing model sizes and whose shards are
+balanced over those cores. With ``y`` = cores every instance holds one core
 and Elasticutor is static (the paper's Figure 16). Prints one JSON line per policy and α
 (``"bench": "skew"``: ``policy``, ``alpha``, ``cores``, ``throughput`` over the batches
 that end after a ``--warmup-s`` period, the same for both policies: ``elastic`` starts,
-as the paper's executors do, with one core per elastic executor and grows to the
+as the paper's elastic executors do, with one core per instance and grows to the
 cores the model sizes, adding executors while it does; ``throughput_all`` keeps the
 whole run after the first batch) and one ratio line per α with the hot-key ceiling — the hottest key's share
 of the tuples bounds any policy at ``1 / (share × cost)`` tuples/s, since one key is
@@ -54,7 +54,7 @@ def hot_key_share(keys: int, alpha: float) -> float:
 
 
 def _bins(loads: np.ndarray, cap: float) -> int:
-    """Cores (bins of ``cap``) first-fit decreasing needs for one executor's shard loads."""
+    """Cores (bins of ``cap``) first-fit decreasing needs for one instance's shard loads."""
     bins: list[float] = []
     for x in sorted(loads, reverse=True):
         for i, b in enumerate(bins):
@@ -72,11 +72,11 @@ def balance_bounds(
     """What ``elastic`` can gain over ``static`` on this workload, at best.
 
     From 200,000 tuples of the same generator: each key's share, its shard (the
-    runtime's own hashing); ``static``'s straggler share (one executor per core,
+    runtime's own hashing); ``static``'s straggler share (one instance per core,
     the one whose shards carry the most) and the smallest largest-task share any
-    allocation of the ``cores`` to the ``elastic`` executors with shards packed onto
-    each executor's cores reaches (bisection on the task size, first-fit decreasing
-    per executor; a shard is never split, so the hottest shard bounds it). Their
+    allocation of the ``cores`` to the ``elastic`` instances with shards packed onto
+    each instance's cores reaches (bisection on the task size, first-fit decreasing
+    per instance; a shard is never split, so the hottest shard bounds it). Their
     ratio is the most ``elastic`` can beat ``static`` by with these keys and shards.
     """
     from streamscale.runtime.spark.routing.routing import global_shards
@@ -136,7 +136,7 @@ def run_one(master: str, policy: str, alpha: float, args: argparse.Namespace) ->
 
     executors = args.workers * (args.worker_cores // args.executor_cores)
     cores = executors * args.executor_cores
-    # paper 000 §6: static gets one executor per core; Elasticutor y elastic executors of
+    # paper 000 §6: static gets one instance per core; Elasticutor y instances of
     # z shards each (one per node by its rule of thumb), whose cores the policy sizes
     instances, shards = (cores, args.static_shards) if policy == "static" else (
         args.elastic_instances or executors, args.shards)  # fmt: skip
@@ -216,17 +216,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--worker-cores", type=int, default=8)
     ap.add_argument("--executor-cores", type=int, default=4)
     ap.add_argument("--keys", type=int, default=10_000, help="Distinct keys (paper 000: 10K).")
-    ap.add_argument(
-        "--shards", type=int, default=256, help="Shards per elastic executor (paper: 256)."
-    )
+    ap.add_argument("--shards", type=int, default=256, help="Shards per instance (paper: 256).")
     ap.add_argument(
         "--elastic-instances",
         type=int,
         default=0,
-        help="Elastic executors y (default: one per Spark executor, the paper's one per node).",
+        help="Instances y (default: one per Spark executor, the paper's one per node).",
     )
     ap.add_argument(
-        "--static-shards", type=int, default=16, help="Shards per static executor (one per core)."
+        "--static-shards", type=int, default=16, help="Shards per static instance (one per core)."
     )
     ap.add_argument("--cost-ms", type=float, default=20.0)
     ap.add_argument("--load", type=float, default=1.5, help="Offered rate ÷ capacity.")

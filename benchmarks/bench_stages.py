@@ -7,7 +7,7 @@ that only counts. Every configuration reads the same files.
 
 * ``streamscale``: ``stream(df).key_by("key").agg(count, sum)`` followed by ``n - 1``
   keyed aggregations on the same key, each over the previous one's update-mode output
-  (``sum(n)``, ``max(v)``) (:func:`chain_job`), 2 executors × 8 shards each, policy
+  (``sum(n)``, ``max(v)``) (:func:`chain_job`), 2 instances × 8 shards each, policy
   ``static``;
 * ``streamscale-unfused``: the same job with every keyed operator in a stage of its own
   (``run_graph(..., fuse=False)``: what the chain cost before fusion);
@@ -72,7 +72,7 @@ HARNESS = (
 )
 
 
-def chain_job(df: Any, n: int, *, executors: int = E, shards: int = Z) -> Any:
+def chain_job(df: Any, n: int, *, instances: int = E, shards: int = Z) -> Any:
     """``n`` keyed aggregations on ``key`` in a chain over ``df`` (the generator's
     columns): ``count(*) AS n, sum(value) AS v``, then ``n - 1`` times ``sum(n) AS n,
     max(v) AS v`` over the previous operator's update-mode output; returns the stream
@@ -81,7 +81,7 @@ def chain_job(df: Any, n: int, *, executors: int = E, shards: int = Z) -> Any:
 
     from streamscale.runtime.spark.api import stream
 
-    kw = {"instances": executors, "shards": shards}
+    kw = {"instances": instances, "shards": shards}
     out = (
         stream(df, name=f"chain{n}", available_now=True)
         .key_by("key", **kw)
