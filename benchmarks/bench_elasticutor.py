@@ -126,7 +126,7 @@ def workload(
 
 def _problems(ctx: PlanningContext, plan: Plan) -> tuple[QueueingProblem, Any, Any]:
     insts, loads = planning_inputs(ctx)
-    names = [ex.instance for ex in insts]
+    names = [info.instance for info in insts]
     q = QueueingProblem(
         tuple(loads[n].arrival for n in names),
         tuple(loads[n].service for n in names),
@@ -157,9 +157,9 @@ def bench_scheduler_time(nodes: int, changes: int, seed: int) -> dict[str, Any]:
             tuple(8 for _ in names),
             x0,
             alloc.cores,
-            tuple(float(loads[ex.instance].state) for ex in insts),
-            tuple(names.index(ex.home) for ex in insts),
-            tuple(loads[ex.instance].bytes_rate for ex in insts),
+            tuple(float(loads[info.instance].state) for info in insts),
+            tuple(names.index(info.home) for info in insts),
+            tuple(loads[info.instance].bytes_rate for info in insts),
         )
         assign_cores(problem)
         sched.append((time.perf_counter() - t0) * 1000.0)
@@ -203,15 +203,15 @@ def _remote_bytes_rate(ctx: PlanningContext, plan: Plan) -> float:
     """
     insts, loads = planning_inputs(ctx)
     total = 0.0
-    for ex in insts:
-        ld = loads[ex.instance]
+    for info in insts:
+        ld = loads[info.instance]
         if ld.load <= 0:
             continue
-        table = plan.routing.tables[ex.instance]
+        table = plan.routing.tables[info.instance]
         away = sum(
             w
             for w, u in zip(ld.shard_load, table, strict=True)
-            if plan.placement.nodes[u] != ex.home
+            if plan.placement.nodes[u] != info.home
         )
         total += ld.bytes_rate * away / ld.load
     return total

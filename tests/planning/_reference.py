@@ -89,9 +89,9 @@ def realize_units(
         units.sort()
     placement: dict[str, str] = {}
     renames: dict[str, list[int | None]] = {}
-    for j, ex in enumerate(insts):
+    for j, info in enumerate(insts):
         k = int(x[:, j].sum())
-        old = by_inst.get(ex.instance, [])
+        old = by_inst.get(info.instance, [])
         top = max((t for t, _ in old), default=-1) + 1
         mapping: list[int | None] = [None] * top
         want = {nodes[i]: int(x[i, j]) for i in range(len(nodes)) if x[i, j] > 0}
@@ -105,11 +105,11 @@ def realize_units(
         for t, node in kept:
             new = t if t < k else next(free)
             mapping[t] = new
-            placement[unit_id(ex.instance, new)] = node
+            placement[unit_id(info.instance, new)] = node
         for node in nodes:
             for _ in range(want.get(node, 0)):
-                placement[unit_id(ex.instance, next(free))] = node
-        renames[ex.instance] = mapping
+                placement[unit_id(info.instance, next(free))] = node
+        renames[info.instance] = mapping
     return placement, renames
 
 

@@ -175,9 +175,9 @@ def test_realize_units_matches_the_reference() -> None:
         insts = keyed_instances(topo, cluster)
         nodes = list(cluster.names)
         units = {}
-        for ex in insts:
+        for info in insts:
             for t in rng.choice(12, int(rng.integers(0, 6)), replace=False).tolist():
-                units[f"{ex.instance}#{t}"] = str(rng.choice([*nodes, "gone"]))
+                units[f"{info.instance}#{t}"] = str(rng.choice([*nodes, "gone"]))
         units["stray"] = nodes[0]
         cur = Plan(placement=Placement(units))
         x = rng.integers(0, 3, (len(nodes), len(insts)))

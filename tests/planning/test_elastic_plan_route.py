@@ -66,28 +66,32 @@ def test_route_equals_balancing_every_executor(seed: int, theta: float) -> None:
         shards += [ShardStats(op, i, float(v), 1, 100) for i, v in enumerate(rng.random(e * 16))]
     snap = Snapshot.build(time=1.0, operators={}, shards=shards)
     loads = instance_loads(topo, insts, snap)
-    cores = {ex.instance: int(rng.integers(1, 4)) for ex in insts}
+    cores = {info.instance: int(rng.integers(1, 4)) for info in insts}
     tables = {}
-    for ex in insts:
+    for info in insts:
         # tables over 1..3 tasks: some executors lose tasks (orphans), some gain
         k0 = int(rng.integers(1, 4))
-        tables[ex.instance] = tasks_to_table(ex.instance, rng.integers(0, k0, ex.shards).tolist())
+        tables[info.instance] = tasks_to_table(
+            info.instance, rng.integers(0, k0, info.shards).tolist()
+        )
     plan: Plan = assemble({}, {}, tables)
     got, results = route(plan, insts, loads, cores, theta=theta)
-    for ex in insts:
-        cur = table_to_tasks(tables[ex.instance], ex.instance, ex.shards, None)
-        ref = balance_shards(loads[ex.instance].shard_load, cur, cores[ex.instance], theta=theta)
-        assert got[ex.instance] == tasks_to_table(ex.instance, ref.tasks)
-        assert results[ex.instance].tasks == ref.tasks
-        assert results[ex.instance].moves == ref.moves
-        assert results[ex.instance].delta_after == pytest.approx(ref.delta_after)
+    for info in insts:
+        cur = table_to_tasks(tables[info.instance], info.instance, info.shards, None)
+        ref = balance_shards(
+            loads[info.instance].shard_load, cur, cores[info.instance], theta=theta
+        )
+        assert got[info.instance] == tasks_to_table(info.instance, ref.tasks)
+        assert results[info.instance].tasks == ref.tasks
+        assert results[info.instance].moves == ref.moves
+        assert results[info.instance].delta_after == pytest.approx(ref.delta_after)
     # the tables and δ a caller read already give the same routing, result for result
     known = {}
-    for ex in insts:
-        cur = table_to_tasks(tables[ex.instance], ex.instance, ex.shards, None)
-        known[ex.instance] = (
+    for info in insts:
+        cur = table_to_tasks(tables[info.instance], info.instance, info.shards, None)
+        known[info.instance] = (
             cur,
-            table_delta(loads[ex.instance].shard_load, cur, cores[ex.instance]),
+            table_delta(loads[info.instance].shard_load, cur, cores[info.instance]),
         )
     assert route(plan, insts, loads, cores, theta=theta, known=known) == (got, results)
 
@@ -99,7 +103,7 @@ def test_route_applies_renames_on_the_fast_path() -> None:
     loads = instance_loads(topo, insts, snap)
     inst = insts[0].instance
     plan = assemble({}, {}, {inst: tasks_to_table(inst, [0, 2, 0, 2])})
-    cores = {ex.instance: 2 for ex in insts}
+    cores = {info.instance: 2 for info in insts}
     # unit 2 renamed to 1: balanced already, yet the table must name the new unit
     got, _ = route(plan, insts, loads, cores, {inst: [0, None, 1]}, theta=1.2)
     assert got[inst] == (f"{inst}#0", f"{inst}#1", f"{inst}#0", f"{inst}#1")

@@ -231,8 +231,8 @@ def instance_loads(
             if stats.backlog > 0:
                 own_rate[name] = stats.backlog / catch_up_s
     by_op: dict[str, list[InstanceInfo]] = {}
-    for ex in insts:
-        by_op.setdefault(ex.operator, []).append(ex)
+    for info in insts:
+        by_op.setdefault(info.operator, []).append(info)
     # columns built once: snapshots carry thousands of shards per operator
     sh = snapshot.shards if snapshot is not None else ()
     rows = _shard_rows(sh)
@@ -264,11 +264,11 @@ def instance_loads(
         total = float(load.sum())
         in_bytes = _in_bytes(topology, name)
         out_bytes = float(op.tuple_bytes)
-        for ex in group:
-            sl = load[ex.index * z : (ex.index + 1) * z]
+        for info in group:
+            sl = load[info.index * z : (info.index + 1) * z]
             share = float(sl.sum()) / total if total > 0 else 1.0 / len(group)
             arrival = float(sl.sum()) * mu if shards and np.isfinite(mu) else lam * share
-            mine = float(queued[ex.index * z : (ex.index + 1) * z].sum())
+            mine = float(queued[info.index * z : (info.index + 1) * z].sum())
             catch_up = extra.get(name, 0.0) * share
             if own_total > 0 and catch_up_s:
                 # an instance's own queue is its own: split the operator's queue by
@@ -276,9 +276,9 @@ def instance_loads(
                 # observed load understates its demand, its queue does not)
                 own = own_rate.get(name, 0.0)
                 catch_up += own * (mine / own_total - share)
-            out[ex.instance] = InstanceLoad(
+            out[info.instance] = InstanceLoad(
                 shard_load=sl.copy(),
-                shard_bytes=state[ex.index * z : (ex.index + 1) * z].copy(),
+                shard_bytes=state[info.index * z : (info.index + 1) * z].copy(),
                 arrival=max(arrival, catch_up)
                 if catch_up_form == "latency"
                 else arrival + catch_up,
@@ -335,7 +335,7 @@ def placement_matrix(plan: Plan, insts: Sequence[InstanceInfo], nodes: Sequence[
     Units on nodes the cluster no longer has are ignored (their cores are gone).
     """
     row = {n: i for i, n in enumerate(nodes)}
-    col = {ex.instance: j for j, ex in enumerate(insts)}
+    col = {info.instance: j for j, info in enumerate(insts)}
     x = np.zeros((len(nodes), len(insts)), dtype=np.int64)
     for unit, node in plan.placement.nodes.items():
         u = parse_unit(unit)
@@ -374,9 +374,9 @@ def realize_units(
     placement: dict[str, str] = {}
     renames: dict[str, list[int | None]] = {}
     ks = x.sum(axis=0).tolist()
-    for j, ex in enumerate(insts):
+    for j, info in enumerate(insts):
         k = int(ks[j])
-        old = by_inst.get(ex.instance, [])
+        old = by_inst.get(info.instance, [])
         top = max((t for t, _ in old), default=-1) + 1
         mapping: list[int | None] = [None] * top
         col = x[:, j]
@@ -391,11 +391,11 @@ def realize_units(
         for t, node in kept:
             new = t if t < k else next(free)
             mapping[t] = new
-            placement[unit_id(ex.instance, new)] = node
+            placement[unit_id(info.instance, new)] = node
         for node, left in want.items():  # in the order of ``nodes``
             for _ in range(left):
-                placement[unit_id(ex.instance, next(free))] = node
-        renames[ex.instance] = mapping
+                placement[unit_id(info.instance, next(free))] = node
+        renames[info.instance] = mapping
     return placement, renames
 
 
@@ -498,31 +498,33 @@ def route(
     """
     tables: dict[str, tuple[str, ...]] = {}
     results: dict[str, BalanceResult] = {}
-    for ex in insts:
-        mapping = renames.get(ex.instance) if renames is not None else None
-        old = current.routing.tables.get(ex.instance)
-        k = cores[ex.instance]
-        w = loads[ex.instance].shard_load
-        got = known.get(ex.instance) if known is not None else None
+    for info in insts:
+        mapping = renames.get(info.instance) if renames is not None else None
+        old = current.routing.tables.get(info.instance)
+        k = cores[info.instance]
+        w = loads[info.instance].shard_load
+        got = known.get(info.instance) if known is not None else None
         if got is not None:
             cur, delta = got
         else:
-            cur = table_to_tasks(old, ex.instance, ex.shards, mapping)
+            cur = table_to_tasks(old, info.instance, info.shards, mapping)
             delta = table_delta(w, cur, k)
         if delta is not None and delta <= theta:
             # nothing orphaned and δ within θ: balance_shards would move nothing
             # (§3.1), and skipping it is most of a re-plan's cost at 10⁴ shards
-            results[ex.instance] = BalanceResult(tuple(cur), (), delta, delta, 0)  # type: ignore[arg-type]
+            results[info.instance] = BalanceResult(tuple(cur), (), delta, delta, 0)  # type: ignore[arg-type]
             renamed = mapping is not None and any(
                 m is not None and m != i for i, m in enumerate(mapping)
             )
-            tables[ex.instance] = (
-                tuple(old) if old is not None and not renamed else tasks_to_table(ex.instance, cur)  # type: ignore[arg-type]
+            tables[info.instance] = (
+                tuple(old)
+                if old is not None and not renamed
+                else tasks_to_table(info.instance, cur)  # type: ignore[arg-type]
             )
             continue
         res = balance_shards(w, cur, k, theta=theta)
-        tables[ex.instance] = tasks_to_table(ex.instance, res.tasks)
-        results[ex.instance] = res
+        tables[info.instance] = tasks_to_table(info.instance, res.tasks)
+        results[info.instance] = res
     return tables, results
 
 

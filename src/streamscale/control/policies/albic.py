@@ -113,7 +113,7 @@ class AlbicPolicy(PolicyBase):
         u = self.params["target_utilization"]
         need = max(1, math.ceil(demand / u - 1e-9))
         keep = set(prefix_cluster(self.cluster, need).names)
-        ops = {ex.operator for ex in self.insts}
+        ops = {info.operator for info in self.insts}
         used = _used_nodes(current, ops) & set(self.cluster.names)
         active = [n for n in self.cluster.nodes if n.name in keep | used]
         draining = sorted(used - keep)

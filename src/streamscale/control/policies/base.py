@@ -72,7 +72,7 @@ class PolicyBase:
         self.seed = seed
         self.models = dict(models or {})
         self.insts: tuple[InstanceInfo, ...] = keyed_instances(topology, cluster)
-        self._by_instance = {ex.instance: ex for ex in self.insts}
+        self._by_instance = {info.instance: info for info in self.insts}
         self._state: dict[str, np.ndarray] = {}
 
     def shard_bytes(self, instance: str, shard: int) -> int:
@@ -80,10 +80,10 @@ class PolicyBase:
         sizes = self._state.get(instance)
         if sizes is not None and 0 <= shard < sizes.size:
             return int(sizes[shard])
-        ex = self._by_instance.get(instance)
-        if ex is None:
+        info = self._by_instance.get(instance)
+        if info is None:
             return 0
-        op = self.topology.operator(ex.operator)
+        op = self.topology.operator(info.operator)
         return op.state_bytes // max(op.instances * op.shards, 1)
 
     def context(
@@ -158,9 +158,9 @@ def prefix_cluster(cluster: Cluster, cores: int) -> Cluster:
 
 def static_plan(insts: tuple[InstanceInfo, ...]) -> Plan:
     """One core per instance on its home node; every shard on that core (paper 000, §5)."""
-    cores = {ex.instance: 1 for ex in insts}
-    placement = {unit_id(ex.instance, 0): ex.home for ex in insts}
-    tables = {ex.instance: (unit_id(ex.instance, 0),) * ex.shards for ex in insts}
+    cores = {info.instance: 1 for info in insts}
+    placement = {unit_id(info.instance, 0): info.home for info in insts}
+    tables = {info.instance: (unit_id(info.instance, 0),) * info.shards for info in insts}
     return assemble(cores, placement, tables)
 
 
@@ -188,7 +188,7 @@ def keep_unit_ids(
     nodes = list(cluster.names)
     x = placement_matrix(placed, insts, nodes)
     mine, _ = realize_units(current, insts, x, nodes)
-    ours = {ex.instance for ex in insts}
+    ours = {info.instance for info in insts}
     placement = {u: n for u, n in placed.placement.nodes.items() if instance_of(u) not in ours}
     placement.update(mine)
     return Plan(placed.allocation, Placement(dict(sorted(placement.items()))), placed.routing)

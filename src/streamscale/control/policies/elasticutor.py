@@ -131,11 +131,11 @@ def _rc_initial(
     cores: dict[str, int] = {}
     placement: dict[str, str] = {}
     tables: dict[str, tuple[str, ...]] = {}
-    for ex in keyed_instances(topology, cluster):
-        cores[ex.operator] = cores.get(ex.operator, 0) + 1
-        unit = unit_id(ex.operator, ex.index)
-        placement[unit] = ex.home
-        tables[ex.instance] = (unit,) * ex.shards
+    for info in keyed_instances(topology, cluster):
+        cores[info.operator] = cores.get(info.operator, 0) + 1
+        unit = unit_id(info.operator, info.index)
+        placement[unit] = info.home
+        tables[info.instance] = (unit,) * info.shards
     return assemble(cores, placement, tables)
 
 
@@ -184,13 +184,13 @@ class QueueingSized(PolicyBase):
             return with_slots(plan, held_cores(current.allocation))
         loads = self.loads(context)
         by_op: dict[str, list[float]] = {}
-        for ex in self.insts:
-            ld = loads.get(ex.instance)
+        for info in self.insts:
+            ld = loads.get(info.instance)
             if ld is None:
                 continue
             work = ld.arrival / ld.service if 0 < ld.service < math.inf else ld.load
-            by_op.setdefault(ex.operator, []).extend(
-                unit_demand(plan, ex.instance, work, ld.shard_load).values()
+            by_op.setdefault(info.operator, []).extend(
+                unit_demand(plan, info.instance, work, ld.shard_load).values()
             )
         by_op, offered = _offered_floor(context.snapshot, by_op)
         if offered:
@@ -213,7 +213,7 @@ class QueueingSized(PolicyBase):
         four executors before the first batches of tuples ran on cold ones."""
         if snapshot is None:
             return True
-        ops = {ex.operator for ex in self.insts}
+        ops = {info.operator for info in self.insts}
         return any(
             (st := snapshot.operators.get(op)) is not None and st.service_rate is not None
             for op in ops
@@ -299,9 +299,9 @@ class RcPolicy(QueueingSized):
         context = self.context(snapshot, now)
         loads = self.loads(context)
         ops: dict[str, list[float]] = {}
-        for ex in self.insts:
-            ld = loads[ex.instance]
-            acc = ops.setdefault(ex.operator, [0.0, ld.service, 0.0, 0.0])
+        for info in self.insts:
+            ld = loads[info.instance]
+            acc = ops.setdefault(info.operator, [0.0, ld.service, 0.0, 0.0])
             acc[0] += ld.arrival
             acc[2] += ld.backlog_rate
             acc[3] += ld.queued / ld.service
@@ -366,15 +366,17 @@ class ProportionalPolicy(QueueingSized):
         loads = self.loads(context)
         u = self.params["target_utilization"]
         need = np.zeros(len(self.insts))
-        for j, ex in enumerate(self.insts):
-            ld = loads[ex.instance]
+        for j, info in enumerate(self.insts):
+            ld = loads[info.instance]
             backlog_cores = ld.backlog_rate / ld.service if math.isfinite(ld.service) else 0.0
             need[j] = (ld.load + backlog_cores) / u
         k = np.maximum(1, np.ceil(need - 1e-9)).astype(np.int64)
-        queued_s = [loads[ex.instance].queued / loads[ex.instance].service for ex in self.insts]
+        queued_s = [
+            loads[info.instance].queued / loads[info.instance].service for info in self.insts
+        ]
         k = trim_cores(k, need, self.params["max_cores"], queued_s)
         cores = {**current.allocation.cores}
-        cores.update({ex.instance: int(k[j]) for j, ex in enumerate(self.insts)})
+        cores.update({info.instance: int(k[j]) for j, info in enumerate(self.insts)})
         sized = Plan(Allocation(cores), current.placement, current.routing)
         plan, figures = self.compose(
             context, sized, [("placer", "elasticutor"), ("balancer", "shard")]

@@ -330,7 +330,7 @@ def queueing_step(context: PlanningContext, plan: Plan) -> StepResult:
     ({'agg[0]': 3, 'agg[1]': 2}, 'met', 17.2)
     """
     insts, loads = planning_inputs(context)
-    names = [ex.instance for ex in insts]
+    names = [info.instance for info in insts]
     k, figures = queueing_allocation(
         context,
         names,
@@ -350,7 +350,7 @@ def queueing_step(context: PlanningContext, plan: Plan) -> StepResult:
 
 def others(mapping: Mapping[str, Any], insts: tuple[InstanceInfo, ...]) -> dict[str, Any]:
     """Entries of ``mapping`` that belong to no planned instance (kept untouched)."""
-    mine = {ex.instance for ex in insts} | {ex.operator for ex in insts}
+    mine = {info.instance for info in insts} | {info.operator for info in insts}
     return {
         k: v
         for k, v in mapping.items()
@@ -361,8 +361,8 @@ def others(mapping: Mapping[str, Any], insts: tuple[InstanceInfo, ...]) -> dict[
 def _targets(plan: Plan, insts: tuple[InstanceInfo, ...], x0: np.ndarray) -> list[int]:
     have = x0.sum(axis=0)
     return [
-        int(plan.allocation.cores.get(ex.instance, max(int(have[j]), 1)))
-        for j, ex in enumerate(insts)
+        int(plan.allocation.cores.get(info.instance, max(int(have[j]), 1)))
+        for j, info in enumerate(insts)
     ]
 
 
@@ -376,9 +376,9 @@ def _assignment_problem(
         capacity=tuple(n.cores for n in context.cluster.nodes),
         current=x0,
         target=tuple(_targets(plan, insts, x0)),
-        state=tuple(float(loads[ex.instance].state) for ex in insts),
-        home=tuple(nodes.index(ex.home) for ex in insts),
-        data_rate=tuple(loads[ex.instance].bytes_rate for ex in insts),
+        state=tuple(float(loads[info.instance].state) for info in insts),
+        home=tuple(nodes.index(info.home) for info in insts),
+        data_rate=tuple(loads[info.instance].bytes_rate for info in insts),
     )
     return insts, loads, problem
 
@@ -392,7 +392,7 @@ def _place(
 ) -> StepResult:
     nodes = list(context.cluster.names)
     placement, renames = realize_units(plan, insts, res.x, nodes)
-    cores = {ex.instance: int(res.x[:, j].sum()) for j, ex in enumerate(insts)}
+    cores = {info.instance: int(res.x[:, j].sum()) for j, info in enumerate(insts)}
     # orphaned shards only (θ = ∞): balancing proper is the balancer's step
     tables, _ = route(plan, insts, loads, cores, renames, theta=math.inf)
     new = assemble(
@@ -517,20 +517,22 @@ def shard_step(context: PlanningContext, plan: Plan) -> StepResult:
     renames = None
     placement = {u: n for u, n in plan.placement.nodes.items()}
     if x0.sum(axis=0).tolist() != k:
-        homes = [nodes.index(ex.home) for ex in insts]
+        homes = [nodes.index(info.home) for info in insts]
         x = fill_assignment(x0, k, [n.cores for n in context.cluster.nodes], homes)
         mine, renames = realize_units(plan, insts, x, nodes)
         placement = {**others(plan.placement.nodes, insts), **mine}
-    cores = {ex.instance: k[j] for j, ex in enumerate(insts)}
+    cores = {info.instance: k[j] for j, info in enumerate(insts)}
     theta = SETTINGS.read(context.params)["theta"]
     before = []
     known: dict[str, tuple[list[int | None], float | None]] = {}
-    for ex in insts:
-        cur = table_to_tasks(plan.routing.tables.get(ex.instance), ex.instance, ex.shards, None)
-        d = table_delta(loads[ex.instance].shard_load, cur, cores[ex.instance])
+    for info in insts:
+        cur = table_to_tasks(
+            plan.routing.tables.get(info.instance), info.instance, info.shards, None
+        )
+        d = table_delta(loads[info.instance].shard_load, cur, cores[info.instance])
         if d is not None:
             before.append(d)
-        known[ex.instance] = (cur, d)
+        known[info.instance] = (cur, d)
     # without renames route reads the same tables against the same cores
     tables, results = route(
         plan, insts, loads, cores, renames, theta=theta, known=known if renames is None else None

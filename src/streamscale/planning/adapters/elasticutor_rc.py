@@ -43,12 +43,12 @@ __all__ = ["operator_cores", "rc_plan", "rc_step", "rc_target"]
 def operator_cores(plan: Plan, insts: tuple[InstanceInfo, ...]) -> dict[str, int]:
     """``k`` per operator: operator-level allocation, else Σ of its instances' cores."""
     out: dict[str, int] = {}
-    for ex in insts:
-        if ex.operator in plan.allocation.cores:
-            out[ex.operator] = int(plan.allocation.cores[ex.operator])
+    for info in insts:
+        if info.operator in plan.allocation.cores:
+            out[info.operator] = int(plan.allocation.cores[info.operator])
         else:
-            out[ex.operator] = out.get(ex.operator, 0) + int(
-                plan.allocation.cores.get(ex.instance, 1)
+            out[info.operator] = out.get(info.operator, 0) + int(
+                plan.allocation.cores.get(info.instance, 1)
             )
     return {op: max(k, 1) for op, k in out.items()}
 
@@ -84,8 +84,8 @@ def rc_plan(
     low = rc_target(context, theta, damped=damped)
     order = list(context.cluster.names)
     by_op: dict[str, list[InstanceInfo]] = {}
-    for ex in insts:
-        by_op.setdefault(ex.operator, []).append(ex)
+    for info in insts:
+        by_op.setdefault(info.operator, []).append(info)
     kept = others(plan.placement.nodes, insts)
     used = Counter(kept.values())
     free = {n.name: n.cores - used[n.name] for n in context.cluster.nodes}
@@ -107,14 +107,14 @@ def rc_plan(
     }
     for op, group in by_op.items():
         units = units_of[op]
-        shard_load = np.concatenate([loads[ex.instance].shard_load for ex in group])
-        shard_bytes = np.concatenate([loads[ex.instance].shard_bytes for ex in group])
+        shard_load = np.concatenate([loads[info.instance].shard_load for info in group])
+        shard_bytes = np.concatenate([loads[info.instance].shard_bytes for info in group])
         cur: list[int | None] = []
         old_nodes: list[str | None] = []
-        for ex in group:
-            table = plan.routing.tables.get(ex.instance)
+        for info in group:
+            table = plan.routing.tables.get(info.instance)
             entries = (
-                table if table is not None and len(table) == ex.shards else (None,) * ex.shards
+                table if table is not None and len(table) == info.shards else (None,) * info.shards
             )
             for unit in entries:
                 cur.append(None if unit is None else _unit_index(unit, op))
@@ -138,9 +138,9 @@ def rc_plan(
             totals["held_small_gain"] += 1
         for t, node in units.items():
             placement[unit_id(op, t)] = node
-        for ex in group:
-            part = res.tasks[ex.index * ex.shards : (ex.index + 1) * ex.shards]
-            tables[ex.instance] = tuple(unit_id(op, t) for t in part)
+        for info in group:
+            part = res.tasks[info.index * info.shards : (info.index + 1) * info.shards]
+            tables[info.instance] = tuple(unit_id(op, t) for t in part)
         totals["shard_moves"] += len(res.moves)
         totals["remote_moves"] += res.remote_moves
         totals["migration_bytes"] += res.migrated_bytes
