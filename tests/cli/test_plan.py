@@ -33,7 +33,7 @@ def test_default_pipeline_json(capsys: pytest.CaptureFixture[str], tmp_path: Pat
     )  # fmt: skip
     names = [(s["family"], s["name"]) for s in data["steps"]]
     assert names == [("allocator", "queueing"), ("placer", "elasticutor"), ("balancer", "shard")]
-    # By hand: the snapshot's shard loads summed per executor (64 shards each) are
+    # By hand: the snapshot's shard loads summed per instance (64 shards each) are
     # a = 0.5575, 0.58721, 0.79777, 1.05756 cores (μ = 1000 t/s, λ0 = 3000 t/s). The
     # queueing allocator starts at ⌊a⌋ + 1 = 1, 1, 1, 2 cores: E[T_j] = 2.260, 2.423, 4.945
     # (M/M/1: 1 / (1000 - 797.77) s) and 1.388 ms (M/M/2, Erlang C 0.366), so E[T] =

@@ -202,8 +202,8 @@ def test_controller_loop_scales_up_then_down(topo: Topology, cluster: Cluster) -
     _check_plan(real.current(), cluster, topo)
 
 
-def test_more_elastic_executors_than_cores_is_refused_at_once(topo: Topology) -> None:
-    # the microbenchmark's 4 elastic executors each hold a core: on 3 cores every core
+def test_more_instances_than_cores_is_refused_at_once(topo: Topology) -> None:
+    # the microbenchmark's 4 instances each hold a core: on 3 cores every core
     # assignment would be infeasible, so the policy is refused when it is made
     from streamscale.model import Node
 

@@ -62,7 +62,7 @@ def balance_shards(
 
 
 def keyed_instances(topology: Topology, cluster: Cluster) -> tuple[InstanceInfo, ...]:
-    """Homes by a scan of every node per executor: fewest homes per core, most cores."""
+    """Homes by a scan of every node per instance: fewest homes per core, most cores."""
     taken = dict.fromkeys(cluster.names, 0)
     cores = {n.name: n.cores for n in cluster.nodes}
     out: list[InstanceInfo] = []

@@ -3,7 +3,7 @@
 Each planner runs on random small jobs (keyed operators in a chain, optional
 stateless operator between them, a snapshot with shard loads, diagonal traffic
 and node usage, one-point performance models) from several starting plans: the
-empty plan, one core per executor, operator-level units, and what each
+empty plan, one core per instance, operator-level units, and what each
 registered allocator makes of those. It must either raise a ``StreamscaleError``
 (a planner may need what a start lacks) or return a plan its family promises:
 

@@ -23,7 +23,7 @@ def split_plan(topology: Topology, operator: str, k: int) -> Plan:
 
 
 class Flip:
-    """Alternates between one unit per executor and ``k`` units for executor 0."""
+    """Alternates between one unit per instance and ``k`` units for instance 0."""
 
     name = "flip"
 
