@@ -556,7 +556,7 @@ def _drive(
                 in_batch=body.in_batch, records=body.history.recent, item=item,
                 gate=gate, stop=stop,
             )  # fmt: skip
-            if not available_now or gate.closed or time.monotonic() >= stop_at:
+            if not available_now or stop.is_set() or gate.closed or time.monotonic() >= stop_at:
                 break
             if body.done.is_set() or query_clock.ticks() == ticks:
                 break

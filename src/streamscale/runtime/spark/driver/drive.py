@@ -261,8 +261,8 @@ def drive_query(
 
 
 def _drain_until(records: Iterable[Any], clock: Callable[[], float]) -> float:
-    """How long a stop waits for the running batch: three times the longest recent one,
-    at least :data:`DRAIN_S`."""
+    """Until when (on ``clock``) a stop waits for the running batch: three times the
+    longest recent batch from now, at least :data:`DRAIN_S`."""
     longest = max((r.duration_s for r in _listed(records)), default=0.0)
     return clock() + max(DRAIN_S, 3.0 * longest)
 

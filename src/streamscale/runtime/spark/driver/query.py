@@ -208,12 +208,14 @@ def start_query(
 
 
 def wait_for(query: StreamingQuery) -> RunResult:
-    """``query``'s result once it ended; interrupted (Ctrl-C), the query is stopped first
-    (between two batches) and the interrupt goes on."""
+    """``query``'s result once it ended; interrupted while it runs (Ctrl-C, or any error
+    raised in the waiting thread), the query is stopped first (between two batches) and
+    the interrupt goes on."""
     try:
         query.awaitTermination()
-    except KeyboardInterrupt:
-        query.stop()
+    except BaseException:
+        if query.isActive:
+            query.stop()
         raise
     return query.result()
 
