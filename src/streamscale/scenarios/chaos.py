@@ -3,25 +3,26 @@
 The job (:mod:`~streamscale.scenarios.chaos_driver`) runs the micro-benchmark generator,
 its offered rate read from a load trace, into a keyed calculator whose every output row
 carries its input tuple's ``seq`` into a JSON Lines file sink, under the ``elastic``
-policy with executors requested and released, in a child process on a checkpoint. From
-the first committed tuples on, at seeded random times, this process injects faults of four
-kinds, in a seeded order that cycles through all of them:
+policy with executors requested and released, in a child process on a checkpoint. This
+process injects faults of four kinds, in a seeded order that cycles through all of them,
+one in each of ``faults`` equal slices of the replay (from the first committed tuples to
+shortly before the trace's end), at a seeded time within its slice (:func:`fault_plan`):
 
 * ``executor-mid-batch`` — an executor JVM SIGKILLed while it runs tasks of a batch;
-* ``executor-warm-release`` — one SIGKILLed while it is being warmed up (within a second
-  of the watch finding it cold) or released (right after Spark was asked to kill it);
+* ``executor-warm-release`` — one SIGKILLed while it is being warmed up (while the
+  warm-up job's tasks run on it, the watch having found it cold) or, for every fourth
+  of this kind, released (right after Spark was asked to kill it);
 * ``driver`` — the driver process (Python and its JVM) SIGKILLed and started again on
   the checkpoint;
-* ``worker`` — a standalone worker JVM SIGKILLed (its executors go with it) and a new
-  worker started in its place.
+* ``worker`` — a standalone worker JVM that hosts executors of the job SIGKILLed (its
+  executors go with it) and a new worker started in its place.
 
-Each fault waits for the recovery of the one before (the next committed batch) and a
-seeded gap. When every tuple of the trace's window has been committed, the run is judged
-against pandas over the same tuples (the generator is deterministic): every key's state,
-every sink row exactly once (the seqs' set and multiset against the offered range), and
-each output's running count (a tuple applied twice or skipped shifts it). Per fault: the
-recovery time (fault to the next committed batch) and the tuples it delayed (offered by
-then and not committed at the fault).
+Each fault waits for the recovery of the one before (the next committed batch). Once
+every tuple of the window is committed, the run is judged against pandas over the same
+tuples (:func:`check_exact`). Per fault (:func:`recoveries`): what it hit (:func:`hit`),
+the recovery time, the backlog's recovery (:func:`backlog_recovery_s`) and the tuples it
+delayed; the figures per kind count the faults that hit work in flight only
+(:func:`recovery_by_kind`).
 """
 
 from __future__ import annotations
@@ -29,24 +30,30 @@ from __future__ import annotations
 import contextlib
 import json
 import math
-import os
 import random
-import signal
 import statistics
-import subprocess
-import sys
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass, field, replace
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from streamscale.errors import StreamscaleError
 
-__all__ = ["KINDS", "ChaosConfig", "ChaosRun", "check_exact", "run_chaos"]
+if TYPE_CHECKING:
+    from streamscale.scenarios.chaos_driver import DriverProcess
+
+__all__ = ["KINDS", "ChaosConfig", "ChaosRun", "PlannedFault", "backlog_recovery_s",
+           "check_exact", "fault_plan", "fault_times", "hit", "recovery_by_kind",
+           "run_chaos"]  # fmt: skip
 
 KINDS = ("executor-mid-batch", "executor-warm-release", "driver", "worker")
+#: what a fault hit (:func:`hit`): work in flight, an executor being released, or nothing
+IN_FLIGHT, RELEASING, IDLE = "in flight", "releasing", "idle"
+#: of the warm-release faults, every ``RELEASE_EVERY``-th aims at a release (the others
+#: at a warm-up, whose tasks are work in flight; a release is not)
+RELEASE_EVERY = 4
 BUNDLED_TRACE = Path(__file__).resolve().parents[1] / "data" / "traces" / "occupancy_6005.csv"
 
 
@@ -54,7 +61,8 @@ BUNDLED_TRACE = Path(__file__).resolve().parents[1] / "data" / "traces" / "occup
 class ChaosConfig:
     """The run: the trace's window replayed in ``minutes`` at ``peak_rate`` (20 ms waited
     per tuple: 100 t/s needs 2 cores), at most ``max_executors`` of ``executor_cores``,
-    ``faults`` faults (``kinds``) each a seeded ``gap_s`` after the last one recovered."""
+    ``faults`` faults (``kinds``), one in each slice of the replay (:func:`fault_plan`),
+    at least ``min_gap_s`` after the last one recovered."""
 
     trace: str = str(BUNDLED_TRACE)
     window: str | None = None
@@ -71,7 +79,10 @@ class ChaosConfig:
     max_executors: int = 4
     faults: int = 20
     kinds: tuple[str, ...] = KINDS
-    gap_s: tuple[float, float] = (3.0, 12.0)
+    min_gap_s: float = 3.0
+    #: the last slice ends this many seconds before the trace does (at most a tenth of
+    #: it), so that the last fault still finds tuples offered
+    tail_s: float = 30.0
     seed: int = 7
     #: how long a fault may take to recover before the next is injected all the same
     recovery_timeout_s: float = 240.0
@@ -108,6 +119,9 @@ class ChaosRun:
     faults: list[dict[str, Any]] = field(default_factory=list)
     skipped: list[dict[str, Any]] = field(default_factory=list)
     commits: list[dict[str, Any]] = field(default_factory=list)
+    #: every line of ``events.jsonl`` (the driver processes' start-up steps among them)
+    events: list[dict[str, Any]] = field(default_factory=list)
+    plan: list[PlannedFault] = field(default_factory=list)
     driver_starts: int = 0
     unplanned_exits: list[int] = field(default_factory=list)
     started: float = 0.0
@@ -139,71 +153,131 @@ class _Events:
         return any(e["ev"] == "commit" and (e["seq_hi"] or -1) >= total - 1 for e in self.poll())
 
 
-class _Driver:
-    """The driver child process: started, SIGKILLed (its whole process group), restarted."""
-
-    def __init__(self, cfg: dict[str, Any], work: Path) -> None:
-        self.cfg, self.work, self.proc = cfg, work, None
-        self.incarnation = -1
-
-    def start(self) -> None:
-        self.incarnation += 1
-        cfg = {**self.cfg, "incarnation": self.incarnation}
-        log = (self.work / f"driver-{self.incarnation}.log").open("wb")
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "streamscale.scenarios.chaos_driver", json.dumps(cfg)],
-            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-            start_new_session=True, env={**os.environ, "PYSPARK_PYTHON": sys.executable},
-        )  # fmt: skip
-        log.close()
-
-    def kill(self) -> None:
-        if self.proc is not None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.proc.pid, signal.SIGKILL)
-            self.proc.wait(60)
-
-    def exited(self) -> int | None:
-        return None if self.proc is None else self.proc.poll()
-
-
-def _restart_worker(info: Any, name: str) -> tuple[int, int]:
-    """SIGKILL the worker ``name`` of the loopback cluster ``info`` and start a new one in
-    its place, as :func:`~streamscale.runtime.spark.cluster.cluster.cluster_up` starts
-    workers; the cluster record names the new process. Returns (old pid, new pid)."""
-    import pyspark
-
-    from streamscale.runtime.spark.cluster import cluster as cl
-
-    d = Path(info.directory)
-    rec = cl.read_record(d) or info
-    old = rec.pids[name]
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(old, signal.SIGKILL)
-    home = Path(pyspark.__file__).parent
-    env = {**os.environ, "SPARK_HOME": str(home), "SPARK_LOCAL_IP": "127.0.0.1",
-           "SPARK_WORKER_DIR": str(d / "work"), "PYSPARK_PYTHON": sys.executable}  # fmt: skip
-    with open(rec.logs[name], "ab") as out:
-        proc = subprocess.Popen(
-            [str(home / "bin" / "spark-class"), "org.apache.spark.deploy.worker.Worker",
-             rec.master_url, "--host", "127.0.0.1", "--cores", str(rec.cores),
-             "--memory", rec.memory, "--webui-port", "0"],
-            env=env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-            start_new_session=True,
-        )  # fmt: skip
-    new = replace(rec, pids={**rec.pids, name: proc.pid})
-    (d / "cluster.json").write_text(json.dumps(asdict(new), indent=2))
-    with contextlib.suppress(ChildProcessError):  # reap the killed one if it was ours
-        os.waitpid(old, os.WNOHANG)
-    return old, proc.pid
-
-
 def _kind_order(cfg: ChaosConfig, rng: random.Random) -> Iterator[str]:
     """Kinds without end: each round of ``cfg.kinds`` in a seeded order."""
     while True:
         cycle = list(cfg.kinds)
         rng.shuffle(cycle)
         yield from cycle
+
+
+@dataclass(frozen=True)
+class PlannedFault:
+    """One fault of the plan: its kind, the moment it aims at (``phase``: ``warming`` or
+    ``releasing`` for a warm-release fault), its slice ``[lo_s, hi_s)`` and its time
+    ``at_s`` in it, in seconds after the generator's start."""
+
+    kind: str
+    phase: str | None
+    lo_s: float
+    hi_s: float
+    at_s: float
+
+
+def fault_times(
+    n: int, start_s: float, end_s: float, seed: int
+) -> list[tuple[float, float, float]]:
+    """``n`` slices of equal length over ``[start_s, end_s)``, each ``(lo, hi, t)`` with
+    one time ``t`` drawn uniformly within it (seeded): every slice gets one fault."""
+    if n <= 0:
+        return []
+    rng = random.Random(seed)
+    width = max(0.0, end_s - start_s) / n
+    out = []
+    for i in range(n):
+        lo = start_s + i * width
+        out.append((lo, lo + width, lo + rng.random() * width))
+    return out
+
+
+def fault_plan(cfg: ChaosConfig, start_s: float, end_s: float) -> list[PlannedFault]:
+    """``cfg.faults`` faults over ``[start_s, end_s)`` (seconds of the replay), one per
+    slice (:func:`fault_times`), the kinds in a seeded order that goes through every kind
+    before it repeats one; every :data:`RELEASE_EVERY`-th warm-release fault aims at a
+    release, the others at a warm-up."""
+    rng = random.Random(cfg.seed)
+    kinds = _kind_order(cfg, rng)
+    plan, warm = [], 0
+    for lo, hi, at in fault_times(cfg.faults, start_s, end_s, cfg.seed):
+        kind, phase = next(kinds), None
+        if kind == "executor-warm-release":
+            phase = "releasing" if warm % RELEASE_EVERY == RELEASE_EVERY - 1 else "warming"
+            warm += 1
+        plan.append(PlannedFault(kind, phase, round(lo, 3), round(hi, 3), round(at, 3)))
+    return plan
+
+
+def hit(fault: Mapping[str, Any]) -> str:
+    """What ``fault`` hit (:data:`IN_FLIGHT`, :data:`RELEASING` or :data:`IDLE`), from what
+    was recorded at it. The driver holds the query (its offsets, the batch running or the
+    next one): in flight. A worker: the executors of the job it hosted (none: idle). An
+    executor: released when streamscale had asked Spark to kill it or Spark was removing
+    it (``releasing``, or a ``phase`` that says so); else in flight when Spark's status
+    store showed tasks of the job on it (a batch's, or its warm-up's), else idle."""
+    kind = fault["kind"]
+    if kind == "driver":
+        return IN_FLIGHT
+    if kind == "worker":
+        return IN_FLIGHT if fault.get("executors") else IDLE
+    if fault.get("releasing") or str(fault.get("phase", "")).startswith("releasing"):
+        return RELEASING
+    return IN_FLIGHT if (fault.get("active_tasks") or 0) > 0 else IDLE
+
+
+def _median_max(xs: Sequence[float]) -> tuple[float | None, float | None]:
+    return (round(statistics.median(xs), 2), round(max(xs), 2)) if xs else (None, None)
+
+
+def recovery_by_kind(
+    faults: Sequence[Mapping[str, Any]], kinds: Sequence[str] = KINDS
+) -> dict[str, dict[str, Any]]:
+    """Per kind: the faults that hit work in flight (``in_flight``), the median and the
+    longest of their recoveries (``recovery_s``; one never recovered is left out), and
+    the kind's faults that hit none (``not_in_flight``: released or idle)."""
+    out: dict[str, dict[str, Any]] = {}
+    for kind in kinds:
+        mine = [f for f in faults if f["kind"] == kind]
+        live = [f for f in mine if hit(f) == IN_FLIGHT]
+        med, top = _median_max([f["recovery_s"] for f in live if f.get("recovery_s") is not None])
+        out[kind] = {"in_flight": len(live), "median_s": med, "max_s": top,
+                     "not_in_flight": len(mine) - len(live)}  # fmt: skip
+    return out
+
+
+def committed_series(commits: Sequence[Mapping[str, Any]]) -> list[tuple[float, int]]:
+    """``(wall, tuples committed by then)`` per commit, in wall-clock order: the generator's
+    seqs are committed in order, so a commit's count is one past the highest seq any
+    commit so far carried (an empty batch, or one run again after a restart, keeps it)."""
+    out, done = [], 0
+    for c in sorted(commits, key=lambda c: c["wall"]):
+        if c.get("seq_hi") is not None:
+            done = max(done, int(c["seq_hi"]) + 1)
+        out.append((float(c["wall"]), done))
+    return out
+
+
+def backlog_recovery_s(
+    fault_wall: float,
+    committed: Sequence[tuple[float, int]],
+    offered: Callable[[float], int],
+    *,
+    lookback_s: float,
+) -> float | None:
+    """Seconds from a fault to the first commit after it at which the backlog (``offered``
+    at that moment minus the tuples ``committed``) is back to its level before the fault:
+    the largest backlog at the commits of the ``lookback_s`` before it (the last commit
+    before it when none is that recent). ``None``: no commit before the fault, or none
+    after it brought the backlog back."""
+    points = [(w, offered(w) - n) for w, n in committed]
+    before = [b for w, b in points if w <= fault_wall]
+    if not before:
+        return None
+    recent = [b for w, b in points if fault_wall - lookback_s <= w <= fault_wall]
+    level = max(recent) if recent else before[-1]
+    for w, b in points:
+        if w > fault_wall and b <= level:
+            return round(w - fault_wall, 2)
+    return None
 
 
 def run_chaos(
@@ -218,6 +292,8 @@ def run_chaos(
     checkpoint, sink and logs in ``work``; inject ``cfg.faults`` faults; return when every
     tuple of the window is committed (or after ``max_wall_s``: the run is then judged on
     what it committed)."""
+    from streamscale.scenarios.chaos_driver import DriverProcess
+
     work.mkdir(parents=True, exist_ok=True)
     opts = cfg.options()
     total = int(opts["total"])
@@ -229,10 +305,9 @@ def run_chaos(
              # Elasticutor's elastic executors need a core each
              "instances": min(cfg.instances, cfg.max_executors * cfg.executor_cores),
              "catch_up_s": 5.0, "seed": cfg.seed, "duration_s": longest}  # fmt: skip
-    rng = random.Random(cfg.seed)
-    kinds = _kind_order(cfg, rng)
+    rng = random.Random(cfg.seed + 1)  # the workers killed
     events = _Events(work / "events.jsonl")
-    driver = _Driver(child, work)
+    driver = DriverProcess(child, work)
     run = ChaosRun(started=time.time())
     deadline = run.started + (max_wall_s or longest)
     workers = sorted(n for n in info.pids if n != "master")
@@ -269,28 +344,40 @@ def run_chaos(
         # the first batches that carried tuples (a query's first batch may be empty)
         if not wait(lambda: any(e["seq_hi"] is not None for e in events.commits_after(0)), 600):
             raise StreamscaleError("no tuple committed within 600 s", item=str(work))
-        # a fault that found no moment is not counted: the faults go on until cfg.faults
-        # were made (or every tuple was committed)
-        for i, kind in enumerate(kinds):
-            if len(run.faults) >= cfg.faults:
-                break
+        first = min(e["wall"] for e in events.commits_after(0) if e["seq_hi"] is not None)
+        starts = [e["wall"] for e in events.poll() if e["ev"] == "start"]
+        t0 = _t0(work / "ckpt") or min(starts, default=first)
+        replay = cfg.minutes * 60.0
+        run.plan = fault_plan(cfg, first - t0, replay - min(cfg.tail_s, replay / 10))
+        arms = 0  # each arming of an executor fault has an id of its own
+        for planned in run.plan:
+            # the last fault's recovery (its next commit), then the planned moment
             last = run.faults[-1]["wall"] if run.faults else 0.0
             wait(lambda t=last: bool(events.commits_after(t)), cfg.recovery_timeout_s)
-            gap = rng.uniform(*cfg.gap_s)
-            if wait(lambda: events.done(total), gap) or events.done(total):
-                log("every tuple committed before the faults ran out")
+            fault = None
+            while True:  # a fault that found no moment is tried again within its slice
+                at = max(t0 + planned.at_s, time.time() + cfg.min_gap_s)
+                if wait(lambda: events.done(total), at - time.time()) or events.done(total):
+                    break
+                if time.time() >= deadline:
+                    break
+                arms += 1
+                fault = _inject(planned, arms, driver, events, info, workers, rng, cfg, work)
+                if fault is not None:
+                    break
+                run.skipped.append({"kind": planned.kind, "phase": planned.phase,
+                                    "wall": time.time()})  # fmt: skip
+                log(f"{planned.kind} found no moment within {cfg.arm_timeout_s:g} s: skipped")
+                if time.time() >= t0 + planned.hi_s:
+                    break
+            if fault is not None:
+                run.driver_starts += int(fault["kind"] == "driver")
+                run.faults.append(fault)
+                log(f"fault {len(run.faults)}: {fault['kind']} ({fault.get('phase', '')})")
+            if events.done(total) or time.time() >= deadline:
+                if planned is not run.plan[-1]:
+                    log("every tuple committed (or the deadline came) before the plan's end")
                 break
-            if time.time() >= deadline:
-                break
-            fault = _inject(kind, i, driver, events, info, workers, rng, cfg, work)
-            if fault is None:
-                run.skipped.append({"kind": kind, "wall": time.time()})
-                log(f"{kind} found no moment within {cfg.arm_timeout_s:g} s: skipped")
-                continue
-            if fault["kind"] == "driver":
-                run.driver_starts += 1
-            run.faults.append(fault)
-            log(f"fault {len(run.faults)}: {fault['kind']} ({fault.get('phase', '')})")
         wait(lambda: events.done(total), max(0.0, deadline - time.time()))
         if not events.done(total):
             run.error = "not every tuple was committed before the run's deadline"
@@ -304,30 +391,37 @@ def run_chaos(
             time.sleep(0.2)
         driver.kill()
         run.ended = time.time()
-    run.commits = [e for e in events.poll() if e["ev"] == "commit"]
+    run.events = list(events.poll())
+    run.commits = [e for e in run.events if e["ev"] == "commit"]
     return run
 
 
 def _inject(
-    kind: str, i: int, driver: _Driver, events: _Events, info: Any, workers: list[str],
-    rng: random.Random, cfg: ChaosConfig, work: Path,
+    planned: PlannedFault, i: int, driver: DriverProcess, events: _Events, info: Any,
+    workers: list[str], rng: random.Random, cfg: ChaosConfig, work: Path,
 ) -> dict[str, Any] | None:  # fmt: skip
     """Inject one fault; its record (``wall``: when), or ``None`` when none was made."""
+    from streamscale.scenarios.chaos_driver import hosted_executors, restart_worker
+
+    kind = planned.kind
     if kind == "driver":
         t = time.time()
         driver.kill()
         driver.start()
-        return {"kind": kind, "wall": t, "phase": "driver process group SIGKILLed, restarted"}
+        return {"kind": kind, "wall": t, "incarnation": driver.incarnation,
+                "phase": "driver process group SIGKILLed, restarted"}  # fmt: skip
     if kind == "worker":
-        name = rng.choice(workers)
+        app = [e["app"] for e in events.poll() if e["ev"] == "start"][-1:]
+        hosts = {w: hosted_executors(info, w, app[0]) if app else [] for w in workers}
+        name = rng.choice([w for w in workers if hosts[w]] or workers)
         t = time.time()
-        old, new = _restart_worker(info, name)
+        old, new = restart_worker(info, name)
         return {"kind": kind, "wall": t, "worker": name, "pid": old, "new_pid": new,
-                "phase": "worker JVM SIGKILLed, a new one started"}  # fmt: skip
+                "executors": hosts[name], "phase": "worker JVM SIGKILLed, a new one started"}  # fmt: skip
     seen = len([e for e in events.poll() if e["ev"] == "fault"])
     arm = work / "arm.json"
     tmp = arm.with_suffix(".tmp")
-    tmp.write_text(json.dumps({"kind": kind, "id": i}))
+    tmp.write_text(json.dumps({"kind": kind, "phase": planned.phase, "id": i}))
     tmp.replace(arm)
     end = time.time() + cfg.arm_timeout_s
     while time.time() < end:
@@ -358,29 +452,62 @@ def _t0(ckpt: Path) -> float | None:
     return None
 
 
+def _restart_steps(events: Sequence[Mapping[str, Any]], f: Mapping[str, Any]) -> dict[str, float]:
+    """Where a driver restart's time went, from the new process's events: the process
+    started (``spawn_s``: the old one killed and reaped), its imports done (``imports_s``),
+    its Spark session built (``session_s``: the driver JVM), its first executor settled
+    (``executors_s``), its streaming query started (``setup_s``: the plan, the state's
+    version index, the executors' warm-up), its first batch started (``query_s``: Spark's
+    offsets and commits read back) and ran (``first_batch_s``)."""
+    mine = [e for e in events if e.get("incarnation") == f.get("incarnation")]
+    at = {e["ev"]: e["wall"] for e in reversed(mine)}  # the first of each
+    first = next((e for e in mine if e["ev"] == "commit"), None)
+    marks = [("spawn_s", at.get("proc")), ("imports_s", at.get("main")),
+             ("session_s", at.get("session")),
+             ("executors_s", at.get("start")), ("setup_s", at.get("query")),
+             ("query_s", first and first["wall"] - first.get("duration_s", 0.0)),
+             ("first_batch_s", first and first["wall"])]  # fmt: skip
+    out, prev = {}, f["wall"]
+    for name, t in marks:
+        if t is None:
+            break
+        out[name], prev = round(t - prev, 2), t
+    return out
+
+
 def recoveries(run: ChaosRun, cfg: ChaosConfig, work: Path) -> list[dict[str, Any]]:
-    """Per fault: seconds from the fault to the next committed batch, and the tuples it
-    delayed — offered by that commit (the generator's schedule) and not committed at the
-    fault."""
+    """Per fault: what it hit (:func:`hit`), seconds from the fault to the next committed
+    batch, to the backlog's return to its level before the fault
+    (:func:`backlog_recovery_s`, five triggers looked back; ``backlog_overlapped``: the
+    next fault came before it), the tuples it delayed —
+    offered by the next commit (the generator's schedule) and not committed at the fault
+    — and, for a driver restart, where its time went (:func:`_restart_steps`)."""
     from streamscale.runtime.spark.sources.sources import GeneratorSpec
 
-    opts = cfg.options()
-    spec = GeneratorSpec.from_options(opts)
+    spec = GeneratorSpec.from_options(cfg.options())
     t0 = _t0(work / "ckpt")
+    series = committed_series(run.commits)
     out = []
     for f in run.faults:
         before = [c for c in run.commits if c["wall"] <= f["wall"] and c["seq_hi"] is not None]
         after = [c for c in run.commits if c["wall"] > f["wall"]]
-        row = {**f, "t_s": round(f["wall"] - run.started, 2)}
+        row = {**f, "t_s": round(f["wall"] - run.started, 2), "hit": hit(f)}
         row.pop("wall")
-        if after:
-            rec = after[0]["wall"]
-            row["recovery_s"] = round(rec - f["wall"], 2)
+        row["recovery_s"] = round(after[0]["wall"] - f["wall"], 2) if after else None
+        if after and t0 is not None:
             done = max((c["seq_hi"] for c in before), default=-1) + 1
-            if t0 is not None:
-                row["delayed"] = max(0, spec.available(rec - t0) - done)
-        else:
-            row["recovery_s"] = None
+            row["delayed"] = max(0, spec.available(after[0]["wall"] - t0) - done)
+        if t0 is not None:
+            row["replay_s"] = round(f["wall"] - t0, 2)
+            back = backlog_recovery_s(
+                f["wall"], series, lambda w: spec.available(w - t0), lookback_s=5 * cfg.trigger_s
+            )
+            nxt = min((g["wall"] for g in run.faults if g["wall"] > f["wall"]), default=None)
+            row["backlog_recovery_s"] = back
+            # the next fault came before the backlog was back: its time is in this figure
+            row["backlog_overlapped"] = nxt is not None and (back is None or f["wall"] + back > nxt)
+        if f["kind"] == "driver":
+            row["restart"] = _restart_steps(run.events, f)
         out.append(row)
     return out
 
@@ -430,28 +557,38 @@ def check_exact(work: Path, options: dict[str, str], total: int) -> dict[str, An
 
 
 def summarize(run: ChaosRun, cfg: ChaosConfig, work: Path) -> dict[str, Any]:
-    """The run's figures (the benchmark's line without its configuration)."""
+    """The run's figures (the benchmark's line without its configuration). The recovery
+    figures count the faults that hit work in flight; ``not_in_flight`` the others
+    (``releasing`` of them: an executor already being released)."""
     opts = cfg.options()
     exact = check_exact(work, opts, int(opts["total"]))
     per = recoveries(run, cfg, work)
-    rec = [f["recovery_s"] for f in per if f.get("recovery_s") is not None]
-    by_kind = Counter(f["kind"] for f in per)
-    med_kind = {
-        k: round(statistics.median(x), 2)
-        for k in KINDS
-        if (x := [f["recovery_s"] for f in per if f["kind"] == k and f.get("recovery_s")])
-    }
+    live = [f for f in per if f["hit"] == IN_FLIGHT]
+    med, top = _median_max([f["recovery_s"] for f in live if f["recovery_s"] is not None])
+    by_kind = recovery_by_kind(per, KINDS)
+    backlog = [f.get("backlog_recovery_s") for f in live]
+    at = [f["replay_s"] for f in per if "replay_s" in f]  # the faults' spread over the replay
     return {
         "faults": len(per),
         **exact,
-        "recovery_median_s": round(statistics.median(rec), 2) if rec else None,
-        "recovery_max_s": round(max(rec), 2) if rec else None,
+        "recovery_by_kind": by_kind,
+        "not_in_flight": len(per) - len(live),
+        "releasing": sum(1 for f in per if f["hit"] == RELEASING),
+        "backlog_recovery_max_s": max((b for b in backlog if b is not None), default=None),
+        "backlog_unrecovered": sum(1 for b in backlog if b is None),
+        "backlog_overlapped": sum(1 for f in live if f.get("backlog_overlapped")),
+        "recovery_median_s": med,
+        "recovery_max_s": top,
         "unrecovered": sum(1 for f in per if f.get("recovery_s") is None),
-        "per_kind": {k: by_kind.get(k, 0) for k in KINDS},
-        "recovery_median_by_kind_s": med_kind,
+        "per_kind": {k: sum(1 for f in per if f["kind"] == k) for k in KINDS},
+        "recovery_median_by_kind_s": {
+            k: v["median_s"] for k, v in by_kind.items() if v["median_s"] is not None
+        },
         "delayed_tuples": sum(f["delayed"] for f in per)
         if all("delayed" in f for f in per)
         else None,
+        "plan": [asdict(p) for p in run.plan],
+        "spread_s": [min(at, default=None), max(at, default=None)],
         "skipped": len(run.skipped),
         "driver_starts": run.driver_starts,
         "unplanned_driver_exits": run.unplanned_exits,
