@@ -46,7 +46,7 @@ TARGETS = ("0 tuples lost or duplicated over >= 20 faults, >= 4 of each kind hit
 #: last one's recovery; of 24, six of each kind (one warm-release fault in four aims at a
 #: release, which is not work in flight: five aim at warm-ups)
 SIZES = {"full": (45.0, 30), "quick": (32.0, 24), "smoke": (2.5, 4)}
-#: faults of each kind that must hit work in flight (a run with fewer faults: all of them)
+#: the faults of each kind run that must hit work in flight for the targets to be met
 IN_FLIGHT_PER_KIND = 4
 
 
