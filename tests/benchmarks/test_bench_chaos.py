@@ -55,6 +55,8 @@ def test_the_quick_plan_spreads_its_faults_and_aims_four_of_each_kind_at_work_in
     # a warm-release fault aimed at a release hits no work in flight; every other does
     aimed = Counter(p.kind for p in plan if p.phase != "releasing")
     assert all(aimed[k] >= bench.IN_FLIGHT_PER_KIND for k in KINDS), aimed
+    # a warm-up fault needs an executor to arrive while it is armed: two spare
+    assert aimed["executor-warm-release"] >= bench.IN_FLIGHT_PER_KIND + 2, aimed
     # one fault per slice, the slices covering the replay up to its last half minute
     assert plan[0].lo_s == 40.0 and plan[-1].hi_s == pytest.approx(replay - cfg.tail_s)
     assert all(a.hi_s == pytest.approx(b.lo_s) for a, b in itertools.pairwise(plan))
