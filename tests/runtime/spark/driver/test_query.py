@@ -87,6 +87,29 @@ def test_the_error_that_ended_a_query_is_raised_by_every_wait() -> None:
         q.result()
 
 
+def test_a_stop_from_inside_a_batch_returns_at_once_and_the_query_ends_after_it() -> None:
+    held: dict[str, Any] = {}
+    after: list[str] = []
+
+    def body(df: Any, batch_id: int) -> None:  # an on_batch callback calling stop()
+        held["q"].stop()
+        after.append("stop returned inside the batch")
+
+    gate = BatchGate(body, spark=None)
+
+    def drive(stop: threading.Event) -> RunResult:
+        while "q" not in held:
+            time.sleep(0.01)
+        gate(None, 0)  # the batch, in the thread that drives the query
+        assert stop.is_set()
+        return _result(1)
+
+    q = start_query(drive, gate=gate, recent=[], spark_query=lambda: _SparkQuery)
+    held["q"] = q
+    assert q.awaitTermination(30) is True
+    assert after == ["stop returned inside the batch"] and q.result().batches == 1
+
+
 def test_a_driver_that_ends_before_its_spark_query_starts_raises_from_start() -> None:
     def drive(stop: threading.Event) -> RunResult:
         raise StreamscaleError("no such table", item="source")
