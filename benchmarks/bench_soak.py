@@ -5,14 +5,19 @@ a waited cost per row → ``totals`` keyed by ``bucket``) runs under ``elastic``
 triggers as fast as the batches go. Two things move all the time:
 
 * the offered rate is ``--low`` tuples/s for ``--low-s`` seconds, then ``--high`` for
-  ``--high-s``, over and over; at the high rate ``rank``'s work (rate × ``--cost-ms``)
-  is more than a core's, so the policy plans more cores for it and fewer once the rate
-  falls. On a cluster (``--master cluster``, the default: a loopback Spark standalone
-  cluster of ``--workers`` × ``--worker-cores`` slots) those cores are executors of one
-  core each, requested and released (``--max-executors`` at most);
-* the generator shuffles its Zipf key frequencies ``--omega`` times a minute, so the hot
-  keys, and with them the load of every shard, change and the policy moves shards
-  between the units (tasks) of each instance.
+  ``--high-s``, over and over (10 and 250 tuples/s, 100 and 20 s); at the high rate
+  ``rank``'s work (rate × ``--cost-ms``, 1 core) is twice what the policy packs onto a
+  core (its ``max_utilization``, ``--max-utilization`` 0.5), so it plans more cores for
+  ``rank`` and fewer once the rate falls. On a cluster (``--master cluster``, the
+  default: a loopback Spark standalone cluster of ``--workers`` × ``--worker-cores``
+  slots) those cores are executors of one core each, requested and released
+  (``--max-executors`` at most);
+* the generator shuffles its Zipf key frequencies ``--omega`` times a minute (6), so the
+  hot keys, and with them the load of every shard, change and the policy moves shards
+  between the units (tasks) of each instance; its queueing model's latency target
+  (``--latency-target-ms`` 5, near the cost of a row) gives an instance two or more
+  units to move shards between even at the low rate, while the cores held (the
+  executors) follow the work.
 
 ``--master local[N]`` runs the same job in the driver's JVM, where nothing is requested
 or released. State lives on the local disk, on an S3-compatible server (moto, on
@@ -473,10 +478,12 @@ def soak(
             fd.bucket_totals, name="totals"
         )
         totals.to("none", name="out")
-        kept = {"metrics_max_mb": args.metrics_max_mb, "metrics_keep": args.metrics_keep}
+        params = {"metrics_max_mb": args.metrics_max_mb, "metrics_keep": args.metrics_keep,
+                  "max_utilization": args.max_utilization,
+                  "latency_target_ms": args.latency_target_ms}  # fmt: skip
         res = totals.run(
             checkpoint=ckpt, out=out, duration_s=minutes * 60, spark=spark, policy="elastic",
-            params=kept, state_url=url, on_batch=on_batch, resources=resources,
+            params=params, state_url=url, on_batch=on_batch, resources=resources,
             max_batches=batches_max,
         )  # fmt: skip
         n = int(res.keyed_rows.get("rank", 0))  # the whole run's (records: the recent only)
@@ -608,11 +615,19 @@ def main(argv: list[str] | None = None, spark: Any | None = None) -> int:
     ap.add_argument("--warmup", type=int, default=500, help="Batches before growth is fitted.")
     ap.add_argument("--blocks", type=int, default=BLOCKS, help="Block means the fit goes through.")
     ap.add_argument("--low", type=float, default=10.0, help="Low offered rate (tuples/s).")
-    ap.add_argument("--high", type=float, default=300.0, help="High offered rate (tuples/s).")
-    ap.add_argument("--low-s", type=float, default=40.0, help="Seconds at the low rate.")
+    ap.add_argument("--high", type=float, default=250.0, help="High offered rate (tuples/s).")
+    ap.add_argument("--low-s", type=float, default=100.0, help="Seconds at the low rate.")
     ap.add_argument("--high-s", type=float, default=20.0, help="Seconds at the high rate.")
-    ap.add_argument("--omega", type=float, default=4.0, help="Key-frequency shuffles a minute.")
+    ap.add_argument("--omega", type=float, default=6.0, help="Key-frequency shuffles a minute.")
     ap.add_argument("--cost-ms", type=float, default=4.0, help="Waited cost per row in rank.")
+    ap.add_argument(
+        "--max-utilization", type=float, default=0.5,
+        help="elastic's max_utilization: work per core above which it adds one.",
+    )  # fmt: skip
+    ap.add_argument(
+        "--latency-target-ms", type=float, default=5.0,
+        help="elastic's latency_target_ms: near the cost a row, so instances keep 2+ units.",
+    )  # fmt: skip
     ap.add_argument("--keys", type=int, default=2000)
     ap.add_argument("--rank-instances", type=int, default=2)
     ap.add_argument("--totals-instances", type=int, default=1)
