@@ -53,12 +53,14 @@ the fit window per 10,000 batches, with a 95 % interval from the slope's standar
 and Student's t with ``blocks - 2`` degrees of freedom (``benchmarks/_growth.py``).
 
 JSON lines (``"bench": "soak"``): one per sample; then, per run, a ``"figure":
-"growth"`` line with ``batches``, ``plan_changes`` (batches whose plan the policy
-changed), ``executor_changes`` (executors added plus released), ``metrics_rotations``,
+"growth"`` line with ``batches``, ``plan_changes`` (batches after which the policy
+applied a new plan: cores, units or shards moved; while one core is held, an
+instance's units run as one Spark task), ``executor_changes`` (executors added plus released), ``metrics_rotations``,
 ``state_exact`` (the committed state of both operators equal to pandas over the same
 input: the generator's tuples ``0 … n-1``, ``n`` the tuples the run processed),
 ``growth`` (per figure ``{"per_10k", "ci95_low", "ci95_high"}``, in %), and ``targets``
-and ``met``: at least ``--target-batches`` batches (5,000), a plan change per 20
+and ``met``: at least ``--target-batches`` batches (the run's ``--batches``: 5,000, or
+1,000 with ``--quick``; the counts below scale with it), a plan change per 20
 batches, 50 executor changes per 5,000 batches, every figure's growth at most 5 % per
 10,000 batches with its interval's upper end at most 10 %, and the state exact.
 ``--out DIR`` also writes ``soak-<state>.png``.
@@ -70,7 +72,7 @@ Run: ``.venv/bin/python benchmarks/bench_soak.py [--minutes 90] [--batches N] [-
 --smoke] [--master cluster|local[2]] [--state local|s3|both] [--out DIR]``. A run ends
 after ``--minutes`` or ``--batches``, whichever comes first; by default 5,000 batches in
 at most 90 minutes on the cluster with local state. ``--quick``: the same job, 1,000
-batches in at most 30 minutes (targets scaled to 1,000 batches); ``--smoke``:
+batches in at most 45 minutes (targets scaled to 1,000 batches); ``--smoke``:
 ``local[2]``, 30 batches, seconds long (it checks that the script runs and prints every
 line, not the figures).
 """
@@ -606,7 +608,7 @@ def main(argv: list[str] | None = None, spark: Any | None = None) -> int:
     ap.add_argument("--batches", type=int, default=None, help="Batches per run at most.")
     size = ap.add_mutually_exclusive_group()
     size.add_argument(
-        "--quick", action="store_true", help="1,000 batches (30 minutes at most), same job."
+        "--quick", action="store_true", help="1,000 batches (45 minutes at most), same job."
     )
     size.add_argument("--smoke", action="store_true", help="local[2], 30 batches: runs at all.")
     ap.add_argument("--master", default="cluster", help="cluster (loopback) or local[N].")
@@ -641,7 +643,7 @@ def main(argv: list[str] | None = None, spark: Any | None = None) -> int:
     args = ap.parse_args(argv)
     argv = sys.argv[1:] if argv is None else argv
     if args.quick:  # the same job, a fifth of the batches
-        args.minutes = min(args.minutes, 30.0)
+        args.minutes = min(args.minutes, 45.0)
         args.batches = args.batches or 1000
         args.warmup = min(args.warmup, 200)
         args.every = min(args.every, 25)
