@@ -11,8 +11,10 @@ the user gives one, a history of the same load (the trace format: earlier days):
 
 * **seasonal** (with a history): the rate at the same time of the previous ``days``
   periods (a day by default), their median per instant — the profile — scaled by the
-  level the load shows now, the ratio of the last ``level_s`` seconds' observed rate
-  to the profile over the same seconds (a busier day than usual keeps its surplus);
+  level the load shows now, the median over the last ``level_s`` seconds of the
+  observed rate's ratio to the profile (a busier day than usual keeps its surplus; a
+  burst of minutes, which no history foretells, does not raise the level for the hour
+  after it);
 * **trend** (without one): the least-squares line through the last ``level_s``
   seconds' rates, extrapolated over the horizon (Holt's linear trend, without its
   smoothing state).
@@ -191,8 +193,9 @@ def forecast_rate(
     prof_ahead = _profile(past, ahead, period_s=period_s, days=days)
     prof_seen = _profile(past, obs_t, period_s=period_s, days=days)
     seen = ~np.isnan(prof_seen)
-    if np.all(np.isnan(prof_ahead)) or not seen.any() or not np.sum(prof_seen[seen]) > 0:
+    if np.all(np.isnan(prof_ahead)) or not np.any(prof_seen[seen] > 0):
         return _trend(obs_t, obs_r, now, horizon_s)
-    level = float(np.sum(obs_r[seen]) / np.sum(prof_seen[seen]))
+    ok = seen & (prof_seen > 0)
+    level = float(np.median(obs_r[ok] / prof_seen[ok]))
     rates = level * prof_ahead[~np.isnan(prof_ahead)]
     return Forecast(float(np.max(rates)), float(np.min(rates)), level, "seasonal")

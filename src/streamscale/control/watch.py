@@ -196,6 +196,9 @@ class WatchView:
     #: the offered rate forecast over the next start-up and trigger
     #: (:func:`~streamscale.control.forecast.forecast_rate`; ``None``: no forecast)
     forecast_peak: float | None = None
+    #: tuples/s a core serves over the batch cycle the latency target allows (its busy
+    #: rate times the cycle's headroom; ``None``: the service rate at ``max_utilization``)
+    forecast_capacity: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -415,17 +418,23 @@ def watch_step(
 
 
 def forecast_executors(view: WatchView, *, max_utilization: float) -> int:
-    """Executors whose cores serve the forecast peak at ``max_utilization`` (0: no
-    forecast, or no service rate measured yet).
+    """Executors whose cores serve the forecast peak: at ``forecast_capacity`` tuples/s a
+    core when the view has it (the peak over the horizon is the margin), else at the
+    service rate times ``max_utilization`` (0: no forecast, or no rate measured yet).
 
     >>> view = WatchView(50.0, 4, 2, 2, 8, 4.0, 2.0, forecast_peak=300.0)
     >>> forecast_executors(view, max_utilization=0.9)  # 300 / 45 = 6.7 cores
     4
+    >>> forecast_executors(replace(view, forecast_capacity=50.0), max_utilization=0.9)
+    3
     """
     peak, mu = view.forecast_peak, view.service_rate
-    if peak is None or mu is None or not mu > 0 or not peak > 0:
+    per_core = view.forecast_capacity
+    if per_core is None and mu is not None:
+        per_core = mu * max_utilization
+    if peak is None or per_core is None or not per_core > 0 or not peak > 0:
         return 0
-    cores = max(1, math.ceil(peak / (mu * max_utilization) - 1e-9))
+    cores = max(1, math.ceil(peak / per_core - 1e-9))
     return min(view.max_executors, math.ceil(cores / view.cores_per_executor))
 
 

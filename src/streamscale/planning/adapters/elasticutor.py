@@ -67,6 +67,7 @@ __all__ = [
     "queueing_step",
     "settings",
     "shard_step",
+    "slo_cycle",
     "with_loads",
 ]
 
@@ -113,8 +114,8 @@ SETTINGS = Schema(
         "latency_slo_s",
         float,
         None,
-        "end-to-end latency each tuple should meet (s): micro-batches may stretch to a third "
-        "of it, so cores are sized for that cycle rather than for the trigger (default: the "
+        "end-to-end latency each tuple should meet (s): micro-batches may stretch to half of "
+        "it, so cores are sized for that cycle rather than for the trigger (default: the "
         "trigger's cycle)",
         low=0.0,
         low_open=True,
@@ -143,9 +144,10 @@ def settings(context: PlanningContext) -> dict[str, Any]:
 def cycle_headroom(context: PlanningContext) -> float:
     """The share of a batch cycle a core's work may take
     (:func:`~streamscale.model.snapshot.batch_headroom`), for the cycle the batches aim at:
-    the trigger's, or a third of ``latency_slo_s`` when longer — a tuple waits up to one
-    cycle for its batch to start and one for it to end, so a cycle of a third of the
-    target leaves a third for bursts. 1 without a snapshot.
+    the trigger's, or half of ``latency_slo_s`` when longer — a tuple waits up to one
+    cycle for its batch to start and one for it to end (the admission limit keeps a
+    batch's run within the catch-up time, half the target in the surge scenarios). 1
+    without a snapshot.
 
     >>> from streamscale.model import Cluster, Edge, Node, Operator, Snapshot, Topology
     >>> snap = Snapshot.build(time=1.0, batch_overhead_s=0.5, cycle_target_s=2.0)
@@ -154,15 +156,23 @@ def cycle_headroom(context: PlanningContext) -> float:
     >>> ctx = PlanningContext(topo, Cluster((Node("n", 4),)), snapshot=snap)
     >>> cycle_headroom(ctx)
     0.75
-    >>> cycle_headroom(replace(ctx, params={"latency_slo_s": 15.0}))  # a 5 s cycle
+    >>> cycle_headroom(replace(ctx, params={"latency_slo_s": 10.0}))  # a 5 s cycle
     0.9
     """
     snap = context.snapshot
     if snap is None:
         return 1.0
     slo = SETTINGS.read(context.params)["latency_slo_s"]
-    cycle = snap.cycle_target_s if slo is None else max(snap.cycle_target_s, slo / 3.0)
-    return batch_headroom(snap.batch_overhead_s, cycle)
+    return batch_headroom(snap.batch_overhead_s, slo_cycle(snap.cycle_target_s, slo))
+
+
+def slo_cycle(trigger_s: float, latency_slo_s: float | None) -> float:
+    """The batch cycle sized for: the trigger's, or half the latency target when longer.
+
+    >>> slo_cycle(2.0, None), slo_cycle(2.0, 10.0), slo_cycle(2.0, 3.0)
+    (2.0, 5.0, 2.0)
+    """
+    return trigger_s if latency_slo_s is None else max(trigger_s, latency_slo_s / 2.0)
 
 
 def planning_inputs(

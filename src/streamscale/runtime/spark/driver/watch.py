@@ -28,6 +28,8 @@ from streamscale.control.forecast import DAY_S, RateHistory, forecast_rate
 from streamscale.control.stimulus import watch_input
 from streamscale.control.watch import Sample, WatchConfig, WatchState, WatchView, watch_step
 from streamscale.errors import StreamscaleError
+from streamscale.model.snapshot import batch_headroom
+from streamscale.planning.adapters.elasticutor import slo_cycle
 
 __all__ = [
     "GeneratorOffered",
@@ -222,6 +224,8 @@ class SourceWatch:
     inputs: deque[dict[str, Any]] = field(default_factory=lambda: deque(maxlen=1024))
     #: the load's earlier days on the forecaster's clock (``config.history``)
     history: RateHistory | None = None
+    #: the end-to-end latency target the forecast's executors are sized for (``None``: none)
+    latency_slo_s: float | None = None
     #: the offered rate seen at each sample, on the forecaster's clock (the last hour's)
     _seen: deque[tuple[float, float]] = field(default_factory=lambda: deque(maxlen=4096))
     _state: WatchState = field(default_factory=WatchState)
@@ -316,7 +320,8 @@ class SourceWatch:
             startup_s=res.startup_s(self.config.startup_s),
             trigger_s=self.trigger_s,
         )
-        view = replace(view, forecast_peak=self.foresee(now, offset, view.startup_s))
+        view = replace(view, forecast_peak=self.foresee(now, offset, view.startup_s),
+                       forecast_capacity=self.cycle_capacity())  # fmt: skip
         sample = Sample(now, available, float(offset["seq"]), max(0.0, now - fixed_at))
         self._state, request = watch_step(
             self._state, sample, view, config=self.config,
@@ -358,12 +363,26 @@ class SourceWatch:
             self._seen.append((clock, self.rate))
         horizon = startup_s + self.trigger_s
         scale = self.config.time_scale
-        level = 3600.0 / scale if self.history is not None else 4.0 * horizon
+        # the level: the last quarter-hour of the load's own time (a burst of half an hour
+        # raised an hour's level for the half hour after it, and held five executors
+        # where one served), or four horizons of the trend
+        level = max(900.0 / scale, horizon) if self.history is not None else 4.0 * horizon
         while self._seen and self._seen[0][0] < clock - level:
             self._seen.popleft()
         f = forecast_rate(list(self._seen), clock, horizon, history=self.history,
                           period_s=DAY_S / scale, level_s=level)  # fmt: skip
         return None if f.method == "none" else f.peak
+
+    def cycle_capacity(self) -> float | None:
+        """Tuples/s a core serves over the batch cycle the latency target allows: the busy
+        rate times that cycle's headroom (:func:`~streamscale.model.snapshot.batch_headroom`
+        of the batches' overhead over half the target, or the trigger); ``None`` without a
+        target or a measured rate."""
+        mu = self.live.service_rate
+        if self.latency_slo_s is None or mu is None:
+            return None
+        cycle = slo_cycle(self.trigger_s, self.latency_slo_s)
+        return mu * batch_headroom(self.live.overhead_s, cycle)
 
     def effective_rate(self) -> float | None:
         """Tuples per second a core sustains across batches: the busy-time rate times the
@@ -567,6 +586,7 @@ def make_watch(
         admission_file=admission,
         warm=warm,
         history=load_history(config),
+        latency_slo_s=s["latency_slo_s"],
     )
     if admission is None:
         return watch, {}
