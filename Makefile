@@ -24,10 +24,10 @@ check-java:
 	@command -v java >/dev/null 2>&1 || { echo "streamscale: Java 17+ is required by Spark and was not found; install it (e.g. 'apt-get install openjdk-17-jre-headless') or set JAVA_HOME" >&2; exit 1; }
 
 # The bundled trace at the 'minutes' deployment (c = 60: trigger 2 min, target 10 min, a
-# 60 s start-up emulated at 1 s): the 2 h around its 8th day's steepest rise, elastic and
+# 60 s start-up emulated at 1 s): the 90 minutes around its 8th day's steepest rise, elastic and
 # static-peak, with the oracle. 'make demo-seconds': the 'seconds' deployment, real start-up.
 demo: env check-java
-	$(VENV)/bin/streamscale traffic --deployment minutes --hours 2 --warmup 15 --out report
+	$(VENV)/bin/streamscale traffic --deployment minutes --hours 1.5 --warmup 15 --out report
 
 demo-seconds: env check-java
 	$(VENV)/bin/streamscale traffic --deployment seconds --hours 1 --out report-seconds
