@@ -426,7 +426,9 @@ def _secs(v: Any) -> str:
     """Seconds in words: whole minutes from two minutes on, else seconds."""
     if not isinstance(v, int | float):
         return "–"
-    return f"{v / 60:g} min" if v >= 120 and v % 60 == 0 else f"{v:g} s"
+    if v >= 120 and v % 60 == 0:
+        return f"{v / 60:g} min"
+    return f"{v:.3g} s" if v < 1000 else f"{v / 60:.3g} min"
 
 
 def _deployment(x: Line, run: Sequence[Line]) -> str:
@@ -753,6 +755,8 @@ def chaos() -> str:
           _fmt(x.get("recovery_median_s")), _fmt(x.get("recovery_max_s")),
           _fmt(_delayed(per)), _fmt(x.get("driver_starts")), _fmt(x.get("met"))]],
     )  # fmt: skip
+    if "recovery_by_kind" in x:
+        return f"{head}\n\n{held}\n\n{_chaos_kinds(x)}\n\n{_source('chaos', lines)}"
     rows = []
     for kind, n in (x.get("per_kind") or {}).items():
         rec = sorted(f["recovery_s"] for f in per if f["kind"] == kind and f.get("recovery_s"))
@@ -763,6 +767,20 @@ def chaos() -> str:
     kinds = _table(["fault", "count", "recovery median s", "recovery max s", "tuples delayed"],
                    rows)  # fmt: skip
     return f"{head}\n\n{held}\n\n{kinds}\n\n{_source('chaos', lines)}"
+
+
+def _chaos_kinds(x: Line) -> str:
+    """Recovery per kind of fault over the faults that hit work in flight (median and
+    max), the faults that hit none counted apart, and the backlog's worst return."""
+    rows = [
+        [kind, _fmt(k.get("in_flight")), _fmt(k.get("not_in_flight")), _fmt(k.get("median_s")),
+         _fmt(k.get("max_s"))]
+        for kind, k in (x.get("recovery_by_kind") or {}).items()
+    ]  # fmt: skip
+    table = _table(["fault", "hit work in flight", "hit none", "recovery median s",
+                    "recovery max s"], rows)  # fmt: skip
+    return f"{table}\n\nBacklog back to its level before the fault within " \
+        f"{_fmt(x.get('backlog_recovery_max_s'))} s after every fault that hit work in flight."  # fmt: skip
 
 
 #: the soak's growth figures: (label, field of its growth line, in % per 10,000 batches)
@@ -803,11 +821,35 @@ def soak_table(lines: list[Line]) -> str:
           _fmt(x.get("minutes")), _fmt(x.get("batch_p50_s")), _fmt(x.get("tuples")),
           _fmt(x.get("state_equals_pandas")), _fmt(x.get("control_errors"))] for x in lines],
     )  # fmt: skip
+    if any("growth" in x for x in lines):
+        return f"{head}\n\n{_soak_fits(lines)}\n\n{_source('soak', lines)}"
     growth = _table(
         ["growth per 10,000 batches", *(f"{x.get('state')} (%)" for x in lines)],
         [[label, *(_fmt(x.get(field)) for x in lines)] for label, field in SOAK_FIGURES],
     )
     return f"{head}\n\n{growth}\n\n{_source('soak', lines)}"
+
+
+def _soak_fits(lines: list[Line]) -> str:
+    """Each figure's growth per 10,000 batches with its 95 % interval (the soak under
+    rescaling), and the plan and executor changes the run made."""
+    figures = sorted({f for x in lines for f in (x.get("growth") or {})})
+
+    def cell(x: Line, f: str) -> str:
+        g = (x.get("growth") or {}).get(f)
+        if not g:
+            return "–"
+        return f"{_fmt(g.get('per_10k'))} ({_fmt(g.get('ci95_low'))} to {_fmt(g.get('ci95_high'))})"
+
+    changes = _table(["state", "plan changes", "executor changes", "metrics rotated", "met"],
+                     [[_fmt(x.get("state")), _fmt(x.get("plan_changes")),
+                       _fmt(x.get("executor_changes")), _fmt(x.get("metrics_files")),
+                       _fmt(x.get("met"))] for x in lines])  # fmt: skip
+    growth = _table(
+        ["growth per 10,000 batches, % (95 % interval)", *(str(x.get("state")) for x in lines)],
+        [[f, *(cell(x, f) for x in lines)] for f in figures],
+    )
+    return f"{changes}\n\n{growth}"
 
 
 TABLES: dict[str, Callable[[], str]] = {

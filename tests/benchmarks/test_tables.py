@@ -275,3 +275,34 @@ def test_the_generator_exits_2_naming_a_refused_table(
     monkeypatch.setattr(tables, "DOCS", (Path(__file__).parents[2] / "docs" / "results.md",))
     assert tables.main(["--check"]) == 2
     assert "tables: refused: table 'stages' would mix runs r1, r2" in capsys.readouterr().err
+
+
+def test_the_soak_under_rescaling_shows_each_growth_with_its_interval(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(tables, "RESULTS", tmp_path)
+    line = {"bench": "soak", "commit": "abc", "run": "r1", "figure": "growth", **STAMP,
+            "state": "local", "master": "spark://x", "batches": 5000, "plan_changes": 300,
+            "executor_changes": 60, "metrics_files": 3, "met": {"batches": True},
+            "growth": {"threads": {"per_10k": 1.5, "ci95_low": -2.0, "ci95_high": 4.0},
+                       "open_fds": {"per_10k": 0.2, "ci95_low": -0.1, "ci95_high": 0.5}}}  # fmt: skip
+    _write(tmp_path / "soak.jsonl", [line])
+    out = tables.soak()
+    assert "| threads | 1.5 (-2 to 4) |" in out and "| open_fds | 0.2 (-0.1 to 0.5) |" in out
+    assert "| local | 300 | 60 | 3 |" in out
+
+
+def test_the_chaos_table_gives_recovery_per_kind_over_faults_in_flight(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(tables, "RESULTS", tmp_path)
+    line = {"bench": "chaos", "commit": "abc", "run": "r1", **STAMP, "faults": 28,
+            "lost": 0, "duplicated": 0, "state_exact": True, "backlog_recovery_max_s": 41.0,
+            "recovery_by_kind": {
+                "executor-mid-batch": {"in_flight": 7, "not_in_flight": 0, "median_s": 4.2,
+                                       "max_s": 9.0},
+                "driver": {"in_flight": 7, "not_in_flight": 0, "median_s": 28.0, "max_s": 35.0}}}  # fmt: skip
+    _write(tmp_path / "chaos.jsonl", [line])
+    out = tables.chaos()
+    assert "| executor-mid-batch | 7 | 0 | 4.2 | 9 |" in out
+    assert "| driver | 7 | 0 | 28 | 35 |" in out and "within 41 s" in out
