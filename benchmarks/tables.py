@@ -194,7 +194,8 @@ def _missing(bench: str, command: str, unclean: Sequence[Line] = ()) -> str:
     x = unclean[-1]
     return (
         f"*No committed run of `{bench}` from one clean commit yet (the newest, run "
-        f"{_run_of(x)} at `{x.get('commit')}`, is not quoted): `{command}` records one.*"
+        f"{_run_of(x)} at `{str(x.get('commit')).removesuffix('+dirty')}` with uncommitted "
+        f"changes, is not quoted): `{command}` records one.*"
     )
 
 
