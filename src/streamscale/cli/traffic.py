@@ -107,21 +107,18 @@ def _config(
     workers: int, worker_cores: int, executor_cores: int, master: str | None, out_dir: Path,
 ) -> Any:  # fmt: skip
     """The replay from the options: every bad value one line, before anything starts."""
-    from streamscale.runtime.spark.sources.rate_trace import read_trace_rows
-    from streamscale.scenarios.deployment import day_window, deployment
+    from streamscale.scenarios.deployment import deployment
     from streamscale.scenarios.traffic import TrafficConfig
 
     dep = deployment(name)
     check_values({"--peak-rate": peak_rate, "--hours": hours},
                  {"--warmup": warmup, "--startup-delay": startup_delay})  # fmt: skip
     check_cluster(workers, worker_cores, executor_cores, master)
-    if window is None:
-        window = str(day_window(read_trace_rows(trace), hours or dep.quick_hours))
     ensure_dir(out_dir, "--out")
     max_ex = workers * (worker_cores // executor_cores)
     extra = {} if startup_delay is None else {"startup_delay_s": startup_delay}
     return TrafficConfig.for_deployment(
-        str(trace), dep, window=window, history=None if history is None else str(history),
+        str(trace), dep, quick=True, window=window, hours=hours, history=None if history is None else str(history),
         history_out=out_dir / "history.csv", peak_rate=peak_rate,
         executor_cores=executor_cores, max_executors=max_ex, elastic_instances=max_ex,
         warmup_s=warmup, startup=startup or dep.startup, **extra,

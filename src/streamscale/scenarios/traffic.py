@@ -71,6 +71,7 @@ class TrafficConfig(SurgeConfig):
         *,
         quick: bool = False,
         window: str | None = None,
+        hours: float | None = None,
         minutes: float | None = None,
         history: str | None = None,
         history_out: Path | None = None,
@@ -78,7 +79,8 @@ class TrafficConfig(SurgeConfig):
         **settings: Any,
     ) -> TrafficConfig:
         """The replay of ``path`` standing for ``deployment``: its window (``window``, else
-        :func:`~streamscale.scenarios.deployment.day_window`), replayed at the deployment's
+        :func:`~streamscale.scenarios.deployment.day_window` of ``hours``, default the
+        deployment's), replayed at the deployment's
         compression (or in ``minutes``, every constant rescaled with it), its trigger,
         latency target and emulated start-up; the rows of ``history`` (default: the trace
         itself) before the window written to ``history_out`` for the forecast."""
@@ -86,7 +88,7 @@ class TrafficConfig(SurgeConfig):
         w = (
             parse_window(window)
             if window
-            else day_window(rows, deployment.window_hours(quick=quick))
+            else day_window(rows, hours or deployment.window_hours(quick=quick))
         )
         if minutes is not None:
             deployment = deployment.rescaled(w.hours * 60.0 / minutes)
