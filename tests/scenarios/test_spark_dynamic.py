@@ -131,10 +131,12 @@ def test_the_tuned_baseline_releases_an_executor_once_the_stream_goes_quiet(
     assert out["instances"] == 3  # static-peak's: (2 cores of work + 1) of 1-core executors
     # the batches took every tuple emitted before the quiet (40 a second)
     assert max((s["end_seq"] for s in out["spans"]), default=0) == 40 * PAUSE_S
-    # Spark's executor list: an executor Spark added for the query's backlog (after the
-    # generator started; before it, executors come and go with the session's warm-up) was
-    # removed by Spark before the run ended, once it had run no task for the idle timeout:
-    # after the last batch, or while a long batch's last tasks ran elsewhere
+    # Spark's executor list: Spark added an executor for the query's backlog (after the
+    # generator started; before it, executors come and go with the session's warm-up) and
+    # then scaled back down before the run ended, removing executors once they had run no
+    # task for the idle timeout (after the last batch, or while a long batch's last tasks
+    # ran elsewhere). Which ones it removes is Spark's choice: it may keep the newest as
+    # its minimum of one and release the older ones.
     t0 = out["t0"]
     seen = {  # seconds from the generator's start, for the messages
         "batches": [(s["batch_id"], round(s["end_s"] - t0, 1)) for s in out["spans"]],
@@ -150,8 +152,10 @@ def test_the_tuned_baseline_releases_an_executor_once_the_stream_goes_quiet(
     }
     added = [e for e in out["executors"] if e["added_s"] > t0]
     assert added, seen  # scaled up beyond the minimum of one on the backlog
-    released = [e for e in added if e["removed_s"] is not None]
-    assert released, seen
+    peak = max(e["added_s"] for e in added)
+    alive_at_peak = [e for e in out["executors"] if e["removed_s"] is None or e["removed_s"] > peak]
+    released = [e for e in alive_at_peak if e["removed_s"] is not None]
+    assert released, seen  # fewer executors at the end than at the peak
     idle = _seconds(DYNAMIC_SETTINGS["spark-dynamic-tuned"][HOLDS["nothing"]])
     assert all(idle < e["removed_s"] - e["added_s"] for e in released)
     assert all(e["removed_s"] <= out["end_s"] for e in released)
