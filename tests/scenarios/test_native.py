@@ -134,7 +134,7 @@ def test_apply_in_pandas_with_state_function_same_under_streamscale_and_spark(
     from streamscale.runtime.spark.keyed.keyed import KeyedSpec, run_keyed
     from streamscale.runtime.spark.routing.routing import PartitionMap
     from streamscale.runtime.spark.sources.sources import register_sources
-    from streamscale.runtime.spark.state.state import LocalStateBackend
+    from streamscale.runtime.spark.state.state import BatchVersion, LocalStateBackend
     from streamscale.scenarios.native import from_group_state
 
     opts = {
@@ -175,12 +175,7 @@ def test_apply_in_pandas_with_state_function_same_under_streamscale_and_spark(
         out, _ = run_keyed(
             df,
             spec,
-            batch_id=b,
-            upto=b - 1,
-            pmap=pmap,
-            attempt=None,
-            hints=(),
-            drops=(),
+            BatchVersion(b, b - 1, pmap),
             dead_letter_dir=str(tmp_path / "dl"),
         )
         ours.append(out.toPandas())

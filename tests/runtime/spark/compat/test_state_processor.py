@@ -14,7 +14,7 @@ from pyspark.sql.streaming.stateful_processor import StatefulProcessor
 
 from streamscale.errors import StreamscaleError
 from streamscale.runtime.spark.compat.processor import column_clock, from_processor, run_batch
-from streamscale.runtime.spark.state.state import LocalStateBackend
+from streamscale.runtime.spark.state.state import BatchVersion, LocalStateBackend
 from streamscale.runtime.spark.state.state_log import is_log
 
 BATCH_MS = 1000
@@ -327,12 +327,7 @@ def test_processor_equals_the_pandas_reference_across_moves_and_a_restart(
         out, _ = run_keyed(
             df,
             spec,
-            batch_id=b,
-            upto=b - 1,
-            pmap=pmap,
-            attempt=None,
-            hints=(),
-            drops=(),
+            BatchVersion(b, b - 1, pmap),
             dead_letter_dir=str(tmp_path / "dl"),
         )
         got.append(_rows(out.toPandas()))
@@ -400,8 +395,8 @@ def test_on_spark_a_shard_without_rows_fires_its_due_timers_in_that_batch(
     for b, (rows, at) in enumerate([(["k0", quiet], 0), (["k0"], IDLE_MS + 1)]):
         pdf = pd.DataFrame({"key": rows, "value": [1.0] * len(rows), "seq": range(len(rows))})
         out, _ = run_keyed(
-            spark.createDataFrame(pdf), spec, batch_id=b, upto=b - 1, pmap=pmap,
-            attempt=f"a{b}", hints=(), drops=(), dead_letter_dir=str(tmp_path / "dl"),
+            spark.createDataFrame(pdf), spec, BatchVersion(b, b - 1, pmap, f"a{b}"),
+            dead_letter_dir=str(tmp_path / "dl"),
             batch_time_ms=at,
         )  # fmt: skip
         spec.backend.commit("idle", b)

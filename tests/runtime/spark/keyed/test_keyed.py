@@ -20,7 +20,7 @@ from streamscale.runtime.spark.keyed.keyed import (
     run_keyed,
 )
 from streamscale.runtime.spark.routing.routing import PartitionMap, global_shards
-from streamscale.runtime.spark.state.state import LocalStateBackend
+from streamscale.runtime.spark.state.state import BatchVersion, LocalStateBackend
 
 E, Z = 2, 4
 
@@ -67,12 +67,7 @@ def _run(spark: Any, pdf: pd.DataFrame, spec: KeyedSpec, b: int, pmap: Partition
     return run_keyed(
         df,
         spec,
-        batch_id=b,
-        upto=b - 1,
-        pmap=pmap,
-        attempt=f"a{b}-{random.random()}",
-        hints=(),
-        drops=(),
+        BatchVersion(b, b - 1, pmap, f"a{b}-{random.random()}"),
         dead_letter_dir=str(dl),
     )
 
@@ -204,8 +199,7 @@ def test_malformed_tuples_become_dead_letters_with_their_reason(spark, tmp_path:
     spec = KeyedSpec("op", "key", 1, 1, _echo, {}, ("cost_ms",), LocalStateBackend(tmp_path))
     pmap = PartitionMap("op", 1, 1, ("op[0]#0",), (0,))
     out, st = run_keyed(
-        df, spec, batch_id=3, upto=2, pmap=pmap, attempt="a", hints=(), drops=(),
-        dead_letter_dir=str(tmp_path / "dl"),
+        df, spec, BatchVersion(3, 2, pmap, "a"), dead_letter_dir=str(tmp_path / "dl"),
     )  # fmt: skip
     good = out.toPandas().sort_values("key")
     assert good["key"].tolist() == ["a", "d"] and good["cost_ms"].tolist() == [1.0, 2.5]

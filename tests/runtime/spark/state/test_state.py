@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from streamscale.errors import StreamscaleError
+from streamscale.runtime.spark.routing.routing import PartitionMap
 from streamscale.runtime.spark.state.state import (
     LocalStateBackend,
     StateBackend,
@@ -105,6 +106,27 @@ def test_version_index_hints_the_input_version_and_what_to_drop(tmp_path: Path) 
     assert be.read("op", 1, 3, hints[1]) == ({"b": 3}, 3)
     be.write("op", 1, 4, {"b": 4}, attempt="n", drop=drops[1])
     assert be.versions("op", 1) == [3, 4]
+
+
+def test_a_batch_version_reads_the_last_commit_and_a_replay_gets_a_new_attempt(
+    tmp_path: Path,
+) -> None:
+    be = LocalStateBackend(tmp_path)
+    idx = VersionIndex(be, "op", 2)
+    pmap = PartitionMap("op", 1, 2, ("op[0]#0",), (0, 0))
+    v0 = idx.version(0, pmap)
+    assert (v0.batch_id, v0.upto, v0.pmap, v0.hints) == (0, -1, pmap, ((-1, None),) * 2)
+    be.write("op", 1, 0, {"n": 1}, attempt=v0.attempt)
+    idx.commit(v0, [1])
+    assert be.committed("op") == 0
+    v1 = idx.version(1, pmap)
+    assert v1.upto == 0 and v1.hints == ((-1, None), (0, v0.attempt))
+    be.write("op", 1, 1, {"n": 2}, attempt=v1.attempt)  # batch 1 fails before its commit
+    again = idx.version(1, pmap)  # its replay reads the same input under a new attempt
+    assert again.upto == 0 and again.hints == v1.hints and again.attempt != v1.attempt
+    assert len({v0.attempt, v1.attempt, again.attempt}) == 3
+    later = idx.version(5, pmap)  # a batch after a gap reads the last commit, not b - 1
+    assert later.upto == 0
 
 
 def test_worker_cache_is_used_only_for_the_exact_attempt(tmp_path: Path) -> None:

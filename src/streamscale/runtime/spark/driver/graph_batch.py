@@ -15,7 +15,6 @@ import json
 import math
 import threading
 import time
-import uuid
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -41,7 +40,7 @@ from streamscale.runtime.spark.executors.resources import Resources
 from streamscale.runtime.spark.keyed.keyed import KeyedSpec, count_dead_letters, release, run_keyed
 from streamscale.runtime.spark.routing.realizer import SparkRealizer
 from streamscale.runtime.spark.state.retention import prune_dead_letters
-from streamscale.runtime.spark.state.state import StateBackend, VersionIndex
+from streamscale.runtime.spark.state.state import BatchVersion, StateBackend, VersionIndex
 
 __all__ = [
     "LINE_FIELDS", "GraphBatch", "GraphBatchBody", "GraphTotals", "KeyedPass", "SourceProbe",
@@ -325,8 +324,8 @@ class GraphBatchBody:
             batch_df, self.graph, batch_id=batch_id, run_keyed_op=ks, out_dir=self.base,
             schemas=self.schemas, counted=ks.counted,
         )  # fmt: skip
-        for name, (attempt, shards, hints) in ks.written.items():
-            self.indexes[name].commit(batch_id, attempt, shards, hints)
+        for name, (version, shards) in ks.written.items():
+            self.indexes[name].commit(version, shards)
         for name in self.graph.keyed:
             release(name)
         self.query_clock.after_batch(self.spark, ks.times)
@@ -341,16 +340,9 @@ class GraphBatchBody:
         realizer = self.realizers[name]
         pmap = realizer.begin_batch(ks.ready_cores or None)
         ks.units.extend(pmap.units)
-        upto = min(batch_id - 1, self.backend.committed(name))
-        hints, drops = self.indexes[name].hints(upto)
-        attempt = uuid.uuid4().hex
-        placed = ks.placed_of(name, pmap)
-        stats = run_batch(
-            batch_df, self.stage, batch_id=batch_id, upto=upto, pmap=pmap, attempt=attempt,
-            hints=hints, drops=drops, placed=placed,
-        )  # fmt: skip
-        shards = (g for t in stats.tasks for g in t.shards)
-        self.indexes[name].commit(batch_id, attempt, shards, hints)
+        version = self.indexes[name].version(batch_id, pmap)
+        stats = run_batch(batch_df, self.stage, version, placed=ks.placed_of(name, pmap))
+        self.indexes[name].commit(version, (g for t in stats.tasks for g in t.shards))
         ks.rows[name] = stats.rows
         ks.observed[name] = stats
         realizer.observe({g: v[1] for t in stats.tasks for g, v in t.shards.items()})
@@ -462,7 +454,7 @@ class GraphBatchBody:
 @dataclass
 class KeyedPass:
     """One batch's keyed operators as the graph runs them (its ``run_keyed_op``), and
-    what they did: the attempt, shards and hints each commits (``written``), its input
+    what they did: the batch version and shards each commits (``written``), its input
     rows, output rows (``counted``), statistics and units; the partition maps taken
     (ahead of its turn for an operator fused in its leader's tasks) and the output of
     those fused operators, held for their turn."""
@@ -472,7 +464,7 @@ class KeyedPass:
     times: Any
     ready: list[str] | None
     ready_cores: int | None
-    written: dict[str, tuple[str, list[int], Any]] = field(default_factory=dict)
+    written: dict[str, tuple[BatchVersion, list[int]]] = field(default_factory=dict)
     rows: dict[str, int] = field(default_factory=dict)
     observed: dict[str, Any] = field(default_factory=dict)
     units: list[str] = field(default_factory=list)  # every keyed operator's
@@ -498,57 +490,49 @@ class KeyedPass:
         if name in self.fused_out:
             return self.fused_out.pop(name)
         body, batch_id = self.body, self.batch_id
-        upto = min(batch_id - 1, body.backend.committed(name))
-        hints, drops = body.indexes[name].hints(upto)
-        attempt = uuid.uuid4().hex
         pmap = self.pmap_of(name)
+        version = body.indexes[name].version(batch_id, pmap)
         self.units.extend(pmap.units)
         placed = self.placed_of(name, pmap)
         spec = body.specs[name]
         if getattr(spec.fn, "vectorized", False):
-            outputs, stats = self._chain(df, spec, upto, pmap, attempt, hints, drops, placed)
+            outputs, stats = self._chain(df, spec, version, placed)
         else:
             outputs, stats = run_keyed(
-                df, spec, batch_id=batch_id, upto=upto, pmap=pmap, attempt=attempt,
-                hints=hints, drops=drops, dead_letter_dir=body.dead_dir, placed=placed,
+                df, spec, version, dead_letter_dir=body.dead_dir, placed=placed,
                 initial=_initial(spec.fn, batch_id), routes=body.routes.setdefault(name, {}),
                 **body.query_clock.keyed_args(self.times),
             )  # fmt: skip
-        self.record(name, attempt, hints, stats)
+        self.record(name, version, stats)
         return outputs
 
     def _chain(
-        self, df: Any, spec: KeyedSpec, upto: int, pmap: Any, attempt: str, hints: Any,
-        drops: Any, placed: Any,
-    ) -> tuple[Any, Any]:  # fmt: skip
+        self, df: Any, spec: KeyedSpec, version: BatchVersion, placed: Any
+    ) -> tuple[Any, Any]:
         """A declarative operator with the operators fused in its tasks (each recorded,
         its output held for its turn); the leader's output and statistics."""
         from streamscale.runtime.spark.keyed.agg.operator import Fused, run_chain
 
-        body, batch_id = self.body, self.batch_id
+        body = self.body
         then: list[Fused] = []
         chain = body.chains.get(spec.operator, ())
-        for f, fmap, remap in offer(pmap, chain, self.pmap_of, self.placed_of, placed):
-            f_upto = min(batch_id - 1, body.backend.committed(f))
-            f_hints, f_drops = body.indexes[f].hints(f_upto)
-            then.append(Fused(body.specs[f], body.specs[f].fn, f_upto, fmap,
-                              uuid.uuid4().hex, f_hints, f_drops, remap))  # fmt: skip
+        for f, fmap, remap in offer(version.pmap, chain, self.pmap_of, self.placed_of, placed):
+            f_version = body.indexes[f].version(self.batch_id, fmap)
+            then.append(Fused(body.specs[f], body.specs[f].fn, f_version, remap))
         outputs, every = run_chain(
-            df, spec, spec.fn, batch_id=batch_id, upto=upto, pmap=pmap,
-            attempt=attempt, hints=hints, drops=drops, placed=placed, then=then,
+            df, spec, spec.fn, version, placed=placed, then=then,
             **body.query_clock.keyed_args(self.times),
         )  # fmt: skip
         for fused, st in zip(then, every[1:], strict=False):
-            assert fused.attempt is not None  # drawn above
-            self.units.extend(fused.pmap.units)
-            self.record(fused.spec.operator, fused.attempt, fused.hints, st)
+            self.units.extend(fused.version.pmap.units)
+            self.record(fused.spec.operator, fused.version, st)
             self.fused_out[fused.spec.operator] = outputs
         return outputs, every[0]
 
-    def record(self, name: str, attempt: str, hints: Any, stats: Any) -> None:
+    def record(self, name: str, version: BatchVersion, stats: Any) -> None:
         """What ``name`` did: to commit, its rows in and out, its statistics; its shards'
         loads to its realizer."""
-        self.written[name] = (attempt, [g for t in stats.tasks for g in t.shards], hints)
+        self.written[name] = (version, [g for t in stats.tasks for g in t.shards])
         self.rows[name] = stats.rows
         self.counted[name] = sum(t.out_rows for t in stats.tasks)
         self.observed[name] = stats

@@ -41,8 +41,7 @@ from streamscale.runtime.spark.keyed.keyed import (
     run_keyed,
 )
 from streamscale.runtime.spark.keyed.keyed_map import prefixed
-from streamscale.runtime.spark.routing.routing import PartitionMap
-from streamscale.runtime.spark.state.state import Hint
+from streamscale.runtime.spark.state.state import BatchVersion
 
 __all__ = [
     "BatchStats",
@@ -123,13 +122,8 @@ def _clear_sink_files(stage: LinearStage, batch_id: int) -> None:
 def run_batch(
     batch_df: Any,
     stage: LinearStage,
+    version: BatchVersion,
     *,
-    batch_id: int,
-    upto: int,
-    pmap: PartitionMap,
-    attempt: str | None,
-    hints: tuple[Hint, ...],
-    drops: tuple[tuple[int, ...], ...],
     placed: Mapping[str, tuple[str, str]] | None = None,
 ) -> BatchStats:
     """Run one micro-batch of a linear job (its caller commits the keyed state:
@@ -141,12 +135,9 @@ def run_batch(
         The source's micro-batch.
     stage
         The job's keyed stage, stateless operators and sinks.
-    batch_id, upto
-        State version written, and newest version read.
-    pmap
-        Partition of every global shard this batch (the plan's routing tables).
-    attempt, hints, drops
-        As produced by :class:`~streamscale.runtime.spark.state.state.VersionIndex`.
+    version
+        The keyed operator's batch version
+        (:meth:`~streamscale.runtime.spark.state.state_api.VersionIndex.version`).
     placed
         Unit → (executor id, Spark location): those units' tasks are pinned, and where
         every reduce task ran is read back (see
@@ -160,19 +151,14 @@ def run_batch(
     An exception in an operator function fails the Spark job, so nothing is
     committed and the batch is retried when the query restarts.
     """
-    _clear_sink_files(stage, batch_id)
+    _clear_sink_files(stage, version.batch_id)
     df = batch_df
     for name, (fn, params) in stage.before:
         df = map_stateless(df, fn, params, stage.schemas, name)
     _, stats = run_keyed(
         df,
         stage.spec,
-        batch_id=batch_id,
-        upto=upto,
-        pmap=pmap,
-        attempt=attempt,
-        hints=hints,
-        drops=drops,
+        version,
         dead_letter_dir=stage.dead_letter_dir,
         placed=placed,
     )

@@ -63,8 +63,7 @@ from streamscale.runtime.spark.keyed.keyed_map import (
     write_dead_letters,
 )
 from streamscale.runtime.spark.routing.hashing import murmur3_long, partition_keys
-from streamscale.runtime.spark.routing.routing import PartitionMap
-from streamscale.runtime.spark.state.state import Hint, StateBackend, input_error
+from streamscale.runtime.spark.state.state import BatchVersion, StateBackend, input_error
 
 __all__ = [
     "BatchStats",
@@ -206,12 +205,7 @@ def apply_stateless(df: pd.DataFrame, ops: tuple[Stateless, ...]) -> pd.DataFram
 class _Batch:
     """What one batch's reduce tasks are given besides the spec."""
 
-    batch_id: int
-    upto: int
-    pmap: PartitionMap
-    attempt: str | None
-    hints: tuple[Hint, ...]
-    drops: tuple[tuple[int, ...], ...]
+    version: BatchVersion
     out_cols: tuple[str, ...] | None
     batch_time_ms: int
     tz: str | None
@@ -233,6 +227,7 @@ def _run_shards(
     """The keyed function over each shard of the task against its state; new versions
     written. Returns the outputs, per shard (rows, busy s, bytes, outputs) and when each
     row's shard was done (epoch s)."""
+    v = b.version
     n = len(rows_df)
     shard_stats: dict[int, tuple[int, float, int, int]] = {}
     outputs: list[pd.DataFrame] = []
@@ -243,7 +238,7 @@ def _run_shards(
     kw: dict[str, Any] = dict(spec.fn_params)
     if getattr(spec.fn, "batch_clock", False):  # timers fire in every shard, rows or not
         kw.update(batch_time_ms=b.batch_time_ms, watermark_ms=b.watermark_ms)
-        for g in b.pmap.shards_of(index):
+        for g in v.pmap.shards_of(index):
             spans.setdefault(g, (0, 0))
     for g in init or {}:  # the initial state (batch 0): its shards run, rows or not
         spans.setdefault(g, (0, 0))
@@ -252,11 +247,11 @@ def _run_shards(
     t_io = time.perf_counter()
     states: dict[int, Any] = {}
     if many:  # a task's shard requests go out together (object stores: round trips)
-        hint_of = {g: b.hints[g] for g in spans} if b.hints else None
+        hint_of = {g: v.hints[g] for g in spans} if v.hints else None
         try:
-            got = backend.read_many(op, list(spans), b.upto, hint_of)
+            got = backend.read_many(op, list(spans), v.upto, hint_of)
         except StreamscaleError as e:  # lost or damaged input state: the batch stops
-            raise input_error(e, b.batch_id) from None
+            raise input_error(e, v.batch_id) from None
         states = {g: st for g, (st, _) in got.items()}
     io_s = time.perf_counter() - t_io
     written: dict[int, Any] = {}
@@ -267,9 +262,9 @@ def _run_shards(
             state = states[g]
         else:
             try:
-                state, _ = backend.read(op, g, b.upto, b.hints[g] if b.hints else None)
+                state, _ = backend.read(op, g, v.upto, v.hints[g] if v.hints else None)
             except StreamscaleError as e:
-                raise input_error(e, b.batch_id) from None
+                raise input_error(e, v.batch_id) from None
         res = spec.fn(
             rows, state, **kw, **({"initial_state": init[g]} if g in (init or {}) else {})
         )
@@ -285,15 +280,15 @@ def _run_shards(
             written[g] = state
         else:
             nbytes = backend.write(
-                op, g, b.batch_id, state, attempt=b.attempt, drop=b.drops[g] if b.drops else ()
+                op, g, v.batch_id, state, attempt=v.attempt, drop=v.drops[g] if v.drops else ()
             )
         done_at[lo:hi] = time.time()
         shard_stats[g] = (hi - lo, time.perf_counter() - t0, nbytes, out_n)
     if many and written:
         t_io = time.perf_counter()
         sizes = backend.write_many(
-            op, b.batch_id, written, attempt=b.attempt,
-            drops={g: b.drops[g] for g in written} if b.drops else None,
+            op, v.batch_id, written, attempt=v.attempt,
+            drops={g: v.drops[g] for g in written} if v.drops else None,
         )  # fmt: skip
         io_s += time.perf_counter() - t_io
         done_at[:] = time.time()
@@ -314,8 +309,8 @@ def _task_rows(
         raise StreamscaleError(
             "rows reached a partition other than their unit's", item=f"partition {index}"
         )
-    df, letters = split_dead_letters(df, b.parsed, b.batch_id)
-    write_dead_letters(b.dead_dir, b.batch_id, spec.operator, index, letters)
+    df, letters = split_dead_letters(df, b.parsed, b.version.batch_id)
+    write_dead_letters(b.dead_dir, b.version.batch_id, spec.operator, index, letters)
     shards = df[SHARD].to_numpy(dtype=np.int64) if len(df) else np.empty(0, np.int64)
     if len(df):  # a shuffle fetches map outputs in no fixed order
         perm = np.lexsort((df[ORDER].to_numpy(dtype=np.int64), shards))
@@ -369,7 +364,7 @@ def _reduce_side(
         if spec.after and not out.empty:
             out = apply_stateless(out, spec.after)
         if spec.task_sink is not None:
-            spec.task_sink(out, b.batch_id, index)
+            spec.task_sink(out, b.version.batch_id, index)
         busy = time.perf_counter() - t_task
         if "event_time" in rows_df.columns and len(df):
             lat = (done_at - _epoch_s(rows_df["event_time"], b.tz)) * 1000.0
@@ -386,7 +381,7 @@ def _reduce_side(
             else []
         )
         yield emit_stats(TaskStats(
-            partition=index, unit=b.pmap.units[index], host=socket.gethostname(), busy_s=busy,
+            partition=index, unit=b.version.pmap.units[index], host=socket.gethostname(), busy_s=busy,
             rows=len(df), out_rows=len(out), shards=shard_stats,
             latencies_ms=lat.astype(np.float32), sample=sample,
             cpu_s=time.process_time() - cpu0, executor=f"{socket.gethostname()}:{os.getppid()}",
@@ -439,13 +434,8 @@ def release(operator: str) -> None:
 def run_keyed(
     df: Any,
     spec: KeyedSpec,
+    version: BatchVersion,
     *,
-    batch_id: int,
-    upto: int,
-    pmap: PartitionMap,
-    attempt: str | None,
-    hints: tuple[Hint, ...],
-    drops: tuple[tuple[int, ...], ...],
     dead_letter_dir: str,
     placed: Mapping[str, tuple[str, str]] | None = None,
     batch_time_ms: int | None = None,
@@ -462,12 +452,10 @@ def run_keyed(
         The operator's whole input for the batch (a non-streaming DataFrame).
     spec
         The operator.
-    batch_id, upto
-        State version written, and newest version read.
-    pmap
-        Partition of every global shard this batch (the plan's routing tables).
-    attempt, hints, drops
-        As produced by :class:`~streamscale.runtime.spark.state.state.VersionIndex`.
+    version
+        The state version written and read, the partition of every global shard, the
+        attempt and the shards' hints
+        (:meth:`~streamscale.runtime.spark.state.state_api.VersionIndex.version`).
     dead_letter_dir
         Directory of the dead-letter files (``batch-<b>-<operator>-part-<p>.jsonl``),
         one per reduce partition with dead letters; every executor must reach it.
@@ -505,6 +493,7 @@ def run_keyed(
     from pyspark.sql import functions as F
 
     t0 = time.perf_counter()
+    batch_id, pmap = version.batch_id, version.pmap
     if batch_time_ms is None:
         batch_time_ms = int(time.time() * 1000)
     release(spec.operator)
@@ -520,7 +509,7 @@ def run_keyed(
     shuffled = mapped.repartition(pmap.partitions, F.col(PK))
     spark = df.sparkSession
     batch = _Batch(
-        batch_id, upto, pmap, attempt, hints, drops, out_cols, batch_time_ms,
+        version, out_cols, batch_time_ms,
         spark.conf.get("spark.sql.session.timeZone", None), dead_letter_dir, parsed,
         watermark_ms, late, in_cols,
     )  # fmt: skip
@@ -554,8 +543,10 @@ def _reduce(
     from pyspark.sql import functions as F
 
     runs: tuple[Any, ...] = ()
-    with job_group(sc, f"streamscale-{spec.operator}-{b.batch_id}-{b.attempt}", placed) as group:
-        shuffled, planned = pin_units(shuffled, b.pmap.units, placed)
+    with job_group(
+        sc, f"streamscale-{spec.operator}-{b.version.batch_id}-{b.version.attempt}", placed
+    ) as group:
+        shuffled, planned = pin_units(shuffled, b.version.pmap.units, placed)
         reduced = shuffled.mapInPandas(_reduce_side(spec, b), schema)
         if spec.emit:
             reduced = reduced.persist()
@@ -565,7 +556,7 @@ def _reduce(
         else:
             tasks = [pickle.loads(r[0]) for r in reduced.collect()]
     if group is not None:
-        runs = tuple(reduce_runs(sc, group, b.pmap.partitions))
+        runs = tuple(reduce_runs(sc, group, b.version.pmap.partitions))
     return reduced, tasks, planned, runs
 
 

@@ -39,6 +39,7 @@ from urllib.parse import parse_qs, urlsplit
 from streamscale.errors import StreamscaleError
 from streamscale.runtime.spark.state.state_api import (
     STATE_URL,
+    BatchVersion,
     Hint,
     StateBackend,
     VersionIndex,
@@ -51,6 +52,7 @@ from streamscale.runtime.spark.state.state_fs import FsStateBackend
 from streamscale.runtime.spark.state.state_local import LocalStateBackend
 
 __all__ = [
+    "BatchVersion",
     "FsStateBackend",
     "Hint",
     "LocalStateBackend",

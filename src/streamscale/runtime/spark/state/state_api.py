@@ -7,16 +7,22 @@ driver commits ``b`` once every task of the batch succeeded.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from streamscale.errors import StreamscaleError
 from streamscale.settings import Setting
 
+if TYPE_CHECKING:
+    from streamscale.runtime.spark.routing.routing import PartitionMap
+
 __all__ = [
     "LAYOUT_FILE",
     "STATE_URL",
+    "BatchVersion",
     "Hint",
     "StateBackend",
     "VersionIndex",
@@ -42,6 +48,32 @@ STATE_URL = Setting(
 #: The driver's view of a shard's input version: (version, or -1 for none;
 #: the attempt that wrote it, or ``None`` when unknown, e.g. after a restart).
 Hint = tuple[int, str | None]
+
+
+@dataclass(frozen=True, slots=True)
+class BatchVersion:
+    """One keyed operator's batch as its tasks see state: the version written
+    (``batch_id``), the newest committed version read (``upto``), the partition of every
+    global shard (``pmap``: the plan's routing tables), the run's ``attempt`` at the batch
+    (a replayed batch writes under a new one), and per shard the input version's
+    :data:`Hint` and the older versions to remove (``drops``). Drawn by
+    :meth:`VersionIndex.version`; committed by :meth:`VersionIndex.commit`.
+
+    Examples
+    --------
+    >>> from streamscale.runtime.spark.routing.routing import PartitionMap
+    >>> pmap = PartitionMap("op", 1, 2, ("op[0]#0",), (0, 0))
+    >>> v = BatchVersion(3, 2, pmap)  # no attempt or hints: tasks list the store
+    >>> v.batch_id, v.upto, v.attempt, v.hints
+    (3, 2, None, ())
+    """
+
+    batch_id: int
+    upto: int
+    pmap: PartitionMap
+    attempt: str | None = None
+    hints: tuple[Hint, ...] = ()
+    drops: tuple[tuple[int, ...], ...] = ()
 
 
 @runtime_checkable
@@ -182,12 +214,20 @@ class VersionIndex:
             prev = hints[g]
             self._v[g] = ([prev] if prev[0] >= 0 else []) + [(batch, attempt)]
 
-    def commit(
-        self, batch: int, attempt: str, written: Iterable[int], hints: tuple[Hint, ...]
-    ) -> None:
-        """Commit ``batch`` in the backend, its marker naming each shard's newest version,
-        and record it (:meth:`committed`); called once every task of the batch succeeded."""
-        self.committed(batch, attempt, written, hints)
+    def version(self, batch_id: int, pmap: PartitionMap) -> BatchVersion:
+        """Batch ``batch_id``'s version on ``pmap``: it reads the newest version committed
+        before it, under a new attempt."""
+        upto = min(batch_id - 1, self.backend.committed(self.operator))
+        hints, drops = self.hints(upto)
+        return BatchVersion(batch_id, upto, pmap, uuid.uuid4().hex, hints, drops)
+
+    def commit(self, version: BatchVersion, written: Iterable[int]) -> None:
+        """Commit ``version``'s batch in the backend, its marker naming each shard's newest
+        version, and record the shards it ``written`` (:meth:`committed`); called once
+        every task of the batch succeeded."""
+        batch, attempt = version.batch_id, version.attempt
+        assert attempt is not None, "a committed batch was drawn by version()"
+        self.committed(batch, attempt, written, version.hints)
         newest = [max((v for v, _ in vs if v <= batch), default=-1) for vs in self._v]
         self.backend.commit(self.operator, batch, newest)
 

@@ -71,7 +71,7 @@ from streamscale.runtime.spark.keyed.keyed import _LIVE, BatchStats, KeyedSpec, 
 from streamscale.runtime.spark.keyed.keyed_map import PART, PK, SHARD, _lookup
 from streamscale.runtime.spark.routing.hashing import partition_keys
 from streamscale.runtime.spark.routing.routing import PartitionMap, global_shard_column
-from streamscale.runtime.spark.state.state import Hint, input_error
+from streamscale.runtime.spark.state.state import BatchVersion, input_error
 
 __all__ = ["STATE_KEY", "Fused", "run_agg", "run_chain", "shard_column"]
 
@@ -99,12 +99,7 @@ class _Batch:
     operator: str
     op: AggOp | DedupOp | JoinOp
     backend: Any
-    batch_id: int
-    upto: int
-    pmap: PartitionMap
-    attempt: str | None
-    hints: tuple[Hint, ...]
-    drops: tuple[tuple[int, ...], ...]
+    version: BatchVersion
     out_schema: pa.Schema  # the output columns (Arrow types of Spark's)
     late_ms: int | None = None  # windows ending at or before it: late partials dropped
     evict_ms: int | None = None  # windows ending at or before it close
@@ -123,11 +118,11 @@ def _states(
     with the shard as a column."""
     if not shards:
         return {}, {}, []
-    hint_of = {g: b.hints[g] for g in shards} if b.hints else None
+    hint_of = {g: b.version.hints[g] for g in shards} if b.version.hints else None
     try:
-        got = b.backend.read_many(b.operator, shards, b.upto, hint_of)
+        got = b.backend.read_many(b.operator, shards, b.version.upto, hint_of)
     except StreamscaleError as e:  # lost or damaged input state: the batch stops
-        raise input_error(e, b.batch_id) from None
+        raise input_error(e, b.version.batch_id) from None
     dicts = {g: st for g, (st, _) in got.items()}
     pieces = {g: read_pieces(dicts[g]) for g in shards}
     tables = []
@@ -205,7 +200,7 @@ def _step(
     targets = set(rows_of)
     closing = b.evict_ms is not None and b.evict_ms > (b.late_ms or 0)
     if getattr(op, "mode", None) == "complete" or closing:  # every group, or closing windows
-        targets |= set(b.pmap.shards_of(index))
+        targets |= set(b.version.pmap.shards_of(index))
     dicts, pieces, tables = _states(b, sorted(targets))
     if isinstance(op, JoinOp):
         f = fold_join(tables, part, op, shard=SHARD, late_ms=b.late_ms, evict_ms=b.evict_ms)
@@ -224,8 +219,8 @@ def _step(
     sizes: dict[int, int] = {}
     if written:
         sizes = b.backend.write_many(
-            b.operator, b.batch_id, written, attempt=b.attempt,
-            drops={g: b.drops[g] for g in written} if b.drops else None,
+            b.operator, b.version.batch_id, written, attempt=b.version.attempt,
+            drops={g: b.version.drops[g] for g in written} if b.version.drops else None,
         )  # fmt: skip
     emit = f.emit
     out = _output(b, emit) if emit is not None and emit.num_rows else None
@@ -272,14 +267,14 @@ def _reduce_side(
             raise StreamscaleError(
                 "rows reached a partition other than their unit's", item=f"partition {index}"
             )
-        out, stats, shard_of = _step(b, index, b.pmap.units[index], part)
+        out, stats, shard_of = _step(b, index, b.version.pmap.units[index], part)
         every = [stats]
         for f in then:  # fused followers: the previous operator's output is their input
             rows = None
             if out is not None:
                 rows = row_partials(f.recipe, out, shard_of, shard_col=SHARD, n_rows=N_ROWS)
             q = f.remap[index]
-            out, stats, shard_of = _step(f.batch, q, f.batch.pmap.units[q], rows)
+            out, stats, shard_of = _step(f.batch, q, f.batch.version.pmap.units[q], rows)
             every.append(stats)
         blob = pickle.dumps(tuple(every) if then else every[0])
         cols = [pa.nulls(1, f.type) for f in schema][:-1]
@@ -353,16 +348,12 @@ def _partials(
 class Fused:
     """A follower offered for fusion into a leader's stage for one batch (see
     :mod:`~streamscale.runtime.spark.keyed.agg.chain`): its operator and aggregation,
-    state versions and partition map as the driver gives every keyed operator, and its
+    batch version as the driver gives every keyed operator, and its
     partition for each of the leader's (:func:`~streamscale.runtime.spark.keyed.agg.chain.partition_remap`)."""
 
     spec: KeyedSpec
     agg: Aggregation
-    upto: int
-    pmap: PartitionMap
-    attempt: str | None
-    hints: tuple[Hint, ...]
-    drops: tuple[tuple[int, ...], ...]
+    version: BatchVersion
     remap: tuple[int, ...]
 
 
@@ -383,13 +374,8 @@ def run_agg(
     df: Any,
     spec: KeyedSpec,
     agg: Aggregation | Dedup | Join,
+    version: BatchVersion,
     *,
-    batch_id: int,
-    upto: int,
-    pmap: PartitionMap,
-    attempt: str | None,
-    hints: tuple[Hint, ...],
-    drops: tuple[tuple[int, ...], ...],
     placed: Mapping[str, tuple[str, str]] | None = None,
     batch_time_ms: int | None = None,
     watermark_ms: int | None = None,
@@ -408,8 +394,8 @@ def run_agg(
     batch or by :func:`~streamscale.runtime.spark.keyed.keyed.release`) and its statistics.
     """
     outputs, stats = run_chain(
-        df, spec, agg, batch_id=batch_id, upto=upto, pmap=pmap, attempt=attempt, hints=hints,
-        drops=drops, placed=placed, batch_time_ms=batch_time_ms, watermark_ms=watermark_ms,
+        df, spec, agg, version, placed=placed, batch_time_ms=batch_time_ms,
+        watermark_ms=watermark_ms,
         late=late,
     )  # fmt: skip
     return outputs, stats[0]
@@ -419,13 +405,8 @@ def run_chain(
     df: Any,
     spec: KeyedSpec,
     agg: Aggregation | Dedup | Join,
+    version: BatchVersion,
     *,
-    batch_id: int,
-    upto: int,
-    pmap: PartitionMap,
-    attempt: str | None,
-    hints: tuple[Hint, ...],
-    drops: tuple[tuple[int, ...], ...],
     placed: Mapping[str, tuple[str, str]] | None = None,
     batch_time_ms: int | None = None,
     watermark_ms: int | None = None,
@@ -449,6 +430,7 @@ def run_chain(
 
     del batch_time_ms
     t0 = time.perf_counter()
+    batch_id, pmap = version.batch_id, version.pmap
     release(spec.operator)
     n = pmap.partitions
     closes = agg.time_mode == "EventTime" and late is not None and watermark_ms is not None
@@ -462,7 +444,7 @@ def run_chain(
     spark = df.sparkSession
     sc = spark.sparkContext
     batch = _Batch(
-        spec.operator, op, spec.backend, batch_id, upto, pmap, attempt, hints, drops,
+        spec.operator, op, spec.backend, version,
         to_arrow_schema(out_schema, timezone="UTC"), late_ms, watermark_ms if closes else None,
     )  # fmt: skip
     followers: list[_Follower] = []
@@ -475,13 +457,15 @@ def run_chain(
         out_schema = T.StructType([T.StructField(x.name, x.dataType, True)
                                    for x in res.out_schema])  # fmt: skip
         fb = _Batch(
-            f.spec.operator, res.op, f.spec.backend, batch_id, f.upto, f.pmap, f.attempt,
-            f.hints, f.drops, to_arrow_schema(out_schema, timezone="UTC"),
+            f.spec.operator, res.op, f.spec.backend, f.version,
+            to_arrow_schema(out_schema, timezone="UTC"),
         )  # fmt: skip
         followers.append(_Follower(fb, recipe, f.remap))
     reduced_schema = T.StructType([*out_schema.fields, T.StructField(_STATS, T.BinaryType())])
     runs: tuple[Any, ...] = ()
-    with job_group(sc, f"streamscale-{spec.operator}-{batch_id}-{attempt}", placed) as group:
+    with job_group(
+        sc, f"streamscale-{spec.operator}-{batch_id}-{version.attempt}", placed
+    ) as group:
         shuffled, planned = pin_units(shuffled, pmap.units, placed)
         reduced = shuffled.mapInArrow(_reduce_side(batch, tuple(followers)), reduced_schema)
         reduced = reduced.persist()
@@ -495,7 +479,7 @@ def run_chain(
     outputs = reduced.filter(F.col(_STATS).isNull()).drop(_STATS)
     per_op = [got_stats] if not followers else [list(c) for c in zip(*got_stats, strict=True)]
     duration = time.perf_counter() - t0
-    pmaps = [pmap, *(f.batch.pmap for f in followers)]
+    pmaps = [pmap, *(f.batch.version.pmap for f in followers)]
     stats = tuple(
         BatchStats(
             batch_id=batch_id,
