@@ -7,6 +7,8 @@ import math
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from streamscale.control.policies import initial_plan, make_policy
 from streamscale.control.policies.base import scale
@@ -52,6 +54,44 @@ def test_pack_units_first_fit_decreasing_trace() -> None:
     # 0.1 → B (0.9); 0.05 → C (0.83): three cores, the least any packing can use
     demand = [0.1, 0.7, 0.33, 0.2, 0.2, 0.45, 0.05, 0.6]
     assert pack_units(demand, capacity=0.9) == 3 == math.ceil(sum(demand) / 0.9)
+
+
+def test_units_are_packed_onto_whole_executors() -> None:
+    # 1.4 cores of work in seven units, at 0.72 a core: three cores packed core by core
+    # (three units a core), which two-core executors round up to four; one executor's
+    # two cores hold it
+    demand = [0.2] * 7
+    assert pack_units(demand, capacity=0.72) == 3
+    assert pack_units(demand, capacity=0.72, group=2) == 2
+    # a unit above the bound fills one core of an executor; the other core takes the rest
+    assert pack_units([1.5, 0.4, 0.4], capacity=0.9, group=2) == 2
+    assert pack_units([1.5, 0.4, 0.4, 0.2], capacity=0.9, group=2) == 4
+    assert pack_units([0.1], capacity=0.9, group=3) == 3
+    assert pack_units([], capacity=0.9, group=2) == 0
+    with pytest.raises(ValueError):
+        pack_units([0.1], capacity=0.9, group=0)
+    # scale-in by whole executors, damped as core by core
+    assert shared_slots(demand, capacity=0.9, current=4, group=2) == 2  # fits at 0.72
+    assert shared_slots([0.2] * 8, capacity=0.9, current=4, group=2) == 4  # 1.6 > 1.44
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    demand=st.lists(st.floats(0.0, 2.0, allow_nan=False), max_size=12),
+    capacity=st.sampled_from([0.5, 0.72, 0.8, 0.9, 1.0]),
+    group=st.integers(1, 4),
+)
+def test_packing_onto_executors_is_whole_executors_and_no_worse_than_core_by_core(
+    demand: list[float], capacity: float, group: int
+) -> None:
+    cores = pack_units(demand, capacity=capacity, group=group)
+    assert cores % group == 0
+    # at least the executors the work needs (a unit counts at most one core's bound) ...
+    work = sum(min(d, capacity) for d in demand)
+    need = math.ceil(work / (group * capacity) - 1e-9) if demand else 0
+    assert cores >= group * max(need, 1 if demand else 0)
+    # ... and never more than the core-by-core packing rounded up to whole executors
+    assert cores <= group * math.ceil(pack_units(demand, capacity=capacity) / group)
 
 
 def _plan(tables: dict[str, tuple[str, ...]], slots: int | None = None) -> Plan:
@@ -147,6 +187,23 @@ def test_policy_holds_the_work_not_one_core_per_instance(name: str) -> None:
     d = plain.decide(_observed(100.0), p0, 10.0)
     held = held_cores((d.plan or p0).allocation)
     assert held == (d.plan or p0).allocation.total >= 8
+
+
+@pytest.mark.parametrize("rate", [20.0, 70.0, 100.0, 300.0])
+def test_policy_holds_whole_executors_no_more_than_core_by_core(rate: float) -> None:
+    """``core_group`` 2 (two-core executors, as the driver derives it): the cores held are
+    whole executors, never more executors than the core-by-core packing asks for."""
+    topo, cluster = _job(), capacity_cluster(8, 2)
+    params = {"latency_target_ms": 2000.0, "share_cores": True}
+    p0 = initial_plan("elastic", topo, cluster, params=params)
+    held = {}
+    for group in (None, 2):
+        pol = make_policy("elastic", topo, cluster, params={**params, "core_group": group}, seed=1)
+        d = pol.decide(_observed(rate), p0, 10.0)
+        held[group] = held_cores((d.plan or p0).allocation)
+    assert held[2] % 2 == 0
+    assert held[2] <= 2 * math.ceil(held[None] / 2)
+    assert held[2] >= 2 * math.ceil(rate / 50.0 / 2 / 0.9 - 1e-9)  # the work, at the bound
 
 
 def test_batch_headroom_hand_checked() -> None:

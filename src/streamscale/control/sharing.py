@@ -14,6 +14,13 @@ follow it; which shards share a Spark task in a batch is decided at the batch bo
 by folding the plan's units onto the ready cores, so state stays exactly where the
 routing tables say.
 
+Cores are bought in groups: a Spark executor of ``g`` cores runs any ``g`` of its
+tasks at once, whichever cores they land on. Packed core by core, units of 1.4 cores of
+work at a bound of 0.72 needed three cores, and three cores were two executors of two —
+four cores where one executor's two hold the work. With ``group`` = ``g`` the units are
+packed onto executors (a bin holds ``g`` × the bound of work; a unit above the bound
+fills one of its cores) and the count is whole executors' cores.
+
 Scale-in is damped: fewer cores are held only when the units also fit at
 ``down_margin`` × the bound, so a load at a packing edge does not flap.
 
@@ -28,7 +35,6 @@ Pure: no clock, no I/O.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -38,11 +44,14 @@ from streamscale.model import Allocation, Plan
 __all__ = ["held_cores", "pack_units", "shared_slots", "unit_demand", "with_slots"]
 
 
-def pack_units(demand: Sequence[float], *, capacity: float) -> int:
+def pack_units(demand: Sequence[float], *, capacity: float, group: int = 1) -> int:
     """Cores that host units of the given demand (cores of work each), at most ``capacity``
-    of work per shared core: first-fit decreasing; a unit above ``capacity`` alone.
+    of work per shared core: first-fit decreasing into bins of ``group`` cores (an
+    executor's: ``group × capacity`` of work each); a unit above ``capacity`` fills a core
+    of its own (it cannot use more).
 
-    At least 1 when there is any unit; never more than the units.
+    With ``group`` 1: at least 1 when there is any unit, never more than the units;
+    else a multiple of ``group``.
 
     Examples
     --------
@@ -50,21 +59,26 @@ def pack_units(demand: Sequence[float], *, capacity: float) -> int:
     3
     >>> pack_units([1.2, 0.5, 0.5, 0.3], capacity=0.9)  # 1.2 | 0.5 + 0.3 | 0.5
     3
+    >>> pack_units([0.25] * 6, capacity=0.8, group=2)  # 1.5 on one executor's 1.6
+    2
+    >>> pack_units([1.2, 0.5, 0.5, 0.3], capacity=0.9, group=2)  # 1.2 → 0.9, + 0.5 | 0.8
+    4
     """
     if not capacity > 0:
         raise ValueError("capacity must be > 0")
+    if group < 1:
+        raise ValueError("group must be >= 1")
+    size = group * capacity
     bins: list[float] = []
     for d in sorted((max(0.0, float(x)) for x in demand), reverse=True):
-        if d >= capacity:
-            bins.append(math.inf)  # a core of its own: nothing joins it
-            continue
+        w = min(d, capacity)  # a unit above the bound fills one core, no more
         for i, used in enumerate(bins):
-            if used + d <= capacity + 1e-12:
-                bins[i] = used + d
+            if used + w <= size + 1e-12:
+                bins[i] = used + w
                 break
         else:
-            bins.append(d)
-    return len(bins)
+            bins.append(w)
+    return len(bins) * group
 
 
 def unit_demand(
@@ -102,11 +116,12 @@ def shared_slots(
     capacity: float,
     current: int | None,
     down_margin: float = 0.8,
+    group: int = 1,
 ) -> int:
     """Cores to hold for units of ``demand``: :func:`pack_units` at ``capacity`` when that
     is at least ``current`` (or there is none); else no fewer than the packing at
     ``down_margin × capacity`` (and never more than ``current``): scale-in waits until the
-    units fit with room to spare.
+    units fit with room to spare. ``group``: cores bought together (:func:`pack_units`).
 
     >>> shared_slots([0.25] * 8, capacity=0.9, current=None)
     3
@@ -117,10 +132,10 @@ def shared_slots(
     >>> shared_slots([0.2] * 8, capacity=0.9, current=4)  # at 0.72: three per core, 3
     3
     """
-    up = pack_units(demand, capacity=capacity)
+    up = pack_units(demand, capacity=capacity, group=group)
     if current is None or up >= current:
         return up
-    down = pack_units(demand, capacity=capacity * down_margin)
+    down = pack_units(demand, capacity=capacity * down_margin, group=group)
     return min(current, max(up, down))
 
 

@@ -51,7 +51,7 @@ from streamscale.planning.elastic_plan import assemble, keyed_instances, trim_co
 from streamscale.planning.registry import PlanningContext
 from streamscale.settings import Frozen, Schema, Setting
 
-__all__ = ["ELASTIC_SETTINGS", "SHARE_CORES", "TARGET_UTILIZATION"]
+__all__ = ["CORE_GROUP", "ELASTIC_SETTINGS", "SHARE_CORES", "TARGET_UTILIZATION"]
 
 #: Per-core utilisation a sizing rule aims at (one declaration, shared by the policies using it).
 TARGET_UTILIZATION = Setting(
@@ -73,9 +73,20 @@ SHARE_CORES = Setting(
     "on where executors are requested, off on a fixed cluster)",
 )
 
+#: Cores bought together, which shared units are packed onto (:mod:`streamscale.control.sharing`).
+CORE_GROUP = Setting(
+    "core_group",
+    int,
+    None,
+    "cores bought together (an executor's): with share_cores, units are packed onto whole "
+    "groups, whose tasks share its cores (default: the executors' cores where executors "
+    "are requested, else 1)",
+    low=1,
+)
+
 #: The Elasticutor policies' settings, declared once.
 ELASTIC_SETTINGS = RC_SETTINGS.merged(
-    Schema("proportional", TARGET_UTILIZATION, SHARE_CORES), group="policy"
+    Schema("proportional", TARGET_UTILIZATION, SHARE_CORES, CORE_GROUP), group="policy"
 )
 
 
@@ -177,7 +188,8 @@ class QueueingSized(PolicyBase):
         (:mod:`streamscale.control.sharing`): each instance's λ/μ (the backlog's catch-up
         included) split over its units by shard load, packed at ``max_utilization`` or
         the share of a batch cycle its fixed cost leaves, whichever is less
-        (:func:`~streamscale.planning.adapters.elasticutor.cycle_headroom`)."""
+        (:func:`~streamscale.planning.adapters.elasticutor.cycle_headroom`), onto groups
+        of ``core_group`` cores (an executor's)."""
         if not self.params.get("share_cores"):
             return plan
         if not self._measured(context.snapshot):  # a batch that processed nothing: hold
@@ -200,7 +212,10 @@ class QueueingSized(PolicyBase):
             return with_slots(plan, held_cores(current.allocation))
         headroom = cycle_headroom(context)
         capacity = min(self.params["max_utilization"], headroom)
-        slots = shared_slots(demand, capacity=capacity, current=current.allocation.slots)
+        group = self.params.get("core_group") or 1
+        slots = shared_slots(
+            demand, capacity=capacity, current=current.allocation.slots, group=group
+        )
         figures["batch_headroom"] = round(headroom, 3)
         figures["held_cores"] = slots
         figures["work_cores"] = round(sum(demand), 3)

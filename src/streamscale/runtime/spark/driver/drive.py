@@ -56,16 +56,21 @@ def run_seed(seed: int | None) -> int:
 
 def share_by_default(policy: str | Policy, params: Frozen, resources: Resources | None) -> Frozen:
     """``params`` with ``share_cores`` on when executors are requested (their cores are
-    bought, so a plan holds only the cores its units' work needs) and the policy reads
-    the setting but was not told (its value is derived: ``None``); unchanged otherwise."""
+    bought, so a plan holds only the cores its units' work needs) and ``core_group`` the
+    executors' cores (they are bought together), where the policy reads the setting but
+    was not told (its value is derived: ``None``); unchanged otherwise."""
     from streamscale.control.policies.spec import spec
     from streamscale.runtime.spark.executors.resources import ExecutorResources
 
     if not isinstance(policy, str) or not isinstance(resources, ExecutorResources):
         return params
-    if "share_cores" not in spec(policy).settings or params.get("share_cores") is not None:
-        return params
-    return params.derive(share_cores=True)
+    settings = spec(policy).settings
+    derived: dict[str, Any] = {}
+    if "share_cores" in settings and params.get("share_cores") is None:
+        derived["share_cores"] = True
+    if "core_group" in settings and params.get("core_group") is None:
+        derived["core_group"] = resources.cores_per_executor
+    return params.derive(**derived) if derived else params
 
 
 def control_step(
