@@ -44,9 +44,8 @@ from typing import Any
 from streamscale.errors import StreamscaleError
 from streamscale.model import Allocation, Cluster, Node, Placement, Plan, Routing, Topology
 from streamscale.model.io import load_topology
-from streamscale.runtime.run_config import TRIGGER_S, source_trigger
-from streamscale.runtime.spark.driver.resolve import option_text, resolve_function
-from streamscale.runtime.spark.sources.sources import check_source_options
+from streamscale.runtime.run_config import TRIGGER_S
+from streamscale.runtime.spark.driver.resolve import SourceSpec, resolve_function
 
 __all__ = [
     "SLOTS_PER_CORE",
@@ -60,7 +59,6 @@ __all__ = [
 ]
 
 SINK_FORMATS: tuple[str, ...] = ("parquet", "json", "jsonl", "csv", "console", "none", "function")
-_SOURCE_KEYS = ("format", "trigger_s")
 _SAMPLE_ROWS = 64
 _UDF = "\u0000udf"  # key suffix of a stateless operator's UDF in the run's schemas
 
@@ -169,27 +167,16 @@ class JobGraph:
                 )
             if n != source and op.kind != "sink" and not consumers[n]:
                 raise StreamscaleError("output goes nowhere (add a sink)", item=item)
-        src = topology.operator(source)
-        params = dict(src.params)
-        trigger_s = source_trigger(params, item=f"operator {source}")
-        options = {k: option_text(v) for k, v in params.items() if k not in _SOURCE_KEYS}
-        if src.rate is not None and "rate" not in options:
-            options["rate"] = option_text(src.rate)
-        if source_class is None:
-            check_source_options(
-                str(params.get("format", "streamscale_generator")),
-                options,
-                item=f"operator {source}",
-            )
+        spec = SourceSpec.of(topology, source, source_class=source_class)
         return cls(
             topology=topology,
             source=source,
             order=order,
             nodes=nodes,
             consumers=consumers,
-            source_format=str(params.get("format", "streamscale_generator")),
-            source_options=options,
-            trigger_s=trigger_s,
+            source_format=spec.format,
+            source_options=spec.options,
+            trigger_s=spec.trigger_s,
             source_class=source_class,
         )
 

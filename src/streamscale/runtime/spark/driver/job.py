@@ -33,9 +33,8 @@ from typing import Any
 from streamscale.errors import StreamscaleError
 from streamscale.model import Edge, Operator, Topology
 from streamscale.model.io import load_topology
-from streamscale.runtime.run_config import TRIGGER_S, source_trigger
-from streamscale.runtime.spark.driver.resolve import option_text, resolve_function
-from streamscale.runtime.spark.sources.sources import check_source_options
+from streamscale.runtime.run_config import TRIGGER_S
+from streamscale.runtime.spark.driver.resolve import SourceSpec, resolve_function
 
 __all__ = ["Job", "SinkSpec", "linear_shape", "resolve_function"]
 
@@ -43,7 +42,6 @@ __all__ = ["Job", "SinkSpec", "linear_shape", "resolve_function"]
 #: one sink vocabulary (:data:`~streamscale.runtime.spark.driver.graph.SINK_FORMATS`); a job
 #: with any other sink runs as a graph, operator by operator.
 FUSED_SINK_FORMATS: tuple[str, ...] = ("jsonl", "parquet", "console", "none")
-_SOURCE_KEYS = ("format", "trigger_s")
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,15 +136,7 @@ class Job:
                 resolve_function(fn, item=f"operator {name}") if isinstance(fn, str) else fn
             )
         k = processing.index(keyed[0])
-        src = topology.operator(source)
-        params = dict(src.params)
-        fmt = str(params.get("format", "streamscale_generator"))
-        trigger_s = source_trigger(params, item=f"operator {source}")
-        options = {k2: option_text(v) for k2, v in params.items() if k2 not in _SOURCE_KEYS}
-        if src.rate is not None and "rate" not in options:
-            options["rate"] = option_text(src.rate)
-        if source_class is None:
-            check_source_options(fmt, options, item=f"operator {source}")
+        spec = SourceSpec.of(topology, source, source_class=source_class)
         return cls(
             topology=topology,
             source=source,
@@ -155,9 +145,9 @@ class Job:
             before=tuple(processing[:k]),
             after=tuple(processing[k + 1 :]),
             sinks=tuple(_sink(topology.operator(s)) for s in sinks),
-            source_format=fmt,
-            source_options=options,
-            trigger_s=trigger_s,
+            source_format=spec.format,
+            source_options=spec.options,
+            trigger_s=spec.trigger_s,
             source_class=source_class,
         )
 
