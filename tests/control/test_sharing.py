@@ -94,6 +94,43 @@ def test_packing_onto_executors_is_whole_executors_and_no_worse_than_core_by_cor
     assert cores <= group * math.ceil(pack_units(demand, capacity=capacity) / group)
 
 
+def _fewest_bins(weights: list[float], size: float) -> int:
+    """The fewest bins of ``size`` holding ``weights``, by trying every assignment."""
+    best = len(weights)
+
+    def place(i: int, bins: list[float]) -> None:
+        nonlocal best
+        if len(bins) >= best:
+            return
+        if i == len(weights):
+            best = len(bins)
+            return
+        for j in range(len(bins)):
+            if bins[j] + weights[i] <= size + 1e-12:
+                bins[j] += weights[i]
+                place(i + 1, bins)
+                bins[j] -= weights[i]
+        place(i + 1, [*bins, weights[i]])
+
+    place(0, [])
+    return best
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    demand=st.lists(st.floats(0.01, 2.0, allow_nan=False), min_size=1, max_size=7),
+    capacity=st.sampled_from([0.5, 0.72, 0.9]),
+    group=st.integers(2, 3),
+)
+def test_packing_onto_executors_is_near_the_fewest_executors(
+    demand: list[float], capacity: float, group: int
+) -> None:
+    # against brute force: first-fit decreasing's bound, 11/9 of the optimum plus 6/9
+    fewest = _fewest_bins([min(d, capacity) for d in demand], group * capacity)
+    executors = pack_units(demand, capacity=capacity, group=group) // group
+    assert fewest <= executors <= 11 / 9 * fewest + 6 / 9
+
+
 def _plan(tables: dict[str, tuple[str, ...]], slots: int | None = None) -> Plan:
     cores = {inst: len(set(t)) for inst, t in tables.items()}
     nodes = {u: "n0" for t in tables.values() for u in t}

@@ -35,6 +35,7 @@ Pure: no clock, no I/O.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -51,7 +52,8 @@ def pack_units(demand: Sequence[float], *, capacity: float, group: int = 1) -> i
     of its own (it cannot use more).
 
     With ``group`` 1: at least 1 when there is any unit, never more than the units;
-    else a multiple of ``group``.
+    else a multiple of ``group``, and never more than the core-by-core packing rounded
+    up to whole groups (first-fit decreasing is not monotone: the better of the two).
 
     Examples
     --------
@@ -68,17 +70,27 @@ def pack_units(demand: Sequence[float], *, capacity: float, group: int = 1) -> i
         raise ValueError("capacity must be > 0")
     if group < 1:
         raise ValueError("group must be >= 1")
+    packed = _first_fit(demand, capacity, group) * group
+    if group == 1:
+        return packed
+    by_core = _first_fit(demand, capacity, 1)
+    return min(packed, group * math.ceil(by_core / group))
+
+
+def _first_fit(demand: Sequence[float], capacity: float, group: int) -> int:
+    """Bins of ``group × capacity`` of work, first-fit decreasing; a unit above
+    ``capacity`` weighs ``capacity`` (one core), one below 1e-9 weighs nothing."""
     size = group * capacity
     bins: list[float] = []
     for d in sorted((max(0.0, float(x)) for x in demand), reverse=True):
-        w = min(d, capacity)  # a unit above the bound fills one core, no more
+        w = min(d, capacity) if d >= 1e-9 else 0.0
         for i, used in enumerate(bins):
             if used + w <= size + 1e-12:
                 bins[i] = used + w
                 break
         else:
             bins.append(w)
-    return len(bins) * group
+    return len(bins)
 
 
 def unit_demand(

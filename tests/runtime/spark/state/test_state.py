@@ -108,6 +108,11 @@ def test_version_index_hints_the_input_version_and_what_to_drop(tmp_path: Path) 
     assert be.versions("op", 1) == [3, 4]
 
 
+def _pmap(shards: int) -> PartitionMap:
+    """Every shard of one instance on one unit."""
+    return PartitionMap("op", 1, shards, ("op[0]#0",), (0,) * shards)
+
+
 def test_a_batch_version_reads_the_last_commit_and_a_replay_gets_a_new_attempt(
     tmp_path: Path,
 ) -> None:
@@ -167,12 +172,12 @@ def test_the_commit_marker_names_each_shards_newest_version(tmp_path: Path) -> N
     be = LocalStateBackend(tmp_path)
     idx = VersionIndex(be, "op", 3)
     for b in range(3):
-        hints, drops = idx.hints(b - 1)
-        be.write("op", 0, b, {"b": b}, attempt="a", drop=drops[0])
+        v = idx.version(b, _pmap(3))
+        be.write("op", 0, b, {"b": b}, attempt=v.attempt, drop=v.drops[0])
         written = [0, 1] if b == 1 else [0]
         if b == 1:
-            be.write("op", 1, b, {"b": b}, attempt="a")
-        idx.commit(b, "a", written, hints)
+            be.write("op", 1, b, {"b": b}, attempt=v.attempt)
+        idx.commit(v, written)
     assert be.committed_versions("op") == (2, [2, 1, -1])
     assert be.committed("op") == 2
     again = VersionIndex(LocalStateBackend(tmp_path), "op", 3)  # a restart: from the store
@@ -182,26 +187,27 @@ def test_the_commit_marker_names_each_shards_newest_version(tmp_path: Path) -> N
 def test_a_version_no_commit_named_is_not_an_input(tmp_path: Path) -> None:
     be = LocalStateBackend(tmp_path)
     idx = VersionIndex(be, "op", 2)
-    hints, _ = idx.hints(-1)
-    be.write("op", 0, 0, {"n": 1}, attempt="a")
-    idx.commit(0, "a", [0], hints)
+    v = idx.version(0, _pmap(2))
+    be.write("op", 0, 0, {"n": 1}, attempt=v.attempt)
+    idx.commit(v, [0])
     be.write("op", 1, 1, {"n": 9}, attempt="failed")  # batch 1 failed before its commit
     be.write("op", 0, 1, {"n": 9}, attempt="failed")
     idx = VersionIndex(LocalStateBackend(tmp_path), "op", 2)  # the restart
-    hints, _ = idx.hints(0)
-    be.write("op", 0, 1, {"n": 2}, attempt="b")  # batch 1 again: only shard 0 this time
-    idx.commit(1, "b", [0], hints)
+    v = idx.version(1, _pmap(2))
+    assert v.upto == 0
+    be.write("op", 0, 1, {"n": 2}, attempt=v.attempt)  # batch 1 again: only shard 0 this time
+    idx.commit(v, [0])
     assert be.committed_versions("op") == (1, [1, -1])
-    assert idx.hints(1)[0] == ((1, "b"), (-1, None))  # shard 1's failed version is no input
+    assert idx.hints(1)[0] == ((1, v.attempt), (-1, None))  # shard 1's failed one is no input
 
 
 def test_a_lost_version_the_commit_marker_names_is_refused_at_start(tmp_path: Path) -> None:
     be = LocalStateBackend(tmp_path)
     idx = VersionIndex(be, "op", 1)
     for b in range(3):
-        hints, _ = idx.hints(b - 1)
-        be.write("op", 0, b, {"b": b}, attempt="a")  # older versions kept: 0, 1, 2
-        idx.commit(b, "a", [0], hints)
+        v = idx.version(b, _pmap(1))
+        be.write("op", 0, b, {"b": b}, attempt=v.attempt)  # older versions kept: 0, 1, 2
+        idx.commit(v, [0])
     lost = tmp_path / "op" / "0" / "2.pkl"
     lost.unlink()  # version 1 is still there: it must not be read in its place
     with pytest.raises(StreamscaleError) as err:
