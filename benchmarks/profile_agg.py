@@ -106,7 +106,8 @@ def main(argv: list[str] | None = None) -> None:
         inner = cProfile.Profile()  # the batch runs on Spark's callback thread
 
         def spy(*a: Any, **kw: Any) -> Any:
-            timed = kw["batch_id"] > 0
+            version = kw["version"] if "version" in kw else a[3]
+            timed = version.batch_id > 0
             if timed:
                 inner.enable()
             try:

@@ -76,8 +76,6 @@ CHOICES: dict[tuple[str, str], str] = {
         "policy",
     ): "the name of the policy a batch ran under, a "
     "record field the driver fills in (no setting's default)",
-    ("runtime/spark/driver/drive.py", "share_cores"): "the value derived on Spark for a policy "
-    "that leaves it unset (the setting's None means 'derived')",
     ("nexmark/streamscale_engine.py", "trigger_s"): "the NEXMark benchmark's batches run back "
     "to back (0), as its Spark-engine run does",
     ("nexmark/streamscale_engine.py", "policy"): "the NEXMark benchmark's engine comparison "

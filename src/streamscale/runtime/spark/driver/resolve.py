@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from streamscale.errors import StreamscaleError
@@ -23,9 +23,9 @@ class SourceSpec:
     ``DataStreamReader.option`` takes them; the operator's ``rate`` as ``rate`` when
     the options do not set it)."""
 
-    format: str = "streamscale_generator"
-    trigger_s: float = 1.0
-    options: Mapping[str, str] = field(default_factory=dict)
+    format: str
+    trigger_s: float
+    options: Mapping[str, str]
 
     @classmethod
     def of(cls, topology: Topology, source: str, *, source_class: type | None = None) -> SourceSpec:
