@@ -796,6 +796,21 @@ SOAK_FIGURES = (
     ("keyed state bytes", "state_bytes_pct_per_10k"),
     ("output bytes", "output_bytes_pct_per_10k"),
 )
+#: labels of the figures a soak under rescaling fits (its ``growth`` field's keys)
+SOAK_LABELS = {
+    "driver_python_rss_mb": "driver Python RSS",
+    "driver_jvm_rss_mb": "driver JVM RSS",
+    "jvm_heap_mb": "driver JVM heap (after a GC)",
+    "executor_rss_mb": "executor RSS (mean of those alive)",
+    "executor_heap_mb": "executor live heap (mean)",
+    "first_executor_rss_mb": "first executor's RSS",
+    "first_executor_heap_mb": "first executor's live heap",
+    "open_fds": "open files",
+    "threads": "threads",
+    "spark_checkpoint_bytes": "Spark checkpoint bytes",
+    "checkpoint_bytes": "checkpoint bytes",
+    "state_bytes_per_key": "state bytes per key",
+}
 
 
 def soak() -> str:
@@ -842,13 +857,18 @@ def _soak_fits(lines: list[Line]) -> str:
             return "–"
         return f"{_fmt(g.get('per_10k'))} ({_fmt(g.get('ci95_low'))} to {_fmt(g.get('ci95_high'))})"
 
-    changes = _table(["state", "plan changes", "executor changes", "metrics rotated", "met"],
+    def missed(x: Line) -> str:
+        met = x.get("met") or {}
+        return ", ".join(k for k, v in met.items() if k != "all" and not v) or "none"
+
+    changes = _table(["state", "plan changes", "executor changes", "metrics rotations",
+                      "targets missed"],
                      [[_fmt(x.get("state")), _fmt(x.get("plan_changes")),
-                       _fmt(x.get("executor_changes")), _fmt(x.get("metrics_files")),
-                       _fmt(x.get("met"))] for x in lines])  # fmt: skip
+                       _fmt(x.get("executor_changes")), _fmt(x.get("metrics_rotations")),
+                       missed(x)] for x in lines])  # fmt: skip
     growth = _table(
         ["growth per 10,000 batches, % (95 % interval)", *(str(x.get("state")) for x in lines)],
-        [[f, *(cell(x, f) for x in lines)] for f in figures],
+        [[SOAK_LABELS.get(f, f), *(cell(x, f) for x in lines)] for f in figures],
     )
     return f"{changes}\n\n{growth}"
 
