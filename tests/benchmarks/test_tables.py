@@ -283,13 +283,14 @@ def test_the_soak_under_rescaling_shows_each_growth_with_its_interval(
     monkeypatch.setattr(tables, "RESULTS", tmp_path)
     line = {"bench": "soak", "commit": "abc", "run": "r1", "figure": "growth", **STAMP,
             "state": "local", "master": "spark://x", "batches": 5000, "plan_changes": 300,
-            "executor_changes": 60, "metrics_files": 3, "met": {"batches": True},
+            "executor_changes": 60, "metrics_rotations": 3,
+            "met": {"batches": True, "growth": False, "all": False},
             "growth": {"threads": {"per_10k": 1.5, "ci95_low": -2.0, "ci95_high": 4.0},
                        "open_fds": {"per_10k": 0.2, "ci95_low": -0.1, "ci95_high": 0.5}}}  # fmt: skip
     _write(tmp_path / "soak.jsonl", [line])
     out = tables.soak()
-    assert "| threads | 1.5 (-2 to 4) |" in out and "| open_fds | 0.2 (-0.1 to 0.5) |" in out
-    assert "| local | 300 | 60 | 3 |" in out
+    assert "| threads | 1.5 (-2 to 4) |" in out and "| open files | 0.2 (-0.1 to 0.5) |" in out
+    assert "| local | 300 | 60 | 3 | growth |" in out
 
 
 def test_the_chaos_table_gives_recovery_per_kind_over_faults_in_flight(
