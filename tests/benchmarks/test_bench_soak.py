@@ -52,7 +52,10 @@ def test_smoke_samples_every_figure_and_fits_the_growth(
     lines = run_bench("bench_soak", "--smoke", "--batches", "16", spark=spark)
     assert lines and all(x["bench"] == "soak" and x["state"] == "local" for x in lines)
     *samples, growth = lines
-    assert [s["batch"] for s in samples] == [0, 2, 4, 6, 8, 10, 12, 14]
+    # every second batch; a batch Spark had started when the 16th committed commits too
+    # (run()'s contract), and is sampled when it is the 16th's successor
+    assert [s["batch"] for s in samples] in ([0, 2, 4, 6, 8, 10, 12, 14],
+                                             [0, 2, 4, 6, 8, 10, 12, 14, 16])  # fmt: skip
     for s in samples:
         assert s["master"].startswith("local")
         assert s["driver_python_rss_mb"] > 50 and s["driver_jvm_rss_mb"] > 50
@@ -68,7 +71,7 @@ def test_smoke_samples_every_figure_and_fits_the_growth(
     assert growth["figure"] == "growth" and growth["batches"] >= 16
     assert growth["tuples"] >= last["tuples"] > 0
     assert growth["batches_per_hour"] > 0
-    assert growth["samples"] == 8 and growth["samples_after_warmup"] == 7
+    assert growth["samples"] == len(samples) and growth["samples_after_warmup"] == len(samples) - 1
     assert set(growth["growth"]) == set(FIGURES)
     for f in ("driver_python_rss_mb", "open_fds", "threads", "checkpoint_bytes"):
         fit = growth["growth"][f]
