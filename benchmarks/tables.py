@@ -489,12 +489,19 @@ def _deployment_key(x: Line) -> tuple[Any, ...]:
     return (x.get("trace"), x.get("deployment"), x.get("startup", "real"))
 
 
-def trace_deployments() -> str:
+def trace_minutes() -> str:
+    """:func:`trace_deployments` of the ``minutes`` deployment only (the README's)."""
+    return trace_deployments(only="minutes")
+
+
+def trace_deployments(*, only: str | None = None) -> str:
     """Per trace, deployment and start-up mode the newest clean run of the deployments'
-    format with its summary lines; one table per run (its repeats' lines with it)."""
+    format with its summary lines; one table per run (its repeats' lines with it);
+    ``only``: that deployment's runs."""
 
     def summary(x: Line) -> bool:
-        return "trace" in x and "deployment" in x and x.get("figure") == "summary"
+        return ("trace" in x and "deployment" in x and x.get("figure") == "summary"
+                and only in (None, x.get("deployment")))  # fmt: skip
 
     runs, unclean = newest_per("trace", _deployment_key, summary)
     whole = {_run_of(r[0]): r for r in _runs("trace")}
@@ -879,6 +886,7 @@ TABLES: dict[str, Callable[[], str]] = {
     "trace": trace,
     "trace_headline": trace_headline,
     "trace_deployments": trace_deployments,
+    "trace_minutes": trace_minutes,
     "autoscale": autoscale,
     "autoscale_headline": autoscale_headline,
     "datapath": datapath,

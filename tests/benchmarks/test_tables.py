@@ -240,6 +240,17 @@ def test_the_deployments_table_quotes_one_runs_summaries(
         tables.trace_deployments_table(_deployment_run("r2", "abc+dirty"))
 
 
+def test_the_readme_s_table_holds_the_minutes_deployment_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(tables, "RESULTS", tmp_path)
+    seconds = [{**x, "deployment": "seconds", "run": "r3"} for x in _deployment_run("r3", "abc")]
+    _write(tmp_path / "trace.jsonl", _deployment_run("r1", "abc") + seconds)
+    both, minutes = tables.trace_deployments(), tables.trace_minutes()
+    assert "run r1 at" in both and "run r3 at" in both
+    assert "run r1 at" in minutes and "run r3 at" not in minutes and "| seconds" not in minutes
+
+
 def test_the_stages_table_gives_median_and_range_of_a_runs_summaries(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
