@@ -34,6 +34,7 @@ import sys
 import tempfile
 import time
 import urllib.request
+from inspect import signature
 from pathlib import Path
 from typing import Any
 
@@ -106,8 +107,7 @@ def main(argv: list[str] | None = None) -> None:
         inner = cProfile.Profile()  # the batch runs on Spark's callback thread
 
         def spy(*a: Any, **kw: Any) -> Any:
-            version = kw["version"] if "version" in kw else a[3]
-            timed = version.batch_id > 0
+            timed = signature(real).bind(*a, **kw).arguments["version"].batch_id > 0
             if timed:
                 inner.enable()
             try:

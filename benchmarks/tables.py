@@ -791,19 +791,8 @@ def _chaos_kinds(x: Line) -> str:
         f"{_fmt(x.get('backlog_recovery_max_s'))} s after every fault that hit work in flight."  # fmt: skip
 
 
-#: the soak's growth figures: (label, field of its growth line, in % per 10,000 batches)
-SOAK_FIGURES = (
-    ("driver Python RSS", "driver_python_rss_mb_pct_per_10k"),
-    ("driver JVM RSS", "driver_jvm_rss_mb_pct_per_10k"),
-    ("JVM heap (after a GC)", "jvm_heap_mb_pct_per_10k"),
-    ("executor RSS", "executor_rss_mb_pct_per_10k"),
-    ("open files", "open_fds_pct_per_10k"),
-    ("threads", "threads_pct_per_10k"),
-    ("Spark checkpoint bytes", "spark_checkpoint_bytes_pct_per_10k"),
-    ("keyed state bytes", "state_bytes_pct_per_10k"),
-    ("output bytes", "output_bytes_pct_per_10k"),
-)
-#: labels of the figures a soak under rescaling fits (its ``growth`` field's keys)
+#: the soak's figures by their field (a growth line's ``growth`` keys; the older format's
+#: fields add ``_pct_per_10k``)
 SOAK_LABELS = {
     "driver_python_rss_mb": "driver Python RSS",
     "driver_jvm_rss_mb": "driver JVM RSS",
@@ -816,8 +805,16 @@ SOAK_LABELS = {
     "threads": "threads",
     "spark_checkpoint_bytes": "Spark checkpoint bytes",
     "checkpoint_bytes": "checkpoint bytes",
+    "state_bytes": "keyed state bytes",
     "state_bytes_per_key": "state bytes per key",
+    "output_bytes": "output bytes",
 }
+#: the older format's growth figures: (label, field, in % per 10,000 batches)
+SOAK_FIGURES = tuple(
+    (SOAK_LABELS[k], f"{k}_pct_per_10k")
+    for k in ("driver_python_rss_mb", "driver_jvm_rss_mb", "jvm_heap_mb", "executor_rss_mb",
+              "open_fds", "threads", "spark_checkpoint_bytes", "state_bytes", "output_bytes")
+)  # fmt: skip
 
 
 def soak() -> str:
