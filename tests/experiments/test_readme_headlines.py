@@ -109,7 +109,7 @@ def _numbers(v: Any) -> list[float]:
 @pytest.mark.slow
 def test_albic_headline_is_what_reproduce_quick_prints() -> None:
     # The MILP's steps end on wall-clock limits, so a rerun matches within a tolerance:
-    # 3 points of collocation or load distance, 3 periods, 5 % of a migration figure
+    # 3 points of collocation or load distance, 3 periods (5 for a first period), 5 % of a migration figure
     # (+ 1), 45 % of the COLA / ALBIC migration ratio.
     cfg = albic.QUICK
     n, k, o = cfg["cola_setup"]
@@ -144,6 +144,10 @@ def test_albic_headline_is_what_reproduce_quick_prints() -> None:
                 tol = 0.45 * abs(y)
             elif "migrations" in a["figure"]:
                 tol = 0.05 * abs(y) + 1.0
+            elif "first period" in a["figure"]:
+                # A period count: real job 2's tuned reach measured 17 (committed) and 13 in a
+                # clean-clone CI run under load, each windowed step's 40 ms ending sooner.
+                tol = 5.0
             elif "collocation" in a["figure"]:
                 # Real job 2's tuned collocation at period 40 measured 98.2 (committed),
                 # 95.6 and 93.0 in clean-clone CI runs at a load average of 10-20: 8 points.

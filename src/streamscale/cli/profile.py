@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
@@ -12,6 +14,9 @@ from streamscale.cli.output import Output
 from streamscale.errors import StreamscaleError
 from streamscale.profiling.tasks import TASK_SETTINGS
 from streamscale.settings import parse_pairs
+
+if TYPE_CHECKING:
+    from streamscale.profiling.profiler import ProfileResult, TrialResult
 
 __all__ = ["profile_command", "register"]
 
@@ -77,11 +82,11 @@ def profile_command(
 ) -> None:
     """Run Algorithm 1 of paper 004 with real trials on Spark and print (and save) the model."""
     from streamscale.model import save
-    from streamscale.profiling.profiler import TrialResult, check_inputs, profile
+    from streamscale.profiling.profiler import check_inputs, profile
     from streamscale.profiling.tasks import check_task
 
     out: Output = ctx.obj
-    ts = _numbers(threads, "--threads", int)
+    ts = _numbers(threads, "--threads", int) or []
     ladder = _numbers(rates, "--rates")
     task_params = check_task(task, parse_pairs(param))
     check_inputs(ts, ladder, start_rate, growth, max_rate)  # all before Spark starts
@@ -91,8 +96,6 @@ def profile_command(
     )
     if out_file is not None and not out_file.parent.is_dir():
         raise StreamscaleError("its directory does not exist", item=f"--out {out_file}")
-
-    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
     from streamscale.profiling.spark_trial import SparkTrials
     from streamscale.runtime.spark.executors.session import build_session
@@ -107,31 +110,7 @@ def profile_command(
         task_params=task_params,
     )
     rows: list[list[Any]] = []
-    with Progress(
-        SpinnerColumn(),
-        TextColumn("{task.description}"),
-        TimeElapsedColumn(),
-        disable=out.json,
-        transient=True,
-    ) as bar:
-        job = bar.add_task(f"profiling {task}", total=None)
-
-        def seen(r: TrialResult) -> None:
-            verdict = "stable" if r.stable else "unstable"
-            rows.append(
-                [
-                    r.threads,
-                    r.rate,
-                    verdict,
-                    r.achieved_rate,
-                    r.utilization,
-                    r.latency_slope,
-                    r.cpu,
-                    r.memory,
-                ]
-            )
-            bar.update(job, description=f"{task}: τ={r.threads} ω={r.rate:g} {verdict}")
-
+    with _progress(out, task, rows) as seen:
         try:
             res = profile(
                 task,
@@ -148,48 +127,63 @@ def profile_command(
             trials.close()
     if out_file is not None:
         save({task: res.model}, out_file)
+    _report(out, task, res, rows, out_file)
+
+
+#: a trial row's fields: JSON keys and table headers, in the row's order
+_TRIAL_FIELDS: tuple[tuple[str, str], ...] = (
+    ("threads", "threads"),
+    ("rate", "rate"),
+    ("verdict", "verdict"),
+    ("achieved", "achieved t/s"),
+    ("busy", "busy share"),
+    ("slope", "latency slope"),
+    ("cpu", "CPU %"),
+    ("memory", "memory %"),
+)
+
+
+@contextmanager
+def _progress(out: Output, task: str, rows: list[list[Any]]) -> Iterator[Callable[[Any], None]]:
+    """A spinner over the trials; yields the callback that records each trial in ``rows``."""
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    with Progress(
+        SpinnerColumn(),
+        TextColumn("{task.description}"),
+        TimeElapsedColumn(),
+        disable=out.json,
+        transient=True,
+    ) as bar:
+        job = bar.add_task(f"profiling {task}", total=None)
+
+        def seen(r: TrialResult) -> None:
+            verdict = "stable" if r.stable else "unstable"
+            rows.append(
+                [r.threads, r.rate, verdict, r.achieved_rate, r.utilization,
+                 r.latency_slope, r.cpu, r.memory]
+            )  # fmt: skip
+            bar.update(job, description=f"{task}: τ={r.threads} ω={r.rate:g} {verdict}")
+
+        yield seen
+
+
+def _report(
+    out: Output, task: str, res: ProfileResult, rows: list[list[Any]], out_file: Path | None
+) -> None:
+    """The trials and the model: one JSON object, or two tables."""
     if out.json:
+        keys = [k for k, _ in _TRIAL_FIELDS]
         out.emit(
             {
                 "model": res.model.to_dict(),
                 "stopped": res.stopped,
-                "trials": [
-                    dict(
-                        zip(
-                            [
-                                "threads",
-                                "rate",
-                                "verdict",
-                                "achieved",
-                                "busy",
-                                "slope",
-                                "cpu",
-                                "memory",
-                            ],
-                            r,
-                            strict=True,
-                        )
-                    )
-                    for r in rows
-                ],
+                "trials": [dict(zip(keys, r, strict=True)) for r in rows],
                 "out": str(out_file) if out_file else None,
             }
         )
         return
-    out.table(
-        f"trials of {task}",
-        [
-            "threads",
-            "rate",
-            "verdict",
-            "achieved t/s",
-            "busy share",
-            "latency slope",
-            "CPU %",
-            "memory %",
-        ],
-        rows,
-    )
+    out.table(f"trials of {task}", [h for _, h in _TRIAL_FIELDS], rows)
     out.table(
         f"model of {task} ({res.stopped})",
         ["threads", "peak rate", "CPU %", "memory %"],

@@ -202,6 +202,34 @@ def _least_loaded(nodes: np.ndarray, loads: np.ndarray) -> int:
     return int(nodes[np.argmin(loads[nodes])])
 
 
+def _together(problem: KeyGroupProblem, pairs: Sequence[tuple[float, int, int]]) -> list[list[int]]:
+    """Qualifying pairs already on one node (``protect_existing``)."""
+    asg = problem.assignment
+    return [[a, b] for _, a, b in pairs if asg[a] == asg[b] and asg[a] >= 0]
+
+
+def _pair_limits(
+    mean: float,
+    *,
+    new_pairs: int | None,
+    max_migrations: int | None,
+    max_cost: float | None,
+    pair_share: float,
+    max_load_distance_pct: float,
+) -> tuple[int | None, float | None, float | None]:
+    """Step 3's limits: key groups and cost the pins may move, and the node load cap.
+
+    With one new pair a round (``new_pairs`` set) the pins share the whole budget and
+    have no load cap; with ``new_pairs=None`` they get ``pair_share`` of it and may not
+    raise a node above maxLoadDistance.
+    """
+    if new_pairs is not None:
+        return max_migrations, max_cost, None
+    budget = None if max_migrations is None else int(pair_share * max_migrations)
+    cost = None if max_cost is None else max_cost * pair_share
+    return budget, cost, (1.0 + max_load_distance_pct / 100.0) * mean
+
+
 def albic(
     problem: KeyGroupProblem,
     *,
@@ -286,15 +314,11 @@ def albic(
     mean = problem.mean_load
     pairs = collocation_candidates(problem, score_factor=score_factor)
     if protect_existing:
-        asg = problem.assignment
-        together = [[a, b] for _, a, b in pairs if asg[a] == asg[b] and asg[a] >= 0]
-        collocated = [*map(list, collocated), *together]
-    many = new_pairs is None
-    pair_budget = max_migrations
-    if many and max_migrations is not None:
-        pair_budget = int(pair_share * max_migrations)
-    pair_cost = max_cost * pair_share if many and max_cost is not None else max_cost
-    load_cap = (1.0 + max_load_distance_pct / 100.0) * mean if many else None
+        collocated = [*map(list, collocated), *_together(problem, pairs)]
+    pair_budget, pair_cost, load_cap = _pair_limits(
+        mean, new_pairs=new_pairs, max_migrations=max_migrations, max_cost=max_cost,
+        pair_share=pair_share, max_load_distance_pct=max_load_distance_pct,
+    )  # fmt: skip
     mpl = max_partition_load_pct
     result: BalanceResult | None = None
     resolves = 0

@@ -74,17 +74,7 @@ def backtrack(
         raise ValueError(f"max_steps must be >= 1, got {max_steps}")
     ng, nn = len(job.groups), len(job.nodes)
     pc, cap = job.task_cost, job.capacities
-    # Nodes roomiest first (ties in job order): the largest leftover tasks meet room early.
-    order = sorted(range(nn), key=lambda n: -cap[n])
-    room_after = [0.0] * (nn + 1)
-    largest_after = [0.0] * (nn + 1)
-    for i in range(nn - 1, -1, -1):
-        room_after[i] = room_after[i + 1] + cap[order[i]]
-        largest_after[i] = max(largest_after[i + 1], cap[order[i]])
-    # later[i][g]: tasks of g the heuristic put on the nodes after position i.
-    later = [[0] * ng for _ in range(nn + 1)]
-    for i in range(nn - 1, -1, -1):
-        later[i] = [later[i + 1][g] + counts[g][order[i]] for g in range(ng)]
+    order, room_after, largest_after, later = _layout(job, counts)
     neighbours: list[list[tuple[int, float]]] = [[] for _ in range(ng)]
     for (a, b), w in zip(job.ends, job.link_imc, strict=True):
         neighbours[a].append((b, w))
@@ -157,3 +147,25 @@ def backtrack(
         for g in range(ng):
             out[g][order[i]] = x[g]
     return out
+
+
+def _layout(
+    job: GroupJob, counts: Sequence[Sequence[int]]
+) -> tuple[list[int], list[float], list[float], list[list[int]]]:
+    """The search's node order and, per position ``i`` of it, what the nodes from ``i`` on offer.
+
+    Nodes go roomiest first (ties in job order), so the largest leftover tasks meet room
+    early. Returns ``order``, ``room_after[i]`` (their total capacity),
+    ``largest_after[i]`` (the largest one) and ``later[i][g]`` (tasks of g the heuristic
+    put on them), each list with a last entry for ``i = len(nodes)``.
+    """
+    ng, nn, cap = len(job.groups), len(job.nodes), job.capacities
+    order = sorted(range(nn), key=lambda n: -cap[n])
+    room_after = [0.0] * (nn + 1)
+    largest_after = [0.0] * (nn + 1)
+    later = [[0] * ng for _ in range(nn + 1)]
+    for i in range(nn - 1, -1, -1):
+        room_after[i] = room_after[i + 1] + cap[order[i]]
+        largest_after[i] = max(largest_after[i + 1], cap[order[i]])
+        later[i] = [later[i + 1][g] + counts[g][order[i]] for g in range(ng)]
+    return order, room_after, largest_after, later
