@@ -140,7 +140,7 @@ def run(
     from streamscale.runtime.spark.driver.command import load_job
 
     # what cannot run is named before Spark starts
-    graph = load_job(job_file, cfg)
+    graph = load_job(job_file)
     cluster = load_cluster(Path(cfg.cluster)) if cfg.cluster is not None else None
     for path, option in ((out_dir, "--out"), (checkpoint, "--checkpoint")):
         if path is not None:

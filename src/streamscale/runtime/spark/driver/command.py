@@ -5,10 +5,9 @@ Spark starts), a session is built for ``--master`` (on a cluster master without 
 cluster file the plan's cores become executors), Prometheus ``/metrics`` is served with
 ``--metrics-port``, and :func:`~streamscale.runtime.spark.driver.dag.run_graph` runs the
 graph. A job of the linear shape (one keyed operator in a chain,
-:func:`~streamscale.runtime.spark.driver.job.linear_shape`) runs on the fused linear data
-path and its summary adds the physical limit and the efficiency
-(:func:`~streamscale.runtime.spark.driver.runner.linear_setup`); a bounded run
-(``--available-now``) runs the graph operator by operator.
+:func:`~streamscale.runtime.spark.driver.job.fused_job`) runs fused, as it would built in
+Python, and its summary adds the physical limit and the efficiency
+(:func:`~streamscale.runtime.spark.driver.runner.linear_setup`).
 """
 
 from __future__ import annotations
@@ -26,21 +25,16 @@ from streamscale.runtime.run_config import RunConfig, parse_params
 from streamscale.runtime.spark.driver.dag import run_graph
 from streamscale.runtime.spark.driver.graph import JobGraph
 from streamscale.runtime.spark.driver.graph_batch import GraphBatch
-from streamscale.runtime.spark.driver.job import Job, linear_shape
+from streamscale.runtime.spark.driver.job import fused_job
 from streamscale.runtime.spark.driver.result import RunResult
 from streamscale.runtime.spark.driver.runner import linear_setup, physical_limit
 
 __all__ = ["load_job", "run_command"]
 
 
-def load_job(job_file: Path, config: RunConfig) -> JobGraph:
-    """The job file as a graph: when it has the linear shape and the run is not bounded,
-    the linear job's (:meth:`~streamscale.runtime.spark.driver.job.Job.graph`, whose keyed stage runs the fused data path); an
-    error names what cannot run (before anything starts)."""
-    from streamscale.model.io import load_topology
-
-    if not config.available_now and linear_shape(load_topology(job_file)):
-        return Job.from_yaml(job_file).graph()
+def load_job(job_file: Path) -> JobGraph:
+    """The job file as a graph (its run chooses the data path from its shape); an error
+    names what cannot run (before anything starts)."""
     return JobGraph.from_yaml(job_file)
 
 
@@ -105,7 +99,7 @@ def run_command(
     try:
         params = parse_params(config.policy, config.params)
         plan = None
-        linear: Job | None = graph.linear
+        linear = fused_job(graph)
         if linear is not None:
             cluster, plan, cores, params = linear_setup(
                 spark, linear, config.policy, params, cluster=cluster, resources=resources
@@ -149,10 +143,7 @@ def _summary(
         "batches": res.batches,
         "rows": res.keyed_rows.get(graph.keyed[0], 0),
         "keyed_rows": {k: res.keyed_rows.get(k, 0) for k in graph.keyed},
-        # a linear job's sinks are written inside its keyed tasks: counted in out_rows
-        "sink_rows": {}
-        if graph.linear is not None
-        else {s: res.sink_rows.get(s, 0) for s in graph.sinks},
+        "sink_rows": {s: res.sink_rows.get(s, 0) for s in graph.sinks},
         "cores_last": dict(last),
         "throughput": res.throughput,
         "physical_limit": res.physical_limit,

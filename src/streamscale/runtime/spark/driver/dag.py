@@ -59,7 +59,7 @@ from streamscale.runtime.spark.driver.graph_batch import (
 )
 from streamscale.runtime.spark.driver.graph_control import GraphCollector, GraphRealizer
 from streamscale.runtime.spark.driver.history import RunHistory
-from streamscale.runtime.spark.driver.job import Job
+from streamscale.runtime.spark.driver.job import Job, fused_job
 from streamscale.runtime.spark.driver.metrics import MetricsWriter
 from streamscale.runtime.spark.driver.operator import linear_stage
 from streamscale.runtime.spark.driver.query import StreamingQuery, start_query, wait_for
@@ -122,9 +122,10 @@ def start_graph(
     spark
         A SparkSession.
     graph
-        The job graph. A linear job's (``graph.linear``) runs its keyed operator, the
-        stateless operators after it and its file sinks in the reduce tasks
-        (:func:`~streamscale.runtime.spark.driver.operator.linear_stage`).
+        The job graph. One of the linear shape
+        (:func:`~streamscale.runtime.spark.driver.job.fused_job`) runs its keyed operator,
+        the stateless operators after it and its sinks in the reduce tasks
+        (:func:`~streamscale.runtime.spark.driver.operator.linear_stage`), whoever built it.
     duration_s
         Wall seconds until the query is stopped (``math.inf``: until stopped).
     checkpoint
@@ -166,9 +167,10 @@ def start_graph(
         input that Spark would run to advance the watermark and fire timers, then
         stop (as ``trigger(availableNow=True)``); ``duration_s`` still bounds the run.
     fuse
-        Run each chain of declarative aggregations on one key in its first operator's
-        reduce tasks (:func:`~streamscale.runtime.spark.driver.fusion.fused_chains`);
-        ``False``: every keyed operator in a stage of its own (the same results).
+        Run a linear graph's chain in its keyed operator's reduce tasks (on a source
+        without a watermark), and each chain of declarative aggregations on one key in
+        its first operator's (:func:`~streamscale.runtime.spark.driver.fusion.fused_chains`);
+        ``False``: every operator in a stage of its own (the same results).
 
     Returns
     -------
@@ -456,10 +458,10 @@ def _body(
 ) -> GraphBatchBody:
     """The batch body with the collector, the controller (its inputs logged), the run's
     history and, with ``out``, the metrics file, whose line is written before
-    ``on_batch`` sees the batch; a linear job's keyed stage (``graph.linear``) runs its
-    chain fused."""
+    ``on_batch`` sees the batch; a linear graph's keyed stage runs its chain fused
+    (``fuse``, on a source without a watermark: :func:`fused_job`)."""
     graph, chosen, keyed, watched = ctx.graph, ctx.chosen, ctx.keyed, ctx.watched
-    linear: Job | None = graph.linear
+    linear = fused_job(graph) if fuse and query_clock.watermark is None else None
     ctl_cfg = chosen.run_params.controller
     collector = GraphCollector(
         graph.topology,
@@ -470,7 +472,7 @@ def _body(
         backlog=watched.probe.backlog,
         interval_s=graph.trigger_s,
         offered=None if watched.watch is None else watched.probe.offered_rows,
-        linear=linear is not None,
+        fused=linear is not None,
     )
     inputs = InputLog.start(
         chosen.policy, params=chosen.policy_params, seed=chosen.seed, config=ctl_cfg,
@@ -531,10 +533,10 @@ def _drive(
     """Run the query through ``gate`` until it is done, ``stop`` is set or ``duration_s``
     passed, the watch beside it. ``available_now``: the query again while its last run
     asked Spark for another batch (the query's clock ticked). A failed batch names the
-    topology, or a linear job's keyed operator."""
+    topology, or a fused chain's keyed operator."""
     graph, watch, query_clock = ctx.graph, ctx.watched.watch, body.query_clock
-    linear: Job | None = graph.linear
-    item = f"topology {graph.topology.name}" if linear is None else f"operator {linear.keyed}"
+    stage = body.stage
+    item = f"topology {graph.topology.name}" if stage is None else f"operator {stage.spec.operator}"
     stop_at = time.monotonic() + duration_s
     if watch is not None:
         watch.start()
@@ -593,8 +595,8 @@ def _declared_output(fn: Any) -> Any:
 
 
 def _console(linear: Job | None) -> dict[str, int]:
-    """Keyed operators whose tasks' sample outputs are printed (a linear job's console
-    sinks; a graph's console sinks print through Spark)."""
+    """Keyed operators whose tasks' sample outputs are printed (a fused chain's console
+    sinks; otherwise console sinks print through Spark)."""
     if linear is None or not any(s.format == "console" for s in linear.sinks):
         return {}
     return {linear.keyed: max(s.rows for s in linear.sinks if s.format == "console")}

@@ -82,10 +82,9 @@ class GraphNode:
 class JobGraph:
     """A runnable DAG. Build with :meth:`build` or :meth:`from_yaml`.
 
-    ``linear``: the linear job (a :class:`~streamscale.runtime.spark.driver.job.Job`) the
-    graph was built from by its :meth:`~streamscale.runtime.spark.driver.job.Job.graph`,
-    whose keyed operator's stage then runs the stateless operators after it and the file
-    sinks in its reduce tasks; ``None``: every operator on its own.
+    How it runs is chosen from its shape, whoever built it: a linear one fuses
+    (:func:`~streamscale.runtime.spark.driver.job.fused_job`), any other runs operator by
+    operator.
     """
 
     topology: Topology
@@ -97,7 +96,6 @@ class JobGraph:
     source_options: Mapping[str, str] = field(default_factory=dict)
     trigger_s: float = TRIGGER_S.default
     source_class: type | None = None
-    linear: Any = None
 
     @property
     def keyed(self) -> tuple[str, ...]:

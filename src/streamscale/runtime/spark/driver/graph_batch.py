@@ -34,7 +34,12 @@ from streamscale.runtime.spark.driver.graph import JobGraph, SinkOut, run_graph_
 from streamscale.runtime.spark.driver.graph_control import GraphCollector, GraphRealizer
 from streamscale.runtime.spark.driver.history import RunHistory
 from streamscale.runtime.spark.driver.metrics import imbalance
-from streamscale.runtime.spark.driver.operator import LinearStage, percentile, run_batch
+from streamscale.runtime.spark.driver.operator import (
+    LinearStage,
+    batch_dir,
+    percentile,
+    run_batch,
+)
 from streamscale.runtime.spark.driver.watch import SourceWatch, admitted_offset
 from streamscale.runtime.spark.executors.resources import Resources
 from streamscale.runtime.spark.keyed.keyed import KeyedSpec, count_dead_letters, release, run_keyed
@@ -206,7 +211,7 @@ class GraphBatchBody:
     """The ``foreachBatch`` function of a graph run, and what its batches share.
 
     Built once by :func:`~streamscale.runtime.spark.driver.dag.run_graph`. With ``stage`` (a
-    linear job's, :func:`~streamscale.runtime.spark.driver.operator.linear_stage`) the graph's one
+    linear graph's, :func:`~streamscale.runtime.spark.driver.operator.linear_stage`) the graph's one
     keyed operator runs with the stateless operators after it and the file sinks inside
     its reduce tasks (:func:`~streamscale.runtime.spark.driver.operator.run_batch`) instead of
     operator by operator. ``probe`` (what the running batch took from the source, for
@@ -332,9 +337,9 @@ class GraphBatchBody:
         return sinks, count_dead_letters(self.dead_dir, batch_id)
 
     def _fused(self, batch_df: Any, ks: KeyedPass) -> tuple[dict[str, SinkOut], int]:
-        """A linear job's batch: its keyed stage with the stateless operators and file
-        sinks fused in, state committed; no sink counts (the tasks wrote them), and the
-        batch's dead letters."""
+        """A linear graph's batch: its keyed stage with the stateless operators and the
+        sinks fused in, state committed; what each sink received (the rows the tasks
+        wrote) and the batch's dead letters."""
         assert self.stage is not None
         name, batch_id = self.stage.spec.operator, ks.batch_id
         realizer = self.realizers[name]
@@ -346,7 +351,12 @@ class GraphBatchBody:
         ks.rows[name] = stats.rows
         ks.observed[name] = stats
         realizer.observe({g: v[1] for t in stats.tasks for g, v in t.shards.items()})
-        return {}, stats.dead_letters
+        out = sum(t.out_rows for t in stats.tasks)
+        sinks = {
+            s: SinkOut(s, out, None if d is None else batch_dir(d, batch_id))
+            for s, d in self.stage.sinks
+        }
+        return sinks, stats.dead_letters
 
     def _extra(self, ks: KeyedPass, figures: Mapping[str, Any], gone: int) -> dict[str, Any]:
         """The batch line's ``extra`` before the control step: the backlog, the query's

@@ -91,9 +91,10 @@ class GraphCollector:
     offered
         The source's offered rate as the watch measured it (``None``: not measured);
         the source's figures are the first keyed operator's, so it alone reads it.
-    linear
-        ``topology`` is a linear job's chain: the snapshot is its keyed operator's
-        collector's own (every operator of the chain, as a linear job reports it).
+    fused
+        The run fuses ``topology``'s chain in its keyed operator's tasks
+        (:func:`~streamscale.runtime.spark.driver.job.fused_job`): the snapshot is that
+        operator's collector's own (every operator of the chain, as its tasks report it).
     """
 
     def __init__(
@@ -107,11 +108,11 @@ class GraphCollector:
         backlog: Callable[[], float] | None = None,
         interval_s: float = 0.0,
         offered: Callable[[], float | None] | None = None,
-        linear: bool = False,
+        fused: bool = False,
     ) -> None:
         self.topology = topology
         self.keyed = keyed
-        self.linear = linear
+        self.fused = fused
         self.interval_s = max(0.0, float(interval_s))
         self._overheads: deque[float] = deque(maxlen=OVERHEAD_BATCHES)
         self.collectors = {
@@ -154,7 +155,7 @@ class GraphCollector:
         )
 
     def _collect(self, now: float) -> Snapshot:
-        if self.linear:
+        if self.fused:
             return self.collectors[self.keyed[0]].collect(now)
         snaps = {name: c.collect(now) for name, c in self.collectors.items()}
         first = snaps[self.keyed[0]]

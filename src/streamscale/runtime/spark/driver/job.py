@@ -26,7 +26,7 @@ passed to Spark as a source option.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +36,7 @@ from streamscale.model.io import load_topology
 from streamscale.runtime.run_config import TRIGGER_S
 from streamscale.runtime.spark.driver.resolve import SourceSpec, resolve_function
 
-__all__ = ["Job", "SinkSpec", "linear_shape", "resolve_function"]
+__all__ = ["Job", "SinkSpec", "fused_job", "linear_shape", "resolve_function"]
 
 #: The sinks the fused linear data path writes inside its keyed tasks: a subset of the
 #: one sink vocabulary (:data:`~streamscale.runtime.spark.driver.graph.SINK_FORMATS`); a job
@@ -93,12 +93,11 @@ class Job:
 
     def graph(self) -> Any:
         """The job as a :class:`~streamscale.runtime.spark.driver.graph.JobGraph` with one keyed
-        operator (what the job driver runs), whose keyed stage runs the job's linear data
-        path (:attr:`JobGraph.linear <streamscale.runtime.spark.driver.graph.JobGraph>`)."""
+        operator (what the job driver runs; its shape makes the run fuse it,
+        :func:`fused_job`)."""
         from streamscale.runtime.spark.driver.graph import JobGraph
 
-        graph = JobGraph.build(self.topology, dict(self.functions), source_class=self.source_class)
-        return replace(graph, linear=self)
+        return JobGraph.build(self.topology, dict(self.functions), source_class=self.source_class)
 
     @classmethod
     def build(
@@ -275,3 +274,35 @@ def linear_shape(topology: Topology) -> bool:
     if sum(1 for n in chain[1:] if topology.operator(n).keyed) != 1:
         return False
     return all(_sink_problem(topology.operator(d)) is None for d in outs)
+
+
+#: a keyed function's marks that need the operator-by-operator path: a declarative
+#: operator (fused with its own kind, :mod:`~streamscale.runtime.spark.driver.fusion`), a
+#: join's two sides, the query's clock (timers, timeouts), an initial state, or a declared
+#: output schema (Spark's stateful APIs: Spark types the output columns as declared)
+GRAPH_ONLY: tuple[str, ...] = (
+    "vectorized",
+    "two_sided",
+    "batch_clock",
+    "initial_state",
+    "output_schema",
+)
+
+
+def fused_job(graph: Any) -> Job | None:
+    """``graph`` (a :class:`~streamscale.runtime.spark.driver.graph.JobGraph`) as the linear
+    job its run fuses, or ``None`` (it runs operator by operator).
+
+    Chosen from the graph alone, whoever built it (a job file, :func:`~streamscale.stream`
+    or :meth:`Job.graph`): a graph of the linear shape (:func:`linear_shape`) whose keyed
+    function carries none of :data:`GRAPH_ONLY`'s marks runs its keyed operator, the
+    stateless operators after it and its sinks in the keyed operator's reduce tasks (one
+    Spark job a batch, :func:`~streamscale.runtime.spark.driver.operator.linear_stage`).
+    """
+    if not linear_shape(graph.topology):
+        return None
+    fn = graph.nodes[graph.keyed[0]].fn
+    if any(getattr(fn, mark, None) not in (None, False) for mark in GRAPH_ONLY):
+        return None
+    functions = {n: node.fn for n, node in graph.nodes.items() if node.fn is not None}
+    return Job.build(graph.topology, functions, source_class=graph.source_class)

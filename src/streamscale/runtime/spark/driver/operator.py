@@ -48,6 +48,7 @@ __all__ = [
     "LinearStage",
     "TaskSinks",
     "TaskStats",
+    "batch_dir",
     "count_dead_letters",
     "linear_stage",
     "percentile",
@@ -97,10 +98,13 @@ class LinearStage:
     before: tuple[tuple[str, Stateless], ...]
     dead_letter_dir: str
     sink_dirs: tuple[str, ...] = ()
+    #: every sink: its name and, for a file sink, its directory
+    sinks: tuple[tuple[str, str | None], ...] = ()
     schemas: dict[str, Any] = field(default_factory=dict)
 
 
-def _batch_dir(path: str, batch_id: int) -> str:
+def batch_dir(path: str, batch_id: int) -> str:
+    """Where a sink writes a batch: ``<path>/batch_id=<b>``, as Spark's writer partitions."""
     return os.path.join(path, f"batch_id={batch_id}")
 
 
@@ -108,13 +112,13 @@ def sink_file(path: str, fmt: str, batch_id: int, partition: int) -> str:
     """The file a reduce task writes for a sink: ``<path>/batch_id=<b>/part-<p>.<ext>``,
     where Spark's writer would put the batch's rows (``json`` for JSON Lines)."""
     ext = "json" if fmt == "jsonl" else fmt
-    return os.path.join(_batch_dir(path, batch_id), f"part-{partition:05d}.{ext}")
+    return os.path.join(batch_dir(path, batch_id), f"part-{partition:05d}.{ext}")
 
 
 def _clear_sink_files(stage: LinearStage, batch_id: int) -> None:
     """Remove what an earlier attempt at this batch wrote (its partition count may differ)."""
     for d in stage.sink_dirs:
-        for f in prefixed(_batch_dir(d, batch_id), "part-"):
+        for f in prefixed(batch_dir(d, batch_id), "part-"):
             with contextlib.suppress(FileNotFoundError):
                 os.remove(f)
 
@@ -165,6 +169,13 @@ def run_batch(
     return stats
 
 
+def _sink_dir(sink: Any, base: Path) -> str | None:
+    """A file sink's directory (relative paths under ``base``); ``None`` for the others."""
+    if sink.format in ("jsonl", "parquet") and sink.path:
+        return str((base / sink.path).resolve())
+    return None
+
+
 def linear_stage(job: Any, backend: Any, base: Path) -> LinearStage:
     """The keyed stage of ``job`` for a run: the keyed function with the stateless
     operators after it and the file sinks in its reduce tasks, the ones before it as
@@ -175,11 +186,7 @@ def linear_stage(job: Any, backend: Any, base: Path) -> LinearStage:
     def side(names: tuple[str, ...]) -> tuple[tuple[Any, Mapping[str, Any]], ...]:
         return tuple((job.functions[n], dict(job.topology.operator(n).params)) for n in names)
 
-    files = tuple(
-        (s.format, str((base / s.path).resolve()))
-        for s in job.sinks
-        if s.format in ("jsonl", "parquet") and s.path
-    )
+    files = tuple((s.format, d) for s in job.sinks if (d := _sink_dir(s, base)) is not None)
     spec = KeyedSpec(
         operator=job.keyed,
         key=str(op.key),
@@ -199,6 +206,7 @@ def linear_stage(job: Any, backend: Any, base: Path) -> LinearStage:
         before=tuple(zip(job.before, side(job.before), strict=True)),
         dead_letter_dir=str((base / "dead_letters").resolve()),
         sink_dirs=tuple(path for _, path in files),
+        sinks=tuple((s.name, _sink_dir(s, base)) for s in job.sinks),
     )
 
 
