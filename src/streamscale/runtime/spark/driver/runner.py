@@ -2,8 +2,9 @@
 
 A :class:`~streamscale.runtime.spark.driver.job.Job` runs as its one-keyed-operator graph
 (:meth:`~streamscale.runtime.spark.driver.job.Job.graph`) under the one job driver,
-:func:`~streamscale.runtime.spark.driver.dag.run_graph`, with the linear data path: the
-stateless operators after the keyed one and the file sinks run inside its reduce tasks
+:func:`~streamscale.runtime.spark.driver.dag.run_graph`, which fuses it as it fuses any graph
+of its shape (:func:`~streamscale.runtime.spark.driver.job.fused_job`): the stateless
+operators after the keyed one and the sinks run inside its reduce tasks
 (:func:`~streamscale.runtime.spark.driver.operator.run_batch`). At every batch boundary the
 driver feeds the batch to the collector and runs one control step with the wall clock,
 so a policy's plan takes effect from the next batch (paper 000, §3.2: the boundary is
