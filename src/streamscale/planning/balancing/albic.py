@@ -328,36 +328,32 @@ def albic(
             problem, collocated, max_partition_load=mpl / 100 * mean, max_cost=max_cost, seed=seed
         )
         step = _improve(
-            problem,
-            pairs,
-            sets,
-            max_partition_load=mpl / 100 * mean,
-            new_pairs=new_pairs,
-            pair_budget=pair_budget,
-            max_cost=pair_cost,
-            load_cap=load_cap,
-        )
+            problem, pairs, sets, max_partition_load=mpl / 100 * mean, new_pairs=new_pairs,
+            pair_budget=pair_budget, max_cost=pair_cost, load_cap=load_cap,
+        )  # fmt: skip
         added = step.added
         result = solve_milp(
-            problem,
-            max_migrations=max_migrations,
-            max_cost=max_cost,
-            collocate=step.sets,
-            pinned=step.pinned,
-            time_limit_s=time_limit_s,
-            deterministic_limit=deterministic_limit,
-            seed=seed,
-        )
+            problem, max_migrations=max_migrations, max_cost=max_cost, collocate=step.sets,
+            pinned=step.pinned, time_limit_s=time_limit_s,
+            deterministic_limit=deterministic_limit, seed=seed,
+        )  # fmt: skip
         dist = load_distance_pct(problem, result.assignment)
         if dist <= max_load_distance_pct or resolves >= max_resolves or not step.sets:
             break
         resolves += 1
         mpl = max(mpl - partition_load_step_pct, 0.0)
+    return _round_result(problem, result, resolves=resolves, added=len(added), mpl=mpl)
+
+
+def _round_result(
+    problem: KeyGroupProblem, result: BalanceResult, *, resolves: int, added: int, mpl: float
+) -> BalanceResult:
+    """The round's MILP answer as ALBIC's, with the round's figures in ``extra``."""
     extra = {
         **result.extra,
         "collocation_pct": collocation_factor(problem, result.assignment),
         "resolves": float(resolves),
-        "new_pairs": float(len(added)),
+        "new_pairs": float(added),
         "max_partition_load_pct": mpl,
     }
     return BalanceResult(

@@ -174,9 +174,7 @@ def solve_milp(
     force_out = _forced_out(problem, items, budget) if finish_drain else frozenset()
     drained = force_out
     must_fix = bool(force_out) or _constrained(items)
-    node_of = np.array(items.current, copy=True)
-    if not must_fix and not full:
-        node_of = _warm_start(problem, items, budget, node_of)
+    node_of = _start(problem, items, budget, warm=not must_fix and not full)
     solve = _StepSolver(
         solver=solver, time_limit_s=time_limit_s, det_total=deterministic_limit or math.inf,
         step_limit=time_limit_s if full else time_limit_s / max_steps, node_limit=node_limit,
@@ -196,8 +194,7 @@ def solve_milp(
             if must_fix:
                 return _fallback(problem, items, node_of, budget, status, solve)
             break
-        after = window_distance(problem, item_loads(problem, items, step.node_of), nodes)
-        improved = after < before - 1e-9 * max(1.0, problem.mean_load)
+        improved = _improves(problem, items, step.node_of, nodes, before)
         if improved or must_fix:
             node_of = step.node_of
         must_fix, force_out = False, frozenset()
@@ -207,6 +204,21 @@ def solve_milp(
         width = window if improved else min(max_window, 2 * width)
     if solve.steps and not must_fix and not drained:
         node_of = _no_worse_than_current(problem, items, node_of)
+    return _milp_result(problem, items, node_of, status, solve)
+
+
+def _improves(
+    problem: KeyGroupProblem, items: Items, node_of: np.ndarray, nodes: set[int], before: float
+) -> bool:
+    """Whether ``node_of`` lowers the window's distance below ``before`` (beyond rounding)."""
+    after = window_distance(problem, item_loads(problem, items, node_of), nodes)
+    return after < before - 1e-9 * max(1.0, problem.mean_load)
+
+
+def _milp_result(
+    problem: KeyGroupProblem, items: Items, node_of: np.ndarray, status: str, solve: _StepSolver
+) -> BalanceResult:
+    """The search's answer: ``milp`` when a step moved something, else ``current``."""
     method = "milp" if solve.steps and (node_of != items.current).any() else "current"
     return _result(problem, items, node_of, method, status, solve.wall, solve.steps)
 
@@ -230,6 +242,13 @@ def _constrained(items: Items) -> bool:
     return bool(
         ((items.pinned >= 0) & (items.pinned != items.current)).any() or (items.current < 0).any()
     )
+
+
+def _start(problem: KeyGroupProblem, items: Items, budget: Budget, *, warm: bool) -> np.ndarray:
+    """The allocation the first step starts from: the current one, warm-started when
+    ``warm`` (:func:`_warm_start`)."""
+    node_of = np.array(items.current, copy=True)
+    return _warm_start(problem, items, budget, node_of) if warm else node_of
 
 
 def _warm_start(

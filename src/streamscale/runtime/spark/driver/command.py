@@ -5,7 +5,7 @@ Spark starts), a session is built for ``--master`` (on a cluster master without 
 cluster file the plan's cores become executors), Prometheus ``/metrics`` is served with
 ``--metrics-port``, and :func:`~streamscale.runtime.spark.driver.dag.run_graph` runs the
 graph. A job of the linear shape (one keyed operator in a chain,
-:func:`~streamscale.runtime.spark.driver.job.fused_job`) runs fused, as it would built in
+:func:`~streamscale.runtime.spark.driver.job.fused_job`) runs fused, as it would if built in
 Python, and its summary adds the physical limit and the efficiency
 (:func:`~streamscale.runtime.spark.driver.runner.linear_setup`).
 """

@@ -97,10 +97,14 @@ class LinearStage:
     spec: KeyedSpec
     before: tuple[tuple[str, Stateless], ...]
     dead_letter_dir: str
-    sink_dirs: tuple[str, ...] = ()
     #: every sink: its name and, for a file sink, its directory
     sinks: tuple[tuple[str, str | None], ...] = ()
     schemas: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def sink_dirs(self) -> tuple[str, ...]:
+        """The file sinks' directories."""
+        return tuple(d for _, d in self.sinks if d is not None)
 
 
 def batch_dir(path: str, batch_id: int) -> str:
@@ -205,7 +209,6 @@ def linear_stage(job: Any, backend: Any, base: Path) -> LinearStage:
         spec=spec,
         before=tuple(zip(job.before, side(job.before), strict=True)),
         dead_letter_dir=str((base / "dead_letters").resolve()),
-        sink_dirs=tuple(path for _, path in files),
         sinks=tuple((s.name, _sink_dir(s, base)) for s in job.sinks),
     )
 
