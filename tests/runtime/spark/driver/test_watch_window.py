@@ -12,7 +12,12 @@ from pathlib import Path
 from hypothesis import given
 from hypothesis import strategies as st
 
-from streamscale.runtime.spark.driver.watch import admission_limit, admission_window_s
+from streamscale.runtime.spark.driver.watch import (
+    Live,
+    SourceWatch,
+    admission_limit,
+    admission_window_s,
+)
 
 
 def test_hand_checked_windows() -> None:
@@ -118,3 +123,24 @@ def test_the_live_service_rate_is_the_median_of_the_last_five_batches() -> None:
     for _ in range(3):
         live.observe(rows=100, busy_s=2.0, cycle_s=2.0, longest_s=1.0, planned_cores=4)
     assert live.service_rate == 50.0  # only the last five count
+
+
+def _watch(latency_slo_s: float | None) -> SourceWatch:
+    from streamscale.control.watch import WatchConfig
+
+    live = Live()
+    for _ in range(3):  # 40 tuples/s of busy time a core; 0.5 s of each cycle besides
+        live.observe(rows=80, busy_s=2.0, cycle_s=2.5, longest_s=2.0, planned_cores=4)
+    return SourceWatch(offered=None, spark_checkpoint=Path("."), resources=None, live=live,
+                       config=WatchConfig(), trigger_s=2.0, latency_target_s=0.01,
+                       catch_up_s=5.0, latency_slo_s=latency_slo_s)  # fmt: skip
+
+
+def test_the_reactive_sizing_counts_a_core_over_the_cycle_the_latency_target_allows() -> None:
+    # no target: batches of one trigger (2 s) of work plus the 0.5 s overhead, 40 × 2/2.5
+    assert _watch(None).sizing_rate() == 32.0
+    # a 10 s target lets a cycle stretch to 5 s: 40 × (1 − 0.5/5)
+    assert _watch(10.0).sizing_rate() == 36.0
+    assert _watch(10.0).sizing_rate() == _watch(10.0).cycle_capacity()
+    # a target below two triggers: the trigger's cycle, 40 × (1 − 0.5/2)
+    assert _watch(3.0).sizing_rate() == 30.0

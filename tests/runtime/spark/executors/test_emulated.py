@@ -34,7 +34,8 @@ spark = build_session(master, app_name="streamscale-emulated-test",
                       conf=executor_conf(1, 4, pin=False, separate_hosts=False))
 sc = spark.sparkContext
 res = EmulatedStartupResources(sc, cores_per_executor=1, max_executors=4,
-                               initial_executors=1, pin=False, delay_s=delay)
+                               initial_executors=1, pin=False, delay_s=delay,
+                               ready_when_warmed=True)
 res.settle(60)
 seen = {"real": sc._jsc.sc().getExecutorIds().size(), "start": res.alive()}
 asked = time.time()
@@ -46,6 +47,9 @@ while len(res.alive()) < 3 and time.time() < asked + 30:
     time.sleep(0.05)
 seen["usable_after"] = time.time() - asked
 seen["three"] = res.alive()
+res.observe_arrivals()
+seen["ready"] = res.ready_executors()
+seen["learned_startup"] = res.startup_s(99.0)
 time.sleep(1.0)
 released = res.scale_to(2)
 seen["released"] = released
@@ -78,6 +82,10 @@ def test_a_request_is_usable_after_the_delay_and_billed_from_the_request(
     # delay, three once the delay has passed (and not much later)
     assert got["just_after"] == 1 and got["half_way"] == 1
     assert DELAY <= got["usable_after"] < DELAY + 2.0
+    # the pool is warm: the arrivals are ready at once, and the start-up the run learns
+    # is the delay (not a warm-up job queued on the host)
+    assert sorted(got["ready"]) == sorted(got["three"])
+    assert DELAY <= got["learned_startup"] < DELAY + 2.0
     # a release is immediate for the run and kills no real executor
     assert len(got["released"]) == 1 and got["after_release"] == 2
     assert got["real_after"] == 4
