@@ -144,3 +144,21 @@ def test_the_reactive_sizing_counts_a_core_over_the_cycle_the_latency_target_all
     assert _watch(10.0).sizing_rate() == _watch(10.0).cycle_capacity()
     # a target below two triggers: the trigger's cycle, 40 × (1 − 0.5/2)
     assert _watch(3.0).sizing_rate() == 30.0
+
+
+def test_a_wait_for_the_trigger_is_not_counted_as_overhead() -> None:
+    live = Live()
+    # a 1.4 s batch (1 s of it its longest task) that waited for its 2 s trigger: the
+    # cycle says 1 s besides the task, the batch 0.4 s
+    live.observe(rows=40, busy_s=1.0, cycle_s=2.0, longest_s=1.0, planned_cores=2,
+                 in_batch_s=0.4, trigger_s=2.0)  # fmt: skip
+    assert live.overhead_s == 0.4
+    # back to back (a 3 s cycle against the 2 s trigger): the whole cycle is the batch's
+    live = Live()
+    live.observe(rows=40, busy_s=1.0, cycle_s=3.0, longest_s=2.0, planned_cores=2,
+                 in_batch_s=0.7, trigger_s=2.0)  # fmt: skip
+    assert live.overhead_s == 1.0
+    # without the batch's own figure, the cycle's
+    live = Live()
+    live.observe(rows=40, busy_s=1.0, cycle_s=2.0, longest_s=1.0, planned_cores=2)
+    assert live.overhead_s == 1.0

@@ -56,8 +56,16 @@ seen["released"] = released
 seen["after_release"] = len(res.alive())
 seen["real_after"] = sc._jsc.sc().getExecutorIds().size()
 seen["spans"] = [[s.executor, s.cores, s.added_s, s.removed_s] for s in res.spans]
-seen["requests"] = res.requests
+seen["requests"] = list(res.requests)
 seen["end"] = time.time()
+# the released executor granted again, then a fourth, new one: each start-up is the delay
+for n in (3, 4):
+    res.scale_to(n)
+    while len(res.alive()) < n and time.time() < seen["end"] + 60:
+        time.sleep(0.05)
+    res.observe_arrivals()
+    time.sleep(1.0)
+seen["startups"] = list(res.startups)
 print("RESULT " + json.dumps(seen))
 spark.stop()
 """
@@ -86,6 +94,10 @@ def test_a_request_is_usable_after_the_delay_and_billed_from_the_request(
     # is the delay (not a warm-up job queued on the host)
     assert sorted(got["ready"]) == sorted(got["three"])
     assert DELAY <= got["learned_startup"] < DELAY + 2.0
+    # a released executor granted again arrives anew: no start-up is matched to the
+    # wrong request (a re-grant once left its request's time for the next arrival)
+    assert len(got["startups"]) == 4
+    assert all(DELAY <= s < DELAY + 2.0 for s in got["startups"]), got["startups"]
     # a release is immediate for the run and kills no real executor
     assert len(got["released"]) == 1 and got["after_release"] == 2
     assert got["real_after"] == 4

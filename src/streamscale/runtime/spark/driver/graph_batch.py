@@ -454,6 +454,7 @@ class GraphBatchBody:
             cycle_s=now - self.last_end,
             planned_cores=self.realizer.current().allocation.total,
             longest_s=max((t.busy_s for t in tasks), default=0.0),
+            in_batch_s=extra.get("batch_overhead_s"), trigger_s=watch.trigger_s,
         )  # fmt: skip
         extra["admission_limit"] = watch.update_admission()
         extra["mid_batch_requests"] = [r[1] for r in watch.requests[self.seen_requests :]]

@@ -178,13 +178,23 @@ class Live:
     rates: deque[float] = field(default_factory=lambda: deque(maxlen=5))
 
     def observe(self, *, rows: int, busy_s: float, cycle_s: float, longest_s: float,
-                planned_cores: int) -> None:  # fmt: skip
+                planned_cores: int, in_batch_s: float | None = None,
+                trigger_s: float = 0.0) -> None:  # fmt: skip
         """One finished batch: its tuples, their busy core-seconds, the time since the
         previous batch ended and its longest task's busy time (what the cycle spent
-        besides that task is the overhead: a skewed task's work is not overhead)."""
+        besides that task is the overhead: a skewed task's work is not overhead).
+
+        A cycle within a tenth of the trigger ``trigger_s`` may hold a wait for the
+        trigger, which is no overhead: then the overhead is ``in_batch_s``, what the batch
+        itself spent besides its longest tasks, when it is given. On a replay with a 2 s
+        trigger the cycle's figure was 0.96 s (the median) against 0.43 s in the batch,
+        and every core was counted for a fifth fewer tuples than it served."""
         if rows > 0 and busy_s > 0:
             self.rates.append(rows / busy_s)
-            self.overheads.append(max(0.0, cycle_s - longest_s))
+            overhead = cycle_s - longest_s
+            if in_batch_s is not None and cycle_s < 1.1 * trigger_s:
+                overhead = min(overhead, in_batch_s)
+            self.overheads.append(max(0.0, overhead))
         self.planned_cores = planned_cores
 
     @property

@@ -121,10 +121,16 @@ class EmulatedStartupResources(ExecutorResources):
             return sorted(self._usable, key=lambda x: (len(x), x))
 
     def _kill(self, ids: Sequence[str]) -> bool:
+        """Released executors stop being usable at once; each arrives anew when granted
+        again (a pool executor's id comes back, where a real cluster's never does: counted
+        as arrived already, its next grant matched no request, and the next new arrival
+        was matched to that request's time — a start-up learned as 14.7 s for a 1 s
+        delay)."""
         with self._lock:
             now = time.time()
             for e in ids:
                 span = self._usable.pop(e, None)
                 if span is not None:
                     span.removed_s = now
+                self._arrived.discard(e)
             return True
