@@ -144,6 +144,11 @@ def test_the_reactive_sizing_counts_a_core_over_the_cycle_the_latency_target_all
     assert _watch(10.0).sizing_rate() == _watch(10.0).cycle_capacity()
     # a target below two triggers: the trigger's cycle, 40 × (1 − 0.5/2)
     assert _watch(3.0).sizing_rate() == 30.0
+    # a 20 s target: a 10 s cycle, 0.95 of it work, but no core above max_utilization (0.9)
+    assert _watch(20.0).sizing_rate() == 36.0
+    # the bound is in the rate already: the reactive sizing does not divide by it again
+    assert _watch(20.0).sizing_utilization() == 1.0
+    assert _watch(None).sizing_utilization() == 0.9
 
 
 def test_a_wait_for_the_trigger_is_not_counted_as_overhead() -> None:
