@@ -179,7 +179,7 @@ class Live:
 
     def observe(self, *, rows: int, busy_s: float, cycle_s: float, longest_s: float,
                 planned_cores: int, in_batch_s: float | None = None,
-                trigger_s: float = 0.0) -> None:  # fmt: skip
+                trigger_s: float | None = None) -> None:  # fmt: skip
         """One finished batch: its tuples, their busy core-seconds, the time since the
         previous batch ended and its longest task's busy time (what the cycle spent
         besides that task is the overhead: a skewed task's work is not overhead).
@@ -192,7 +192,7 @@ class Live:
         if rows > 0 and busy_s > 0:
             self.rates.append(rows / busy_s)
             overhead = cycle_s - longest_s
-            if in_batch_s is not None and cycle_s < 1.1 * trigger_s:
+            if in_batch_s is not None and trigger_s is not None and cycle_s < 1.1 * trigger_s:
                 overhead = min(overhead, in_batch_s)
             self.overheads.append(max(0.0, overhead))
         self.planned_cores = planned_cores
