@@ -21,19 +21,34 @@ processed by one task — and the best any shard balancer can do over ``static``
 these keys and shards (:func:`balance_bounds`). Keys follow paper 000's
 micro-benchmark: 10K distinct keys.
 
-Run: ``.venv/bin/python benchmarks/bench_skew.py [--quick | --smoke] [--alphas 1.0]``.
+Fair order: ``--repeats N`` (1 to 20, default 1; ``--smoke`` runs 1) runs every
+configuration (a policy at an α) N times, the order rotated by one at each repeat
+(:func:`run_order`), so none always runs first or last; every policy line carries
+``repeat`` (0-based) and ``position`` (its place in that repeat's order), and each
+repeat ends with its ratio line per α (``repeat`` too). With two configurations or
+more, the run's first configuration runs once more at the very end: its line carries
+``"order_check": true`` (counted in no summary) and an ``{"figure": "order_check"}``
+line gives its ``throughput`` beside the first run's (``first``, ``again``) and
+``again_over_first``. Last, one ``{"figure": "summary"}`` line per policy and α:
+``repeats`` and the median, min and max over the repeats of ``throughput``, and on
+``elastic``'s the same of ``elastic_vs_static``.
+
+Run: ``.venv/bin/python benchmarks/bench_skew.py [--quick | --smoke] [--alphas 1.0]
+[--repeats 3]``.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import shutil
+import statistics
 import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 from _results import record
@@ -41,6 +56,14 @@ from _results import record
 from streamscale.runtime.spark.cluster.cluster import cluster_down, cluster_up
 
 _ARGV: list[str] = []  # the arguments of main, recorded with each line
+#: the figure of a policy line that the summary and the order check give
+SUMMARIZED = ("throughput",)
+#: the figures of a ratio line that ``elastic``'s summary line gives
+SUMMARIZED_RATIOS = ("elastic_vs_static",)
+
+#: a configuration: (α, policy)
+Config = tuple[float, str]
+T = TypeVar("T")
 
 
 def _emit(**fields: Any) -> None:
@@ -199,7 +222,68 @@ def run_one(master: str, policy: str, alpha: float, args: argparse.Namespace) ->
         shutil.rmtree(scratch, ignore_errors=True)
 
 
-def main(argv: list[str] | None = None) -> int:
+def _rotated(names: list[T], k: int) -> list[T]:
+    """The configurations in the order of repeat ``k``: rotated by one at each repeat, so
+    none always runs first (on a cluster that a previous session left warm) or last."""
+    k %= len(names)
+    return names[k:] + names[:k]
+
+
+def run_order(configs: list[T], repeats: int) -> list[list[T]]:
+    """Each repeat's order (:func:`_rotated`), then, with two configurations or more, a
+    last one of the first configuration alone: the order check.
+
+    >>> run_order(["static", "elastic"], 2)
+    [['static', 'elastic'], ['elastic', 'static'], ['static']]
+    """
+    orders = [_rotated(configs, k) for k in range(repeats)] if configs else []
+    return [*orders, configs[:1]] if len(configs) >= 2 else orders
+
+
+def _number(v: Any) -> bool:
+    return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def _over(a: Any, b: Any) -> float | None:
+    """``a / b``, or None when either is no finite number or ``b`` is 0."""
+    return float(a / b) if _number(a) and _number(b) and b != 0 else None
+
+
+def _range(values: list[float]) -> dict[str, float]:
+    return {"median": statistics.median(values), "min": min(values), "max": max(values)}
+
+
+def order_check_line(first: dict[str, Any], again: dict[str, Any]) -> dict[str, Any]:
+    """The order check: :data:`SUMMARIZED` of the first configuration's first run and of
+    its run again at the end, and again ÷ first (None when either is missing or first 0)."""
+    was = {k: first.get(k) for k in SUMMARIZED}
+    now = {k: again.get(k) for k in SUMMARIZED}
+    over = {k: _over(now[k], was[k]) for k in SUMMARIZED}
+    return {"figure": "order_check", "first": was, "again": now, "again_over_first": over}
+
+
+def summary_lines(
+    runs: list[dict[Config, dict[str, Any]]], ratio_runs: list[dict[float, dict[str, Any]]],
+    configs: list[Config],
+) -> list[dict[str, Any]]:  # fmt: skip
+    """One line per configuration: its repeats and the median, min and max over them of
+    :data:`SUMMARIZED` (finite values only); ``elastic``'s also of
+    :data:`SUMMARIZED_RATIOS` from its α's ratio lines (``runs``: each repeat's results
+    per configuration; ``ratio_runs``: each repeat's ratio line per α)."""
+    out = []
+    for alpha, policy in configs:
+        ran = [r[(alpha, policy)] for r in runs if (alpha, policy) in r]
+        per = {k: [f[k] for f in ran if _number(f.get(k))] for k in SUMMARIZED}
+        if policy == "elastic":
+            lines = [r[alpha] for r in ratio_runs if alpha in r]
+            per.update({k: [x[k] for x in lines if _number(x.get(k))] for k in SUMMARIZED_RATIOS})
+        stats = {k: _range(v) for k, v in per.items() if v}
+        out.append({"figure": "summary", "policy": policy, "alpha": alpha,
+                    "repeats": len(ran), **stats})  # fmt: skip
+    return out
+
+
+def _args(argv: list[str]) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="90 s per run instead of 150 s.")
     ap.add_argument(
@@ -212,6 +296,10 @@ def main(argv: list[str] | None = None) -> int:
     )  # fmt: skip
     ap.add_argument("--alphas", default="1.0")
     ap.add_argument("--policies", default="static,elastic")
+    ap.add_argument(
+        "--repeats", type=int, default=1,
+        help="Runs of every configuration, the order rotated at each (1 to 20).",
+    )  # fmt: skip
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--worker-cores", type=int, default=8)
     ap.add_argument("--executor-cores", type=int, default=4)
@@ -233,7 +321,6 @@ def main(argv: list[str] | None = None) -> int:
         "--pin", action="store_true", help="Pin each unit's task to its node's executor."
     )
     args = ap.parse_args(argv)
-    _ARGV[:] = sys.argv[1:] if argv is None else argv
     args.duration = 90.0 if args.quick else 150.0
     if args.smoke:
         args.duration, args.warmup_s, args.trigger_s = 14.0, 5.0, 1.0
@@ -241,44 +328,91 @@ def main(argv: list[str] | None = None) -> int:
         args.keys, args.shards, args.static_shards, args.cost_ms = 1000, 16, 4, 5.0
     if args.warmup_s is None:  # elastic reaches its 16 tasks and executors in about 60 s
         args.warmup_s = 45.0 if args.quick else 60.0
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _args(sys.argv[1:] if argv is None else argv)
+    _ARGV[:] = sys.argv[1:] if argv is None else argv
+    if not 1 <= args.repeats <= 20:
+        print(f"bench_skew: --repeats: must be 1 to 20, got {args.repeats}", file=sys.stderr)
+        return 2
     alphas = [float(a) for a in args.alphas.split(",") if a.strip()]
     policies = [p.strip() for p in args.policies.split(",") if p.strip()]
+    configs = [(alpha, policy) for alpha in alphas for policy in policies]
     d = Path(tempfile.mkdtemp(prefix="streamscale-skew-cluster-"))
     info = cluster_up(args.workers, args.worker_cores, memory="4g", directory=d)
     try:
-        for alpha in alphas:
-            got: dict[str, dict[str, Any]] = {}
-            for policy in policies:
-                got[policy] = r = run_one(info.master_url, policy, alpha, args)
-                _emit(bench="skew", policy=policy, alpha=alpha, cost_kind="wall",
-                      emulated_cores=r["cores"], **r)  # fmt: skip
-            share = hot_key_share(args.keys, alpha)
-            bound_opts = {"keys": str(args.keys), "alpha": str(alpha), "omega": "0",
-                          "cost_ms": str(args.cost_ms), "rate": "1000", "seed": "11"}  # fmt: skip
-            line: dict[str, Any] = {
-                "bench": "skew",
-                "figure": "ratio",
-                "alpha": alpha,
-                "cost_kind": "wall",
-                "hot_key_share": share,
-                "hot_key_ceiling_tps": 1000.0 / (share * args.cost_ms),
-                "capacity_tps": got[policies[0]]["cores"] * 1000.0 / args.cost_ms,
-                "target": "elastic >= 1.5x static at alpha 1.0",
-                **balance_bounds(
-                    bound_opts,
-                    got[policies[0]]["cores"],
-                    args.static_shards,
-                    args.elastic_instances or got[policies[0]]["cores"] // args.executor_cores,
-                    args.shards,
-                ),
-            }
-            if "static" in got and "elastic" in got and got["static"]["throughput"] > 0:
-                ratio = got["elastic"]["throughput"] / got["static"]["throughput"]
-                line.update(elastic_vs_static=ratio, met=ratio >= 1.5)
-            _emit(**line)
+        run_all(info.master_url, configs, policies, args)
     finally:
         cluster_down(d)
     return 0
+
+
+def run_all(master: str, configs: list[Config], policies: list[str],
+            args: argparse.Namespace) -> None:  # fmt: skip
+    """Every repeat in its order (:func:`run_order`) with its ratio lines, the order
+    check, the summary lines."""
+    orders = run_order(configs, args.repeats)
+    runs: list[dict[Config, dict[str, Any]]] = []
+    ratio_runs: list[dict[float, dict[str, Any]]] = []
+    bounds: dict[float, dict[str, float]] = {}
+    for k, order in enumerate(orders[: args.repeats]):
+        got: dict[Config, dict[str, Any]] = {}
+        for i, (alpha, policy) in enumerate(order):
+            got[(alpha, policy)] = r = run_one(master, policy, alpha, args)
+            _emit(bench="skew", policy=policy, alpha=alpha, cost_kind="wall",
+                  emulated_cores=r["cores"], **r, repeat=k, position=i)  # fmt: skip
+        runs.append(got)
+        ratio_runs.append({})
+        for alpha in dict.fromkeys(a for a, _ in configs):
+            by = {p: got[(alpha, p)] for p in policies}
+            ratio_runs[-1][alpha] = line = ratio_line(alpha, by, policies, args, bounds)
+            _emit(**line, repeat=k)
+    if len(orders) > args.repeats:
+        alpha, policy = orders[-1][0]
+        r = run_one(master, policy, alpha, args)
+        _emit(bench="skew", policy=policy, alpha=alpha, cost_kind="wall",
+              emulated_cores=r["cores"], **r, repeat=args.repeats, position=0,
+              order_check=True)  # fmt: skip
+        check = order_check_line(runs[0][(alpha, policy)], r)
+        _emit(bench="skew", **check, policy=policy, alpha=alpha, cost_kind="wall")
+    for line in summary_lines(runs, ratio_runs, configs):
+        _emit(bench="skew", **line, cost_kind="wall")
+
+
+def ratio_line(alpha: float, got: dict[str, dict[str, Any]], policies: list[str],
+               args: argparse.Namespace,
+               bounds: dict[float, dict[str, float]]) -> dict[str, Any]:  # fmt: skip
+    """The ratio line of one α from one repeat's results per policy (``bounds``: each
+    α's :func:`balance_bounds`, computed once)."""
+    share = hot_key_share(args.keys, alpha)
+    cores = got[policies[0]]["cores"]
+    if alpha not in bounds:
+        bound_opts = {"keys": str(args.keys), "alpha": str(alpha), "omega": "0",
+                      "cost_ms": str(args.cost_ms), "rate": "1000", "seed": "11"}  # fmt: skip
+        bounds[alpha] = balance_bounds(
+            bound_opts,
+            cores,
+            args.static_shards,
+            args.elastic_instances or cores // args.executor_cores,
+            args.shards,
+        )
+    line: dict[str, Any] = {
+        "bench": "skew",
+        "figure": "ratio",
+        "alpha": alpha,
+        "cost_kind": "wall",
+        "hot_key_share": share,
+        "hot_key_ceiling_tps": 1000.0 / (share * args.cost_ms),
+        "capacity_tps": cores * 1000.0 / args.cost_ms,
+        "target": "elastic >= 1.5x static at alpha 1.0",
+        **bounds[alpha],
+    }
+    if "static" in got and "elastic" in got and got["static"]["throughput"] > 0:
+        ratio = got["elastic"]["throughput"] / got["static"]["throughput"]
+        line.update(elastic_vs_static=ratio, met=ratio >= 1.5)
+    return line
 
 
 if __name__ == "__main__":

@@ -229,7 +229,7 @@ def autoscale_headline() -> str:
     latency target and its core-seconds against the static peak sizing, per policy."""
     lines = check_lines("autoscale_headline",
                         latest_run("autoscale", lambda x: x.get("quick") is not True))  # fmt: skip
-    pol = [x for x in lines if "policy" in x]
+    pol = _policy_runs(lines)
     if not pol:
         unclean = _unclean_only("autoscale", lambda x: x.get("quick") is not True)
         return _missing("autoscale", "python benchmarks/bench_autoscale.py", unclean)
@@ -285,8 +285,14 @@ def _real(x: Line) -> bool:
     return x.get("startup", "real") == "real"
 
 
+def _policy_runs(lines: list[Line]) -> list[Line]:
+    """The lines of one policy's run each: not a summary over repeats, not the order
+    check's repeated first run (``bench_autoscale.py --repeats``)."""
+    return [x for x in lines if "policy" in x and "figure" not in x and not x.get("order_check")]
+
+
 def _autoscale(lines: list[Line], name: str) -> str:
-    pol = [x for x in lines if "policy" in x]
+    pol = _policy_runs(lines)
     ratio = next((x for x in lines if x.get("figure") == "ratios"), {})
     peak = next((x["core_seconds"] for x in pol if x["policy"] == "static-peak"), None)
     rows = [
@@ -684,12 +690,20 @@ def generic(bench: str) -> Callable[[], str]:
     """A table of the newest run's lines of ``bench`` over :data:`COLUMNS`."""
 
     def table() -> str:
-        lines = check_lines(bench, [x for x in latest_run(bench) if not x.get("sample")])
+        lines = check_lines(bench, [x for x in latest_run(bench) if _generic_row(x)])
         if not lines:
             return _missing(bench, f"python benchmarks/bench_{bench}.py", _unclean_only(bench))
         return _lines_table(bench, lines)
 
     return table
+
+
+def _generic_row(x: Line) -> bool:
+    """A line that is a row of its benchmark's table: not a sample, not a summary over
+    repeats nor the order check's line or repeated run (their figures are the runs')."""
+    if x.get("sample") or x.get("order_check"):
+        return False
+    return x.get("figure") not in ("summary", "order_check")
 
 
 def _lines_table(bench: str, lines: list[Line]) -> str:

@@ -318,3 +318,30 @@ def test_the_chaos_table_gives_recovery_per_kind_over_faults_in_flight(
     out = tables.chaos()
     assert "| executor-mid-batch | 7 | 0 | 4.2 | 9 |" in out
     assert "| driver | 7 | 0 | 28 | 35 |" in out and "within 41 s" in out
+
+
+def test_repeated_runs_summaries_and_order_checks_are_not_table_rows() -> None:
+    run = {"run": "r", "commit": "c"}
+    lines = [
+        {**run, "bench": "autoscale", "policy": "static-peak", "core_seconds": 100.0, "repeat": 0},
+        {**run, "bench": "autoscale", "policy": "elastic", "core_seconds": 60.0, "repeat": 0},
+        {
+            **run,
+            "bench": "autoscale",
+            "policy": "static-peak",
+            "core_seconds": 101.0,
+            "order_check": True,
+        },
+        {
+            **run,
+            "bench": "autoscale",
+            "figure": "summary",
+            "policy": "elastic",
+            "core_seconds": {"median": 60.0, "min": 60.0, "max": 60.0},
+        },
+        {**run, "bench": "autoscale", "figure": "order_check", "policy": "static-peak"},
+    ]
+    assert [x["core_seconds"] for x in tables._policy_runs(lines)] == [100.0, 60.0]
+    rows = [x for x in lines if tables._generic_row(x)]
+    assert rows == lines[:2]
+    assert not tables._generic_row({**run, "bench": "skew", "sample": True})
