@@ -70,9 +70,12 @@ def test_units_are_packed_onto_whole_executors() -> None:
     assert pack_units([], capacity=0.9, group=2) == 0
     with pytest.raises(ValueError):
         pack_units([0.1], capacity=0.9, group=0)
-    # scale-in by whole executors, damped as core by core
-    assert shared_slots(demand, capacity=0.9, current=4, group=2) == 2  # fits at 0.72
-    assert shared_slots([0.2] * 8, capacity=0.9, current=4, group=2) == 4  # 1.6 > 1.44
+    # scale-in by whole executors, damped as core by core (at 0.9 × 0.9 = 0.81 a core)
+    assert shared_slots(demand, capacity=0.9, current=4, group=2) == 2  # 1.4 ≤ 1.62
+    assert shared_slots([0.2] * 9, capacity=0.9, current=4, group=2) == 4  # 1.8 > 1.62
+    assert shared_slots([0.2] * 8, capacity=0.9, current=4, group=2) == 2  # 1.6 ≤ 1.62
+    damped = shared_slots([0.2] * 8, capacity=0.9, current=4, group=2, scale_in_margin=0.8)
+    assert damped == 4  # 1.6 > 1.44
 
 
 @settings(max_examples=300, deadline=None)
@@ -151,12 +154,18 @@ def test_unit_demand_by_shard_load() -> None:
 
 def test_shared_slots_damps_scale_in() -> None:
     # 8 units of 0.25: 3 per core at 0.9, 2 per core at 0.72 (0.75 > 0.72)
-    assert shared_slots([0.25] * 8, capacity=0.9, current=None) == 3
-    assert shared_slots([0.25] * 8, capacity=0.9, current=8) == 4  # after a surge: 8 → 4
-    assert shared_slots([0.25] * 8, capacity=0.9, current=4) == 4  # then holds, no 4 ↔ 3
-    assert shared_slots([0.25] * 8, capacity=0.9, current=3) == 3
-    assert shared_slots([0.25] * 8, capacity=0.9, current=2) == 3  # more work: up at once
-    assert shared_slots([0.1] * 8, capacity=0.9, current=4) == 2  # 7 per core at 0.72
+    def slots(d: list[float], current: int | None) -> int:
+        return shared_slots(d, capacity=0.9, current=current, scale_in_margin=0.8)
+
+    assert slots([0.25] * 8, None) == 3
+    assert slots([0.25] * 8, 8) == 4  # after a surge: 8 → 4
+    assert slots([0.25] * 8, 4) == 4  # then holds, no 4 ↔ 3
+    assert slots([0.25] * 8, 3) == 3
+    assert slots([0.25] * 8, 2) == 3  # more work: up at once
+    assert slots([0.1] * 8, 4) == 2  # 7 per core at 0.72
+    # the default margin, 0.9: 3 per core fit the 0.81 bound, so 8 → 3 at once
+    assert shared_slots([0.25] * 8, capacity=0.9, current=8) == 3
+    assert shared_slots([0.28] * 8, capacity=0.9, current=4) == 4  # 0.84 > 0.81: held
 
 
 def test_held_cores_and_scale_direction() -> None:
@@ -199,7 +208,9 @@ def test_policy_holds_the_work_not_one_core_per_instance(name: str) -> None:
     One core per instance held 8 cores (4 two-core executors, static-peak's size); shared,
     the units pack 3 to a core at the 0.9 utilisation bound: 3 cores, 2 executors. At
     300 t/s (0.75 per instance) no two units fit one core: 8 cores. Back at 100 t/s the
-    scale-in is damped to 2 per core (0.72 bound): 4 cores, still 2 executors.
+    units fit 3 a core at the scale-in bound (0.9 of 0.9: 0.81): 3 cores; with a
+    ``scale_in_margin`` of 0.8 (a 0.72 bound) the scale-in is damped to 2 per core: 4
+    cores, still 2 executors.
     """
     topo, cluster = _job(), capacity_cluster(8, 2)
     params = {"latency_target_ms": 2000.0, "share_cores": True}
@@ -218,6 +229,9 @@ def test_policy_holds_the_work_not_one_core_per_instance(name: str) -> None:
     assert peak.plan is not None and peak.scale == "up"
     assert held_cores(peak.plan.allocation) == 8
     after = pol.decide(_observed(100.0), peak.plan, 30.0)
+    assert after.plan is not None and held_cores(after.plan.allocation) == 3
+    damped = make_policy(name, topo, cluster, params={**params, "scale_in_margin": 0.8}, seed=1)
+    after = damped.decide(_observed(100.0), peak.plan, 30.0)
     assert after.plan is not None and held_cores(after.plan.allocation) == 4
     # off: one core per unit, as before
     plain = make_policy(name, topo, cluster, params={**params, "share_cores": False}, seed=1)

@@ -30,7 +30,13 @@ import numpy as np
 from streamscale.control.controller import Decision
 from streamscale.control.policies.base import PolicyBase, decision, static_plan
 from streamscale.control.policies.spec import policy
-from streamscale.control.sharing import held_cores, shared_slots, unit_demand, with_slots
+from streamscale.control.sharing import (
+    SCALE_IN_MARGIN,
+    held_cores,
+    shared_slots,
+    unit_demand,
+    with_slots,
+)
 from streamscale.errors import StreamscaleError
 from streamscale.model import (
     Allocation,
@@ -86,7 +92,8 @@ CORE_GROUP = Setting(
 
 #: The Elasticutor policies' settings, declared once.
 ELASTIC_SETTINGS = RC_SETTINGS.merged(
-    Schema("proportional", TARGET_UTILIZATION, SHARE_CORES, CORE_GROUP), group="policy"
+    Schema("proportional", TARGET_UTILIZATION, SHARE_CORES, CORE_GROUP, SCALE_IN_MARGIN),
+    group="policy",
 )
 
 
@@ -214,7 +221,11 @@ class QueueingSized(PolicyBase):
         capacity = min(self.params["max_utilization"], headroom)
         group = self.params.get("core_group") or 1
         slots = shared_slots(
-            demand, capacity=capacity, current=current.allocation.slots, group=group
+            demand,
+            capacity=capacity,
+            current=current.allocation.slots,
+            scale_in_margin=self.params["scale_in_margin"],
+            group=group,
         )
         figures["batch_headroom"] = round(headroom, 3)
         figures["held_cores"] = slots

@@ -185,7 +185,7 @@ def test_incomplete_plans_are_rejected(tables: dict, msg: str) -> None:
     loads=st.lists(st.floats(0.0, 10.0), min_size=40, max_size=40),
     n=st.integers(1, 12),
 )
-def test_folding_keeps_units_whole_and_within_the_ready_cores(
+def test_folding_spreads_folded_units_within_the_ready_cores(
     parts: list[int], loads: list[float], n: int
 ) -> None:
     from streamscale.runtime.spark.routing.routing import PartitionMap
@@ -196,13 +196,45 @@ def test_folding_keeps_units_whole_and_within_the_ready_cores(
     shard_load = dict(enumerate(loads[: len(parts)]))
     f = m.folded(n, shard_load)
     assert f.partitions == min(n, m.partitions)
-    # a unit's shards stay together; every shard lands on a real partition
-    for p in range(m.partitions):
-        assert len({f.shard_partition[g] for g in m.shards_of(p)}) == 1
     assert all(0 <= q < f.partitions for q in f.shard_partition)
-    # the heaviest units keep a partition of their own name
-    unit_load = {
-        m.units[p]: sum(shard_load[g] for g in m.shards_of(p)) for p in range(m.partitions)
-    }
+    # the documented weights: the load plus the mean shard's; all ones if none
+    mean = sum(shard_load.values()) / len(parts)
+    w = {g: x + mean if mean > 0 else 1.0 for g, x in shard_load.items()}
+    unit_load = {m.units[p]: sum(w[g] for g in m.shards_of(p)) for p in range(m.partitions)}
     heaviest = sorted(unit_load, key=lambda u: (-unit_load[u], m.units.index(u)))[: f.partitions]
+    # the heaviest units keep a partition of their own name, with all their shards
     assert set(f.units) == set(heaviest)
+    for q, unit in enumerate(f.units):
+        assert all(f.shard_partition[g] == q for g in m.shards_of(m.units.index(unit)))
+    # list scheduling's bound: no partition above the larger of its kept unit's load and
+    # the mean plus the heaviest moved shard
+    total = sum(unit_load.values())
+    moved = [g for g in range(len(parts)) if m.units[dense[g]] not in f.units]
+    top = max((w[g] for g in moved), default=0.0)
+    for q in range(f.partitions):
+        got = sum(w[g] for g in range(len(parts)) if f.shard_partition[g] == q)
+        assert got <= max(unit_load[f.units[q]], total / f.partitions + top) + 1e-6 * (1 + total)
+
+
+def test_folding_eight_equal_units_onto_six_cores_splits_two_units() -> None:
+    from streamscale.runtime.spark.routing.routing import PartitionMap
+
+    # eight units of four equal shards: whole units would put 8 on two cores, split ≤ 6
+    m = PartitionMap("op", 8, 4, tuple(f"u{e}" for e in range(8)), tuple(g // 4 for g in range(32)))
+    f = m.folded(6, {g: 1.0 for g in range(32)})
+    per = [f.shard_partition.count(q) for q in range(6)]
+    assert sorted(per) == [5, 5, 5, 5, 6, 6]
+    assert f.units == tuple(f"u{e}" for e in range(6))
+
+
+def test_folding_spreads_the_shards_a_small_batch_left_idle() -> None:
+    from streamscale.runtime.spark.routing.routing import PartitionMap
+
+    # 8 units of 32 shards onto 4 cores, one tuple seen in 40 of the 256 shards: the
+    # four folded units' 128 shards go about 32 to each core (not all to the idlest)
+    m = PartitionMap(
+        "op", 8, 32, tuple(f"u{e}" for e in range(8)), tuple(g // 32 for g in range(256))
+    )
+    f = m.folded(4, {g: 1.0 for g in range(0, 256, 7)[:40]})
+    per = [f.shard_partition.count(q) for q in range(4)]
+    assert max(per) - min(per) <= 8

@@ -182,40 +182,52 @@ class PartitionMap:
         )
 
     def folded(self, n: int, shard_load: Mapping[int, float]) -> PartitionMap:
-        """At most ``n`` partitions: the heaviest ``n`` units keep theirs, every other
-        unit's shards join the partition with the least load so far (LPT, heaviest
-        first); a unit's shards always stay together.
+        """At most ``n`` partitions: the heaviest ``n`` units keep theirs, and the shards of
+        every other unit are spread one by one, heaviest first, each onto the partition with
+        the least load so far (list scheduling, longest first).
 
         For a batch that would otherwise hand tasks to executors still starting (their
-        JVM and Python workers cold, the batch waiting on them): the plan is unchanged,
-        only this batch runs it on the cores that are ready.
+        JVM and Python workers cold, the batch waiting on them), or a plan whose units
+        share fewer cores than there are units: the plan is unchanged, only this batch runs
+        it on the cores that are ready. Spreading a folded unit's shards rather than moving
+        the unit whole keeps the batch level: eight equal units on six cores put two units
+        on two of the cores (the batch lasts twice a unit's work), eight units of four
+        shards on six cores at most a unit and a half. A shard stays whole (its keys and
+        their order go to one task); a shard's state is read by whichever task runs it.
+        A shard weighs its load in the last batch plus the mean shard's
+        (:func:`_shard_weights`), so that the shards one small batch left idle spread too.
 
         >>> m = PartitionMap("op", 1, 4, ("a", "b", "c"), (0, 1, 2, 2))
         >>> f = m.folded(2, {0: 3.0, 1: 1.0, 2: 0.5, 3: 0.5})
-        >>> f.units, f.shard_partition
-        (('a', 'b'), (0, 1, 1, 1))
+        >>> f.units, f.shard_partition  # c (two shards) outweighs b: kept; b joins c
+        (('a', 'c'), (0, 1, 1, 1))
+        >>> m = PartitionMap("op", 1, 6, ("a", "b", "c"), (0, 0, 1, 1, 2, 2))
+        >>> m.folded(2, {g: 1.0 for g in range(6)}).shard_partition  # c's shards split
+        (0, 0, 1, 1, 0, 1)
         """
         if n < 1:
             raise ValueError("n must be >= 1")
         if self.partitions <= n:
             return self
+        weight = _shard_weights(len(self.shard_partition), shard_load)
         load = [0.0] * len(self.units)
         for g, p in enumerate(self.shard_partition):
-            load[p] += shard_load.get(g, 0.0)
+            load[p] += weight[g]
         order = sorted(range(len(self.units)), key=lambda p: (-load[p], p))
-        kept = order[:n]
-        target = {p: i for i, p in enumerate(kept)}
-        acc = [load[p] for p in kept]
-        for p in order[n:]:
+        kept = {p: i for i, p in enumerate(order[:n])}
+        acc = [load[p] for p in order[:n]]
+        out = [kept.get(p, -1) for p in self.shard_partition]
+        moved = [g for g, p in enumerate(self.shard_partition) if p not in kept]
+        for g in sorted(moved, key=lambda g: (-weight[g], g)):
             i = min(range(n), key=lambda j: (acc[j], j))
-            target[p] = i
-            acc[i] += load[p]
+            out[g] = i
+            acc[i] += weight[g]
         return PartitionMap(
             self.operator,
             self.instances,
             self.shards,
-            tuple(self.units[p] for p in kept),
-            tuple(target[p] for p in self.shard_partition),
+            tuple(self.units[p] for p in order[:n]),
+            tuple(out),
         )
 
     @property
@@ -225,3 +237,16 @@ class PartitionMap:
     def shards_of(self, partition: int) -> tuple[int, ...]:
         """Global shards the plan gives to ``partition``."""
         return tuple(g for g, p in enumerate(self.shard_partition) if p == partition)
+
+
+def _shard_weights(count: int, shard_load: Mapping[int, float]) -> list[float]:
+    """Each global shard's load for folding: its load in the last batch plus the mean
+    shard's. One small batch leaves most shards with no tuples (140 tuples over 256
+    shards): by their measured loads alone every idle shard would follow the others onto
+    the least loaded partition, so each shard counts the mean besides (a prior of one
+    mean-loaded shard); all ones when nothing is measured."""
+    known = [max(0.0, float(v)) for g, v in shard_load.items() if 0 <= g < count]
+    mean = sum(known) / count if count else 0.0
+    if not mean > 0:
+        return [1.0] * count
+    return [max(0.0, float(shard_load.get(g, 0.0))) + mean for g in range(count)]
