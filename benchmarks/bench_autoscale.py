@@ -37,14 +37,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
-import statistics
 import sys
 import tempfile
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
+from _fair import number, order_check, run_order, spread
 from _results import record
 
 from streamscale.runtime.spark.cluster.cluster import cluster_down, cluster_up
@@ -67,7 +66,6 @@ SUMMARIZED = ("slo_tuples", "core_seconds")
 
 #: a configuration: (start-up mode, policy)
 Config = tuple[str, str]
-T = TypeVar("T")
 
 
 def _emit(line: dict[str, Any], argv: list[str]) -> None:
@@ -113,44 +111,9 @@ def ratios(figures: dict[str, dict[str, Any]], cfg: SurgeConfig) -> dict[str, An
     return out
 
 
-def _rotated(names: list[T], k: int) -> list[T]:
-    """The configurations in the order of repeat ``k``: rotated by one at each repeat, so
-    none always runs first (on a cluster that a previous session left warm) or last."""
-    k %= len(names)
-    return names[k:] + names[:k]
-
-
-def run_order(configs: list[T], repeats: int) -> list[list[T]]:
-    """Each repeat's order (:func:`_rotated`), then, with two configurations or more, a
-    last one of the first configuration alone: the order check.
-
-    >>> run_order(["a", "b"], 2)
-    [['a', 'b'], ['b', 'a'], ['a']]
-    """
-    orders = [_rotated(configs, k) for k in range(repeats)] if configs else []
-    return [*orders, configs[:1]] if len(configs) >= 2 else orders
-
-
-def _number(v: Any) -> bool:
-    return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
-
-
-def _over(a: Any, b: Any) -> float | None:
-    """``a / b``, or None when either is no finite number or ``b`` is 0."""
-    return float(a / b) if _number(a) and _number(b) and b != 0 else None
-
-
-def _range(values: list[float]) -> dict[str, float]:
-    return {"median": statistics.median(values), "min": min(values), "max": max(values)}
-
-
 def order_check_line(first: dict[str, Any], again: dict[str, Any]) -> dict[str, Any]:
-    """The order check: :data:`SUMMARIZED` of the first configuration's first run and of
-    its run again at the end, and again ÷ first (None when either is missing or first 0)."""
-    was = {k: first.get(k) for k in SUMMARIZED}
-    now = {k: again.get(k) for k in SUMMARIZED}
-    over = {k: _over(now[k], was[k]) for k in SUMMARIZED}
-    return {"figure": "order_check", "first": was, "again": now, "again_over_first": over}
+    """The order check (:func:`_fair.order_check`) of :data:`SUMMARIZED`."""
+    return order_check(first, again, SUMMARIZED)
 
 
 def summary_lines(
@@ -164,13 +127,13 @@ def summary_lines(
     out = []
     for mode, policy in configs:
         scored = [r[(mode, policy)] for r in runs if "slo_tuples" in r.get((mode, policy), {})]
-        per = {k: [f[k] for f in scored if _number(f.get(k))] for k in SUMMARIZED}
+        per = {k: [f[k] for f in scored if number(f.get(k))] for k in SUMMARIZED}
         if policy == "elastic":
             for rat in (r[mode] for r in ratio_runs if mode in r):
                 for k, v in rat.items():
-                    if _number(v):
+                    if number(v):
                         per.setdefault(k, []).append(v)
-        stats = {k: _range(v) for k, v in per.items() if v}
+        stats = {k: spread(v) for k, v in per.items() if v}
         out.append({"figure": "summary", "policy": policy, "startup": mode,
                     "repeats": len(scored), **stats})  # fmt: skip
     return out

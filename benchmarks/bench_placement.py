@@ -22,12 +22,24 @@ One JSON line per policy (``"bench": "placement"``: ``policy``, ``placement_hit`
 plus the keyed→keyed edge's own remote bytes) and one ratio line per policy against
 ``spark-default``.
 
+Fair order: ``--repeats N`` (1 to 20, default 1) runs every configuration (a policy) N
+times, the order rotated by one at each repeat (:func:`run_order`), so none always runs
+first or last; every policy line carries ``repeat`` (0-based) and ``position`` (its
+place in that repeat's order), and each repeat ends with its ratio lines against that
+repeat's ``spark-default`` line (``repeat`` too). With two configurations or more, the
+run's first configuration runs once more at the very end: its line carries
+``"order_check": true`` (counted in no summary) and an ``{"figure": "order_check"}``
+line gives its ``throughput`` and ``placement_hit`` beside the first run's (``first``,
+``again``) and ``again_over_first``. Last, one ``{"figure": "summary"}`` line per
+policy: ``repeats`` and the median, min and max over the repeats of ``throughput``,
+``placement_hit`` and ``remote_shuffle_bytes``.
+
 Each keyed operator has ``--instances`` instances, by default the cluster's cores shared
 among the keyed operators (two of two on four one-core workers): an elastic instance
 holds a core of its own, so the policies that size instances refuse more.
 
 Run: ``.venv/bin/python benchmarks/bench_placement.py [--quick | --smoke]
-[--policies static,albic] [--instances N]``.
+[--policies static,albic] [--instances N] [--repeats 3]``.
 """
 
 from __future__ import annotations
@@ -40,6 +52,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from _fair import number, order_check, run_order, spread
 from _results import record
 
 from streamscale.runtime.spark.cluster.cluster import cluster_down, cluster_up
@@ -48,6 +61,10 @@ _EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "spark-colocated.y
 
 
 _ARGV: list[str] = []  # the arguments of main, recorded with each line
+#: the figures of a policy line that the summary gives
+SUMMARIZED = ("throughput", "placement_hit", "remote_shuffle_bytes")
+#: the figures of a policy line that the order check gives
+ORDER_CHECKED = ("throughput", "placement_hit")
 
 
 def _emit(**fields: Any) -> None:
@@ -152,7 +169,49 @@ def _summary(policy: str, graph: Any, batches: list[Any]) -> dict[str, Any]:
     }
 
 
-def main(argv: list[str] | None = None) -> int:
+def order_check_line(first: dict[str, Any], again: dict[str, Any]) -> dict[str, Any]:
+    """The order check (:func:`_fair.order_check`) of :data:`ORDER_CHECKED`."""
+    return order_check(first, again, ORDER_CHECKED)
+
+
+def summary_lines(
+    runs: list[dict[str, dict[str, Any]]], policies: list[str]
+) -> list[dict[str, Any]]:
+    """One line per policy: its repeats and the median, min and max over them of
+    :data:`SUMMARIZED` (finite values only; ``runs``: each repeat's line per policy)."""
+    out = []
+    for policy in policies:
+        ran = [r[policy] for r in runs if policy in r]
+        per = {k: [f[k] for f in ran if number(f.get(k))] for k in SUMMARIZED}
+        stats = {k: spread(v) for k, v in per.items() if v}
+        out.append({"figure": "summary", "policy": policy, "repeats": len(ran), **stats})
+    return out
+
+
+def ratio_line(policy: str, line: dict[str, Any], base: dict[str, Any]) -> dict[str, Any] | None:
+    """``policy``'s ratio line against ``spark-default``'s line ``base`` of the same
+    repeat; None when ``base`` read no remote shuffle bytes."""
+    if not base["remote_shuffle_bytes"]:
+        return None
+    edge = base["keyed_edge_remote_bytes"]
+    return {
+        "bench": "placement-ratio",
+        "policy": policy,
+        "remote_shuffle_cut": round(
+            1 - line["remote_shuffle_bytes"] / base["remote_shuffle_bytes"], 4
+        ),
+        "keyed_edge_remote_cut": round(1 - line["keyed_edge_remote_bytes"] / edge, 4)
+        if edge
+        else None,
+        "throughput_ratio": round(line["throughput"] / base["throughput"], 3)
+        if line["throughput"] and base["throughput"]
+        else None,
+        "target_hit": 0.99,
+        "target_remote_cut": 0.5,
+    }
+
+
+def _args(argv: list[str]) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="Fewer tuples and batches.")
     ap.add_argument("--policies", default="spark-default,static,elastic,albic,td,tl,gma")
@@ -169,8 +228,11 @@ def main(argv: list[str] | None = None) -> int:
         "--smoke", action="store_true",
         help="Two workers, spark-default and elastic, two small batches: runs at all.",
     )  # fmt: skip
+    ap.add_argument(
+        "--repeats", type=int, default=1,
+        help="Runs of every policy, the order rotated at each (1 to 20).",
+    )  # fmt: skip
     args = ap.parse_args(argv)
-    _ARGV[:] = sys.argv[1:] if argv is None else argv
     args.batches = 4 if args.quick else 8
     args.batch_rows = 20000 if args.quick else 40000
     if args.smoke:
@@ -178,6 +240,15 @@ def main(argv: list[str] | None = None) -> int:
         args.policies = "spark-default,elastic"
         args.batches, args.batch_rows = 2, 2000
     args.total = args.batches * args.batch_rows
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _args(sys.argv[1:] if argv is None else argv)
+    _ARGV[:] = sys.argv[1:] if argv is None else argv
+    if not 1 <= args.repeats <= 20:
+        print(f"bench_placement: --repeats: must be 1 to 20, got {args.repeats}", file=sys.stderr)
+        return 2
     from streamscale.control.policies import check_policy
     from streamscale.runtime.spark.driver.graph import JobGraph
 
@@ -192,36 +263,45 @@ def main(argv: list[str] | None = None) -> int:
             check_policy(p)
     d = Path(tempfile.mkdtemp(prefix="streamscale-placement-cluster-"))
     info = cluster_up(args.workers, args.executor_cores, memory="2g", directory=d)
-    lines: dict[str, dict[str, Any]] = {}
     try:
-        for policy in policies:
-            lines[policy] = line = run_one(info.master_url, policy, args)
-            _emit(**line)
+        run_all(info.master_url, policies, args)
     finally:
         cluster_down(d)
         shutil.rmtree(d, ignore_errors=True)
-    base = lines.get("spark-default")
-    for policy, line in lines.items():
-        if base is None or policy == "spark-default" or not base["remote_shuffle_bytes"]:
-            continue
-        _emit(
-            bench="placement-ratio",
-            policy=policy,
-            remote_shuffle_cut=round(
-                1 - line["remote_shuffle_bytes"] / base["remote_shuffle_bytes"], 4
-            ),
-            keyed_edge_remote_cut=round(
-                1 - line["keyed_edge_remote_bytes"] / base["keyed_edge_remote_bytes"], 4
-            )
-            if base["keyed_edge_remote_bytes"]
-            else None,
-            throughput_ratio=round(line["throughput"] / base["throughput"], 3)
-            if line["throughput"] and base["throughput"]
-            else None,
-            target_hit=0.99,
-            target_remote_cut=0.5,
-        )
     return 0
+
+
+def run_all(master: str, policies: list[str], args: argparse.Namespace) -> None:
+    """Every repeat in its order (:func:`run_order`) with its ratio lines, the order
+    check, the summary lines."""
+    orders = run_order(policies, args.repeats)
+    runs: list[dict[str, dict[str, Any]]] = []
+    for k, order in enumerate(orders[: args.repeats]):
+        got: dict[str, dict[str, Any]] = {}
+        for i, policy in enumerate(order):
+            got[policy] = line = run_one(master, policy, args)
+            _emit(**line, repeat=k, position=i)
+        runs.append(got)
+        _emit_ratios(got, policies, k)
+    if len(orders) > args.repeats:
+        policy = orders[-1][0]
+        line = run_one(master, policy, args)
+        _emit(**line, repeat=args.repeats, position=0, order_check=True)
+        check = order_check_line(runs[0][policy], line)
+        _emit(bench="placement", **check, policy=policy, cost_kind="none")
+    for summary in summary_lines(runs, policies):
+        _emit(bench="placement", **summary, cost_kind="none")
+
+
+def _emit_ratios(got: dict[str, dict[str, Any]], policies: list[str], repeat: int) -> None:
+    """One repeat's ratio lines, each policy against that repeat's ``spark-default``."""
+    base = got.get("spark-default")
+    if base is None:
+        return
+    for policy in policies:
+        line = None if policy == "spark-default" else ratio_line(policy, got[policy], base)
+        if line is not None:
+            _emit(**line, repeat=repeat)
 
 
 if __name__ == "__main__":

@@ -41,16 +41,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import shutil
-import statistics
 import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import numpy as np
+from _fair import number, order_check, run_order, spread
 from _results import record
 
 from streamscale.runtime.spark.cluster.cluster import cluster_down, cluster_up
@@ -63,7 +62,6 @@ SUMMARIZED_RATIOS = ("elastic_vs_static",)
 
 #: a configuration: (α, policy)
 Config = tuple[float, str]
-T = TypeVar("T")
 
 
 def _emit(**fields: Any) -> None:
@@ -222,44 +220,9 @@ def run_one(master: str, policy: str, alpha: float, args: argparse.Namespace) ->
         shutil.rmtree(scratch, ignore_errors=True)
 
 
-def _rotated(names: list[T], k: int) -> list[T]:
-    """The configurations in the order of repeat ``k``: rotated by one at each repeat, so
-    none always runs first (on a cluster that a previous session left warm) or last."""
-    k %= len(names)
-    return names[k:] + names[:k]
-
-
-def run_order(configs: list[T], repeats: int) -> list[list[T]]:
-    """Each repeat's order (:func:`_rotated`), then, with two configurations or more, a
-    last one of the first configuration alone: the order check.
-
-    >>> run_order(["static", "elastic"], 2)
-    [['static', 'elastic'], ['elastic', 'static'], ['static']]
-    """
-    orders = [_rotated(configs, k) for k in range(repeats)] if configs else []
-    return [*orders, configs[:1]] if len(configs) >= 2 else orders
-
-
-def _number(v: Any) -> bool:
-    return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
-
-
-def _over(a: Any, b: Any) -> float | None:
-    """``a / b``, or None when either is no finite number or ``b`` is 0."""
-    return float(a / b) if _number(a) and _number(b) and b != 0 else None
-
-
-def _range(values: list[float]) -> dict[str, float]:
-    return {"median": statistics.median(values), "min": min(values), "max": max(values)}
-
-
 def order_check_line(first: dict[str, Any], again: dict[str, Any]) -> dict[str, Any]:
-    """The order check: :data:`SUMMARIZED` of the first configuration's first run and of
-    its run again at the end, and again ÷ first (None when either is missing or first 0)."""
-    was = {k: first.get(k) for k in SUMMARIZED}
-    now = {k: again.get(k) for k in SUMMARIZED}
-    over = {k: _over(now[k], was[k]) for k in SUMMARIZED}
-    return {"figure": "order_check", "first": was, "again": now, "again_over_first": over}
+    """The order check (:func:`_fair.order_check`) of :data:`SUMMARIZED`."""
+    return order_check(first, again, SUMMARIZED)
 
 
 def summary_lines(
@@ -273,11 +236,11 @@ def summary_lines(
     out = []
     for alpha, policy in configs:
         ran = [r[(alpha, policy)] for r in runs if (alpha, policy) in r]
-        per = {k: [f[k] for f in ran if _number(f.get(k))] for k in SUMMARIZED}
+        per = {k: [f[k] for f in ran if number(f.get(k))] for k in SUMMARIZED}
         if policy == "elastic":
             lines = [r[alpha] for r in ratio_runs if alpha in r]
-            per.update({k: [x[k] for x in lines if _number(x.get(k))] for k in SUMMARIZED_RATIOS})
-        stats = {k: _range(v) for k, v in per.items() if v}
+            per.update({k: [x[k] for x in lines if number(x.get(k))] for k in SUMMARIZED_RATIOS})
+        stats = {k: spread(v) for k, v in per.items() if v}
         out.append({"figure": "summary", "policy": policy, "alpha": alpha,
                     "repeats": len(ran), **stats})  # fmt: skip
     return out
