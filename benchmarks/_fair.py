@@ -8,17 +8,18 @@ the first run's (:func:`order_check`) show how far the host drifted. Figures ove
 repeats are given as their median and range (:func:`spread`).
 
 Used by ``bench_autoscale.py``, ``bench_skew.py``, ``bench_placement.py`` and
-``bench_pipeline.py`` (``bench_trace.py`` rotates its policies the same way).
+``bench_pipeline.py`` and ``bench_trace.py``.
 """
 
 from __future__ import annotations
 
 import math
 import statistics
+import sys
 from collections.abc import Iterable
 from typing import Any, TypeVar
 
-__all__ = ["number", "order_check", "over", "rotated", "run_order", "spread"]
+__all__ = ["bad_repeats", "number", "order_check", "over", "rotated", "run_order", "spread"]
 
 T = TypeVar("T")
 
@@ -43,6 +44,18 @@ def run_order(configs: list[T], repeats: int) -> list[list[T]]:
     """
     orders = [rotated(configs, k) for k in range(repeats)] if configs else []
     return [*orders, configs[:1]] if len(configs) >= 2 else orders
+
+
+def bad_repeats(script: str, repeats: int) -> bool:
+    """Whether ``repeats`` is outside 1 to 20; if so, says so in one line on stderr.
+
+    >>> bad_repeats("bench_x", 3)
+    False
+    """
+    if 1 <= repeats <= 20:
+        return False
+    print(f"{script}: --repeats: must be 1 to 20, got {repeats}", file=sys.stderr)
+    return True
 
 
 def number(v: Any) -> bool:

@@ -57,7 +57,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from _fair import number, order_check, run_order, spread
+from _fair import bad_repeats, number, order_check, run_order, spread
 from _results import record
 
 from streamscale.runtime.spark.driver.graph_batch import GraphBatch
@@ -142,8 +142,7 @@ def main(argv: list[str] | None = None, spark: Any | None = None) -> int:
     building one for ``--master`` (the smoke test's)."""
     args = _args(sys.argv[1:] if argv is None else argv)
     _ARGV[:] = sys.argv[1:] if argv is None else argv
-    if not 1 <= args.repeats <= 20:
-        print(f"bench_pipeline: --repeats: must be 1 to 20, got {args.repeats}", file=sys.stderr)
+    if bad_repeats("bench_pipeline", args.repeats):
         return 2
     policies = [p.strip() for p in args.policies.split(",") if p.strip()]
     alphas = [float(a) for a in args.alphas.split(",") if a.strip()]

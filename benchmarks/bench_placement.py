@@ -52,7 +52,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from _fair import number, order_check, run_order, spread
+from _fair import bad_repeats, number, order_check, run_order, spread
 from _results import record
 
 from streamscale.runtime.spark.cluster.cluster import cluster_down, cluster_up
@@ -246,8 +246,7 @@ def _args(argv: list[str]) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     args = _args(sys.argv[1:] if argv is None else argv)
     _ARGV[:] = sys.argv[1:] if argv is None else argv
-    if not 1 <= args.repeats <= 20:
-        print(f"bench_placement: --repeats: must be 1 to 20, got {args.repeats}", file=sys.stderr)
+    if bad_repeats("bench_placement", args.repeats):
         return 2
     from streamscale.control.policies import check_policy
     from streamscale.runtime.spark.driver.graph import JobGraph

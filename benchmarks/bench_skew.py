@@ -49,7 +49,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from _fair import number, order_check, run_order, spread
+from _fair import bad_repeats, number, order_check, run_order, spread
 from _results import record
 
 from streamscale.runtime.spark.cluster.cluster import cluster_down, cluster_up
@@ -297,8 +297,7 @@ def _args(argv: list[str]) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     args = _args(sys.argv[1:] if argv is None else argv)
     _ARGV[:] = sys.argv[1:] if argv is None else argv
-    if not 1 <= args.repeats <= 20:
-        print(f"bench_skew: --repeats: must be 1 to 20, got {args.repeats}", file=sys.stderr)
+    if bad_repeats("bench_skew", args.repeats):
         return 2
     alphas = [float(a) for a in args.alphas.split(",") if a.strip()]
     policies = [p.strip() for p in args.policies.split(",") if p.strip()]

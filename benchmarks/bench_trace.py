@@ -29,9 +29,12 @@ mode only. An ``oracle`` line (fewest whole executors per interval, perfect fore
 the measured start-up) is printed whichever policies ran.
 
 ``--repeats N`` runs every policy N times, each in a fresh session, the order rotated
-at each repeat; one JSON line per policy, mode and repeat (``"bench": "trace"``, with
-``repeat`` and ``excess``: the core-hours above the oracle split by cause,
-:mod:`streamscale.scenarios.excess`), the oracle line and a ratios line per repeat, then
+at each repeat, and with two policies or more the first of them once more at the end
+(its line marked ``order_check``, then a ``"figure": "order_check"`` line of its figures
+beside its first run's: how far the host drifted); one JSON line per policy, mode and
+repeat (``"bench": "trace"``, with ``repeat``, ``position`` and ``excess``: the
+core-hours above the oracle split by cause, :mod:`streamscale.scenarios.excess`), the
+oracle line and a ratios line per repeat, then
 one ``"figure": "summary"`` line per policy and mode with the median, min and max of
 ``slo_tuples``, ``core_hours`` and the ratios over the repeats — all appended to
 ``benchmarks/results/trace.jsonl``; a timeline picture per mode in ``--out``.
@@ -45,13 +48,13 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import statistics
 import sys
 import tempfile
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from _fair import order_check, run_order, spread
 from _results import record
 
 from streamscale.errors import StreamscaleError
@@ -84,6 +87,8 @@ DEFAULT_POLICIES = {
 #: policies whose executors Spark itself starts: the real start-up only
 REAL_ONLY = ("spark-dynamic", "spark-dynamic-tuned", "restart-ds2")
 #: the figures a summary line gives the median and range of
+CHECKED = ("slo_tuples", "core_seconds", "p99_ms")
+"""The figures of the order check: the first policy's first run against its run again."""
 SUMMARIZED = ("slo_tuples", "core_hours", "core_hours_vs_oracle", "core_hours_vs_static_peak")
 
 
@@ -239,7 +244,8 @@ def run_once(master: str, cfg: TrafficConfig, dep: Deployment, mode: str, names:
     common = {**_common(run_cfg, dep, mode, startup_s, args), "repeat": repeat}
     figures = {o.policy: summarize_surge(o, run_cfg) for o in outcomes}
     for o in outcomes:
-        _emit({**_policy_line(o, figures[o.policy], run_cfg, dep, ora), **common}, argv)
+        _emit({**_policy_line(o, figures[o.policy], run_cfg, dep, ora), **common,
+               "position": names.index(o.policy)}, argv)  # fmt: skip
     ora_line = {"policy": "oracle", "core_seconds": ora.core_seconds,
                 "core_hours": dep.core_hours(ora.core_seconds),
                 "mean_executors": ora.mean_executors, "peak_executors": max(ora.executors),
@@ -289,35 +295,45 @@ def summary_lines(runs: list[dict[str, dict[str, Any]]], dep: Deployment) -> lis
             peak = run.get("static-peak", {}).get("core_seconds")
             if peak:
                 per["core_hours_vs_static_peak"].append(f["core_seconds"] / peak)
-        stats = {k: _range(v) for k, v in per.items() if v}
+        stats = {k: spread(v) for k, v in per.items() if v}
         out.append(
             {"figure": "summary", "policy": name, "repeats": len(per["core_hours"]), **stats}
         )
     return out
 
 
-def _range(values: list[float]) -> dict[str, float]:
-    return {"median": statistics.median(values), "min": min(values), "max": max(values)}
-
-
-def _rotated(names: list[str], k: int) -> list[str]:
-    """The policies in the order of repeat ``k``: rotated by one at each repeat, so none
-    always runs first (on a cluster that a previous session left warm) or last."""
-    k %= len(names)
-    return names[k:] + names[:k]
-
-
 def run_mode(master: str, cfg: TrafficConfig, dep: Deployment, mode: str, policies: list[str],
              startup_s: float, args: argparse.Namespace, argv: list[str]) -> None:  # fmt: skip
     """Every repeat of the policies under one start-up mode, then their summary lines."""
     names = [p for p in policies if mode == "real" or p not in REAL_ONLY]
+    orders = run_order(names, args.repeats)
     runs = []
-    for k in range(args.repeats):
-        figs = run_once(master, cfg, dep, mode, _rotated(names, k), startup_s, k, args, argv)
+    for k, order in enumerate(orders[: args.repeats]):
+        figs = run_once(master, cfg, dep, mode, order, startup_s, k, args, argv)
         runs.append({n: figs[n] for n in [*names, "oracle"] if n in figs})
     common = _common(replace(cfg, startup=mode), dep, mode, startup_s, args)
+    if len(orders) > args.repeats:
+        again = run_again(master, cfg, dep, mode, orders[-1][0], startup_s, args, argv)
+        check = order_check(runs[0].get(orders[-1][0], {}), again, CHECKED)
+        _emit({"bench": "trace", **check, "policy": orders[-1][0], **common}, argv)
     for line in summary_lines(runs, dep):
         _emit({"bench": "trace", **line, **common}, argv)
+
+
+def run_again(master: str, cfg: TrafficConfig, dep: Deployment, mode: str, name: str,
+              startup_s: float, args: argparse.Namespace,
+              argv: list[str]) -> dict[str, Any]:  # fmt: skip
+    """The run's first policy once more, after every repeat: the order check's run (its
+    line is marked ``order_check`` and kept out of the summaries and tables)."""
+    run_cfg = replace(cfg, startup=mode, startup_delay_s=startup_s)
+    (o,) = run_surge(master, run_cfg, [name])
+    ora = oracle(cfg.trace, cost_ms=cfg.cost_ms, executor_cores=cfg.executor_cores,
+                 startup_s=startup_s)  # fmt: skip
+    fig = summarize_surge(o, run_cfg)
+    common = _common(run_cfg, dep, mode, startup_s, args)
+    _emit({**_policy_line(o, fig, run_cfg, dep, ora), **common, "repeat": args.repeats,
+           "position": 0, "order_check": True}, argv)  # fmt: skip
+    return fig
 
 
 def _startup(args: argparse.Namespace, dep: Deployment, cfg: TrafficConfig, mode: str,
