@@ -7,8 +7,8 @@ configuration runs once more at the very end — the order check, whose figures 
 the first run's (:func:`order_check`) show how far the host drifted. Figures over the
 repeats are given as their median and range (:func:`spread`).
 
-Used by ``bench_autoscale.py``, ``bench_skew.py``, ``bench_placement.py`` and
-``bench_pipeline.py`` and ``bench_trace.py``.
+Used by ``bench_autoscale.py``, ``bench_skew.py``, ``bench_placement.py``,
+``bench_pipeline.py``, ``bench_trace.py`` and ``bench_nexmark.py``.
 """
 
 from __future__ import annotations

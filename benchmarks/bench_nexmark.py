@@ -21,13 +21,26 @@ partitions for every run.
   batch's own duration (streamscale's ``GraphBatch.duration_s``: the whole DAG and its
   sink), ``rows_per_s`` = the tables' rows ÷ that: the same shape as the batch line.
 
-One JSON line per query and engine: ``{"bench": "nexmark", "query", "engine",
-"rows_per_s", "ratio_vs_spark_sql", ...}``, ``ratio_vs_spark_sql`` = rows_per_s ÷ the
-spark-sql line's of the same query in the same run. Lines are appended to
-``benchmarks/results/nexmark.jsonl``.
+One JSON line per query, engine and repeat: ``{"bench": "nexmark", "query", "engine",
+"rows_per_s", "ratio_vs_spark_sql", "repeat", "position", ...}``, ``ratio_vs_spark_sql``
+= rows_per_s ÷ the spark-sql line's of the same query in the same repeat (None without
+one). Lines are appended to ``benchmarks/results/nexmark.jsonl``.
+
+Fair order: ``--repeats N`` (1 to 20, default 1) runs every engine of a query N times,
+the order rotated by one at each repeat (:func:`run_order`), so none always runs first
+or last; every engine line carries ``repeat`` (0-based) and ``position`` (its place in
+that repeat's order), and a repeat's lines are printed when the repeat has run (its
+spark-sql line gives their ratios). With two engines or more, the query's first engine
+runs once more after its repeats: that line carries ``"order_check": true`` (``repeat``
+N, ``position`` 0, counted in no summary; its ratio against itself alone: 1.0 for
+spark-sql, else None) and an ``{"figure": "order_check", "query", "engine"}`` line gives
+its ``rows_per_s`` beside the first run's (``first``, ``again``) and
+``again_over_first``. Last, one ``{"figure": "summary", "query", "engine"}`` line per
+engine: ``repeats`` and the median, min and max over the repeats of ``rows_per_s`` and
+of ``ratio_vs_spark_sql`` (each where the repeats have one). Then the next query.
 
 Run: ``.venv/bin/python benchmarks/bench_nexmark.py [--quick] [--events N] [--files F]
-[--queries q0,q5] [--policy static]``.
+[--queries q0,q5] [--policy static] [--repeats 3]``.
 
 ``--surge``: the surge scenario of ``bench_autoscale`` on Q5 and Q8 instead
 (:mod:`streamscale.nexmark.surge`): a loopback standalone cluster (``--workers`` ×
@@ -51,9 +64,11 @@ import os
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from _fair import bad_repeats, number, order_check, over, run_order, spread
 from _results import record
 
 from streamscale.nexmark.files import write_events
@@ -76,6 +91,14 @@ HARNESS = (
 )
 TABLES_OF = {"q3": ("person", "auction"), "q4": ("auction", "bid"), "q6": ("auction", "bid"),
              "q8": ("person", "auction")}  # fmt: skip
+#: the figures of an engine line that its summary line gives
+SUMMARIZED = ("rows_per_s", "ratio_vs_spark_sql")
+#: the figures that the order check gives
+CHECKED = ("rows_per_s",)
+
+#: One run: (engine, query, repeat) → its line (``engine``, ``rows_per_s``: None when
+#: not timed, ...); :func:`query_lines` adds the ratio, ``repeat`` and ``position``.
+Runner = Callable[[str, str, int], dict[str, Any]]
 
 
 def _streaming_rate(log: ProgressLog) -> tuple[float, int, float, int]:
@@ -163,10 +186,7 @@ def surge(args: argparse.Namespace, argv: list[str]) -> None:
         cluster_down(d)
 
 
-def main(argv: list[str] | None = None, spark: Any | None = None) -> None:
-    """Run the benchmark; ``spark``: a ``local[N]`` session to run on (left running, its
-    time zone as it was) instead of building one (the smoke test's); not with ``--surge``."""
-    argv = sys.argv[1:] if argv is None else argv
+def _args(argv: list[str]) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--events", type=int, default=1_000_000)
     ap.add_argument("--files", type=int, default=6, help="files per table (= batches)")
@@ -175,6 +195,11 @@ def main(argv: list[str] | None = None, spark: Any | None = None) -> None:
     ap.add_argument("--engines", default="spark-sql,streamscale,streamscale-1batch")
     ap.add_argument("--policy", default="static", help="streamscale's policy")
     ap.add_argument("--quick", action="store_true", help="200,000 events, 4 files")
+    ap.add_argument(
+        "--repeats", type=int, default=1,
+        help="Runs of every engine per query, the order rotated at each (1 to 20; "
+             "not --surge).",
+    )  # fmt: skip
     ap.add_argument("--surge", action="store_true", help="the surge scenario on Q5 and Q8")
     ap.add_argument("--metrics", type=Path, default=None,
                     help="--surge: keep each run's metrics.jsonl in METRICS/QUERY/POLICY "
@@ -191,12 +216,22 @@ def main(argv: list[str] | None = None, spark: Any | None = None) -> None:
     )
     ap.add_argument("--workers", type=int, default=2, help="--surge: standalone workers")
     ap.add_argument("--worker-cores", type=int, default=8, help="--surge: slots per worker")
-    args = ap.parse_args(argv)
+    return ap.parse_args(argv)
+
+
+def main(argv: list[str] | None = None, spark: Any | None = None) -> int:
+    """Run the benchmark; ``spark``: a ``local[N]`` session to run on (left running, its
+    time zone as it was) instead of building one (the smoke test's); not with ``--surge``.
+    Returns 0, or 2 (one line on stderr) when ``--repeats`` is outside 1 to 20."""
+    argv = sys.argv[1:] if argv is None else argv
+    args = _args(argv)
+    if bad_repeats("bench_nexmark", args.repeats):
+        return 2
     if args.surge:
         if args.queries == ",".join(QUERIES):
             args.queries = "q5,q8"
         surge(args, argv)
-        return
+        return 0
     if args.quick:
         args.events, args.files = 200_000, 4
     queries = [check_query(q) for q in args.queries.split(",") if q.strip()]
@@ -215,36 +250,103 @@ def main(argv: list[str] | None = None, spark: Any | None = None) -> None:
         spark.conf.set("spark.sql.session.timeZone", zone)
         if own:
             spark.stop()
+    return 0
 
 
 def _queries(
     spark: Any, args: argparse.Namespace, queries: list[str], engines: list[str],
     argv: list[str],
 ) -> None:  # fmt: skip
+    """Every query's lines (:func:`query_lines`) over one set of generated files."""
     with tempfile.TemporaryDirectory() as tmp:
         events = Path(tmp) / "events"
         cfg = GeneratorConfig.constant(args.rate, seed=7)
         meta = write_events(cfg, args.events, events, files=args.files)
+        common = {"events": args.events, "files": args.files, "rate": args.rate,
+                  "harness": HARNESS}  # fmt: skip
+
+        def run(engine: str, q: str, repeat: int) -> dict[str, Any]:
+            got = _run(spark, engine, q, events, Path(tmp), args.policy, meta["rows"])
+            return engine_line(q, engine, got, common)
+
         for q in queries:
-            base: float | None = None
-            for engine in engines:
-                if engine == "streamscale-1batch" and MODES[q] != "batch":
-                    continue  # only beside spark-sql's batch runs
-                line = _run(spark, engine, q, events, Path(tmp), args.policy, meta["rows"])
-                rate = line.pop("rows_per_s")
-                timed = math.isfinite(rate)  # not: no batch with rows after the first
-                if engine == "spark-sql":
-                    base = rate if timed else None
-                ratio = rate / base if base and timed else None
-                full = record("nexmark", {
-                    "bench": "nexmark", "query": q, "engine": engine,
-                    "rows_per_s": round(rate) if timed else None,
-                    "ratio_vs_spark_sql": None if ratio is None else round(ratio, 3),
-                    **line, "events": args.events, "files": args.files, "rate": args.rate,
-                    "harness": HARNESS,
-                }, argv=argv)  # fmt: skip
-                print(json.dumps(full), flush=True)
+            for line in query_lines(q, engines_of(q, engines), args.repeats, run):
+                print(json.dumps(record("nexmark", line, argv=argv)), flush=True)
+
+
+def engine_line(q: str, engine: str, got: dict[str, Any], common: dict[str, Any]) -> dict[str, Any]:
+    """One run's line from :func:`_run`'s figures ``got`` (``rows_per_s`` rounded, None
+    when not timed); ``ratio_vs_spark_sql`` is filled in by :func:`with_ratios`."""
+    rate = got["rows_per_s"]
+    timed = math.isfinite(rate)  # not: no batch with rows after the first
+    rest = {k: v for k, v in got.items() if k != "rows_per_s"}
+    return {"bench": "nexmark", "query": q, "engine": engine,
+            "rows_per_s": round(rate) if timed else None, "ratio_vs_spark_sql": None,
+            **rest, **common}  # fmt: skip
+
+
+def engines_of(q: str, engines: list[str]) -> list[str]:
+    """The engines that run ``q``: ``streamscale-1batch`` only beside spark-sql's batch
+    runs (Q4-Q8)."""
+    return [e for e in engines if e != "streamscale-1batch" or MODES[q] == "batch"]
+
+
+def query_lines(q: str, engines: list[str], repeats: int, run: Runner) -> Iterator[dict[str, Any]]:
+    """``q``'s lines in the fair order, each as soon as it can be given: every repeat's
+    engine lines (:func:`run_order`; after the repeat, with their ratios), with two
+    engines or more the first engine's run again and its order-check line, then the
+    summary lines. ``run`` runs one engine (:data:`Runner`)."""
+    orders = run_order(engines, repeats)
+    runs: list[dict[str, dict[str, Any]]] = []
+    for k, order in enumerate(orders[:repeats]):
+        got = [{**run(e, q, k), "repeat": k, "position": i} for i, e in enumerate(order)]
+        got = with_ratios(got)
+        runs.append({x["engine"]: x for x in got})
+        yield from got
+    if len(orders) > repeats:
+        engine = orders[-1][0]
+        (again,) = with_ratios([{**run(engine, q, repeats), "repeat": repeats, "position": 0,
+                                 "order_check": True}])  # fmt: skip
+        yield again
+        yield order_check_line(q, engine, runs[0][engine], again)
+    yield from summary_lines(q, engines, runs)
+
+
+def with_ratios(lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``lines`` (one repeat's of one query) each with ``ratio_vs_spark_sql``: its
+    ``rows_per_s`` ÷ the spark-sql line's among them (None without one, or when either
+    is not timed)."""
+    base = next((x.get("rows_per_s") for x in lines if x["engine"] == "spark-sql"), None)
+    out = []
+    for x in lines:
+        ratio = over(x.get("rows_per_s"), base)
+        out.append({**x, "ratio_vs_spark_sql": None if ratio is None else round(ratio, 3)})
+    return out
+
+
+def order_check_line(
+    q: str, engine: str, first: dict[str, Any], again: dict[str, Any]
+) -> dict[str, Any]:
+    """The order check (:func:`_fair.order_check`) of :data:`CHECKED`: ``engine``'s
+    first run of ``q`` and its run again after the repeats."""
+    check = order_check(first, again, CHECKED)
+    return {"bench": "nexmark", "figure": "order_check", "query": q, "engine": engine, **check}
+
+
+def summary_lines(
+    q: str, engines: list[str], runs: list[dict[str, dict[str, Any]]]
+) -> list[dict[str, Any]]:
+    """One line per engine of ``q``: its repeats and the median, min and max over them of
+    :data:`SUMMARIZED` (finite values only; ``runs``: each repeat's line per engine)."""
+    out = []
+    for engine in engines:
+        ran = [r[engine] for r in runs if engine in r]
+        per = {k: [x[k] for x in ran if number(x.get(k))] for k in SUMMARIZED}
+        stats = {k: spread(v) for k, v in per.items() if v}
+        out.append({"bench": "nexmark", "figure": "summary", "query": q, "engine": engine,
+                    "repeats": len(ran), **stats})  # fmt: skip
+    return out
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

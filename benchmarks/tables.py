@@ -601,11 +601,12 @@ def nexmark() -> str:
     table per run, with the queries it is the newest run of."""
     runs, unclean = newest_per(
         "nexmark", lambda x: x["query"], lambda x: "query" in x and "engine" in x
-        and x.get("bench", "nexmark") == "nexmark", order=_query_order,
+        and x.get("bench", "nexmark") == "nexmark" and not x.get("order_check")
+        and x.get("figure") != "order_check", order=_query_order,
     )  # fmt: skip
     if not runs and not unclean:
         return _missing("nexmark", "python benchmarks/bench_nexmark.py")
-    harness = [x[-1].get("harness") for x in runs]
+    harness = [next((y.get("harness") for y in reversed(x) if "harness" in y), None) for x in runs]
     parts = [nexmark_table(lines, harness=i == 0 or harness[i] != harness[i - 1])
              for i, lines in enumerate(runs)]  # fmt: skip
     if unclean:
@@ -621,23 +622,31 @@ def _query_order(q: Any) -> int:
 
 def nexmark_table(lines: list[Line], *, harness: bool = True) -> str:
     """One run's Nexmark rows per query and engine (:func:`check_lines` first), under its
-    harness (``harness=False``: the same as the table's above, not repeated)."""
+    harness (``harness=False``: the same as the table's above, not repeated); a run of
+    several repeats shows each figure's median and range (its summary lines)."""
     lines = check_lines("nexmark", lines)
-    newest = {(x["query"], x["engine"]): x for x in lines}
+    newest = {(x["query"], x["engine"]): x for x in lines if _generic_row(x)}
+    summary = {(x["query"], x["engine"]): x for x in lines
+               if x.get("figure") == "summary" and x.get("repeats", 1) > 1}  # fmt: skip
     queries = sorted({q for q, _ in newest}, key=lambda q: int(q.lstrip("q")))
     engines = ("spark-sql", "streamscale", "streamscale-1batch")
+
+    def figure(q: str, e: str, name: str) -> str:
+        x = summary.get((q, e))
+        return _spread(x.get(name)) if x is not None else _fmt(newest[q, e].get(name))
 
     def cell(q: str, e: str) -> str:
         x = newest.get((q, e))
         if x is None:
             return ""
         mode = x.get("spark_mode") or x.get("mode") or ""
-        ratio = "" if e == "spark-sql" else f" ({_fmt(x.get('ratio_vs_spark_sql'))}×)"
-        return f"{_fmt(x['rows_per_s'])}{ratio}" + (f" {mode}" if e == "spark-sql" else "")
+        ratio = "" if e == "spark-sql" else f" ({figure(q, e, 'ratio_vs_spark_sql')}×)"
+        return f"{figure(q, e, 'rows_per_s')}{ratio}" + (f" {mode}" if e == "spark-sql" else "")
 
     rows = [[q, *(cell(q, e) for e in engines)] for q in queries]
     table = _table(["query", "spark-sql rows/s", "streamscale", "streamscale, one batch"], rows)
-    head = f"Harness: {lines[-1].get('harness')}\n\n" if harness else ""
+    rows_of = [x for x in lines if _generic_row(x)]
+    head = f"Harness: {rows_of[-1].get('harness')}\n\n" if harness and rows_of else ""
     return f"{head}{table}\n\n{_source('nexmark', lines)}"
 
 

@@ -345,3 +345,32 @@ def test_repeated_runs_summaries_and_order_checks_are_not_table_rows() -> None:
     rows = [x for x in lines if tables._generic_row(x)]
     assert rows == lines[:2]
     assert not tables._generic_row({**run, "bench": "skew", "sample": True})
+
+
+def test_the_nexmark_table_gives_medians_of_a_repeated_run_without_its_order_check(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(tables, "RESULTS", tmp_path)
+    stamp = {"bench": "nexmark", "run": "r1", "commit": "abc", "harness": "h1", **STAMP}
+    rows = [{**stamp, "query": "q5", "engine": e, "rows_per_s": r, "repeat": k,
+             "ratio_vs_spark_sql": r / s, "spark_mode": "batch"}
+            for k, (s, m) in enumerate(((1000.0, 200.0), (1100.0, 300.0), (900.0, 250.0)))
+            for e, r in (("spark-sql", s), ("streamscale", m))]  # fmt: skip
+    again = {**rows[0], "rows_per_s": 5.0, "repeat": 3, "order_check": True}
+    check = {"bench": "nexmark", "run": "r1", "commit": "abc", **STAMP, "query": "q5",
+             "engine": "spark-sql", "figure": "order_check", "first": {"rows_per_s": 1000.0}}  # fmt: skip
+    summaries = [
+        {"bench": "nexmark", "run": "r1", "commit": "abc", **STAMP, "query": "q5",
+         "engine": e, "figure": "summary", "repeats": 3, "rows_per_s": {
+             "median": med, "min": lo, "max": hi}, **extra}
+        for e, med, lo, hi, extra in (
+            ("spark-sql", 1000.0, 900.0, 1100.0, {}),
+            ("streamscale", 250.0, 200.0, 300.0, {"ratio_vs_spark_sql": {
+                "median": 0.27, "min": 0.2, "max": 0.28}}),
+        )
+    ]  # fmt: skip
+    _write(tmp_path / "nexmark.jsonl", [*rows, again, check, *summaries])
+    out = tables.nexmark()
+    assert out.startswith("Harness: h1")
+    assert "| q5 | 1,000 (900–1,100) batch | 250 (200–300) (0.27 (0.2–0.28)×) |  |" in out
+    assert "| 5 " not in out and "median" not in out
