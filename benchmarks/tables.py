@@ -292,16 +292,27 @@ def _policy_runs(lines: list[Line]) -> list[Line]:
 
 
 def _autoscale(lines: list[Line], name: str) -> str:
-    pol = _policy_runs(lines)
+    """One surge run's table: a row per policy and repeat, each against the static-peak
+    of its own repeat and start-up mode; with repeats, their medians and ranges after."""
+    pol = sorted(_policy_runs(lines), key=lambda x: x.get("repeat", 0))
     ratio = next((x for x in lines if x.get("figure") == "ratios"), {})
-    peak = next((x["core_seconds"] for x in pol if x["policy"] == "static-peak"), None)
+    peaks = {(x.get("repeat", 0), x.get("startup", "real")): x["core_seconds"]
+             for x in pol if x["policy"] == "static-peak"}  # fmt: skip
+    repeated = any(x.get("repeat", 0) > 0 for x in pol)
+
+    def label(x: Line) -> str:
+        return f"{_policy(x)}, run {x.get('repeat', 0) + 1}" if repeated else _policy(x)
+
+    def peak(x: Line) -> Any:
+        return peaks.get((x.get("repeat", 0), x.get("startup", "real")))
+
     rows = [
         [
-            _policy(x),
+            label(x),
             _pct(x.get("slo_tuples")),
             _pct(x.get("slo_batches")),
             _fmt(x.get("core_seconds")),
-            _fmt(x["core_seconds"] / peak, 3) if peak else "–",
+            _fmt(x["core_seconds"] / peak(x), 3) if peak(x) else "–",
             _fmt(x.get("mean_cores")),
             _fmt(x.get("peak_executors")),
             f"{x.get('scale_ups', 0)} / {x.get('scale_downs', 0)}",
@@ -321,7 +332,26 @@ def _autoscale(lines: list[Line], name: str) -> str:
          "first tasks on added (s)", "p99 ms", "host CPU base / surge"],
         rows,
     )  # fmt: skip
-    return f"{head}\n\n{table}{tail}\n\n{_source('autoscale', lines)}"
+    return f"{head}\n\n{table}{tail}{_autoscale_medians(lines)}\n\n{_source('autoscale', lines)}"
+
+
+def _autoscale_medians(lines: list[Line]) -> str:
+    """A repeated surge run's summary lines as one sentence per policy: the median and
+    range of its share of tuples within target and, for ``elastic``, of its
+    core-seconds ÷ static-peak's (empty for a run of one repeat)."""
+    parts = []
+    for x in lines:
+        if x.get("figure") != "summary" or x.get("repeats", 0) < 2:
+            continue
+        text = f"{_policy(x)} {_spread(x.get('slo_tuples'), pct=True)} of tuples"
+        if isinstance(x.get("core_seconds_vs_static_peak"), dict):
+            text += f" at {_spread(x['core_seconds_vs_static_peak'])}× static-peak's core-seconds"
+        parts.append(f"{text} ({x['repeats']} runs)")
+    return (
+        "\n\nMedians over the repeats, their range in brackets: " + "; ".join(parts) + "."
+        if parts
+        else ""
+    )
 
 
 def _old_trace(x: Line) -> bool:

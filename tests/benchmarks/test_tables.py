@@ -374,3 +374,20 @@ def test_the_nexmark_table_gives_medians_of_a_repeated_run_without_its_order_che
     assert out.startswith("Harness: h1")
     assert "| q5 | 1,000 (900–1,100) batch | 250 (200–300) (0.27 (0.2–0.28)×) |  |" in out
     assert "| 5 " not in out and "median" not in out
+
+
+def test_a_repeated_surge_run_is_tabled_per_repeat_against_its_own_static_peak() -> None:
+    run = {"run": "r", "commit": "c", "bench": "autoscale", "quick": False, **STAMP}
+    pol = [{**run, "policy": p, "repeat": k, "slo_tuples": slo, "core_seconds": cs}
+           for k, (el, sp) in enumerate(((50.0, 100.0), (45.0, 90.0)))
+           for p, slo, cs in (("elastic", 0.9 - k / 10, el), ("static-peak", 1.0, sp))]  # fmt: skip
+    summary = {**run, "figure": "summary", "policy": "elastic", "startup": "real", "repeats": 2,
+               "slo_tuples": {"median": 0.85, "min": 0.8, "max": 0.9},
+               "core_seconds_vs_static_peak": {"median": 0.5, "min": 0.5, "max": 0.5}}  # fmt: skip
+    out = tables._autoscale([*pol, summary], "Full length")
+    assert "| elastic, run 1 | 90.0 % |" in out and "| elastic, run 2 | 80.0 % |" in out
+    # each repeat against its own static-peak: 50/100 and 45/90, never 45/100
+    assert out.count("| 0.5 |") == 2 and "0.45" not in out
+    assert "elastic 85.0 % (80.0–90.0) of tuples at 0.5 (0.5–0.5)× static-peak's" in out
+    single = tables._autoscale([x for x in pol if x["repeat"] == 0], "Full length")
+    assert "| elastic | 90.0 % |" in single and "Medians" not in single
